@@ -1,0 +1,38 @@
+# Each target sets itself up on a fresh machine: a .venv with an editable install.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-dev
+BENCH_STAMP := $(VENV)/.installed-bench
+
+.PHONY: demo test test-nojit lint bench bench-quick clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/hilbert demo
+
+lint: $(STAMP)
+	$(PY) -m ruff check grammar compiler executor hilbert tests benchmarks
+	$(PY) -m mypy grammar compiler
+
+test: $(STAMP) lint
+	$(PY) -m pytest -q
+	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q -m nojit
+
+bench: $(BENCH_STAMP)
+	$(VENV)/bin/hilbert bench
+
+bench-quick: $(BENCH_STAMP)
+	$(VENV)/bin/hilbert bench --quick
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,94 @@
+"""The compiler driver: the table of contents of the compiler, one line per pass."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hilbert.grammar.errors import HilbertError
+from hilbert.grammar.source import Span
+
+from . import ir
+from .inline import Inliner
+from .modules import Loader, SourceModule
+from .recursion import check_recursion
+from .resolve import Definition, Resolved, resolve
+from .shapes import Shape, ShapeTable, infer_shapes
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A callable definition, inlined: `body` is IR over Param(0…n−1)."""
+
+    name: str
+    params: tuple[str, ...]
+    body: ir.Node
+    definition: Definition = field(compare=False)
+
+
+@dataclass
+class CompiledModule:
+    """What compile_module produces: the module's entries by name and what resolve saw."""
+
+    key: str
+    entries: dict[str, Entry]
+    exported: tuple[str, ...]
+    resolved: Resolved = field(repr=False)
+
+
+def compile_module(loader: Loader, root: SourceModule, export_all: bool = False) -> CompiledModule:
+    """Compile `root` and the modules it opens into inlined entries, or raise HilbertError."""
+    _debug("parse", root.syntax)
+    resolved = resolve(loader, root)                          # names, arity, einsum specs
+    loops = check_recursion(resolved.definitions)             # tail self-calls only
+    inliner = Inliner(resolved.definitions, loops)            # definitions -> one DAG each
+    for key in sorted(loops):
+        inliner.form(key)                                     # every loop checked, used or not
+    entries = {}
+    for name, key in resolved.scopes[root.key].own.items():
+        entries[name] = _entry(resolved.definitions[key], inliner)
+        _debug("inline", entries[name].body)
+    exported = tuple(n for n, e in entries.items() if export_all or e.definition.kind == "fn")
+    return CompiledModule(root.key, entries, exported, resolved)
+
+
+def _entry(d: Definition, inliner: Inliner) -> Entry:
+    params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(d.params)}
+    return Entry(d.name, d.params, ir.substitute(inliner.body(d.key), params), d)
+
+
+def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:
+    """Infer every shape of `entry` for these argument shapes (shape rules enforced here)."""
+    return infer_shapes(entry.body, shapes)
+
+
+def annotate(err: HilbertError, resolved: Resolved) -> HilbertError:
+    """Add the definition an error was raised inside, and its `Instead:` hint, as notes."""
+    for d in resolved.syntax.values():
+        if _contains(d.span, err.span):
+            err = err.with_note(f"in {d.name}, defined at {d.span}")
+            for line in d.doc.splitlines():
+                if line.startswith("Instead:"):
+                    err = err.with_note(line)
+            break
+    return err
+
+
+def _contains(outer: Span, inner: Span) -> bool:
+    return (outer.source.name == inner.source.name
+            and (outer.line, outer.column) <= (inner.line, inner.column)
+            and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column))
+
+
+def _debug(stage: str, value) -> None:
+    """HILBERT_DUMP=inline,plan prints the IR after the named passes (a debugging switch)."""
+    wanted = os.environ.get("HILBERT_DUMP", "")
+    if stage in wanted.split(","):
+        from .printer import print_ir
+        print(f"== {stage} ==\n{print_ir(value) if isinstance(value, ir._Node) else value}")
+
+
+def load_path(path: str | Path, search_path: list[Path] | None = None) -> tuple[Loader, SourceModule]:
+    loader = Loader(search_path)
+    return loader, loader.from_file(Path(path))

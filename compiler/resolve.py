@@ -1,0 +1,222 @@
+"""Resolves names and lowers syntax to IR: opens modules, binds every name, checks arity."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from hilbert.grammar import syntax as s
+from hilbert.grammar.errors import CheckError, NameResolutionError
+from hilbert.grammar.source import Span
+
+from . import ir
+from .einsum_spec import check_spec
+from .modules import Loader, SourceModule
+from .primitives import OPERATORS, PRIMITIVES
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """A resolved definition: its body is IR over Local(i) parameters, with Calls by key."""
+
+    key: str
+    name: str
+    module: str
+    kind: str
+    params: tuple[str, ...]
+    body: ir.Node
+    span: Span = field(compare=False)
+    doc: str = field(default="", compare=False)
+
+
+@dataclass
+class ModuleScope:
+    """The names one module sees: its own definitions, and the modules it opens."""
+
+    module: SourceModule
+    own: dict[str, str] = field(default_factory=dict)  # name -> definition key
+    opened: list[ModuleScope] = field(default_factory=list)
+
+
+@dataclass
+class Resolved:
+    """Everything resolve produces: definitions by key, and each module's scope by key."""
+
+    definitions: dict[str, Definition] = field(default_factory=dict)
+    scopes: dict[str, ModuleScope] = field(default_factory=dict)
+    syntax: dict[str, s.Definition] = field(default_factory=dict)
+
+
+def definition_key(module: SourceModule, name: str) -> str:
+    return f"{module.key}::{name}"
+
+
+def resolve(loader: Loader, root: SourceModule, resolved: Resolved | None = None) -> Resolved:
+    """Resolve `root` and every module it opens (each once).
+
+    Requires parsed modules; ensures every name is bound, every call has the right arity,
+    every einsum spec is well-formed, and definitions are IR with Calls between them.
+    """
+    resolved = resolved or Resolved()
+    _scope(loader, root, resolved)
+    return resolved
+
+
+def _scope(loader: Loader, module: SourceModule, resolved: Resolved) -> ModuleScope:
+    if module.key in resolved.scopes:
+        return resolved.scopes[module.key]
+    scope = ModuleScope(module)
+    resolved.scopes[module.key] = scope
+    for decl in module.syntax.decls:
+        if isinstance(decl, s.Open):
+            scope.opened.append(_scope(loader, loader.open(decl, module), resolved))
+        elif isinstance(decl, s.Definition):
+            if decl.name in scope.own:
+                first = resolved.syntax[scope.own[decl.name]]
+                raise NameResolutionError(
+                    "E205", f"{decl.name} is defined twice in this module (first at {first.span})",
+                    decl.span)
+            key = definition_key(module, decl.name)
+            scope.own[decl.name] = key
+            resolved.syntax[key] = decl
+    for decl in module.syntax.decls:
+        if isinstance(decl, s.Definition):
+            key = scope.own[decl.name]
+            body = Lowering(scope, resolved, decl.params).expr(decl.body)
+            resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
+                                                   decl.params, body, decl.span, decl.doc)
+    return scope
+
+
+def _suggest(name: str, candidates) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=3)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
+class Lowering:
+    """Lowers one body: `locals_` are the names bound to Local(i) (parameters, weights)."""
+
+    def __init__(self, scope: ModuleScope, resolved: Resolved, params: tuple[str, ...],
+                 extra: dict[str, ir.Node] | None = None, allow_draws: bool = False):
+        self.scope = scope
+        self.resolved = resolved
+        self.params = params
+        self.extra = extra or {}
+        self.allow_draws = allow_draws
+
+    def local(self, name: str, span: Span) -> ir.Node | None:
+        if name in self.params:
+            return ir.Local(self.params.index(name), name, span)
+        return self.extra.get(name)
+
+    def expr(self, e: s.Expr) -> ir.Node:
+        match e:
+            case s.Number(value=v):
+                return ir.Const(v, e.span)
+            case s.String():
+                raise CheckError("E316", "a string can only be the first argument of einsum",
+                                 e.span)
+            case s.Name(name=n, module=m):
+                return self.name(n, m, e.span)
+            case s.Call(name=n, module=m, args=args):
+                return self.call(n, m, args, e.span)
+            case s.Binary(op=op, left=l, right=r):
+                return ir.Prim(OPERATORS[op].name, (self.expr(l), self.expr(r)), (), e.span)
+            case s.Negate(operand=o):
+                return ir.Prim("neg", (self.expr(o),), (), e.span)
+            case s.Compare(op=op, left=l, right=r):
+                return ir.Prim(OPERATORS[op].name, (self.expr(l), self.expr(r)), (), e.span)
+            case s.If(cond=c, then=t, orelse=o):
+                return ir.Cond(self.expr(c), self.expr(t), self.expr(o), e.span)
+        raise AssertionError(f"unknown syntax node {e!r}")
+
+    def name(self, name: str, module: str | None, span: Span) -> ir.Node:
+        if module is None:
+            bound = self.local(name, span)
+            if bound is not None:
+                return bound
+        key = self.definition(name, module, span)
+        if key is None:
+            if name in PRIMITIVES or name == "einsum":
+                raise NameResolutionError("E201", f"{name} is a primitive; call it with arguments, "
+                                          f"as {name}(…)", span)
+            raise self.unknown(name, module, span)
+        target = self.resolved.syntax[key]
+        if target.params:
+            raise NameResolutionError(
+                "E201", f"{name} takes {len(target.params)} argument(s) "
+                f"({', '.join(target.params)}); call it as {name}(…)", span)
+        return ir.Call(key, (), span)
+
+    def call(self, name: str, module: str | None, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
+        if module is None and self.local(name, span) is not None:
+            raise NameResolutionError("E206", f"{name} is a value, not a definition, so it "
+                                      "cannot be called", span)
+        key = self.definition(name, module, span)
+        if key is not None:
+            target = self.resolved.syntax[key]
+            self.arity(name, len(target.params), len(args), span)
+            return ir.Call(key, tuple(self.expr(a) for a in args), span)
+        if module is None and name == "einsum":
+            return self.einsum(args, span)
+        if module is None and name in PRIMITIVES:
+            return self.primitive(name, args, span)
+        raise self.unknown(name, module, span)
+
+    def arity(self, name: str, expected: int, got: int, span: Span) -> None:
+        if expected != got:
+            raise NameResolutionError(
+                "E201", f"{name} takes {expected} argument(s) but is given {got}", span)
+
+    def einsum(self, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
+        if not args or not isinstance(args[0], s.String):
+            raise CheckError("E307", "einsum's first argument must be a string literal such as "
+                             '"ij,jk->ik"', args[0].span if args else span)
+        spec = check_spec(args[0].text, len(args) - 1, args[0].span)
+        return ir.Einsum(spec, tuple(self.expr(a) for a in args[1:]), span)
+
+    def primitive(self, name: str, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
+        prim = PRIMITIVES[name]
+        self.arity(name, prim.arity, len(args), span)
+        if prim.kind == "draw" and not self.allow_draws:
+            raise NameResolutionError(
+                "E207", f"{name} draws random numbers, which only a model's `weight … from` "
+                "may do; pass draws in as an argument instead", span)
+        lowered = tuple(self.expr(a) for a in args)
+        if prim.kind in ("reduce", "positions"):
+            axis = lowered[1]
+            if not isinstance(axis, ir.Const) or not float(axis.value).is_integer() or axis.value < 0:
+                raise CheckError("E314", f"{name}'s axis must be a whole-number literal such as 0 "
+                                 "or 1", args[1].span)
+            return ir.Prim(name, lowered[:1], (int(axis.value),), span)
+        return ir.Prim(name, lowered, (), span)
+
+    def definition(self, name: str, module: str | None, span: Span) -> str | None:
+        """The key `name` refers to (qualified by `module`, if given), or None if no definition."""
+        scope = self.scope
+        if module is not None:
+            for opened in [scope, *scope.opened]:
+                if opened.module.name == module:
+                    if name in opened.own:
+                        return opened.own[name]
+                    raise NameResolutionError(
+                        "E200", f"module {module} has no definition {name}"
+                        f"{_suggest(name, opened.own)}", span)
+            names = ", ".join(o.module.name for o in scope.opened) or "none"
+            raise NameResolutionError("E200", f"no opened module is called {module} (opened: "
+                                      f"{names})", span)
+        if name in scope.own:
+            return scope.own[name]
+        found = [(o.module.key, o.own[name]) for o in scope.opened if name in o.own]
+        if len(found) > 1:
+            where = " and ".join(m for m, _ in found)
+            raise NameResolutionError(
+                "E202", f"{name} is defined in both {where}; qualify it, as "
+                f"{found[0][0].split('.')[-1]}.{name}", span)
+        return found[0][1] if found else None
+
+    def unknown(self, name: str, module: str | None, span: Span) -> NameResolutionError:
+        known = set(self.params) | set(self.extra) | set(self.scope.own) | set(PRIMITIVES)
+        for o in self.scope.opened:
+            known |= set(o.own)
+        return NameResolutionError("E200", f"unknown name {name}{_suggest(name, known)}", span)

@@ -1,0 +1,167 @@
+"""Specialises IR to argument shapes: infers every node's shape and enforces the shape rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hilbert.grammar.errors import CheckError
+
+from . import ir
+from .einsum_spec import parse_spec
+from .primitives import BY_OP, SPELLING
+
+Shape = tuple[int, ...]
+
+
+def describe_shape(shape: Shape) -> str:
+    """Plain words for a shape: 'a scalar', 'a vector of 3', 'a 2×3 matrix'."""
+    if not shape:
+        return "a scalar"
+    if len(shape) == 1:
+        return f"a vector of {shape[0]}"
+    kind = "matrix" if len(shape) == 2 else f"rank-{len(shape)} tensor"
+    return f"a {'×'.join(map(str, shape))} {kind}"
+
+
+def _what(node: ir.Node) -> str:
+    if isinstance(node, ir.Param):
+        return f"argument {node.name}"
+    return f"the value at {node.span.line}:{node.span.column}" if node.span else "a value"
+
+
+@dataclass
+class ShapeTable:
+    """The shape of every node, per scope: None for the entry's scope, else the Loop node."""
+
+    scopes: dict[ir.Loop | None, dict[ir.Node, Shape]] = field(default_factory=dict)
+    states: dict[ir.Loop, tuple[Shape, ...]] = field(default_factory=dict)
+
+    def of(self, node: ir.Node, scope: ir.Loop | None = None) -> Shape:
+        return self.scopes[scope][node]
+
+
+def infer_shapes(root: ir.Node, params: tuple[Shape, ...]) -> ShapeTable:
+    """Requires inlined IR over Param; ensures every node has a shape or raises CheckError."""
+    table = ShapeTable()
+    _infer_scope(table, None, [root], lambda node: params[node.index])
+    return table
+
+
+def _infer_scope(table: ShapeTable, scope: ir.Loop | None, roots, leaf) -> dict[ir.Node, Shape]:
+    shapes: dict[ir.Node, Shape] = {}
+    table.scopes[scope] = shapes
+    for node in ir.topological(*roots):
+        if node in shapes:
+            continue
+        shapes[node] = _shape(table, node, shapes, leaf)
+    return shapes
+
+
+def _shape(table: ShapeTable, node: ir.Node, shapes: dict, leaf) -> Shape:
+    match node:
+        case ir.Param() | ir.State():
+            return leaf(node)
+        case ir.Const():
+            return ()
+        case ir.Prim():
+            return _prim(node, [shapes[a] for a in node.args])
+        case ir.Einsum():
+            return _einsum(node, [shapes[a] for a in node.args])
+        case ir.Cond():
+            return _cond(node, shapes[node.cond], shapes[node.then], shapes[node.orelse])
+        case ir.Loop():
+            return _loop(table, node, tuple(shapes[a] for a in node.init))
+        case ir.Project():
+            return table.states[node.loop][node.index]
+    raise AssertionError(f"cannot infer the shape of {node!r}")
+
+
+def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
+    prim = BY_OP[node.op]
+    name = SPELLING.get(node.op, node.op)
+    if prim.kind == "unary":
+        return args[0]
+    if prim.kind in ("binary", "compare"):
+        a, b = args
+        if a == b or not b:
+            return a
+        if not a:
+            return b
+        left, right = node.args
+        raise CheckError(
+            "E310", f"{name} needs operands of the same shape (or one scalar), but "
+            f"{_what(left)} is {describe_shape(a)} and {_what(right)} is {describe_shape(b)}; "
+            "nothing broadcasts: to repeat a vector across a matrix, say so with einsum",
+            node.span)
+    if prim.kind == "reduce":
+        axis = node.attrs[0]
+        if axis >= len(args[0]):
+            raise CheckError("E314", f"{name} reduces axis {axis}, but {_what(node.args[0])} is "
+                             f"{describe_shape(args[0])} (axes count from 0)", node.span)
+        return args[0][:axis] + args[0][axis + 1:]
+    if prim.kind == "size":
+        if len(args[0]) <= prim.axis:
+            extra = "; a vector has no columns" if prim.name == "columns" and len(args[0]) == 1 else ""
+            raise CheckError("E311", f"{name} needs at least {prim.axis + 1} axes, but "
+                             f"{_what(node.args[0])} is {describe_shape(args[0])}{extra}", node.span)
+        return ()
+    if prim.kind == "positions":
+        axis = node.attrs[0]
+        if axis >= len(args[0]):
+            raise CheckError("E314", f"positions reads axis {axis}, but {_what(node.args[0])} is "
+                             f"{describe_shape(args[0])} (axes count from 0)", node.span)
+        return (args[0][axis],)
+    if prim.kind == "draw":
+        if args[0]:
+            raise CheckError("E311", f"{name} needs a scalar seed, but it is given "
+                             f"{describe_shape(args[0])}", node.span)
+        return tuple(node.attrs[0])
+    raise AssertionError(f"no shape rule for {node.op}")
+
+
+def _einsum(node: ir.Einsum, args: list[Shape]) -> Shape:
+    spec = parse_spec(node.spec)
+    sizes: dict[str, tuple[int, int]] = {}
+    for position, (term, shape, operand) in enumerate(zip(spec.inputs, args, node.args, strict=True), 1):
+        if len(term) != len(shape):
+            raise CheckError(
+                "E306", f'einsum "{node.spec}": operand {position} ({_what(operand)}) is '
+                f"{describe_shape(shape)}, but its term {term or '(empty)'} has {len(term)} "
+                "letter(s)", node.span)
+        for letter, size in zip(term, shape, strict=True):
+            if letter in sizes and sizes[letter][0] != size:
+                other = sizes[letter][1]
+                raise CheckError(
+                    "E305", f'einsum "{node.spec}": letter {letter} is {sizes[letter][0]} in '
+                    f"operand {other} but {size} in operand {position} ({_what(operand)})",
+                    node.span)
+            sizes.setdefault(letter, (size, position))
+    return tuple(sizes[letter][0] for letter in spec.output)
+
+
+def _cond(node: ir.Cond, cond: Shape, then: Shape, orelse: Shape) -> Shape:
+    if cond:
+        raise CheckError("E312", f"an if condition must be a scalar, but {_what(node.cond)} is "
+                         f"{describe_shape(cond)}; to choose per entry, use c · a + (1 − c) · b",
+                         node.cond.span)
+    if then != orelse:
+        raise CheckError("E313", f"the branches of this if have different shapes: "
+                         f"{describe_shape(then)} and {describe_shape(orelse)}", node.span)
+    return then
+
+
+def _loop(table: ShapeTable, loop: ir.Loop, state: tuple[Shape, ...]) -> Shape:
+    if loop in table.scopes:
+        return ()
+    table.states[loop] = state
+    shapes = _infer_scope(table, loop, [loop.until, *loop.step], lambda node: state[node.index])
+    if shapes[loop.until]:
+        raise CheckError("E312", f"the condition that ends {loop.name} must be a scalar, but it "
+                         f"is {describe_shape(shapes[loop.until])}", loop.until.span)
+    for index, (before, step) in enumerate(zip(state, loop.step, strict=True)):
+        after = shapes[step]
+        if after != before:
+            raise CheckError(
+                "E315", f"{loop.name} changes the shape of its state component {index + 1} from "
+                f"{describe_shape(before)} to {describe_shape(after)} in one step", step.span)
+    return ()

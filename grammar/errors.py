@@ -1,0 +1,95 @@
+"""The HilbertError hierarchy and the table of error codes every user-caused error uses."""
+
+from __future__ import annotations
+
+from .source import Span
+
+#: Every error code: its stage class name and a one-line title. docs/errors/ has a page each.
+CODES: dict[str, str] = {
+    "E100": "syntax error",
+    "E200": "unknown name",
+    "E201": "wrong number of arguments",
+    "E202": "ambiguous name",
+    "E203": "module not found",
+    "E204": "module path outside the search path",
+    "E205": "duplicate definition",
+    "E206": "not callable",
+    "E207": "primitive used outside a model's weights",
+    "E300": "malformed einsum specification",
+    "E301": "einsum ellipsis is not supported",
+    "E302": "einsum without an explicit output",
+    "E303": "einsum operand count differs from the specification",
+    "E304": "einsum output letter not in any input",
+    "E305": "einsum letter sizes differ",
+    "E306": "einsum operand rank differs from its term",
+    "E307": "einsum specification must be a string literal",
+    "E310": "entrywise shapes differ",
+    "E311": "primitive applied to the wrong rank",
+    "E312": "condition is not a scalar",
+    "E313": "branches have different shapes",
+    "E314": "axis must be a whole-number literal in range",
+    "E315": "loop state changes shape",
+    "E316": "string used as a value",
+    "E400": "self-call not in tail position",
+    "E401": "mutual recursion",
+    "E402": "loop that never ends",
+    "E500": "bad step count",
+    "E600": "bad arguments in a call from Python",
+    "E601": "bad argument value from Python",
+    "E700": "plan exceeds the memory limit",
+    "E800": "bad model declaration",
+    "E801": "bad model use",
+}
+
+
+class HilbertError(Exception):
+    """An error the user caused: a stable `code`, a plain-words `message`, and a `span`.
+
+    `str(err)` renders `file:line:col: error[CODE]: message`, the source line with a caret,
+    and any notes (for example the chain of definitions an error was raised inside).
+    """
+
+    def __init__(self, code: str, message: str, span: Span, notes: tuple[str, ...] = ()):
+        assert code in CODES, code
+        self.code = code
+        self.message = message
+        self.span = span
+        self.notes = tuple(notes)
+        super().__init__(self.render())
+
+    def with_note(self, note: str) -> HilbertError:
+        """The same error with one more note (used as errors climb out of inlined calls)."""
+        return type(self)(self.code, self.message, self.span, self.notes + (note,))
+
+    def render(self) -> str:
+        head = f"{self.span}: error[{self.code}]: {self.message}"
+        body = self.span.caret() if self.span.source.text else ""
+        tail = "".join(f"\n  note: {n}" for n in self.notes)
+        return head + ("\n" + body if body else "") + tail
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.message, self.span, self.notes))
+
+
+class ParseError(HilbertError):
+    """The text is not .hb: unexpected character or token."""
+
+
+class NameResolutionError(HilbertError):
+    """Unknown, ambiguous or duplicate names; modules that cannot be opened; arity."""
+
+
+class CheckError(HilbertError):
+    """Einsum specifications, shapes, ranks, conditions and recursion that break the rules."""
+
+
+class RuntimeHilbertError(HilbertError):
+    """Errors only visible when a program runs: bad step counts, memory limits."""
+
+
+class ArgumentError(HilbertError):
+    """Values handed in from Python that the called function cannot take."""
+
+
+class ModelError(HilbertError):
+    """Model declarations and their use."""

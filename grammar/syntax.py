@@ -1,0 +1,140 @@
+"""The syntax tree: frozen dataclasses, one per construct, each with its source span.
+
+Grammar of the tree (what the parser builds):
+
+    Module     ::= decls: (Open | Definition | Model)*
+    Open       ::= path: name+
+    Definition ::= kind: 'def' | 'fn' | 'method', name, params: name*, body: Expr, doc
+    Model      ::= name, params, base, weights: Weight*, trains: Train*, methods: Definition*
+    Weight     ::= name, type_name, dims: (name | number)*, init: Expr
+    Train      ::= name, params, assigns: Assign*
+    Assign     ::= name, value: Expr
+    Expr       ::= Number | String | Name | Call | Binary | Negate | Compare | If
+
+Operators are stored in their ASCII spelling, so Unicode and ASCII sources give equal trees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .source import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    value: float
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class String:
+    text: str
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    name: str
+    module: str | None
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    name: str
+    module: str | None
+    args: tuple[Expr, ...]
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Binary:
+    op: str  # one of + - * / ^
+    left: Expr
+    right: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Negate:
+    operand: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    op: str  # one of = != < > <= >=
+    left: Expr
+    right: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class If:
+    cond: Expr
+    then: Expr
+    orelse: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+Expr = Number | String | Name | Call | Binary | Negate | Compare | If
+
+
+@dataclass(frozen=True, slots=True)
+class Open:
+    path: tuple[str, ...]
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    kind: str  # 'def', 'fn' or 'method'
+    name: str
+    params: tuple[str, ...]
+    body: Expr
+    span: Span = field(compare=False, repr=False)
+    doc: str = field(default="", compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Weight:
+    name: str
+    type_name: str
+    dims: tuple[str | float, ...]
+    init: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Assign:
+    name: str
+    value: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Train:
+    name: str
+    params: tuple[str, ...]
+    assigns: tuple[Assign, ...]
+    span: Span = field(compare=False, repr=False)
+    doc: str = field(default="", compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    name: str
+    params: tuple[str, ...]
+    base: str
+    weights: tuple[Weight, ...]
+    trains: tuple[Train, ...]
+    methods: tuple[Definition, ...]
+    span: Span = field(compare=False, repr=False)
+    doc: str = field(default="", compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    decls: tuple[Open | Definition | Model, ...]
+    span: Span = field(compare=False, repr=False)

@@ -1,0 +1,17 @@
+"""hilbert: compile .hb tensor mathematics (one contraction: einsum) and run it fast.
+
+>>> import hilbert
+>>> hilbert.compile_source('fn dense(a, w) ↦ einsum("np,pq->nq", a, w)').dense([[1, 2]], [[1], [1]])
+array([[3.]])
+"""
+
+from hilbert.api import Function, Module, compile_source, load, open
+from hilbert.grammar.errors import (
+    ArgumentError, CheckError, HilbertError, ModelError, NameResolutionError, ParseError,
+    RuntimeHilbertError,
+)
+
+__all__ = [
+    "ArgumentError", "CheckError", "Function", "HilbertError", "Module", "ModelError",
+    "NameResolutionError", "ParseError", "RuntimeHilbertError", "compile_source", "load", "open",
+]
