@@ -10,20 +10,25 @@ from hilbert.grammar.errors import HilbertError
 from hilbert.grammar.source import Span
 
 from . import ir
+from .fuse import fuse
 from .inline import Inliner
 from .modules import Loader, SourceModule
+from .plan import Plan, make_plan
 from .recursion import check_recursion
 from .resolve import Definition, Resolved, resolve
+from .share import share
 from .shapes import Shape, ShapeTable, infer_shapes
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A callable definition, inlined: `body` is IR over Param(0…n−1)."""
+    """A callable definition, inlined: `body` is IR over Param(0…n−1) (what the reference
+    executor runs) and `fused` the same after fusion (what planned executors run)."""
 
     name: str
     params: tuple[str, ...]
     body: ir.Node
+    fused: ir.Node
     definition: Definition = field(compare=False)
 
 
@@ -47,20 +52,34 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
         inliner.form(key)                                     # every loop checked, used or not
     entries = {}
     for name, key in resolved.scopes[root.key].own.items():
-        entries[name] = _entry(resolved.definitions[key], inliner)
-        _debug("inline", entries[name].body)
+        entries[name] = _entry(resolved.definitions[key], inliner)  # inline, then fuse
     exported = tuple(n for n, e in entries.items() if export_all or e.definition.kind == "fn")
     return CompiledModule(root.key, entries, exported, resolved)
 
 
 def _entry(d: Definition, inliner: Inliner) -> Entry:
     params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(d.params)}
-    return Entry(d.name, d.params, ir.substitute(inliner.body(d.key), params), d)
+    body = ir.substitute(inliner.body(d.key), params)
+    _debug("inline", body)
+    body = share(body)                                        # equal work done once
+    fused = fuse(body)                                        # einsum chains -> one einsum
+    _debug("fuse", fused)
+    return Entry(d.name, d.params, body, fused, d)
 
 
-def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:
+def specialise(entry: Entry, shapes: tuple[Shape, ...], fused: bool = False) -> ShapeTable:
     """Infer every shape of `entry` for these argument shapes (shape rules enforced here)."""
-    return infer_shapes(entry.body, shapes)
+    return infer_shapes(entry.fused if fused else entry.body, shapes)
+
+
+def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
+               executor: str = "numba", values: tuple | None = None) -> tuple[ShapeTable, Plan]:
+    """Specialise the fused entry to `shapes` and plan it (paths, loops, memory guard)."""
+    table = specialise(entry, shapes, fused=True)             # shapes everywhere, rules checked
+    plan = make_plan(entry.name, entry.params, entry.fused, table, shapes, optimize, executor,
+                     values)                                  # paths, costs, memory guard
+    _debug("plan", plan)
+    return table, plan
 
 
 def annotate(err: HilbertError, resolved: Resolved) -> HilbertError:

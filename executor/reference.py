@@ -28,6 +28,7 @@ class Reference:
 
     def __init__(self, einsum=None):
         self.einsum = einsum or (lambda node, operands: np.einsum(node.spec, *operands))
+        self.loop_steps = 0  # loop iterations run so far (an instrument for tests and plans)
 
     def run(self, root: ir.Node, args: tuple[np.ndarray, ...]):
         with np.errstate(all="ignore"):
@@ -78,8 +79,11 @@ class Reference:
         moving = [i for i, s in enumerate(loop.step) if s != ir.State(i, None) and i != loop.counter]
         state = list(state)
         if loop.counter is not None:
-            for _ in range(step_count(loop, state[loop.counter])):
+            remaining = step_count(loop, state[loop.counter])
+            self.loop_steps += remaining
+            for left in range(remaining, 0, -1):
                 memo: dict = {}
+                state[loop.counter] = np.float64(left)
                 frozen = tuple(state)
                 for i in moving:
                     state[i] = self.eval(loop.step[i], memo, frozen)
@@ -90,15 +94,31 @@ class Reference:
             frozen = tuple(state)
             if self.eval(loop.until, memo, frozen) != 0:
                 return frozen
+            self.loop_steps += 1
             for i in moving:
                 state[i] = self.eval(loop.step[i], memo, frozen)
 
 
-def prepare(entry, shapes):
-    """Specialise `entry` to `shapes` and return a function of the argument arrays."""
-    from hilbert.compiler.driver import specialise
+class ReferenceProgram:
+    """The reference executor's callable for one signature (unfused IR, plain numpy.einsum)."""
 
-    specialise(entry, shapes)
-    evaluator = Reference()
-    body = entry.body
-    return lambda values: evaluator.run(body, values)
+    def __init__(self, entry, shapes, plan):
+        self.body = entry.body
+        self.plan = plan
+        self.evaluator = Reference()
+
+    def __call__(self, values):
+        return self.evaluator.run(self.body, values)
+
+    @property
+    def loop_steps(self) -> int:
+        return self.evaluator.loop_steps
+
+
+def prepare(entry, shapes, optimize: str = "auto", values=None) -> ReferenceProgram:
+    """Specialise `entry` to `shapes` and return the program that runs it."""
+    from hilbert.compiler.driver import plan_entry, specialise
+
+    specialise(entry, shapes)  # the unfused IR this executor runs must pass the shape rules too
+    _, plan = plan_entry(entry, shapes, optimize, "reference", values)
+    return ReferenceProgram(entry, shapes, plan)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from hilbert.compiler.driver import CompiledModule, Entry, annotate, compile_module
+from hilbert.compiler.plan import OPTIMISERS, Plan
 from hilbert.compiler.modules import Loader
 from hilbert.executor import get_executor
 from hilbert.grammar.errors import ArgumentError, HilbertError
@@ -21,17 +22,29 @@ class Function:
     """A compiled .hb function. Call it with arrays, nested lists or numbers (keywords by
     parameter name); it returns an ndarray, or a Python float for a scalar result."""
 
-    def __init__(self, entry: Entry, module: CompiledModule, executor: str):
+    def __init__(self, entry: Entry, module: CompiledModule, executor: str,
+                 optimize: str = "auto", programs: dict | None = None):
         self.entry = entry
         self.module = module
         self.executor = executor
-        self._programs: dict[tuple, object] = {}
+        self.optimize = optimize
+        self.plans_made = 0  # specialisations so far (a second call of a signature makes none)
+        self._programs: dict[tuple, object] = {} if programs is None else programs
         self._lock = threading.Lock()
         self.__name__ = entry.name
         self.__qualname__ = entry.name
         self.__doc__ = self._docstring()
         self.__signature__ = inspect.Signature(
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in entry.params])
+
+    def using(self, executor: str | None = None, optimize: str | None = None) -> Function:
+        """This function with another executor or path optimiser, e.g. `f.using("reference")(x)`."""
+        if optimize is not None and optimize not in OPTIMISERS:
+            raise ArgumentError("E600", f"unknown path optimiser {optimize!r} (choose from "
+                                f"{', '.join(OPTIMISERS)})", self.entry.definition.span)
+        get_executor(executor or self.executor)  # unknown names fail here, not at the call
+        return Function(self.entry, self.module, executor or self.executor,
+                        optimize or self.optimize, self._programs)
 
     def _docstring(self) -> str:
         d = self.entry.definition
@@ -42,30 +55,43 @@ class Function:
         d = self.entry.definition
         return f"<hilbert {d.kind} {d.name}({', '.join(d.params)}) at {d.span}>"
 
-    def __call__(self, *args, executor: str | None = None, **kwargs):
+    def __call__(self, *args, **kwargs):
         values = bind_arguments(self.entry, args, kwargs)
-        program = self.program(tuple(v.shape for v in values), executor)
+        program = self.program(tuple(v.shape for v in values))
         try:
             result = program(values)
         except HilbertError as err:
             raise annotate(err, self.module.resolved).with_note(self._call_note(values)) from None
         return _to_python(result, values)
 
-    def program(self, shapes: tuple[tuple[int, ...], ...], executor: str | None = None):
-        """The executable for these argument shapes, specialised and planned once per signature."""
-        key = (shapes, executor or self.executor)
+    def program(self, shapes: tuple[tuple[int, ...], ...]):
+        """The executable for these argument shapes, specialised and planned once per signature
+        (a second call with the same shapes is a dictionary look-up)."""
+        key = (shapes, self.executor, self.optimize)
         program = self._programs.get(key)
         if program is None:
             with self._lock:
                 program = self._programs.get(key)
                 if program is None:
-                    try:
-                        program = get_executor(key[1]).prepare(self.entry, shapes)
-                    except HilbertError as err:
-                        raise annotate(err, self.module.resolved).with_note(
-                            self._shape_note(shapes)) from None
+                    program = self._prepare(shapes)
                     self._programs[key] = program
         return program
+
+    def _prepare(self, shapes, values=None):
+        try:
+            program = get_executor(self.executor).prepare(self.entry, shapes, self.optimize, values)
+        except HilbertError as err:
+            raise annotate(err, self.module.resolved).with_note(self._shape_note(shapes)) from None
+        self.plans_made += 1
+        return program
+
+    def plan(self, *args, **kwargs) -> Plan:
+        """The Plan for these arguments: arrays, lists or numbers, or shapes as tuples of ints
+        (`f.plan((4, 2), (2, 3))`; `()` is a scalar). Trip counts are known from values."""
+        shapes, values = _shapes_or_values(self.entry, args, kwargs)
+        if values is not None:
+            return self._prepare(shapes, values).plan
+        return self.program(shapes).plan
 
     def _shape_note(self, shapes) -> str:
         parts = ", ".join(f"{p}: {'×'.join(map(str, s)) or 'scalar'}"
@@ -74,6 +100,24 @@ class Function:
 
     def _call_note(self, values) -> str:
         return self._shape_note(tuple(v.shape for v in values)).replace("specialising", "running")
+
+
+def _is_shape(value) -> bool:
+    return isinstance(value, tuple) and all(isinstance(d, int) and d >= 0 for d in value)
+
+
+def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
+    """Arguments of `plan`: all shapes (tuples of ints) or values; values let trips be known."""
+    if all(_is_shape(a) for a in (*args, *kwargs.values())):
+        bound = dict(zip(entry.params, args, strict=False)) | kwargs
+        missing = [p for p in entry.params if p not in bound]
+        if missing or len(args) > len(entry.params) or set(bound) - set(entry.params):
+            raise ArgumentError("E600", f"plan of {entry.name} needs one shape per parameter "
+                                f"({', '.join(entry.params)})", entry.definition.span)
+        return tuple(bound[p] for p in entry.params), None
+    values = bind_arguments(entry, tuple(np.zeros(a) if _is_shape(a) else a for a in args),
+                            {k: np.zeros(v) if _is_shape(v) else v for k, v in kwargs.items()})
+    return tuple(v.shape for v in values), values
 
 
 def _to_python(result, inputs):
@@ -89,9 +133,10 @@ class Module:
     """A compiled module: its exported functions are attributes; `function(name)` reaches
     any definition of the module."""
 
-    def __init__(self, compiled: CompiledModule, executor: str = "numba"):
+    def __init__(self, compiled: CompiledModule, executor: str = "numba", optimize: str = "auto"):
         self._compiled = compiled
         self._executor = executor
+        self._optimize = optimize
         self._functions: dict[str, Function] = {}
 
     def function(self, name: str) -> Function:
@@ -100,7 +145,7 @@ class Module:
             raise AttributeError(f"module {self._compiled.key} has no definition {name!r}")
         if name not in self._functions:
             self._functions[name] = Function(self._compiled.entries[name], self._compiled,
-                                             self._executor)
+                                             self._executor, self._optimize)
         return self._functions[name]
 
     def __getattr__(self, name: str) -> Function:
@@ -121,7 +166,7 @@ class Module:
 
 
 def load(path: str | Path, search_path: list[str | Path] | None = None,
-         executor: str = "numba", export_all: bool = False) -> Module:
+         executor: str = "numba", export_all: bool = False, optimize: str = "auto") -> Module:
     """Compile a .hb file (and what it opens); its `fn`s become the module's functions.
 
     >>> mod = load("examples/Layers.hb")          # doctest: +SKIP
@@ -134,10 +179,10 @@ def load(path: str | Path, search_path: list[str | Path] | None = None,
     except (OSError, UnicodeDecodeError) as err:
         raise ArgumentError("E600", f"cannot read {path}: {err}", _nowhere(str(path))) from None
     root = loader.from_text(text, str(path), Path(path).parent)
-    return Module(compile_module(loader, root, export_all), executor)
+    return Module(compile_module(loader, root, export_all), executor, optimize)
 
 
-def open(name: str, executor: str = "numba") -> Module:  # noqa: A001 - the API's word
+def open(name: str, executor: str = "numba", optimize: str = "auto") -> Module:  # noqa: A001
     """A Prelude (or search-path) module by its dotted name, with every definition callable.
 
     >>> nets = open("Prelude.Networks")             # doctest: +SKIP
@@ -149,12 +194,13 @@ def open(name: str, executor: str = "numba") -> Module:  # noqa: A001 - the API'
                             _nowhere(name))
     holder = loader.from_text("", "<open>", None)
     root = loader.open(Open(parts, _nowhere(name)), holder)
-    return Module(compile_module(loader, root, export_all=True), executor)
+    return Module(compile_module(loader, root, export_all=True), executor, optimize)
 
 
 def compile_source(text: str, name: str = "<string>",
                    search_path: list[str | Path] | None = None,
-                   executor: str = "numba", export_all: bool = False) -> Module:
+                   executor: str = "numba", export_all: bool = False,
+                   optimize: str = "auto") -> Module:
     """Compile .hb source text into a module.
 
     >>> compile_source("fn twice(x) ↦ 2 · x").twice(3)
@@ -162,7 +208,7 @@ def compile_source(text: str, name: str = "<string>",
     """
     loader = Loader([Path(p) for p in search_path or []])
     root = loader.from_text(text, name, None)
-    return Module(compile_module(loader, root, export_all), executor)
+    return Module(compile_module(loader, root, export_all), executor, optimize)
 
 
 def _nowhere(label: str):

@@ -179,7 +179,7 @@ def buildLoop(t, r, x, w1, w2) ≔
 -- Each row centred to mean zero and scaled to unit (population) variance, 1e-5 added to the variance; a single column normalises to 0.
 def layerNorm(a) ≔ rowCentre(a) / lifted(a, sqrt(rowVar(a) + 1e-5))
 
--- Building blocks (rowMean, the mean of each row, is Prelude.Statistics')
+-- Building blocks (rowMean, the mean of each row, comes from Prelude.Statistics)
 
 -- rowCentre(a) · a n×p → n×p
 -- Each row minus its own mean, A_ij − μ_i.
@@ -249,7 +249,7 @@ def maxPool(x, k)    ≔ maximum(gathered(x, k), 2)
 -- Intended as the mean of each window, (1/c) Σ_j x_i,t+j with c = columns(k^0) = K. But a vector
 -- has no columns (no second axis), so columns(k^0) is undefined for it, and a call with a vector
 -- window fails at run time with a rank error, as the seed documents. Do not call it.
--- Instead: a vector has no columns, so call convolve(x, k) with a kernel of K equal weights 1/K, which computes the intended window mean (with the same tail padding).
+-- Instead: call convolve(x, k) with a kernel of K equal weights 1/K, which computes the intended window mean (with the same tail padding).
 def meanPool(x, k)   ≔ einsum("itj->it", gathered(x, k)) / columns(k^0)
 
 -- Building blocks

@@ -100,3 +100,13 @@ def test_least_squares(linalg, rng):
     y = 3.0 * x[:, 0] - 1.0 + 0.01 * rng.standard_normal(10)
     expected, *_ = np.linalg.lstsq(x, y, rcond=None)
     np.testing.assert_allclose(linalg.leastSquares(x, y), expected, rtol=1e-9)
+
+
+def test_solve_an_ill_conditioned_system(linalg, rng):
+    """Condition number 1e4: rows(a) steps are not enough in float64; the step cap absorbs it."""
+    n = 30
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    a = q @ np.diag(np.geomspace(1.0, 1e4, n)) @ q.T
+    a = (a + a.T) / 2
+    b = rng.standard_normal(n)
+    np.testing.assert_allclose(linalg.solve(a, b), np.linalg.solve(a, b), rtol=1e-9, atol=1e-9)

@@ -1,0 +1,109 @@
+"""Fusion: an einsum whose operand is an einsum used nowhere else becomes one einsum."""
+
+from __future__ import annotations
+
+import string
+from collections import Counter
+
+from . import ir
+from .einsum_spec import parse_spec
+
+_LETTERS = string.ascii_letters
+
+
+def fuse(root: ir.Node) -> ir.Node:
+    """Requires inlined IR; ensures no einsum has a single-use einsum operand (where the merged
+    spec fits in 52 letters), in every scope, loop bodies included. Results are unchanged."""
+    uses = _use_counts(root)
+
+    def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
+        if isinstance(node, ir.Loop):
+            until, *step = (_fuse_scope(n, uses) for n in (node.until, *node.step))
+            return ir.Loop(kids, until, tuple(step), node.counter, node.name, node.span)
+        rebuilt = ir.rebuild(node, kids)
+        if isinstance(rebuilt, ir.Einsum):
+            return _merge(rebuilt, node, uses)
+        return rebuilt
+
+    return ir.transform(root, visit)
+
+
+def _fuse_scope(root: ir.Node, uses: Counter) -> ir.Node:
+    return fuse(root) if root is not None else root
+
+
+def _use_counts(root: ir.Node) -> Counter:
+    """How many parents read each node (by identity) in `root`'s scope."""
+    counts: Counter = Counter()
+    for node in ir.topological(root):
+        for kid in ir.children(node):
+            counts[id(kid)] += 1
+    return counts
+
+
+def _merge(node: ir.Einsum, original: ir.Einsum, uses: Counter) -> ir.Node:
+    """Merge every operand of `node` that is an einsum read only by `original`."""
+    spec = parse_spec(node.spec)
+    terms = list(spec.inputs)
+    operands = list(node.args)
+    originals = list(original.args)
+    position = 0
+    while position < len(operands):
+        operand, before = operands[position], originals[position]
+        if isinstance(operand, ir.Einsum) and uses[id(before)] == 1:
+            merged = _splice(terms, spec.output, position, operand)
+            if merged is not None and _worth_it(terms, position, merged[0], spec.output):
+                inner_terms, inner_args = merged
+                terms[position:position + 1] = inner_terms
+                operands[position:position + 1] = list(inner_args)
+                originals[position:position + 1] = list(inner_args)
+                continue
+        position += 1
+    if len(operands) == len(node.args) and all(a is b for a, b in zip(operands, node.args, strict=True)):
+        return node
+    return ir.Einsum(",".join(terms) + "->" + spec.output, tuple(operands), node.span)
+
+
+def _worth_it(terms: list[str], position: int, inner_terms: list[str], output: str) -> bool:
+    """Merging pays unless some summed letter would sit in one operand alone: opt_einsum's
+    pairwise paths never sum such a letter out first, so the merged einsum would cost more."""
+    merged = terms[:position] + inner_terms + terms[position + 1:]
+    for letter in set("".join(merged)) - set(output):
+        if sum(letter in term for term in merged) == 1:
+            return False
+    return True
+
+
+def _splice(terms: list[str], output: str, position: int, inner: ir.Einsum):
+    """The inner einsum's terms renamed into the outer's letters, or None if letters run out."""
+    inner_spec = parse_spec(inner.spec)
+    outer_term = terms[position]
+    rename = dict(zip(inner_spec.output, outer_term, strict=True))
+    used = set("".join(terms)) | set(output)
+    free = (ch for ch in _LETTERS if ch not in used)
+    for letter in sorted(set("".join(inner_spec.inputs)) - set(inner_spec.output)):
+        fresh = next(free, None)
+        if fresh is None:
+            return None
+        rename[letter] = fresh
+    return [("".join(rename[ch] for ch in term)) for term in inner_spec.inputs], inner.args
+
+
+def count_einsums(root: ir.Node) -> int:
+    """The number of einsum nodes in `root`, loop bodies included (for structure tests)."""
+    total = 0
+    for node in ir.topological(root):
+        if isinstance(node, ir.Einsum):
+            total += 1
+        if isinstance(node, ir.Loop):
+            total += sum(count_einsums(n) for n in (node.until, *node.step))
+    return total
+
+
+def count_loops(root: ir.Node) -> int:
+    """The number of distinct loops in `root`, nested ones included."""
+    total = 0
+    for node in ir.topological(root):
+        if isinstance(node, ir.Loop):
+            total += 1 + sum(count_loops(n) for n in (node.until, *node.step))
+    return total
