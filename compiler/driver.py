@@ -12,6 +12,7 @@ from hilbert.grammar.source import Span
 from . import ir
 from .fuse import fuse
 from .inline import Inliner
+from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
 from .plan import Plan, make_plan
 from .recursion import check_recursion
@@ -40,6 +41,7 @@ class CompiledModule:
     entries: dict[str, Entry]
     exported: tuple[str, ...]
     resolved: Resolved = field(repr=False)
+    models: dict[str, CompiledModel] = field(default_factory=dict)
 
 
 def compile_module(loader: Loader, root: SourceModule, export_all: bool = False) -> CompiledModule:
@@ -54,7 +56,8 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
     for name, key in resolved.scopes[root.key].own.items():
         entries[name] = _entry(resolved.definitions[key], inliner)  # inline, then fuse
     exported = tuple(n for n, e in entries.items() if export_all or e.definition.kind == "fn")
-    return CompiledModule(root.key, entries, exported, resolved)
+    models = compile_models(resolved, root)                   # model declarations -> entries
+    return CompiledModule(root.key, entries, exported, resolved, models)
 
 
 def _entry(d: Definition, inliner: Inliner) -> Entry:

@@ -29,7 +29,10 @@ class Function:
         self.executor = executor
         self.optimize = optimize
         self.plans_made = 0  # specialisations so far (a second call of a signature makes none)
-        self._programs: dict[tuple, object] = {} if programs is None else programs
+        # Programs by executor and optimiser, then by argument shapes (shared with `using`).
+        self._programs: dict[tuple, dict] = {} if programs is None else programs
+        self._by_shapes: dict[tuple, object] = self._programs.setdefault((executor, optimize), {})
+        self._arity = len(entry.params)
         self._lock = threading.Lock()
         self.__name__ = entry.name
         self.__qualname__ = entry.name
@@ -56,25 +59,31 @@ class Function:
         return f"<hilbert {d.kind} {d.name}({', '.join(d.params)}) at {d.span}>"
 
     def __call__(self, *args, **kwargs):
-        values = bind_arguments(self.entry, args, kwargs)
-        program = self.program(tuple(v.shape for v in values))
+        if kwargs or len(args) != self._arity or not _all_ready(args):
+            args = bind_arguments(self.entry, args, kwargs)
+        program = self._by_shapes.get(tuple([a.shape for a in args])) or self.program(
+            tuple([a.shape for a in args]))
         try:
-            result = program(values)
+            result = program(args)
         except HilbertError as err:
-            raise annotate(err, self.module.resolved).with_note(self._call_note(values)) from None
-        return _to_python(result, values)
+            raise annotate(err, self.module.resolved).with_note(self._call_note(args)) from None
+        if type(result) is np.ndarray and result.flags.owndata and result.ndim:
+            for a in args:
+                if result is a:
+                    return result.copy()
+            return result
+        return _to_python(result, args)
 
     def program(self, shapes: tuple[tuple[int, ...], ...]):
         """The executable for these argument shapes, specialised and planned once per signature
         (a second call with the same shapes is a dictionary look-up)."""
-        key = (shapes, self.executor, self.optimize)
-        program = self._programs.get(key)
+        program = self._by_shapes.get(shapes)
         if program is None:
             with self._lock:
-                program = self._programs.get(key)
+                program = self._by_shapes.get(shapes)
                 if program is None:
                     program = self._prepare(shapes)
-                    self._programs[key] = program
+                    self._by_shapes[shapes] = program
         return program
 
     def _prepare(self, shapes, values=None):
@@ -102,6 +111,17 @@ class Function:
         return self._shape_note(tuple(v.shape for v in values)).replace("specialising", "running")
 
 
+_F64 = np.dtype(np.float64)
+
+
+def _all_ready(args: tuple) -> bool:
+    """True when every argument is already a C-contiguous float64 array (the fast path)."""
+    for a in args:
+        if type(a) is not np.ndarray or a.dtype is not _F64 or not a.flags.c_contiguous:
+            return False
+    return True
+
+
 def _is_shape(value) -> bool:
     return isinstance(value, tuple) and all(isinstance(d, int) and d >= 0 for d in value)
 
@@ -121,10 +141,11 @@ def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
 
 
 def _to_python(result, inputs):
+    """A float for a scalar; otherwise an array the caller owns (never a view of an input)."""
     array = np.asarray(result, dtype=np.float64)
     if array.ndim == 0:
         return float(array)
-    if any(array is v or np.shares_memory(array, v) for v in inputs):
+    if not array.flags.owndata or any(array is v for v in inputs):
         array = array.copy()
     return array
 

@@ -136,7 +136,9 @@ def _plan(args) -> int:
     if unknown:
         raise UsageError(f"{args.function} has no parameter(s) {', '.join(sorted(unknown))}")
     shapes = [given.get(p, ()) for p in function.entry.params]
-    plan = function.plan(*shapes, optimize=args.optimize)
+    if args.optimize:
+        function = function.using(optimize=args.optimize)
+    plan = function.plan(*shapes)
     print(json.dumps(plan.to_dict(), indent=2) if args.json else plan)
     return EXIT_OK
 

@@ -1,0 +1,304 @@
+"""Checks and lowers a module's `model … : Learner` declarations into entries a class can run.
+
+A model's state is its weights; everything a method or a train block computes is IR over
+`(weights…, model parameters…, own parameters…)`, so the standard executors run it:
+
+- a method is an Entry whose params are exactly that tuple;
+- a train block is an Entry whose params are that tuple and then `steps`, and whose body is
+  one counted ir.Loop over the state `(counter, weights…, model parameters…, own…)`: the
+  executor answers the loop's final state, and the new weights are components 1…W of it.
+  One step reads every weight as the step began (simultaneous assignment), so `steps = N`
+  is N separate calls run as one loop.
+- a weight's initialiser is IR over Param(i) = the model's parameters, with its draws
+  (`gaussian`, `uniform`) left without a shape: the shape is known only at construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hilbert.grammar import syntax as s
+from hilbert.grammar.errors import ModelError, NameResolutionError
+from hilbert.grammar.source import Span
+
+from . import ir
+from .fuse import fuse
+from .inline import Inliner
+from .modules import SourceModule
+from .recursion import check_recursion
+from .resolve import Definition, Lowering, ModuleScope, Resolved, _suggest
+from .share import share
+
+if TYPE_CHECKING:
+    from .driver import Entry
+
+#: The base a model declares (`model Name(…) : Learner`) and the type its weights have.
+BASE = "Learner"
+WEIGHT_TYPE = "Tensor"
+#: Names a model member cannot take: the Python class already uses them.
+RESERVED = frozenset({"save", "load", "weights", "arguments"})
+#: The keyword a train block's Python call takes its step count by.
+STEPS = "steps"
+
+
+@dataclass(frozen=True, slots=True)
+class WeightDecl:
+    """A weight: its dims (model parameter names or whole numbers) and its initialiser, IR
+    over Param(i) = the model's i-th parameter, draws still without a shape."""
+
+    name: str
+    dims: tuple[str | int, ...]
+    init: ir.Node
+    span: Span = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """A method or a train block: its own parameters (what Python passes) and its entry."""
+
+    name: str
+    params: tuple[str, ...]
+    entry: Entry
+    assigned: tuple[str, ...] = ()  # the weights a train block updates; () for a method
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledModel:
+    """What compile_models produces for one declaration; hilbert/models.py makes it a class."""
+
+    name: str
+    params: tuple[str, ...]
+    weights: tuple[WeightDecl, ...]
+    trains: dict[str, Member]
+    methods: dict[str, Member]
+    span: Span = field(compare=False)
+    doc: str = field(default="", compare=False)
+
+    @property
+    def state(self) -> tuple[str, ...]:
+        """The leading parameters of every entry: the weights, then the model's parameters."""
+        return tuple(w.name for w in self.weights) + self.params
+
+
+def compile_models(resolved: Resolved, root: SourceModule) -> dict[str, CompiledModel]:
+    """Compile the model declarations of `root` (resolved already) into CompiledModels.
+
+    Requires `resolve` to have run on `root`; ensures every weight dim is a parameter or a
+    whole number, train blocks assign only weights and each at most once, member names are
+    unique, and every body lowers (names bound, arities right); raises ModelError (E800).
+
+    >>> from hilbert.compiler.modules import Loader          # doctest: +SKIP
+    >>> compile_models(resolve(loader, root), root)["Perceptron"].trains["train"].assigned
+    ('first', 'second')
+    """
+    scope = resolved.scopes[root.key]
+    models: dict[str, CompiledModel] = {}
+    for decl in root.syntax.decls:
+        if isinstance(decl, s.Model):
+            _check_name(decl, scope, models)
+            models[decl.name] = _ModelCompiler(decl, scope, resolved).compile()
+    return models
+
+
+def _check_name(decl: s.Model, scope: ModuleScope, models: dict[str, CompiledModel]) -> None:
+    if decl.name in scope.own or decl.name in models:
+        first = models[decl.name].span if decl.name in models else "this module"
+        raise NameResolutionError("E205", f"{decl.name} is defined twice in this module (first "
+                                  f"at {first})", decl.span)
+
+
+class _ModelCompiler:
+    """Checks one declaration, then lowers its weights, methods and train blocks."""
+
+    def __init__(self, decl: s.Model, scope: ModuleScope, resolved: Resolved):
+        self.decl = decl
+        self.scope = scope
+        self.resolved = resolved
+        self.state = tuple(w.name for w in decl.weights) + decl.params
+        self.keys = {m.name: f"{scope.module.key}::{decl.name}.{m.name}" for m in decl.methods}
+
+    def compile(self) -> CompiledModel:
+        self.check_declaration()
+        definitions = dict(self.resolved.definitions)
+        for method in self.decl.methods:
+            definitions[self.keys[method.name]] = self.method_definition(method)
+        inliner = Inliner(definitions, check_recursion(definitions))
+        weights = tuple(self.weight(w, inliner) for w in self.decl.weights)
+        methods = {m.name: self.method(m, definitions, inliner) for m in self.decl.methods}
+        trains = {t.name: self.train(t, inliner) for t in self.decl.trains}
+        d = self.decl
+        return CompiledModel(d.name, d.params, weights, trains, methods, d.span, d.doc)
+
+    # -- checks --------------------------------------------------------------------------
+
+    def check_declaration(self) -> None:
+        d = self.decl
+        if d.base != BASE:
+            raise ModelError("E800", f"model {d.name} declares itself a {d.base}, but the only "
+                             f"kind of model is {BASE}: write `model {d.name}(…) : {BASE}`",
+                             d.span)
+        _unique(d.name, [(p, "parameter", d.span) for p in d.params]
+                + [(w.name, "weight", w.span) for w in d.weights]
+                + [(m.name, "method", m.span) for m in (*d.trains, *d.methods)])
+        for w in d.weights:
+            self.check_weight(w)
+        for member in (*d.trains, *d.methods):
+            self.check_params(member)
+        for train in d.trains:
+            self.check_assignments(train)
+
+    def check_weight(self, w: s.Weight) -> None:
+        if w.type_name != WEIGHT_TYPE:
+            raise ModelError("E800", f"weight {w.name} is declared a {w.type_name}; a weight "
+                             f"is a {WEIGHT_TYPE}[d1, d2, …]", w.span)
+        for dim in w.dims:
+            if isinstance(dim, str) and dim not in self.decl.params:
+                raise ModelError(
+                    "E800", f"weight {w.name} has dimension {dim}, which is neither a parameter "
+                    f"of {self.decl.name} ({', '.join(self.decl.params) or 'it has none'}) nor "
+                    f"a number{_suggest(dim, self.decl.params)}", w.span)
+            if isinstance(dim, float) and (not dim.is_integer() or dim < 0):
+                raise ModelError("E800", f"weight {w.name} has dimension {dim:g}; a dimension "
+                                 "is a whole number, at least 0", w.span)
+
+    def check_params(self, member: s.Definition | s.Train) -> None:
+        taken = {w.name: "a weight" for w in self.decl.weights}
+        taken |= {p: "a parameter of the model" for p in self.decl.params}
+        for p in member.params:
+            if p in taken:
+                raise ModelError("E800", f"{member.name}'s parameter {p} has the name of "
+                                 f"{taken[p]}, which it would hide; rename one of them",
+                                 member.span)
+        if isinstance(member, s.Train) and STEPS in member.params:
+            raise ModelError("E800", f"{member.name} cannot have a parameter called {STEPS}: "
+                             f"{member.name}(…, {STEPS}=N) takes the number of steps by that "
+                             "name", member.span)
+
+    def check_assignments(self, train: s.Train) -> None:
+        weights = [w.name for w in self.decl.weights]
+        seen: dict[str, s.Assign] = {}
+        for a in train.assigns:
+            if a.name not in weights:
+                what = ("a parameter of " + (train.name if a.name in train.params else
+                                             self.decl.name)
+                        if a.name in (*train.params, *self.decl.params) else "not a weight")
+                raise ModelError(
+                    "E800", f"{train.name} assigns to {a.name}, which is {what}; only weights "
+                    f"can be assigned (weights of {self.decl.name}: "
+                    f"{', '.join(weights) or 'none'}){_suggest(a.name, weights)}", a.span)
+            if a.name in seen:
+                raise ModelError(
+                    "E800", f"{train.name} assigns {a.name} twice (first at {seen[a.name].span}); "
+                    "the assignments are one simultaneous step, so each weight takes one value",
+                    a.span)
+            seen[a.name] = a
+
+    # -- lowering ------------------------------------------------------------------------
+
+    def lowering(self, own: tuple[str, ...]) -> _MemberLowering:
+        methods = {m.name: (self.keys[m.name], m.params) for m in self.decl.methods}
+        return _MemberLowering(self.scope, self.resolved, self.state + own, methods,
+                               len(self.state))
+
+    def weight(self, w: s.Weight, inliner: Inliner) -> WeightDecl:
+        lowered = Lowering(self.scope, self.resolved, self.decl.params, allow_draws=True)
+        body = lowered.expr(w.init)
+        params = {ir.Local(i, p, w.span): ir.Param(i, p, w.span)
+                  for i, p in enumerate(self.decl.params)}
+        dims = tuple(int(d) if isinstance(d, float) else d for d in w.dims)
+        return WeightDecl(w.name, dims, ir.substitute(inliner.expand(body), params), w.span)
+
+    def method_definition(self, m: s.Definition) -> Definition:
+        key = self.keys[m.name]
+        body = self.lowering(m.params).expr(m.body)
+        return Definition(key, f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
+                          self.state + m.params, body, m.span, m.doc)
+
+    def method(self, m: s.Definition, definitions: dict[str, Definition],
+               inliner: Inliner) -> Member:
+        d = definitions[self.keys[m.name]]
+        params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(d.params)}
+        return Member(m.name, m.params, _entry(d, ir.substitute(inliner.body(d.key), params)))
+
+    def train(self, t: s.Train, inliner: Inliner) -> Member:
+        full = self.state + t.params
+        lowering = self.lowering(t.params)
+        new = {a.name: inliner.expand(lowering.expr(a.value)) for a in t.assigns}
+        name = f"{self.decl.name}.{t.name}"
+        loop = _counted_loop(name, full, new, t.span)
+        d = Definition(f"{self.scope.module.key}::{name}", name, self.scope.module.key,
+                       "train", full + (STEPS,), loop, t.span, t.doc)
+        return Member(t.name, t.params, _entry(d, loop), tuple(a.name for a in t.assigns))
+
+
+def _entry(d: Definition, body: ir.Node) -> Entry:
+    """An entry as the driver makes one: inlined `body` over Param, shared, then fused."""
+    from .driver import Entry  # the driver imports this module, so Entry is imported late
+
+    shared = share(body)
+    return Entry(d.name, d.params, shared, fuse(shared), d)
+
+
+def _counted_loop(name: str, full: tuple[str, ...], new: dict[str, ir.Node], span: Span) -> ir.Loop:
+    """`steps` simultaneous updates of the state `(counter, *full)`: component 1 + i takes
+    `new[full[i]]` (over the state as the step began) or keeps its value."""
+    states = {ir.Local(i, p, span): ir.State(i + 1, span) for i, p in enumerate(full)}
+    counter = ir.State(0, span)
+    step = (ir.Prim("sub", (counter, ir.Const(1.0, span)), (), span),
+            *(ir.substitute(new[p], states) if p in new else ir.State(i + 1, span)
+              for i, p in enumerate(full)))
+    until = ir.Prim("eq", (counter, ir.Const(0.0, span)), (), span)
+    init = (ir.Param(len(full), STEPS, span), *(ir.Param(i, p, span) for i, p in enumerate(full)))
+    return ir.Loop(init, until, step, 0, name, span)
+
+
+def _unique(model: str, names: list[tuple[str, str, Span]]) -> None:
+    seen: dict[str, tuple[str, Span]] = {}
+    for name, kind, span in names:
+        if name in RESERVED:
+            raise ModelError("E800", f"{model} cannot have a {kind} called {name}: the model's "
+                             f"Python class uses that name ({', '.join(sorted(RESERVED))})", span)
+        if name in seen:
+            first_kind, first = seen[name]
+            raise ModelError("E800", f"{model} has a {kind} and a {first_kind} both called "
+                             f"{name} (the first at {first})", span)
+        seen[name] = (kind, span)
+
+
+class _MemberLowering(Lowering):
+    """Lowers a method or train body: the first `hidden` params are the weights and model
+    parameters, and a call of another method passes them on before its own arguments.
+    `methods` maps each method's name to its definition key and its own parameters."""
+
+    def __init__(self, scope: ModuleScope, resolved: Resolved, params: tuple[str, ...],
+                 methods: dict[str, tuple[str, tuple[str, ...]]], hidden: int):
+        super().__init__(scope, resolved, params)
+        self.methods = methods
+        self.hidden = hidden
+
+    def name(self, name: str, module: str | None, span: Span) -> ir.Node:
+        if self.is_method(name, module, span):
+            return self.method_call(name, (), span)
+        return super().name(name, module, span)
+
+    def call(self, name: str, module: str | None, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
+        if self.is_method(name, module, span):
+            return self.method_call(name, args, span)
+        return super().call(name, module, args, span)
+
+    def is_method(self, name: str, module: str | None, span: Span) -> bool:
+        return module is None and name in self.methods and self.local(name, span) is None
+
+    def method_call(self, name: str, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
+        key, own = self.methods[name]
+        self.arity(name, len(own), len(args), span)
+        passed = tuple(ir.Local(i, p, span) for i, p in enumerate(self.params[:self.hidden]))
+        return ir.Call(key, passed + tuple(self.expr(a) for a in args), span)
+
+    def unknown(self, name: str, module: str | None, span: Span) -> NameResolutionError:
+        err = super().unknown(name, module, span)
+        close = _suggest(name, self.methods)
+        if close and "did you mean" not in err.message:
+            return NameResolutionError(err.code, err.message + close, span)
+        return err
