@@ -12,6 +12,7 @@ from hilbert.grammar.source import Span
 from . import ir
 from .fuse import fuse
 from .inline import Inliner
+from .masks import eliminate_masks
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
 from .plan import Plan, make_plan
@@ -66,6 +67,7 @@ def _entry(d: Definition, inliner: Inliner) -> Entry:
     _debug("inline", body)
     body = share(body)                                        # equal work done once
     fused = fuse(body)                                        # einsum chains -> one einsum
+    fused = eliminate_masks(fused)                            # [s = t + j] masks -> shifts
     _debug("fuse", fused)
     return Entry(d.name, d.params, body, fused, d)
 
@@ -78,7 +80,8 @@ def specialise(entry: Entry, shapes: tuple[Shape, ...], fused: bool = False) -> 
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
                executor: str = "numba", values: tuple | None = None) -> tuple[ShapeTable, Plan]:
     """Specialise the fused entry to `shapes` and plan it (paths, loops, memory guard)."""
-    table = specialise(entry, shapes, fused=True)             # shapes everywhere, rules checked
+    specialise(entry, shapes)                                 # rules checked on the source's IR
+    table = specialise(entry, shapes, fused=True)             # shapes of what will run
     plan = make_plan(entry.name, entry.params, entry.fused, table, shapes, optimize, executor,
                      values)                                  # paths, costs, memory guard
     _debug("plan", plan)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from hilbert.grammar.errors import CheckError
+
 from . import ir
 from .recursion import LoopForm, loop_form
 from .resolve import Definition
+
+#: The most IR nodes one definition may grow to once its calls are written out. Each call
+#: repeats its callee's body, so ten lines of `f(f(x))` can ask for a billion nodes; real
+#: definitions (the whole Prelude) stay under a hundred.
+MAX_NODES = 10_000
 
 
 class Inliner:
@@ -40,13 +47,25 @@ class Inliner:
     def body(self, key: str) -> ir.Node:
         """The definition's body with every call inside it expanded (still over Local)."""
         if key not in self._bodies:
-            self._bodies[key] = self.expand(self.definitions[key].body)
+            self._bodies[key] = self._bounded(key, self.expand(self.definitions[key].body))
         return self._bodies[key]
 
     def form(self, key: str) -> LoopForm:
         """The loop form of a self-recursive definition, every call inside it expanded."""
         if key not in self._forms:
             raw = loop_form(self.definitions[key])
-            self._forms[key] = LoopForm(self.expand(raw.until), tuple(self.expand(s) for s in raw.step),
-                                        self.expand(raw.result), raw.counter)
+            until, result = self.expand(raw.until), self.expand(raw.result)
+            step = tuple(self.expand(s) for s in raw.step)
+            self._bounded(key, ir.Prim("body", (until, result, *step), (), raw.until.span))
+            self._forms[key] = LoopForm(until, step, result, raw.counter)
         return self._forms[key]
+
+    def _bounded(self, key: str, body: ir.Node) -> ir.Node:
+        """`body`, or E701 if writing out its calls made it larger than MAX_NODES."""
+        if len(ir.topological(body)) > MAX_NODES:
+            d = self.definitions[key]
+            raise CheckError(
+                "E701", f"{d.name} grows to more than {MAX_NODES} operations once the "
+                "definitions it calls are written out (each call repeats its callee's body); "
+                "pass a shared value in as a parameter, or use a loop", d.span)
+        return body

@@ -68,7 +68,7 @@ class Loader:
                         "E204", f"module {key} resolves to {candidate}, which leads outside "
                         f"the search path {root}", decl.span)
                 module = SourceModule(key, decl.path[-1],
-                                      parse(candidate.read_text(encoding="utf-8"), _display(candidate)),
+                                      parse(_read(candidate, key, decl), _display(candidate)),
                                       candidate.parent)
                 self.modules[key] = module
                 return module
@@ -85,6 +85,16 @@ class Loader:
         roots = ([opener.directory] if opener.directory else []) + self.search_path
         for root in roots:
             yield root / relative, root
+
+
+def _read(path: Path, key: str, decl: Open) -> str:
+    """The text of a module file, or E208 if it cannot be read as UTF-8 text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        why = "it is not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err.strerror
+        raise NameResolutionError("E208", f"module {key} is {_display(path)}, which cannot be "
+                                  f"read: {why}", decl.span) from None
 
 
 def _display(path: Path) -> str:

@@ -63,8 +63,15 @@ OPERATORS: dict[str, Primitive] = {
     ">=": Primitive("ge", 2, "compare", np.greater_equal),
 }
 
+#: Ops the compiler introduces itself; no .hb text can name them.
+INTERNAL: dict[str, Primitive] = {
+    # shift(x, w1, …, wm) [axis, coefs, const]: x read at axis index const + Σ coefs·(new
+    # indices), zero outside x; the new axes (sizes len(w1) … len(wm)) come last. See masks.py.
+    "shift": Primitive("shift", -1, "shift", None),
+}
+
 #: Every IR op name to its row, operators and named primitives alike.
-BY_OP: dict[str, Primitive] = {**PRIMITIVES, **{p.name: p for p in OPERATORS.values()}}
+BY_OP: dict[str, Primitive] = {**PRIMITIVES, **{p.name: p for p in OPERATORS.values()}, **INTERNAL}
 
 #: How each op is written back in .hb, for printers and messages.
 SPELLING: dict[str, str] = {p.name: sym for sym, p in OPERATORS.items()} | {"neg": "−"}

@@ -76,6 +76,7 @@ def _scope(loader: Loader, module: SourceModule, resolved: Resolved) -> ModuleSc
                 raise NameResolutionError(
                     "E205", f"{decl.name} is defined twice in this module (first at {first.span})",
                     decl.span)
+            _distinct_params(decl)
             key = definition_key(module, decl.name)
             scope.own[decl.name] = key
             resolved.syntax[key] = decl
@@ -86,6 +87,15 @@ def _scope(loader: Loader, module: SourceModule, resolved: Resolved) -> ModuleSc
             resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
                                                    decl.params, body, decl.span, decl.doc)
     return scope
+
+
+def _distinct_params(decl: s.Definition) -> None:
+    """E205 if a parameter is named twice: the second would silently never be read."""
+    for index, param in enumerate(decl.params):
+        if param in decl.params[:index]:
+            raise NameResolutionError(
+                "E205", f"{decl.name} names its parameter {param} twice; give each parameter "
+                "its own name", decl.span)
 
 
 def _suggest(name: str, candidates) -> str:

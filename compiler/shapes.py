@@ -111,6 +111,9 @@ def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
             raise CheckError("E314", f"positions reads axis {axis}, but {_what(node.args[0])} is "
                              f"{describe_shape(args[0])} (axes count from 0)", node.span)
         return (args[0][axis],)
+    if prim.kind == "shift":
+        axis = node.attrs[0]
+        return args[0][:axis] + args[0][axis + 1:] + tuple(w[0] for w in args[1:])
     if prim.kind == "draw":
         if args[0]:
             raise CheckError("E311", f"{name} needs a scalar seed, but it is given "

@@ -22,9 +22,41 @@ def step_count(loop: ir.Loop, value) -> int:
     return int(number)
 
 
+def shift(x: np.ndarray, sizes: list[int], axis: int, coefs: tuple, const: float) -> np.ndarray:
+    """x read along `axis` at const + Σ coefs·index over new axes of `sizes` (appended last);
+    zero where that index falls outside x."""
+    if const >= 0 and all(float(c).is_integer() and c > 0 for c in coefs):
+        return _sliding(x, sizes, axis, [int(c) for c in coefs], int(const))
+    index = np.full(sizes, const)
+    for d, c in enumerate(coefs):
+        shape = [1] * len(sizes)
+        shape[d] = sizes[d]
+        index = index + c * np.arange(sizes[d]).reshape(shape)
+    valid = (index >= 0) & (index < x.shape[axis])
+    taken = np.take(x, np.where(valid, index, 0).astype(np.intp), axis=axis)
+    taken = np.moveaxis(taken, list(range(axis, axis + len(sizes))),
+                        list(range(taken.ndim - len(sizes), taken.ndim)))
+    return taken * valid
+
+
+def _sliding(x: np.ndarray, sizes: list[int], axis: int, coefs: list[int], const: int):
+    """The forward-shift case as a strided view of x padded with zeros: nothing is copied but
+    the padding (this is how convolve's L×K windows cost L·K reads, not L²·K memory)."""
+    reach = const + sum(c * (n - 1) for c, n in zip(coefs, sizes, strict=True)) + 1
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, max(0, reach - x.shape[axis]))
+    padded = np.ascontiguousarray(np.pad(x, pad))
+    step = padded.strides[axis]
+    moved = np.moveaxis(padded, axis, -1)
+    base = moved[..., const:]
+    shape = moved.shape[:-1] + tuple(sizes)
+    strides = moved.strides[:-1] + tuple(c * step for c in coefs)
+    return np.lib.stride_tricks.as_strided(base, shape, strides, writeable=False)
+
+
 class Reference:
-    """Evaluates IR recursively with a memo per scope, so shared nodes are computed once and
-    only the branch an `if` takes is evaluated. Loops are Python loops over a state tuple."""
+    """Evaluates IR with a memo per scope, so shared nodes are computed once and only the
+    branch an `if` takes is evaluated. Loops are Python loops over a state tuple."""
 
     def __init__(self, einsum=None):
         self.einsum = einsum or (lambda node, operands: np.einsum(node.spec, *operands))
@@ -35,30 +67,49 @@ class Reference:
             return self.eval(root, {}, args)
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple):
-        try:
-            return memo[node]
-        except KeyError:
-            pass
+        """The value of `node`. An explicit stack, not Python recursion, walks the IR: inlining
+        can make a chain thousands of nodes deep."""
+        pending = [node]
+        while pending:
+            top = pending[-1]
+            if top in memo:
+                pending.pop()
+                continue
+            missing = [k for k in self._inputs(top, memo) if k not in memo]
+            if missing:
+                pending += reversed(missing)
+                continue
+            memo[top] = self._value(top, memo, leaves)
+            pending.pop()
+        return memo[node]
+
+    def _inputs(self, node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
+        """What `node` needs evaluated first; for an `if`, its condition, then one branch."""
+        match node:
+            case ir.Cond():
+                if node.cond not in memo:
+                    return (node.cond,)
+                return (node.then if memo[node.cond] != 0 else node.orelse,)
+        return ir.children(node)
+
+    def _value(self, node: ir.Node, memo: dict, leaves: tuple):
+        """The value of `node`, whose inputs are all in `memo`."""
         match node:
             case ir.Param(index=i) | ir.State(index=i):
-                value = leaves[i]
+                return leaves[i]
             case ir.Const(value=v):
-                value = np.float64(v)
+                return np.float64(v)
             case ir.Prim():
-                value = self.prim(node, [self.eval(a, memo, leaves) for a in node.args])
+                return self.prim(node, [memo[a] for a in node.args])
             case ir.Einsum():
-                value = self.einsum(node, [self.eval(a, memo, leaves) for a in node.args])
+                return self.einsum(node, [memo[a] for a in node.args])
             case ir.Cond():
-                chosen = node.then if self.eval(node.cond, memo, leaves) != 0 else node.orelse
-                value = self.eval(chosen, memo, leaves)
+                return memo[node.then if memo[node.cond] != 0 else node.orelse]
             case ir.Loop():
-                value = self.loop(node, tuple(self.eval(a, memo, leaves) for a in node.init))
+                return self.loop(node, tuple(memo[a] for a in node.init))
             case ir.Project():
-                value = self.eval(node.loop, memo, leaves)[node.index]
-            case _:
-                raise AssertionError(f"cannot evaluate {node!r}")
-        memo[node] = value
-        return value
+                return memo[node.loop][node.index]
+        raise AssertionError(f"cannot evaluate {node!r}")
 
     def prim(self, node: ir.Prim, args: list):
         prim = BY_OP[node.op]
@@ -73,6 +124,8 @@ class Reference:
                 return np.float64(np.shape(args[0])[prim.axis])
             case "positions":
                 return np.arange(np.shape(args[0])[node.attrs[0]], dtype=np.float64)
+            case "shift":
+                return shift(args[0], [len(w) for w in args[1:]], *node.attrs)
         raise AssertionError(f"the reference executor cannot run {node.op}")
 
     def loop(self, loop: ir.Loop, state: tuple):
@@ -117,8 +170,7 @@ class ReferenceProgram:
 
 def prepare(entry, shapes, optimize: str = "auto", values=None) -> ReferenceProgram:
     """Specialise `entry` to `shapes` and return the program that runs it."""
-    from hilbert.compiler.driver import plan_entry, specialise
+    from hilbert.compiler.driver import plan_entry
 
-    specialise(entry, shapes)  # the unfused IR this executor runs must pass the shape rules too
     _, plan = plan_entry(entry, shapes, optimize, "reference", values)
     return ReferenceProgram(entry, shapes, plan)

@@ -7,14 +7,17 @@ from .source import Span
 #: Every error code: its stage class name and a one-line title. docs/errors/ has a page each.
 CODES: dict[str, str] = {
     "E100": "syntax error",
+    "E101": "expression nested too deeply",
+    "E102": "number too large",
     "E200": "unknown name",
     "E201": "wrong number of arguments",
     "E202": "ambiguous name",
     "E203": "module not found",
     "E204": "module path outside the search path",
-    "E205": "duplicate definition",
+    "E205": "duplicate definition or parameter",
     "E206": "not callable",
     "E207": "primitive used outside a model's weights",
+    "E208": "module cannot be read",
     "E300": "malformed einsum specification",
     "E301": "einsum ellipsis is not supported",
     "E302": "einsum without an explicit output",
@@ -37,6 +40,7 @@ CODES: dict[str, str] = {
     "E600": "bad arguments in a call from Python",
     "E601": "bad argument value from Python",
     "E700": "plan exceeds the memory limit",
+    "E701": "definition too large once inlined",
     "E800": "bad model declaration",
     "E801": "bad model use",
 }

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from importlib import resources
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from .errors import ParseError
@@ -17,6 +18,10 @@ from .syntax import (
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else"}
+
+#: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
+#: keeps them far from Python's recursion limit; no formula written by hand comes close.
+MAX_NESTING = 100
 
 
 @lru_cache(maxsize=1)
@@ -205,4 +210,28 @@ def parse(text: str, name: str = "<string>") -> Module:
     except LarkError as err:  # anything else Lark may raise is still the user's text
         raise ParseError("E100", f"cannot parse this text ({type(err).__name__})",
                          Span(source, 1, 1, 1, 2)) from None
+    _check_tree(source, tree)
     return _Builder(source).transform(tree)
+
+
+def _check_tree(source: Source, tree: Tree) -> None:
+    """E101 where the parse tree is deeper than MAX_NESTING, E102 for a number too large for
+    float64 (it would silently become infinity). Walked without recursion."""
+    pending = [(tree, -1)]  # the module, then its declarations at 0, expressions from 1
+    while pending:
+        node, depth = pending.pop()
+        if depth > MAX_NESTING:
+            raise ParseError("E101", f"this expression is nested more than {MAX_NESTING} levels "
+                             "deep; give some of its parts names with def",
+                             _Builder(source)._span(node.meta))
+        for child in node.children:
+            if isinstance(child, Tree):
+                pending.append((child, depth + 1))
+            elif isinstance(child, Token) and child.type == "NUMBER" and _number_value(child) == math.inf:
+                raise ParseError("E102", f"the number {child} is too large: numbers are float64, "
+                                 "whose largest is about 1.8e308", _token_span(source, child))
+
+
+def _token_span(source: Source, token: Token) -> Span:
+    return Span(source, token.line or 1, token.column or 1, token.end_line or 1,
+                token.end_column or 1)

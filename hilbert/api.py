@@ -159,6 +159,7 @@ class Module:
         self._executor = executor
         self._optimize = optimize
         self._functions: dict[str, Function] = {}
+        self._models: dict[str, type] = {}
 
     def function(self, name: str) -> Function:
         """Any definition of the module (def or fn) as a callable Function."""
@@ -169,18 +170,31 @@ class Module:
                                              self._executor, self._optimize)
         return self._functions[name]
 
-    def __getattr__(self, name: str) -> Function:
+    def model(self, name: str) -> type:
+        """The Python class of model `name`, made once per module (so isinstance works)."""
+        from .models import model_class  # hilbert.models builds on Function, defined here
+
+        if name not in self._compiled.models:
+            raise AttributeError(f"module {self._compiled.key} has no model {name!r}")
+        if name not in self._models:
+            self._models[name] = model_class(self._compiled.models[name], self._compiled,
+                                             self._executor, self._optimize)
+        return self._models[name]
+
+    def __getattr__(self, name: str) -> Function | type:
+        if name in self._compiled.models:
+            return self.model(name)
         if name.startswith("_") or name not in self._compiled.exported:
             raise AttributeError(f"module {self._compiled.key} exports no function {name!r}")
         return self.function(name)
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._compiled.exported))
+        return sorted(set(super().__dir__()) | set(self.names))
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The names this module exports."""
-        return self._compiled.exported
+        """The names this module exports: its functions, then its models."""
+        return self._compiled.exported + tuple(self._compiled.models)
 
     def __repr__(self) -> str:
         return f"<hilbert module {self._compiled.key}: {', '.join(self.names)}>"

@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"hilbert: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # output piped into `head` and closed early: not an error
+        sys.stderr.close()
+        return EXIT_OK
 
 
 class UsageError(Exception):

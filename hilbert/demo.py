@@ -48,10 +48,12 @@ def examples_directory() -> Path:
 
 
 def _format(value) -> str:
-    array = np.round(np.asarray(value, dtype=float), 6) + 0.0
+    """Six decimals, trailing zeros dropped, rows inline: the seed's own way of printing."""
+    array = np.asarray(value, dtype=float)
     if array.ndim == 0:
-        return f"{float(array):.6f}"
-    return np.array2string(array, separator=", ", formatter={"float_kind": lambda v: f"{v:.6f}"})
+        text = f"{float(array):.6f}".rstrip("0").rstrip(".")
+        return "0" if text in ("-0", "") else text
+    return "[" + ", ".join(_format(part) for part in array) + "]"
 
 
 def run_demo(print_=print) -> bool:
@@ -65,9 +67,9 @@ def run_demo(print_=print) -> bool:
         same = np.allclose(np.round(np.asarray(ours, dtype=float), 6), verified, rtol=0, atol=1.5e-6)
         agree &= same
         mark = "ok" if same else "DIFFERS"
-        print_(f"{file[:-3]}.{function}  {label}")
-        print_(f"  ours   = {_format(ours)}")
-        print_(f"  seed   = {_format(verified)}   [{mark}]")
+        print_(f"{label:<20} {file[:-3]}.{function}")
+        print_(f"  hilbert  {_format(ours)}")
+        print_(f"  seed     {_format(verified)}   [{mark}]")
     print_("all examples agree with the seed to six decimals" if agree
            else "SOME EXAMPLES DIFFER FROM THE SEED")
     return agree

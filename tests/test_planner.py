@@ -123,14 +123,30 @@ def test_plan_prints_paths_loops_and_memory():
 
 def test_memory_guard_refuses_before_allocating_and_small_calls_still_run(monkeypatch):
     monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "64M")
-    layers = hilbert.load("examples/Layers.hb")
+    mod = hilbert.compile_source('-- every product of an entry of u and an entry of v\n'
+                                 'def table(u, v) ≔ einsum("i,j->ij", u, v)\n'
+                                 'fn outer(u, v) ↦ table(u, v) · 2')
     with pytest.raises(hilbert.HilbertError) as caught:
-        layers.filtered(np.zeros((1, 10_000)), np.ones(16))
+        mod.outer(np.zeros(100_000), np.zeros(100_000))  # 80 GB if it were allocated
     err = caught.value
     assert err.code == "E700"
-    assert "tjs" in err.message or "windowOf" in str(err) or "convolve" in str(err)
-    assert "limit" in err.message
-    np.testing.assert_allclose(layers.filtered([[1, 2, 3, 4]], [1, -1]), [[-1, -1, -1, 4]])
+    assert '"i,j->ij"' in err.message and "10,000,000,000 elements" in err.message
+    assert "limit of 64.0 MiB" in err.message
+    assert "in table" in str(err)  # the definition it is inside
+    np.testing.assert_allclose(mod.outer([1, 2], [3, 4]), 2 * np.outer([1, 2], [3, 4]))
+
+
+def test_convolve_of_a_long_signal_never_builds_its_window_tensor(monkeypatch):
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "256M")  # L²K would be 1.28 TB
+    layers = hilbert.load("examples/Layers.hb")
+    rng = np.random.default_rng(5)
+    x, k = rng.normal(size=(2, 100_000)), rng.normal(size=16)
+    padded = np.concatenate([x, np.zeros((2, 16))], axis=1)
+    expected = np.stack([np.correlate(row, k, "valid")[:100_000] for row in padded])
+    np.testing.assert_allclose(layers.filtered(x, k), expected, rtol=1e-10, atol=1e-12)
+    pooled = layers.pooledMax(x, k)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 16, axis=1)[:, :100_000]
+    np.testing.assert_array_equal(pooled, windows.max(axis=2))
 
 
 # Property tests: random programs agree before and after planning.

@@ -1,0 +1,192 @@
+"""What a benchmark case is: its contestants, its targets, and the settings it is sized by."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+OURS = "hilbert"
+# The standard anchors, in the order the report shows them.
+NUMPY = "numpy"                  # hand-written NumPy, the way a person would write it
+EINSUM = "np.einsum"             # numpy.einsum(optimize=False)
+EINSUM_OPT = "np.einsum(opt)"    # numpy.einsum(optimize=True)
+OE = "oe.contract"               # opt_einsum.contract, path searched on every call
+OE_EXPR = "oe.expression"        # opt_einsum.contract_expression, path searched once
+TORCH = "torch"                  # PyTorch eager on the CPU (optional)
+JAX = "jax.jit"                  # JAX jit, loops as lax.fori_loop (optional)
+STANDARD = (NUMPY, EINSUM, EINSUM_OPT, OE, OE_EXPR, TORCH, JAX)
+
+
+class Skip(Exception):
+    """An anchor that cannot run here (a library is missing, or the anchor would be absurdly
+    slow); the message says why and is recorded in the results."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """How hard to measure: `quick` shrinks repeats and some sizes; `optional` allows the
+    PyTorch and JAX anchors."""
+
+    quick: bool = False
+    executor: str = "numba"
+    optional: bool = True
+
+    def pick(self, full, quick):
+        """The full-mode value, or the quick one."""
+        return quick if self.quick else full
+
+    @property
+    def min_time(self) -> float:
+        """Seconds one timed repeat lasts at least (short calls are looped)."""
+        return self.pick(0.1, 0.02)
+
+    @property
+    def repeats(self) -> int:
+        return self.pick(9, 5)
+
+    @property
+    def min_repeats(self) -> int:
+        return self.pick(5, 3)
+
+    @property
+    def budget_s(self) -> float:
+        """Seconds of timed repeats one contestant may use before its repeats are cut (never
+        below `min_repeats`)."""
+        return self.pick(30.0, 1.5)
+
+    @property
+    def probe_timeout_s(self) -> float:
+        """How long one call of ours may take in an isolated probe before it counts as failed."""
+        return self.pick(120.0, 8.0)
+
+    @property
+    def naive_limit(self) -> float:
+        """numpy.einsum(optimize=False) is skipped above this many multiply-adds."""
+        return self.pick(2e9, 3e8)
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A contestant to compare against: `make()` prepares it (outside any timing) and returns
+    the zero-argument callable that is timed; it raises Skip when the anchor cannot run."""
+
+    name: str
+    make: Callable[[], Callable[[], Any]]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal from DESIGN.md §6. Either a ratio (our time / an anchor's time ≤ max_ratio, the
+    anchor "best" meaning the fastest anchor timed), a metric bound, or just "it runs"."""
+
+    text: str
+    anchor: str | None = None
+    max_ratio: float | None = None
+    metric: str | None = None
+    max_value: float | None = None
+    runs: bool = False
+
+
+@dataclass
+class Measured:
+    """Timings a case measured itself (one-shot work such as path search): seconds per
+    contestant, errors per contestant, and extra metrics."""
+
+    times: dict[str, list[float]]
+    errors: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Setup:
+    """A case prepared for one run: the same inputs are already bound into every callable."""
+
+    ours: Callable[[], Any] | None
+    anchors: list[Anchor] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    flops: float | None = None       # the work one call needs, for GFLOP/s and BLAS-bound %
+    rtol: float = 1e-7
+    atol: float = 1e-9
+    compare: bool = True             # False: outputs are not comparable (compile time)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    ours_error: str | None = None    # ours could not even be prepared; recorded, not raised
+    measure: Callable[[Config], Measured] | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark: `build(config)` makes its Setup; `isolate` first runs one call of ours in
+    a separate, memory-capped process with a time limit, so a call that would exhaust memory
+    or run for hours becomes an error entry instead of taking the runner down."""
+
+    name: str
+    group: str
+    title: str
+    measures: str
+    build: Callable[[Config], Setup]
+    targets: tuple[Target, ...] = ()
+    isolate: bool = False
+    blas_bound: bool = False
+
+
+def naive_cost(spec: str, shapes) -> float:
+    """Multiply-adds of numpy.einsum(optimize=False): one per point of the full index space,
+    per operand."""
+    inputs = spec.split("->")[0].split(",")
+    sizes = {ch: n for term, shape in zip(inputs, shapes, strict=True)
+             for ch, n in zip(term, shape, strict=True)}
+    return float(math.prod(sizes.values())) * max(len(inputs) - 1, 1)
+
+
+_MODULES: dict[tuple, Any] = {}
+
+
+def networks(config: Config):
+    """Prelude.Networks compiled for the run's executor (compiled once per process)."""
+    return _module(("open", "Prelude.Networks"), config)
+
+
+def example(name: str, config: Config):
+    """examples/<name>.hb compiled for the run's executor (once per process)."""
+    return _module(("load", str(EXAMPLES / f"{name}.hb")), config)
+
+
+def _module(key: tuple, config: Config):
+    import hilbert
+
+    full = (*key, config.executor)
+    if full not in _MODULES:
+        how, what = key
+        _MODULES[full] = (hilbert.open(what, executor=config.executor) if how == "open"
+                          else hilbert.load(what, executor=config.executor))
+    return _MODULES[full]
+
+
+def einsum_source(spec: str, arity: int, name: str = "contract") -> str:
+    """The .hb text of one entry point that is a single einsum over its parameters."""
+    params = ", ".join(f"t{i}" for i in range(arity))
+    return f'fn {name}({params}) ↦ einsum("{spec}", {params})\n'
+
+
+def plan_flops(function, shapes) -> tuple[int | None, str]:
+    """Our plan's total FLOPs for these shapes, and how it was obtained (or why not)."""
+    shapes = tuple(tuple(int(n) for n in s) for s in shapes)
+    try:
+        if hasattr(function, "plan"):
+            plan, how = function.plan(*shapes), "Function.plan"
+        else:
+            plan, how = getattr(function.program(shapes), "plan", None), "program.plan"
+    except Exception as err:  # noqa: BLE001 - an unfinished planner must not stop the suite
+        return None, f"planning failed: {type(err).__name__}: {err}"
+    if plan is None or not hasattr(plan, "to_dict"):
+        return None, "no plan object with to_dict() yet"
+    flops = plan.to_dict().get("flops")
+    return (int(flops) if flops is not None else None), how

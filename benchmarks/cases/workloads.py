@@ -1,0 +1,146 @@
+"""The seed's example workloads (examples/Layers.hb and Fits.hb) at realistic sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks import anchors as A
+from benchmarks.cases.base import Case, Config, Setup, example
+
+
+def layer_norm(config: Config) -> Setup:
+    n, p = config.pick((4096, 512), (1024, 256))
+    a = np.random.default_rng(10).standard_normal((n, p)) * 3 + 1
+    normalised = example("Layers", config).normalisedRows
+    return Setup(
+        ours=lambda: normalised(a),
+        anchors=[A.numpy_anchor(A.layer_norm_numpy, a),
+                 A.torch_anchor(config, lambda torch: lambda a: torch.nn.functional.layer_norm(
+                     a, a.shape[1:], eps=1e-5), a, note="torch.nn.functional.layer_norm"),
+                 A.jax_anchor(config, lambda jnp, lax: lambda a: (
+                     a - a.mean(1, keepdims=True)) / jnp.sqrt(a.var(1, keepdims=True) + 1e-5), a)],
+        params={"a": f"{n}×{p}"})
+
+
+def causal_attention(config: Config) -> Setup:
+    n, e = config.pick(1024, 512), 64
+    rng = np.random.default_rng(11)
+    q, v = rng.standard_normal((n, e)), rng.standard_normal((n, e))
+    d = float(e)
+    attend = example("Layers", config).attendCausally
+    return Setup(
+        ours=lambda: attend(q, q, v, d),
+        anchors=[A.numpy_anchor(A.attention_numpy, q, q, v, d, True),
+                 A.torch_anchor(config, lambda torch: A.attention_torch(torch, True), q, q, v, d),
+                 A.jax_anchor(config, lambda jnp, lax: A.attention_jax(jnp, True), q, q, v, d)],
+        params={"q = k, v": f"{n}×{e}", "d": d}, flops=4.0 * n * n * e)
+
+
+def dropout(config: Config) -> Setup:
+    n, p = config.pick((4096, 512), (1024, 512))
+    rng = np.random.default_rng(12)
+    a, u = rng.standard_normal((n, p)), rng.random((n, p))
+    kept = example("Layers", config).kept
+    return Setup(
+        ours=lambda: kept(a, u, 0.3),
+        anchors=[A.numpy_anchor(A.dropout_numpy, a, u, 0.3),
+                 A.torch_anchor(config, lambda torch: lambda a, u, p: a * (u >= p) / (1 - p),
+                                a, u, 0.3),
+                 A.jax_anchor(config, lambda jnp, lax: lambda a, u, p: a * (u >= p) / (1 - p),
+                              a, u, 0.3)],
+        params={"a, u": f"{n}×{p}", "p": 0.3})
+
+
+def max_pool(config: Config) -> Setup:
+    b, length, width = 8, config.pick(1024, 256), 8
+    x = np.random.default_rng(13).standard_normal((b, length))
+    pooled = example("Layers", config).pooledMax
+    k = np.ones(width)
+    return Setup(
+        ours=lambda: pooled(x, k),
+        anchors=[A.numpy_anchor(A.max_pool_numpy, x, width, note="sliding_window_view max")],
+        params={"x": f"{b}×{length}", "window": width})
+
+
+def recurrent(config: Config) -> Setup:
+    b, steps, w = 64, config.pick(200, 50), 32
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((b, steps))
+    wh, wx = rng.standard_normal((w, w)) / np.sqrt(w), rng.standard_normal(w)
+    h0 = np.zeros((b, w))
+    unrolled = example("Fits", config).unrolled
+    return Setup(
+        ours=lambda: unrolled(x, wh, wx, h0),
+        anchors=[A.numpy_anchor(A.recurrent_numpy, x, wh, wx, h0, note="NumPy loop"),
+                 A.torch_anchor(config, A.recurrent_torch, x, wh, wx, h0, note="eager loop"),
+                 A.jax_anchor(config, A.recurrent_jax, x, wh, wx, h0, note="jit + fori_loop")],
+        params={"x": f"{b}×{steps}", "wh": f"{w}×{w}"}, flops=2.0 * steps * b * w * (w + 1),
+        rtol=1e-6)
+
+
+def autoencoder(config: Config) -> Setup:
+    n, p, k = 1000, 20, 5
+    t, r = config.pick(300, 50), 0.01
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((n, k)) @ rng.standard_normal((k, p)) + 0.1 * rng.standard_normal((n, p))
+    w1, w2 = rng.standard_normal((p, k)) * 0.1, rng.standard_normal((k, p)) * 0.1
+    squeezed = example("Fits", config).squeezed
+    return Setup(
+        ours=lambda: squeezed(float(t), r, x, w1, w2),
+        anchors=[A.numpy_anchor(A.autoencoder_numpy, t, r, x, w1, w2, note="NumPy loop"),
+                 A.torch_anchor(config, A.autoencoder_torch, t, r, x, w1, w2, note="eager loop"),
+                 A.jax_anchor(config, A.autoencoder_jax, t, r, x, w1, w2,
+                              note="jit + fori_loop")],
+        params={"x": f"{n}×{p}", "bottleneck": k, "t": t, "r": r},
+        flops=float(t * 8 * n * p * k + 4 * n * p * k), rtol=1e-6)
+
+
+def critic_loss(config: Config) -> Setup:
+    n, p = config.pick((8192, 64), (2048, 64))
+    rng = np.random.default_rng(16)
+    real, fake = rng.standard_normal((n, p)) + 0.5, rng.standard_normal((n, p))
+    wd = rng.standard_normal(p) * 0.1
+    loss = example("Fits", config).criticLossOf
+
+    def torch_loss(torch):
+        def run(real, fake, wd):
+            score = lambda a: torch.sigmoid(a @ wd).clamp_min(1e-12)  # noqa: E731
+            return -torch.log(score(real)).mean() - torch.log(
+                (1 - torch.sigmoid(fake @ wd)).clamp_min(1e-12)).mean()
+        return run
+
+    def jax_loss(jnp, lax):
+        def run(real, fake, wd):
+            sigma = lambda a: 1 / (1 + jnp.exp(-(a @ wd)))  # noqa: E731
+            return (-jnp.log(jnp.maximum(sigma(real), 1e-12)).mean()
+                    - jnp.log(jnp.maximum(1 - sigma(fake), 1e-12)).mean())
+        return run
+
+    return Setup(
+        ours=lambda: loss(real, fake, wd),
+        anchors=[A.numpy_anchor(A.critic_loss_numpy, real, fake, wd),
+                 A.torch_anchor(config, torch_loss, real, fake, wd),
+                 A.jax_anchor(config, jax_loss, real, fake, wd)],
+        params={"real, fake": f"{n}×{p}"}, flops=4.0 * n * p)
+
+
+def _case(name, title, build, measures):
+    return Case(name, "workloads", title, measures, build)
+
+
+CASES = [
+    _case("layer-norm", "layerNorm (Layers.normalisedRows)", layer_norm,
+          "row statistics and an entrywise chain: one pass over memory when fused"),
+    _case("causal-attention", "causal attention (Layers.attendCausally)", causal_attention,
+          "attention with a mask built from positions, at n = 1024"),
+    _case("dropout", "dropout (Layers.kept)", dropout,
+          "a purely entrywise chain (compare, multiply, divide)"),
+    _case("max-pool", "max pooling (Layers.pooledMax)", max_pool,
+          "windows gathered by a 0/1 window tensor, then a maximum over the window axis"),
+    _case("recurrent", "recurrent network (Fits.unrolled)", recurrent,
+          "a loop over time with a small contraction and tanh per step"),
+    _case("autoencoder", "linear autoencoder fit (Fits.squeezed)", autoencoder,
+          "twin loops (codeLoop/buildLoop) that should run as one fit"),
+    _case("critic-loss", "critic loss (Fits.criticLossOf)", critic_loss,
+          "matrix-vector products, a sigmoid, logs and means, to one scalar"),
+]

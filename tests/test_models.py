@@ -1,0 +1,419 @@
+"""Models: `model … : Learner` declarations as Python classes, checked against NumPy."""
+
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hilbert
+from hilbert.grammar.errors import HilbertError
+from hilbert.models import Learner, ModelUseError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+XOR_X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], dtype=float)
+XOR_Y = np.array([[0], [1], [1], [0]], dtype=float)
+
+
+@pytest.fixture(scope="module", params=["numba", "reference"])
+def perceptron(request):
+    """The example's model class, under each executor."""
+    return hilbert.load(EXAMPLES / "Perceptron.hb", executor=request.param).Perceptron
+
+
+@pytest.fixture(scope="module")
+def Perceptron():
+    return hilbert.load(EXAMPLES / "Perceptron.hb").Perceptron
+
+
+# -- NumPy references ----------------------------------------------------------------------
+
+def numpy_draw(seed, name, shape, kind="gaussian"):
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    return rng.standard_normal(shape) if kind == "gaussian" else rng.random(shape)
+
+
+def numpy_step(x, y, rate, w1, w2):
+    """One simultaneous gradient step of relu(X W1) W2 on 1/(2n)‖Ŷ − Y‖²."""
+    pre = x @ w1
+    hidden = np.maximum(pre, 0)
+    out_delta = (hidden @ w2 - y) / len(x)
+    hid_delta = (out_delta @ w2.T) * (pre > 0)
+    return w1 - rate * (x.T @ hid_delta), w2 - rate * (hidden.T @ out_delta)
+
+
+def numpy_loss(x, y, w1, w2):
+    return float(np.sum((np.maximum(x @ w1, 0) @ w2 - y) ** 2) / len(x))
+
+
+# -- the perceptron on XOR -----------------------------------------------------------------
+
+def test_initial_weights_are_seeded_draws_per_weight_name(Perceptron):
+    net = Perceptron(2, 8, seed=7)
+    np.testing.assert_array_equal(net.first, numpy_draw(7, "first", (2, 8)) * 0.5)
+    np.testing.assert_array_equal(net.second, numpy_draw(7, "second", (8, 1)) * 0.5)
+
+
+def test_same_seed_same_weights_different_seed_different_weights(Perceptron):
+    a, b, c = Perceptron(2, 8, 7), Perceptron(inputs=2, hidden=8, seed=7), Perceptron(2, 8, 8)
+    for name in ("first", "second"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        assert not np.allclose(getattr(a, name), getattr(c, name))
+    assert not np.allclose(a.first[:, :1], a.second[:2])  # two weights, one seed: other draws
+
+
+def test_xor_loss_halves_in_500_steps(perceptron):
+    net = perceptron(2, 8, seed=7)
+    before = net.loss(XOR_X, XOR_Y)
+    assert before == pytest.approx(numpy_loss(XOR_X, XOR_Y, net.first, net.second), rel=1e-12)
+    net.train(XOR_X, XOR_Y, 0.5, steps=500)
+    assert net.loss(XOR_X, XOR_Y) < before / 2
+
+
+def test_one_train_call_is_one_simultaneous_numpy_step(perceptron):
+    net = perceptron(2, 8, seed=3)
+    w1, w2 = net.first, net.second
+    net.train(XOR_X, XOR_Y, 0.5)
+    expected1, expected2 = numpy_step(XOR_X, XOR_Y, 0.5, w1, w2)
+    assert not np.allclose(net.first, w1) and not np.allclose(net.second, w2)
+    np.testing.assert_allclose(net.first, expected1, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(net.second, expected2, rtol=0, atol=1e-12)
+
+
+def test_steps_n_equals_n_calls(perceptron):
+    looped, called = perceptron(2, 8, seed=11), perceptron(2, 8, seed=11)
+    looped.train(XOR_X, XOR_Y, 0.5, steps=40)
+    for _ in range(40):
+        called.train(XOR_X, XOR_Y, 0.5)
+    for name in ("first", "second"):
+        np.testing.assert_allclose(getattr(looped, name), getattr(called, name), rtol=0,
+                                   atol=1e-12)
+
+
+def test_steps_zero_changes_nothing(Perceptron):
+    net = Perceptron(2, 4, 1)
+    before = net.weights
+    net.train(XOR_X, XOR_Y, 0.5, steps=0)
+    for name, value in net.weights.items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+@pytest.mark.parametrize("steps", [-1, 2.5, float("nan"), "3", True])
+def test_bad_step_counts_are_e500(Perceptron, steps):
+    net = Perceptron(2, 4, 1)
+    with pytest.raises(HilbertError) as err:
+        net.train(XOR_X, XOR_Y, 0.5, steps=steps)
+    assert err.value.code == "E500" and "Perceptron.train" in err.value.message
+
+
+def test_numba_and_reference_executors_agree():
+    fast = hilbert.load(EXAMPLES / "Perceptron.hb").Perceptron(2, 8, 5)
+    slow = hilbert.load(EXAMPLES / "Perceptron.hb", executor="reference").Perceptron(2, 8, 5)
+    fast.train(XOR_X, XOR_Y, 0.5, steps=25)
+    slow.train(XOR_X, XOR_Y, 0.5, steps=25)
+    np.testing.assert_allclose(fast.first, slow.first, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.eval(XOR_X), slow.eval(XOR_X), rtol=0, atol=1e-12)
+
+
+# -- the Python class ----------------------------------------------------------------------
+
+def test_weights_are_read_only_copies(Perceptron):
+    net = Perceptron(2, 3, 0)
+    first = net.first
+    assert not first.flags.writeable
+    with pytest.raises(ValueError):
+        first[0, 0] = 1.0
+    with pytest.raises(ModelUseError) as err:
+        net.first = np.zeros((2, 3))
+    assert err.value.code == "E801"
+    assert isinstance(err.value, AttributeError)
+    outputs = net.eval(XOR_X)
+    outputs[:] = 0  # a method's result belongs to the caller
+    assert net.eval(XOR_X).any()
+
+
+def test_class_per_module_and_instances(Perceptron):
+    mod = hilbert.load(EXAMPLES / "Perceptron.hb")
+    assert mod.Perceptron is mod.Perceptron
+    assert "Perceptron" in mod.names and "Perceptron" in dir(mod)
+    net = mod.Perceptron(2, 3, 0)
+    assert isinstance(net, mod.Perceptron) and isinstance(net, Learner)
+    assert net.arguments == {"inputs": 2.0, "hidden": 3.0, "seed": 0.0}
+    assert set(net.weights) == {"first", "second"}
+
+
+def test_repr_shows_name_parameters_and_weight_shapes(Perceptron):
+    assert repr(Perceptron(2, 8, seed=7)) == \
+        "<Perceptron(inputs=2, hidden=8, seed=7): first 2×8, second 8×1>"
+
+
+def test_help_shows_signatures_and_doc_comments(Perceptron):
+    import inspect
+
+    assert str(inspect.signature(Perceptron)) == "(inputs, hidden, seed)"
+    assert str(inspect.signature(Perceptron.train)) == "(self, x, y, rate, *, steps=1)"
+    assert "One gradient step on both layers" in Perceptron.train.__doc__
+    assert "The network's outputs" in Perceptron.eval.__doc__
+
+
+def test_constructor_and_method_arguments_are_checked(Perceptron):
+    with pytest.raises(HilbertError) as err:
+        Perceptron(2, 8)
+    assert err.value.code == "E600" and "seed" in err.value.message
+    with pytest.raises(HilbertError) as err:
+        Perceptron(2, 8, 7).eval(XOR_X, XOR_Y)
+    assert err.value.code == "E600" and "Perceptron.eval" in err.value.message
+    with pytest.raises(HilbertError) as err:
+        Perceptron(2, 8.5, 7)
+    assert err.value.code == "E801" and "hidden" in err.value.message
+    with pytest.raises(HilbertError) as err:
+        Perceptron(2, 8, -1)
+    assert err.value.code == "E801" and "seed" in err.value.message
+
+
+def test_a_shape_error_in_a_method_names_the_method(Perceptron):
+    with pytest.raises(HilbertError) as err:
+        Perceptron(3, 4, 0).eval(XOR_X)  # x has 2 columns, first has 3 rows
+    assert err.value.code == "E305"
+    assert any("Perceptron.eval" in note for note in err.value.notes)
+
+
+# -- save and load ---------------------------------------------------------------------------
+
+def test_save_load_continue_equals_training_straight_through(Perceptron, tmp_path):
+    straight = Perceptron(2, 8, seed=7)
+    straight.train(XOR_X, XOR_Y, 0.5, steps=60)
+    halfway = Perceptron(2, 8, seed=7)
+    halfway.train(XOR_X, XOR_Y, 0.5, steps=30)
+    path = halfway.save(tmp_path / "net")
+    assert path == tmp_path / "net.npz" and path.is_file()
+    resumed = Perceptron.load(path)
+    assert repr(resumed) == repr(halfway)
+    np.testing.assert_array_equal(resumed.first, halfway.first)
+    resumed.train(XOR_X, XOR_Y, 0.5, steps=30)
+    for name in ("first", "second"):
+        np.testing.assert_allclose(getattr(resumed, name), getattr(straight, name), rtol=0,
+                                   atol=1e-12)
+
+
+def test_load_into_an_instance_replaces_arguments_and_weights(Perceptron, tmp_path):
+    saved = Perceptron(2, 5, seed=1)
+    saved.save(tmp_path / "a.npz")
+    other = Perceptron(2, 3, seed=2)
+    assert other.load(tmp_path / "a.npz") is other
+    assert other.arguments == saved.arguments
+    np.testing.assert_array_equal(other.second, saved.second)
+
+
+def test_loading_the_wrong_file_is_e801(Perceptron, tmp_path):
+    bandit = hilbert.compile_source(BANDIT).Bandit(3)
+    bandit.save(tmp_path / "bandit.npz")
+    with pytest.raises(HilbertError) as err:
+        Perceptron.load(tmp_path / "bandit.npz")
+    assert err.value.code == "E801" and "Bandit" in err.value.message
+    with pytest.raises(HilbertError) as err:
+        Perceptron.load(tmp_path / "missing.npz")
+    assert err.value.code == "E801"
+
+
+# -- a classifier ----------------------------------------------------------------------------
+
+CLASSIFIER = """\
+open Prelude.Networks
+open Prelude.Arithmetic
+
+model Classifier(inputs, hidden, classes, seed) : Learner {
+  weight first  : Tensor[inputs, hidden]  from gaussian(seed) · 0.5
+  weight second : Tensor[hidden, classes] from uniform(seed) − 0.5
+  def train(x, y, rate) {
+    first  ≔ stepFirst(rate, x, y, first, second)
+    second ≔ stepSecond(rate, x, y, first, second)
+  }
+  def scores(x) ≔ outputs(x, first, second)
+  def shares(x) ≔ softmaxRows(scores(x))
+}
+"""
+
+
+def test_classifier_shares_are_distributions():
+    Classifier = hilbert.compile_source(CLASSIFIER).Classifier
+    net = Classifier(4, 6, 3, seed=2)
+    np.testing.assert_array_equal(net.second, numpy_draw(2, "second", (6, 3), "uniform") - 0.5)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((10, 4))
+    y = np.eye(3)[rng.integers(0, 3, 10)]
+    net.train(x, y, 0.1, steps=20)
+    shares = net.shares(x)
+    scores = np.maximum(x @ net.first, 0) @ net.second
+    expected = np.exp(scores - scores.max(axis=1, keepdims=True))
+    expected /= expected.sum(axis=1, keepdims=True)
+    assert shares.shape == (10, 3)
+    assert (shares >= 0).all()
+    np.testing.assert_allclose(shares.sum(axis=1), 1, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(shares, expected, rtol=0, atol=1e-12)
+
+
+# -- a bandit: nullary methods and counting state -----------------------------------------------
+
+BANDIT = """\
+model Bandit(arms) : Learner {
+  weight totals : Tensor[arms] from 0
+  weight counts : Tensor[arms] from 0
+  -- observe(actions, rewards) · actions one-hot n×arms · rewards n
+  def observe(actions, rewards) {
+    totals ≔ totals + einsum("na,n->a", actions, rewards)
+    counts ≔ counts + einsum("na->a", actions)
+  }
+  def means ≔ totals / max(counts, 1)
+  def pulls ≔ einsum("a->", counts)
+  def greedy ≔ means = maximum(means, 0)
+  def bonus(c) ≔ means + c · sqrt(ln(max(pulls, 1)) / max(counts, 1))
+  def width ≔ arms
+}
+"""
+
+
+def test_bandit_counts_like_numpy():
+    bandit = hilbert.compile_source(BANDIT).Bandit(arms=4)
+    assert bandit.pulls() == 0 and not bandit.means().any()
+    rng = np.random.default_rng(1)
+    totals, counts = np.zeros(4), np.zeros(4)
+    for _ in range(5):
+        actions = np.eye(4)[rng.integers(0, 4, 6)]
+        rewards = rng.random(6)
+        bandit.observe(actions, rewards)
+        totals += rewards @ actions
+        counts += actions.sum(axis=0)
+    means = totals / np.maximum(counts, 1)
+    np.testing.assert_allclose(bandit.totals, totals, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(bandit.counts, counts)
+    np.testing.assert_allclose(bandit.means(), means, rtol=0, atol=1e-12)
+    assert bandit.pulls() == 30.0 and bandit.width() == 4.0
+    np.testing.assert_array_equal(bandit.greedy(), (means == means.max()).astype(float))
+    np.testing.assert_allclose(bandit.bonus(2.0), means + 2 * np.sqrt(np.log(30) / np.maximum(counts, 1)),
+                               rtol=0, atol=1e-12)
+
+
+def test_bandit_steps_repeat_the_same_observation():
+    bandit = hilbert.compile_source(BANDIT).Bandit(3)
+    actions, rewards = np.eye(3)[[0, 2, 2]], np.array([1.0, 0.5, 0.25])
+    bandit.observe(actions, rewards, steps=4)
+    np.testing.assert_array_equal(bandit.totals, 4 * (rewards @ actions))
+    np.testing.assert_array_equal(bandit.counts, [4, 0, 8])
+
+
+# -- errors in declarations -------------------------------------------------------------------
+
+def compile_error(text: str) -> HilbertError:
+    with pytest.raises(HilbertError) as err:
+        hilbert.compile_source(text, "model.hb")
+    return err.value
+
+
+def test_weight_dimension_must_be_a_parameter_or_number():
+    err = compile_error("model M(n) : Learner {\n  weight w : Tensor[n, m] from 0\n}\n")
+    assert (err.code, err.span.line) == ("E800", 2)
+    assert "dimension m" in err.message and "model.hb:2:" in str(err)
+    err = compile_error("model M(n) : Learner {\n  weight w : Tensor[n, 2.5] from 0\n}\n")
+    assert (err.code, err.span.line) == ("E800", 2)
+
+
+def test_train_may_assign_only_weights():
+    err = compile_error("model M(n) : Learner {\n  weight w : Tensor[n] from 0\n"
+                        "  def train(x) {\n    w ≔ x\n    x ≔ w\n  }\n}\n")
+    assert (err.code, err.span.line, err.span.column) == ("E800", 5, 5)
+    assert "x, which is a parameter of train" in err.message
+    err = compile_error("model M(n) : Learner {\n  weight w : Tensor[n] from 0\n"
+                        "  def train(x) {\n    ww ≔ x\n  }\n}\n")
+    assert (err.code, err.span.line) == ("E800", 4) and "did you mean w" in err.message
+
+
+def test_a_weight_is_assigned_at_most_once():
+    err = compile_error("model M(n) : Learner {\n  weight w : Tensor[n] from 0\n"
+                        "  def train(x) {\n    w ≔ x\n    w ≔ 2 · x\n  }\n}\n")
+    assert (err.code, err.span.line) == ("E800", 5)
+    assert "assigns w twice (first at model.hb:4:5)" in err.message
+
+
+def test_a_method_that_does_not_exist_is_e801_and_an_attribute_error(Perceptron):
+    net = Perceptron(2, 3, 0)
+    with pytest.raises(ModelUseError) as err:
+        net.evaluate(XOR_X)
+    assert err.value.code == "E801" and "did you mean eval" in err.value.message
+    assert err.value.span.line == 13  # the model's declaration in examples/Perceptron.hb
+    assert isinstance(err.value, AttributeError)
+    assert not hasattr(net, "evaluate") and getattr(net, "evaluate", None) is None
+
+
+@pytest.mark.parametrize("text, code, line", [
+    ("model M(n) : Trainer {\n  weight w : Tensor[n] from 0\n}\n", "E800", 1),
+    ("model M(n) : Learner {\n  weight w : Matrix[n] from 0\n}\n", "E800", 2),
+    ("model M(n) : Learner {\n  weight n : Tensor[n] from 0\n}\n", "E800", 2),
+    ("model M(n) : Learner {\n  weight w : Tensor[n] from 0\n  def w ≔ 1\n}\n", "E800", 3),
+    ("model M(n) : Learner {\n  weight save : Tensor[n] from 0\n}\n", "E800", 2),
+    ("model M(n) : Learner {\n  weight w : Tensor[n] from 0\n  def f(w) ≔ w\n}\n", "E800", 3),
+    ("model M(n) : Learner {\n  weight w : Tensor[n] from 0\n  def t(steps) {\n  w ≔ w\n }\n}\n",
+     "E800", 3),
+    ("model M(n) : Learner {\n  weight w : Tensor[n] from 0\n  def f ≔ gaussian(1)\n}\n",
+     "E207", 3),
+    ("model M(n) : Learner {\n  weight w : Tensor[n] from 0\n  def f ≔ nope(w)\n}\n", "E200", 3),
+    ("model M(n) : Learner {\n  weight w : Tensor[n] from 0\n  def f ≔ g(1)\n  def g ≔ w\n}\n",
+     "E201", 3),
+    ("model M(n) : Learner {\n  weight w : Tensor[n] from v\n  weight v : Tensor[n] from 0\n}\n",
+     "E200", 2),
+    ("def M ≔ 1\nmodel M(n) : Learner {\n  weight w : Tensor[n] from 0\n}\n", "E205", 2),
+])
+def test_bad_declarations(text, code, line):
+    err = compile_error(text)
+    assert (err.code, err.span.line) == (code, line), str(err)
+
+
+def test_methods_call_each_other_and_read_weights_and_parameters():
+    mod = hilbert.compile_source("""\
+open Prelude.Arithmetic
+model Scaled(n, k) : Learner {
+  weight w : Tensor[n] from k
+  def total ≔ einsum("i->", w)
+  def scaled(x) ≔ x · total
+  def twice(x) ≔ scaled(x) + scaled(x)
+  def rectified(x) ≔ relu(x − k)
+}
+""")
+    m = mod.Scaled(3, k=2)
+    np.testing.assert_array_equal(m.w, [2, 2, 2])
+    assert m.total() == 6.0 and m.twice(0.5) == 6.0
+    np.testing.assert_array_equal(m.rectified([1, 3]), [0, 1])
+
+
+def test_an_initialiser_of_the_wrong_shape_is_e801():
+    mod = hilbert.compile_source("model M(n) : Learner {\n  weight w : Tensor[n] from "
+                                 "positions(gaussian(1), 0) ^ 0\n}\n")
+    assert mod.M(3).w.tolist() == [1, 1, 1]
+    mod = hilbert.compile_source('model M(n) : Learner {\n  weight w : Tensor[n, 2] from '
+                                 'einsum("ij->i", gaussian(1))\n}\n')
+    with pytest.raises(HilbertError) as err:
+        mod.M(3)
+    assert (err.value.code, err.value.span.line) == ("E801", 2)
+
+
+# -- the example script -------------------------------------------------------------------------
+
+def test_train_perceptron_example_runs(tmp_path):
+    out = tmp_path / "loss.png"
+    env = dict(os.environ, MPLBACKEND="Agg")
+    done = subprocess.run([sys.executable, str(EXAMPLES / "train_perceptron.py"), "--steps", "200",
+                           "--out", str(out)], capture_output=True, text=True, env=env,
+                          check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "loss" in done.stdout
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "matplotlib" in done.stdout
+    else:
+        assert out.is_file() and out.read_bytes()[:4] == b"\x89PNG"
