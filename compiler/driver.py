@@ -18,8 +18,8 @@ from .modules import Loader, SourceModule
 from .plan import Plan, make_plan
 from .recursion import check_recursion
 from .resolve import Definition, Resolved, resolve
-from .share import share
 from .shapes import Shape, ShapeTable, infer_shapes
+from .share import share
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +111,7 @@ def _debug(stage: str, value) -> None:
     wanted = os.environ.get("HILBERT_DUMP", "")
     if stage in wanted.split(","):
         from .printer import print_ir
-        print(f"== {stage} ==\n{print_ir(value) if isinstance(value, ir._Node) else value}")
+        print(f"== {stage} ==\n{value if isinstance(value, Plan) else print_ir(value)}")
 
 
 def load_path(path: str | Path, search_path: list[Path] | None = None) -> tuple[Loader, SourceModule]:

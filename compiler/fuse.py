@@ -18,18 +18,14 @@ def fuse(root: ir.Node) -> ir.Node:
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
         if isinstance(node, ir.Loop):
-            until, *step = (_fuse_scope(n, uses) for n in (node.until, *node.step))
+            until, *step = (fuse(n) for n in (node.until, *node.step))
             return ir.Loop(kids, until, tuple(step), node.counter, node.name, node.span)
         rebuilt = ir.rebuild(node, kids)
-        if isinstance(rebuilt, ir.Einsum):
+        if isinstance(rebuilt, ir.Einsum) and isinstance(node, ir.Einsum):
             return _merge(rebuilt, node, uses)
         return rebuilt
 
     return ir.transform(root, visit)
-
-
-def _fuse_scope(root: ir.Node, uses: Counter) -> ir.Node:
-    return fuse(root) if root is not None else root
 
 
 def _use_counts(root: ir.Node) -> Counter:

@@ -21,7 +21,9 @@ structurally equal work is one dictionary key: evaluating through a memo compute
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from hilbert.grammar.source import Span
 
@@ -30,6 +32,7 @@ class _Node:
     """Shared behaviour: a hash computed once (the IR is a DAG and hashing must not re-walk it)."""
 
     __slots__ = ()
+    _h: int | None
 
     def __hash__(self) -> int:
         cached = self._h
@@ -42,19 +45,23 @@ class _Node:
         raise NotImplementedError
 
 
-def _node(cls):
-    """Make `cls` a frozen, slotted dataclass node with a cached structural hash."""
-    cls = dataclass(frozen=True, slots=True, eq=True)(cls)
-    names = [f.name for f in cls.__dataclass_fields__.values() if f.compare]
+_T = TypeVar("_T")
+
+
+def _node(cls: type[_T]) -> type[_T]:
+    """Give a dataclass node a cached structural hash (dataclass would regenerate __hash__)."""
+    names = [f.name for f in cls.__dataclass_fields__.values() if f.compare]  # type: ignore[attr-defined]
 
     def _key(self, names=names):
         return tuple(getattr(self, n) for n in names)
 
-    cls._key = _key
+    cls._key = _key  # type: ignore[attr-defined]
+    cls.__hash__ = _Node.__hash__  # type: ignore[assignment]
     return cls
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class Param(_Node):
     index: int
     name: str
@@ -63,6 +70,7 @@ class Param(_Node):
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class Local(_Node):
     index: int
     name: str
@@ -71,6 +79,7 @@ class Local(_Node):
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class Const(_Node):
     value: float
     span: Span = field(compare=False, repr=False)
@@ -78,6 +87,7 @@ class Const(_Node):
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class Prim(_Node):
     op: str
     args: tuple[Node, ...]
@@ -87,6 +97,7 @@ class Prim(_Node):
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class Einsum(_Node):
     spec: str
     args: tuple[Node, ...]
@@ -95,6 +106,7 @@ class Einsum(_Node):
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class Cond(_Node):
     cond: Node
     then: Node
@@ -104,6 +116,7 @@ class Cond(_Node):
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class Call(_Node):
     key: str
     args: tuple[Node, ...]
@@ -112,6 +125,7 @@ class Call(_Node):
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class Loop(_Node):
     init: tuple[Node, ...]
     until: Node
@@ -123,6 +137,7 @@ class Loop(_Node):
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class Project(_Node):
     loop: Loop
     index: int
@@ -131,6 +146,7 @@ class Project(_Node):
 
 
 @_node
+@dataclass(frozen=True, slots=True)
 class State(_Node):
     index: int
     span: Span = field(compare=False, repr=False)
@@ -205,7 +221,7 @@ def topological(*roots: Node) -> list[Node]:
     return order
 
 
-def substitute(root: Node, mapping: dict[Node, Node]) -> Node:
+def substitute(root: Node, mapping: Mapping[Any, Node]) -> Node:
     """Replace leaves (Local, State or Param nodes) by `mapping` throughout `root`'s scope."""
     if not mapping:
         return root

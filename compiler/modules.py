@@ -9,7 +9,6 @@ from pathlib import Path
 
 from hilbert.grammar.errors import NameResolutionError
 from hilbert.grammar.parser import parse
-from hilbert.grammar.source import Span
 from hilbert.grammar.syntax import Module, Open
 
 PRELUDE = "Prelude"

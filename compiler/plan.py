@@ -8,9 +8,8 @@ from functools import lru_cache
 
 import numpy as np
 import opt_einsum
-from opt_einsum.helpers import flop_count
-
 from hilbert.grammar.errors import RuntimeHilbertError
+from opt_einsum.helpers import flop_count
 
 from . import ir
 from .einsum_spec import parse_spec
@@ -232,7 +231,8 @@ def _reads_only_shapes(root: ir.Node) -> bool:
 
 def _fused_groups(order: list[ir.Node], shapes: dict, label: str) -> list[FusedGroup]:
     """Maximal connected sets of entrywise nodes of one shape (each becomes one kernel)."""
-    entrywise = [n for n in order if isinstance(n, ir.Prim) and BY_OP[n.op].kind in _ENTRYWISE]
+    entrywise: list[ir.Prim] = [n for n in order
+                                if isinstance(n, ir.Prim) and BY_OP[n.op].kind in _ENTRYWISE]
     parent = {id(n): id(n) for n in entrywise}
 
     def find(x: int) -> int:
@@ -245,7 +245,7 @@ def _fused_groups(order: list[ir.Node], shapes: dict, label: str) -> list[FusedG
         for kid in node.args:
             if id(kid) in parent and shapes[kid] == shapes[node]:
                 parent[find(id(kid))] = find(id(node))
-    groups: dict[int, list[ir.Node]] = {}
+    groups: dict[int, list[ir.Prim]] = {}
     for node in entrywise:
         groups.setdefault(find(id(node)), []).append(node)
     return [FusedGroup(tuple(n.op for n in members), shapes[members[-1]], label)

@@ -100,6 +100,7 @@ def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
                              f"{describe_shape(args[0])} (axes count from 0)", node.span)
         return args[0][:axis] + args[0][axis + 1:]
     if prim.kind == "size":
+        assert prim.axis is not None
         if len(args[0]) <= prim.axis:
             extra = "; a vector has no columns" if prim.name == "columns" and len(args[0]) == 1 else ""
             raise CheckError("E311", f"{name} needs at least {prim.axis + 1} axes, but "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import opt_einsum
-
 from hilbert.compiler.driver import Entry, plan_entry
 
 from .reference import Reference

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from hilbert.compiler import ir
 from hilbert.compiler.primitives import BY_OP
 from hilbert.grammar.errors import RuntimeHilbertError

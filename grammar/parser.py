@@ -12,8 +12,21 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, Unex
 from .errors import ParseError
 from .source import Source, Span
 from .syntax import (
-    Assign, Binary, Call, Compare, Definition, If, Model, Module, Name, Negate, Number, Open,
-    String, Train, Weight,
+    Assign,
+    Binary,
+    Call,
+    Compare,
+    Definition,
+    If,
+    Model,
+    Module,
+    Name,
+    Negate,
+    Number,
+    Open,
+    String,
+    Train,
+    Weight,
 )
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
@@ -170,7 +183,8 @@ def _syntax_error(source: Source, err: UnexpectedInput) -> ParseError:
         line, column = len(lines), len(lines[-1]) + 1
     span = Span(source, line, column, line, column + 1)
     if isinstance(err, UnexpectedCharacters):
-        char = source.text[err.pos_in_stream] if err.pos_in_stream < len(source.text) else "?"
+        at = err.pos_in_stream or 0
+        char = source.text[at] if at < len(source.text) else "?"
         message = f"unexpected character '{char}'"
     elif isinstance(err, UnexpectedEOF):
         message = "the text ends in the middle of a declaration"

@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 from .syntax import (
-    Assign, Binary, Call, Compare, Definition, Expr, If, Model, Module, Name, Negate, Number,
-    Open, String, Train, Weight,
+    Assign,
+    Binary,
+    Call,
+    Compare,
+    Definition,
+    Expr,
+    If,
+    Model,
+    Module,
+    Name,
+    Negate,
+    Number,
+    Open,
+    String,
+    Train,
+    Weight,
 )
 
 _PRECEDENCE = {"if": 1, "cmp": 2, "+": 3, "-": 3, "*": 4, "/": 4, "neg": 5, "^": 6, "atom": 7}

@@ -7,7 +7,12 @@ array([[3.]])
 
 from hilbert.api import Function, Module, compile_source, load, open
 from hilbert.grammar.errors import (
-    ArgumentError, CheckError, HilbertError, ModelError, NameResolutionError, ParseError,
+    ArgumentError,
+    CheckError,
+    HilbertError,
+    ModelError,
+    NameResolutionError,
+    ParseError,
     RuntimeHilbertError,
 )
 

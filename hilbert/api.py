@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from hilbert.compiler.driver import CompiledModule, Entry, annotate, compile_module
-from hilbert.compiler.plan import OPTIMISERS, Plan
 from hilbert.compiler.modules import Loader
+from hilbert.compiler.plan import OPTIMISERS, Plan
 from hilbert.executor import get_executor
 from hilbert.grammar.errors import ArgumentError, HilbertError
 from hilbert.grammar.syntax import Open

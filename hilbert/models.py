@@ -151,6 +151,18 @@ def _step_count(model: CompiledModel, member: Member, steps) -> int:
         f"it was given {steps!r}", member.entry.definition.span)
 
 
+class _Load:
+    """`Model.load(path)` makes a new model from a file `save` wrote; `model.load(path)` reads
+    the file into that model (arguments and weights both) and returns it."""
+
+    def __get__(self, instance: Learner | None, owner: type[Learner]):
+        def load(path: str | Path) -> Learner:
+            return _read(owner, Path(path), instance)
+
+        load.__doc__ = _Load.__doc__
+        return load
+
+
 class Learner:
     """The base of every model class. An instance holds its constructor arguments and its
     weights; train blocks replace the weights, methods read them. Weights and arguments are
@@ -160,6 +172,7 @@ class Learner:
     _functions: ClassVar[dict[str, Function]]
     _arguments: dict[str, np.ndarray]
     _weights: dict[str, np.ndarray]
+    load = _Load()
 
     def __init__(self, *args, **kwargs):
         model = self._model
@@ -243,21 +256,6 @@ def _show(value: np.ndarray) -> str:
         return f"array {'×'.join(map(str, value.shape))}"
     number = float(value)
     return str(int(number)) if number.is_integer() and abs(number) < 1e15 else f"{number:g}"
-
-
-class _Load:
-    """`Model.load(path)` makes a new model from a file `save` wrote; `model.load(path)` reads
-    the file into that model (arguments and weights both) and returns it."""
-
-    def __get__(self, instance: Learner | None, owner: type[Learner]):
-        def load(path: str | Path) -> Learner:
-            return _read(owner, Path(path), instance)
-
-        load.__doc__ = _Load.__doc__
-        return load
-
-
-Learner.load = _Load()  # type: ignore[attr-defined]
 
 
 # -- reading a saved model ---------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hilbert
-from hilbert.grammar.errors import HilbertError
+from hilbert import HilbertError
 from hilbert.models import Learner, ModelUseError
 
 ROOT = Path(__file__).resolve().parent.parent

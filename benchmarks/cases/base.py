@@ -84,13 +84,15 @@ class Anchor:
 @dataclass(frozen=True)
 class Target:
     """A goal from DESIGN.md §6. Either a ratio (our time / an anchor's time ≤ max_ratio, the
-    anchor "best" meaning the fastest anchor timed), a metric bound, or just "it runs"."""
+    anchor "best" meaning the fastest anchor timed), a metric bound (≤ max_value) or value
+    (= expect), or just "it runs"."""
 
     text: str
     anchor: str | None = None
     max_ratio: float | None = None
     metric: str | None = None
     max_value: float | None = None
+    expect: Any = None
     runs: bool = False
 
 
