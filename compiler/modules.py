@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -94,6 +95,17 @@ def _read(path: Path, key: str, decl: Open) -> str:
         why = "it is not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err.strerror
         raise NameResolutionError("E208", f"module {key} is {_display(path)}, which cannot be "
                                   f"read: {why}", decl.span) from None
+
+
+def _parse_file(path: Path) -> Module:
+    """Parse a module file, once per process while the file is unchanged."""
+    stat = path.stat()
+    return _parse_cached(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=256)
+def _parse_cached(path: str, mtime_ns: int, size: int) -> Module:
+    return parse(Path(path).read_text(encoding="utf-8"), _display(Path(path)))
 
 
 def _display(path: Path) -> str:

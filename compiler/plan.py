@@ -112,12 +112,25 @@ def memory_limit() -> int:
         return 8 * 2**30
 
 
-def _optimizer(optimize: str):
+def check_optimiser(optimize: str, span) -> None:
+    """An ArgumentError unless `optimize` names a path optimiser that can be used here."""
+    from hilbert.grammar.errors import ArgumentError
+
+    if optimize not in OPTIMISERS:
+        raise ArgumentError("E600", f"unknown path optimiser {optimize!r} (choose from "
+                            f"{', '.join(OPTIMISERS)})", span)
     if optimize == "cotengra":
         try:
-            import cotengra  # type: ignore[import-not-found]
+            import cotengra  # type: ignore[import-not-found]  # noqa: F401
         except ImportError:
-            return "auto"
+            raise ArgumentError("E600", "the cotengra path optimiser is not installed "
+                                "(pip install cotengra)", span) from None
+
+
+def _optimizer(optimize: str):
+    if optimize == "cotengra":
+        import cotengra  # type: ignore[import-not-found]
+
         return cotengra.HyperOptimizer(max_repeats=16, progbar=False)
     return optimize
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from hilbert.compiler.driver import CompiledModule, Entry, annotate, compile_module
 from hilbert.compiler.modules import Loader
-from hilbert.compiler.plan import OPTIMISERS, Plan
+from hilbert.compiler.plan import Plan, check_optimiser
 from hilbert.executor import get_executor
 from hilbert.grammar.errors import ArgumentError, HilbertError
 from hilbert.grammar.syntax import Open
@@ -42,9 +42,8 @@ class Function:
 
     def using(self, executor: str | None = None, optimize: str | None = None) -> Function:
         """This function with another executor or path optimiser, e.g. `f.using("reference")(x)`."""
-        if optimize is not None and optimize not in OPTIMISERS:
-            raise ArgumentError("E600", f"unknown path optimiser {optimize!r} (choose from "
-                                f"{', '.join(OPTIMISERS)})", self.entry.definition.span)
+        if optimize is not None:
+            check_optimiser(optimize, self.entry.definition.span)
         get_executor(executor or self.executor)  # unknown names fail here, not at the call
         return Function(self.entry, self.module, executor or self.executor,
                         optimize or self.optimize, self._programs)
@@ -155,6 +154,8 @@ class Module:
     any definition of the module."""
 
     def __init__(self, compiled: CompiledModule, executor: str = "numba", optimize: str = "auto"):
+        get_executor(executor)  # unknown executors and optimisers fail at load, not at a call
+        check_optimiser(optimize, _nowhere(compiled.key))
         self._compiled = compiled
         self._executor = executor
         self._optimize = optimize

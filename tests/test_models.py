@@ -417,3 +417,16 @@ def test_train_perceptron_example_runs(tmp_path):
         assert "matplotlib" in done.stdout
     else:
         assert out.is_file() and out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_train_perceptron_example_without_matplotlib_says_so(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_perceptron",
+                                                  EXAMPLES / "train_perceptron.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now fails
+    assert script.main(["--steps", "20", "--every", "5", "--out", str(tmp_path / "x.png")]) == 0
+    said = capsys.readouterr().out
+    assert "matplotlib is not installed" in said and not (tmp_path / "x.png").exists()

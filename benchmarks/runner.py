@@ -1,0 +1,573 @@
+"""The benchmark runner: for each case, cross-check every contestant's output, then time them
+all in this process (warm-up excluded, interleaved repeats, medians) and record the machine."""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import math
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.anchors import to_array
+from benchmarks.cases import ALL, Case, Config, Setup, Skip, select
+from benchmarks.cases.base import OURS, ROOT, Target
+
+RESULTS = ROOT / "benchmarks" / "results"
+LIBRARIES = ("numpy", "opt_einsum", "numba", "scipy", "lark", "torch", "jax", "jaxlib",
+             "matplotlib", "einsum_benchmark", "threadpoolctl", "hilbert")
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points
+
+
+def main(cases: list[str], quick: bool = False, executor: str = "numba",
+         out_dir: str | Path | None = None, optional: bool = True) -> int:
+    """Run the chosen cases (all for none) and write results/latest.{json,md} and the plots.
+    Exit code 0; 1 when some contestant's output disagreed with ours; 2 for an unknown case."""
+    try:
+        chosen = select(cases)
+    except KeyError as err:
+        print(f"hilbert bench: no case matches {err.args[0]!r}; the cases are:\n  "
+              + "\n  ".join(f"{c.name:<18} {c.group:<14} {c.title}" for c in ALL), file=sys.stderr)
+        return 2
+    config = Config(quick=quick, executor=executor, optional=optional)
+    results = run(chosen, config)
+    from benchmarks import report
+
+    target = Path(out_dir or os.environ.get("HILBERT_BENCH_OUT") or RESULTS)
+    written = report.write(results, target)
+    print(report.markdown_table(results))
+    print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 1 if any(c["status"] == "mismatch" for c in results["cases"]) else 0
+
+
+def run(cases: list[Case], config: Config, progress: Progress | None = None) -> dict:
+    """Every case measured; the whole run as JSON-ready data (machine included)."""
+    begun = time.perf_counter()
+    progress = progress or Progress(len(cases))
+    peak = peak_gemm_gflops(config) if any(c.blas_bound for c in cases) else None
+    records = []
+    for i, case in enumerate(cases):
+        progress.case(i, case.name)
+        records.append(run_case(case, config, progress, peak))
+    progress.close()
+    return {
+        "schema": 1,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "mode": "quick" if config.quick else "full",
+        "executor": config.executor,
+        "executor_module": _executor_module(config.executor),
+        "machine": machine_info(),
+        "peak_gemm_gflops": peak,
+        "settings": {"min_time_s": config.min_time, "repeats": config.repeats,
+                     "min_repeats": config.min_repeats, "budget_s": config.budget_s,
+                     "probe_timeout_s": config.probe_timeout_s,
+                     "naive_einsum_limit": config.naive_limit, "optional_anchors": config.optional},
+        "wall_s": time.perf_counter() - begun,
+        "cases": records,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# One case
+
+
+def run_case(case: Case, config: Config, progress: Progress, peak: float | None) -> dict:
+    """Prepare, cross-check and time one case; every failure becomes part of the record."""
+    record: dict[str, Any] = {
+        "name": case.name, "group": case.group, "title": case.title, "measures": case.measures,
+        "status": "ok", "error": None, "params": {}, "metrics": {}, "notes": [],
+        "ours": _contestant(OURS, "ours"), "anchors": [], "targets": []}
+    probe_error = None
+    if case.isolate:
+        progress.step("probing hilbert in a separate process")
+        probe_error = probe(case, config)
+    progress.step("preparing")
+    try:
+        setup = case.build(config)
+    except Exception as err:  # noqa: BLE001 - a broken case is an entry, not a crash
+        record.update(status="error", error=_describe(err))
+        record["ours"].update(status="error", reason=record["error"])
+        record["targets"] = evaluate_targets(case.targets, record)
+        return record
+    record.update(params=setup.params, metrics=dict(setup.metrics), notes=list(setup.notes))
+    if setup.measure is not None:
+        _measured(setup, config, record, progress)
+    else:
+        _timed(setup, config, record, progress, probe_error)
+    _derived(case, setup, record, peak)
+    record["targets"] = evaluate_targets(case.targets, record)
+    if record["ours"]["status"] == "error" and record["status"] == "ok":
+        record.update(status="error", error=record["ours"]["reason"])
+    return record
+
+
+def _contestant(name: str, role: str, note: str = "") -> dict:
+    return {"name": name, "role": role, "note": note, "status": "pending", "reason": None,
+            "median_s": None, "min_s": None, "max_s": None, "iqr_s": None, "repeats": 0,
+            "number": 0, "times_s": [], "ratio": None, "max_abs_diff": None}
+
+
+def _timed(setup: Setup, config: Config, record: dict, progress: Progress,
+           probe_error: str | None) -> None:
+    """Prepare each anchor, run every contestant once and compare, then time them."""
+    ours = record["ours"]
+    calls: dict[str, Callable[[], Any]] = {}
+    if probe_error or setup.ours_error or setup.ours is None:
+        ours.update(status="error", reason=probe_error or setup.ours_error or "nothing to run")
+    else:
+        calls[OURS] = setup.ours
+    for anchor in setup.anchors:
+        entry = _contestant(anchor.name, "anchor", anchor.note)
+        record["anchors"].append(entry)
+        progress.step(f"preparing {anchor.name}")
+        try:
+            calls[anchor.name] = anchor.make()
+        except Skip as why:
+            entry.update(status="skipped", reason=str(why))
+        except Exception as err:  # noqa: BLE001
+            entry.update(status="error", reason=_describe(err))
+    outputs = {}
+    for name, call in list(calls.items()):
+        progress.step(f"checking {name}")
+        try:
+            outputs[name] = call()  # the first warm-up call (JIT compilation happens here)
+        except Exception as err:  # noqa: BLE001
+            _entry(record, name).update(status="error", reason=_describe(err))
+            del calls[name]
+    if setup.compare:
+        cross_check(outputs, setup, record)
+    timings = time_interleaved(calls, config, progress)
+    for name, stats in timings.items():
+        entry = _entry(record, name)
+        entry.update(stats)
+        if entry["status"] == "pending":
+            entry["status"] = "ok"
+    _ratios(record)
+
+
+def _measured(setup: Setup, config: Config, record: dict, progress: Progress) -> None:
+    """A case that times one-shot work itself (path search): medians over its instances."""
+    progress.step("measuring")
+    try:
+        measured = setup.measure(config)
+    except Exception as err:  # noqa: BLE001
+        record.update(status="error", error=_describe(err))
+        record["ours"].update(status="error", reason=record["error"])
+        return
+    record["metrics"].update(measured.metrics)
+    for name, times in measured.times.items():
+        entry = record["ours"] if name == OURS else _contestant(name, "anchor")
+        if name != OURS:
+            record["anchors"].append(entry)
+        if name in measured.errors:
+            entry.update(status="error", reason=measured.errors[name])
+        elif times:
+            entry.update(status="ok", **summarise(times, 1))
+    _ratios(record)
+
+
+def _entry(record: dict, name: str) -> dict:
+    if name == OURS:
+        return record["ours"]
+    return next(a for a in record["anchors"] if a["name"] == name)
+
+
+def cross_check(outputs: dict[str, Any], setup: Setup, record: dict) -> None:
+    """Compare every output with ours (or, if ours failed, with the first anchor that ran):
+    same shape and numpy.allclose(rtol, atol). A disagreement marks the contestant and the
+    case as 'mismatch'."""
+    if not outputs:
+        return
+    basis_name = OURS if OURS in outputs else next(iter(outputs))
+    basis = to_array(outputs[basis_name])
+    record["checked_against"] = basis_name
+    for name, value in outputs.items():
+        if name == basis_name:
+            continue
+        entry = _entry(record, name)
+        got = to_array(value)
+        if got.shape != basis.shape:
+            entry.update(status="mismatch",
+                         reason=f"shape {got.shape} where {basis_name} gave {basis.shape}")
+        else:
+            diff = float(np.max(np.abs(got - basis))) if got.size else 0.0
+            entry["max_abs_diff"] = diff
+            if not np.allclose(got, basis, rtol=setup.rtol, atol=setup.atol, equal_nan=True):
+                entry.update(status="mismatch",
+                             reason=f"differs from {basis_name} by up to {diff:.3g} "
+                                    f"(rtol {setup.rtol:g}, atol {setup.atol:g})")
+        if entry["status"] == "mismatch":
+            record["status"] = "mismatch"
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+
+
+def time_interleaved(calls: dict[str, Callable[[], Any]], config: Config,
+                     progress: Progress) -> dict[str, dict]:
+    """Per contestant: a calibration (a second warm-up that picks how many calls one repeat
+    loops over, so a repeat lasts ≥ min_time), then repeats taken in turn across contestants
+    so slow drifts of the machine hit everyone alike. Returns summaries of seconds per call."""
+    plans: dict[str, tuple[int, int]] = {}
+    for name, call in calls.items():
+        progress.step(f"calibrating {name}")
+        try:
+            number, per_call = calibrate(call, config.min_time)
+        except Exception as err:  # noqa: BLE001
+            plans[name] = (0, 0)
+            progress.note(f"{name} failed while calibrating: {_describe(err)}")
+            continue
+        repeats = config.repeats
+        if repeats * number * per_call > config.budget_s:
+            repeats = max(config.min_repeats, int(config.budget_s / (number * per_call)))
+        plans[name] = (number, repeats)
+    times: dict[str, list[float]] = {name: [] for name, plan in plans.items() if plan[0]}
+    for r in range(max((p[1] for p in plans.values()), default=0)):
+        for name in times:
+            number, repeats = plans[name]
+            if r < repeats:
+                progress.step(f"timing {name} ({r + 1}/{repeats})")
+                times[name].append(time_repeat(calls[name], number) / number)
+    return {name: summarise(values, plans[name][0]) for name, values in times.items()}
+
+
+def calibrate(call: Callable[[], Any], min_time: float) -> tuple[int, float]:
+    """(calls per repeat, seconds per call) after one more warm-up call."""
+    per_call = time_repeat(call, 1)
+    if per_call >= min_time:
+        return 1, per_call
+    number = max(1, min(10**6, math.ceil(min_time / max(per_call, 1e-7))))
+    per_call = time_repeat(call, number) / number  # also a warm-up; refines the estimate
+    return max(1, min(10**6, math.ceil(min_time / max(per_call, 1e-9)))), per_call
+
+
+def time_repeat(call: Callable[[], Any], number: int) -> float:
+    """Seconds for `number` calls, the garbage collector paused (as timeit does)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        begun = time.perf_counter()
+        for _ in range(number):
+            call()
+        return time.perf_counter() - begun
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def summarise(times: list[float], number: int) -> dict:
+    """Median and spread of per-call seconds."""
+    ordered = sorted(times)
+    quartiles = statistics.quantiles(ordered, n=4) if len(ordered) > 1 else [ordered[0]] * 3
+    return {"median_s": statistics.median(ordered), "min_s": ordered[0], "max_s": ordered[-1],
+            "iqr_s": quartiles[2] - quartiles[0], "repeats": len(ordered), "number": number,
+            "times_s": ordered}
+
+
+def _ratios(record: dict) -> None:
+    """ratio = our median / the anchor's median, for anchors whose output agreed with ours."""
+    ours = record["ours"].get("median_s")
+    for anchor in record["anchors"]:
+        if ours and anchor["status"] == "ok" and anchor["median_s"]:
+            anchor["ratio"] = ours / anchor["median_s"]
+
+
+def _derived(case: Case, setup: Setup, record: dict, peak: float | None) -> None:
+    """GFLOP/s per contestant when the case knows its work; % of BLAS-bound time when asked."""
+    record["metrics"]["ours_median_s"] = record["ours"].get("median_s")
+    if not setup.flops:
+        return
+    record["metrics"]["flops"] = setup.flops
+    for entry in (record["ours"], *record["anchors"]):
+        if entry.get("median_s"):
+            entry["gflops"] = setup.flops / entry["median_s"] / 1e9
+            if case.blas_bound and peak:
+                entry["blas_bound_pct"] = 100.0 * (setup.flops / (peak * 1e9)) / entry["median_s"]
+    if case.blas_bound and peak and record["ours"].get("median_s"):
+        record["metrics"]["blas_bound_pct"] = record["ours"]["blas_bound_pct"]
+
+
+def evaluate_targets(targets: tuple[Target, ...], record: dict) -> list[dict]:
+    """Each target: met (True), missed (False) or not measurable here (None), with the value."""
+    out = []
+    for target in targets:
+        value, met, why = _target_value(target, record)
+        out.append({"text": target.text, "value": value, "met": met, "why": why})
+    return out
+
+
+def _target_value(target: Target, record: dict) -> tuple[Any, bool | None, str]:
+    ours = record["ours"]
+    if target.runs:
+        ok = ours["status"] in ("ok", "mismatch")
+        return ours["status"], ok, "" if ok else (ours["reason"] or "")
+    if target.metric is not None:
+        value = record["metrics"].get(target.metric)
+        if value is None:
+            return None, None, f"{target.metric} was not measured"
+        if target.expect is not None:
+            return value, value == target.expect, ""
+        return value, value <= target.max_value, ""
+    if ours["status"] != "ok":
+        return None, None, "hilbert did not run"
+    if target.anchor == "best":
+        timed = [a for a in record["anchors"] if a["ratio"] is not None]
+        if not timed:
+            return None, None, "no anchor was timed"
+        best = min(timed, key=lambda a: a["median_s"])
+        return best["ratio"], best["ratio"] <= target.max_ratio, f"best anchor: {best['name']}"
+    anchor = next((a for a in record["anchors"] if a["name"] == target.anchor), None)
+    if anchor is None or anchor["ratio"] is None:
+        why = anchor["reason"] if anchor else f"{target.anchor} is not an anchor of this case"
+        return None, None, why or f"{target.anchor} was not timed"
+    return anchor["ratio"], anchor["ratio"] <= target.max_ratio, ""
+
+
+# --------------------------------------------------------------------------------------------
+# Isolation: one call of ours in a separate, memory-capped, time-limited process
+
+
+def probe(case: Case, config: Config) -> str | None:
+    """None when one call of ours finishes in a separate process within the probe time and
+    half the machine's memory; otherwise the reason it did not (recorded as an error)."""
+    command = [sys.executable, "-m", "benchmarks.runner", "--probe", case.name,
+               "--executor", config.executor] + (["--quick"] if config.quick else [])
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                              timeout=config.probe_timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        return (f"one call did not finish within {config.probe_timeout_s:g} s (probed in a "
+                "separate process, which was stopped)")
+    lines = done.stdout.strip().splitlines()
+    try:
+        answer = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        tail = done.stderr.strip().splitlines()[-3:]
+        return f"the probe process exited with code {done.returncode}: {' | '.join(tail)}"
+    return None if answer.get("ok") else answer.get("error", "the probe failed")
+
+
+def _probe_main(name: str, quick: bool, executor: str) -> int:
+    limit = _memory_bytes() // 2
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        setup = select([name])[0].build(Config(quick=quick, executor=executor, optional=False))
+        if setup.ours_error or setup.ours is None:
+            raise RuntimeError(setup.ours_error or "nothing to run")
+        begun = time.perf_counter()
+        setup.ours()
+        answer = {"ok": True, "seconds": time.perf_counter() - begun}
+    except MemoryError as err:
+        answer = {"ok": False, "error": f"MemoryError: {err or 'out of memory'} (the probe may "
+                                        f"use {limit / 2**30:.1f} GiB)"}
+    except Exception as err:  # noqa: BLE001
+        answer = {"ok": False, "error": _describe(err)}
+    print(json.dumps(answer))
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# The machine
+
+
+def machine_info() -> dict:
+    """CPU, cores, memory, BLAS (library and threads), library versions, and the checkout."""
+    info: dict[str, Any] = {
+        "cpu": _cpu_model(), "cores_logical": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "memory_gib": round(_memory_bytes() / 2**30, 1), "platform": platform.platform(),
+        "python": platform.python_version(), "blas": _blas(),
+        "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                 "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+                       if k in os.environ},
+        "versions": _versions(), "git": _git()}
+    if "torch" in sys.modules:
+        info["torch_threads"] = sys.modules["torch"].get_num_threads()
+    if "jax" in sys.modules:
+        info["jax_devices"] = [str(d) for d in sys.modules["jax"].devices()]
+    return info
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _versions() -> dict:
+    found = {}
+    for name in LIBRARIES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def _git() -> dict:
+    def git(*args):
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=False)
+        return done.stdout.strip() if done.returncode == 0 else None
+    try:
+        return {"commit": git("rev-parse", "--short", "HEAD"),
+                "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    except OSError:
+        return {}
+
+
+def _blas() -> dict:
+    """NumPy's BLAS as built (show_config) and as loaded (threadpoolctl, or OpenBLAS asked
+    directly for its thread count)."""
+    blas: dict[str, Any] = {}
+    try:
+        built = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        blas.update(name=built.get("name"), version=built.get("version"),
+                    config=built.get("openblas configuration"))
+    except Exception:  # noqa: BLE001 - older NumPy: no dict form
+        pass
+    try:
+        from threadpoolctl import threadpool_info
+
+        blas["threadpools"] = [{k: p.get(k) for k in ("internal_api", "version",
+                                                      "num_threads", "filepath")}
+                               for p in threadpool_info()]
+        return blas
+    except ImportError:
+        pass
+    blas["threads"] = _openblas_threads()
+    return blas
+
+
+def _openblas_threads() -> int | None:
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return None
+    paths = {line.split()[-1] for line in maps.splitlines() if "openblas" in line.lower()}
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                       "scipy_openblas_get_num_threads", "openblas_get_num_threads"):
+            if hasattr(lib, symbol):
+                return int(getattr(lib, symbol)())
+    return None
+
+
+def _executor_module(name: str) -> str | None:
+    try:
+        from hilbert.executor import get_executor
+
+        return get_executor(name).__name__
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def peak_gemm_gflops(config: Config) -> float:
+    """The machine's measured float64 GEMM rate through NumPy (best of several 1024³ products),
+    the yardstick for '% of BLAS-bound time'."""
+    n = 1024
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    a @ b
+    best = min(time_repeat(lambda: a @ b, 1) for _ in range(config.pick(10, 4)))
+    return 2.0 * n**3 / best / 1e9
+
+
+# --------------------------------------------------------------------------------------------
+# Progress
+
+
+class Progress:
+    """A one-line progress bar on stderr when it is a terminal; plain lines otherwise."""
+
+    def __init__(self, total: int, stream=None, enabled: bool | None = None):
+        self.stream = stream or sys.stderr
+        self.bar = self.stream.isatty() if enabled is None else enabled
+        self.total, self.index, self.name = total, 0, ""
+        self.begun = time.perf_counter()
+
+    def case(self, index: int, name: str) -> None:
+        self.index, self.name = index, name
+        if not self.bar:
+            print(f"[{index + 1}/{self.total}] {name}", file=self.stream, flush=True)
+        self.step("")
+
+    def step(self, label: str) -> None:
+        if not self.bar:
+            return
+        width = shutil.get_terminal_size((100, 20)).columns
+        filled = int(24 * self.index / max(self.total, 1))
+        elapsed = int(time.perf_counter() - self.begun)
+        text = (f"[{'#' * filled}{'.' * (24 - filled)}] {self.index + 1}/{self.total} "
+                f"{elapsed // 60}:{elapsed % 60:02d} {self.name}" + (f" · {label}" if label else ""))
+        self.stream.write("\r" + text[:width - 1].ljust(width - 1))
+        self.stream.flush()
+
+    def note(self, text: str) -> None:
+        if self.bar:
+            self.stream.write("\r" + " " * (shutil.get_terminal_size((100, 20)).columns - 1) + "\r")
+        print(text, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        elapsed = time.perf_counter() - self.begun
+        if self.bar:
+            self.stream.write("\r" + " " * (shutil.get_terminal_size((100, 20)).columns - 1) + "\r")
+        print(f"{self.total} case(s) in {elapsed:.0f} s", file=self.stream, flush=True)
+
+
+def _describe(err: BaseException) -> str:
+    """An exception in one line: its type and message (HilbertError's first line is enough)."""
+    text = str(err).strip().splitlines()
+    where = "" if text else " at " + traceback.format_exception(err)[-2].strip()[:200]
+    return f"{type(err).__name__}: {text[0] if text else ''}{where}"[:500]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.runner")
+    parser.add_argument("cases", nargs="*")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--executor", default="numba")
+    parser.add_argument("--probe", metavar="CASE", help=argparse.SUPPRESS)
+    parser.add_argument("--no-optional", action="store_true",
+                        help="skip the PyTorch and JAX anchors")
+    options = parser.parse_args()
+    if options.probe:
+        sys.exit(_probe_main(options.probe, options.quick, options.executor))
+    sys.exit(main(options.cases, options.quick, options.executor,
+                  optional=not options.no_optional))
