@@ -312,7 +312,9 @@ def evaluate_targets(targets: tuple[Target, ...], record: dict) -> list[dict]:
     out = []
     for target in targets:
         value, met, why = _target_value(target, record)
-        out.append({"text": target.text, "value": value, "met": met, "why": why})
+        kind = "runs" if target.runs else "metric" if target.metric else "ratio"
+        out.append({"text": target.text, "kind": kind, "metric": target.metric, "value": value,
+                    "met": met, "why": why})
     return out
 
 

@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from hilbert.grammar.errors import HilbertError
 from hilbert.grammar.source import Span
 
-from . import ir
-from .fuse import fuse
+from .debug import dump
+from .entry import Entry, build_entry
 from .inline import Inliner
-from .masks import eliminate_masks
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
 from .plan import Plan, make_plan
 from .recursion import check_recursion
-from .resolve import Definition, Resolved, resolve
+from .resolve import Resolved, resolve
 from .shapes import Shape, ShapeTable, infer_shapes
-from .share import share
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """A callable definition, inlined: `body` is IR over Param(0…n−1) (what the reference
-    executor runs) and `fused` the same after fusion (what planned executors run)."""
-
-    name: str
-    params: tuple[str, ...]
-    body: ir.Node
-    fused: ir.Node
-    definition: Definition = field(compare=False)
 
 
 @dataclass
@@ -47,7 +31,7 @@ class CompiledModule:
 
 def compile_module(loader: Loader, root: SourceModule, export_all: bool = False) -> CompiledModule:
     """Compile `root` and the modules it opens into inlined entries, or raise HilbertError."""
-    _debug("parse", root.syntax)
+    dump("parse", root.syntax)
     resolved = resolve(loader, root)                          # names, arity, einsum specs
     loops = check_recursion(resolved.definitions)             # tail self-calls only
     inliner = Inliner(resolved.definitions, loops)            # definitions -> one DAG each
@@ -55,21 +39,10 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
         inliner.form(key)                                     # every loop checked, used or not
     entries = {}
     for name, key in resolved.scopes[root.key].own.items():
-        entries[name] = _entry(resolved.definitions[key], inliner)  # inline, then fuse
+        entries[name] = build_entry(resolved.definitions[key], inliner)  # inline, share, fuse, masks
     exported = tuple(n for n, e in entries.items() if export_all or e.definition.kind == "fn")
     models = compile_models(resolved, root)                   # model declarations -> entries
     return CompiledModule(root.key, entries, exported, resolved, models)
-
-
-def _entry(d: Definition, inliner: Inliner) -> Entry:
-    params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(d.params)}
-    body = ir.substitute(inliner.body(d.key), params)
-    _debug("inline", body)
-    body = share(body)                                        # equal work done once
-    fused = fuse(body)                                        # einsum chains -> one einsum
-    fused = eliminate_masks(fused)                            # [s = t + j] masks -> shifts
-    _debug("fuse", fused)
-    return Entry(d.name, d.params, body, fused, d)
 
 
 def specialise(entry: Entry, shapes: tuple[Shape, ...], fused: bool = False) -> ShapeTable:
@@ -84,7 +57,7 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
     table = specialise(entry, shapes, fused=True)             # shapes of what will run
     plan = make_plan(entry.name, entry.params, entry.fused, table, shapes, optimize, executor,
                      values)                                  # paths, costs, memory guard
-    _debug("plan", plan)
+    dump("plan", plan)
     return table, plan
 
 
@@ -104,16 +77,3 @@ def _contains(outer: Span, inner: Span) -> bool:
     return (outer.source.name == inner.source.name
             and (outer.line, outer.column) <= (inner.line, inner.column)
             and (inner.end_line, inner.end_column) <= (outer.end_line, outer.end_column))
-
-
-def _debug(stage: str, value) -> None:
-    """HILBERT_DUMP=inline,plan prints the IR after the named passes (a debugging switch)."""
-    wanted = os.environ.get("HILBERT_DUMP", "")
-    if stage in wanted.split(","):
-        from .printer import print_ir
-        print(f"== {stage} ==\n{value if isinstance(value, Plan) else print_ir(value)}")
-
-
-def load_path(path: str | Path, search_path: list[Path] | None = None) -> tuple[Loader, SourceModule]:
-    loader = Loader(search_path)
-    return loader, loader.from_file(Path(path))

@@ -16,22 +16,17 @@ A model's state is its weights; everything a method or a train block computes is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from hilbert.grammar import syntax as s
 from hilbert.grammar.errors import ModelError, NameResolutionError
 from hilbert.grammar.source import Span
 
 from . import ir
-from .fuse import fuse
+from .entry import Entry, build_entry
 from .inline import Inliner
 from .modules import SourceModule
 from .recursion import check_recursion
 from .resolve import Definition, Lowering, ModuleScope, Resolved, _suggest
-from .share import share
-
-if TYPE_CHECKING:
-    from .driver import Entry
 
 #: The base a model declares (`model Name(…) : Learner`) and the type its weights have.
 BASE = "Learner"
@@ -116,17 +111,24 @@ class _ModelCompiler:
         self.scope = scope
         self.resolved = resolved
         self.state = tuple(w.name for w in decl.weights) + decl.params
-        self.keys = {m.name: f"{scope.module.key}::{decl.name}.{m.name}" for m in decl.methods}
+
+    def key(self, member: str) -> str:
+        """The definition key of a method or train block."""
+        return f"{self.scope.module.key}::{self.decl.name}.{member}"
 
     def compile(self) -> CompiledModel:
         self.check_declaration()
         definitions = dict(self.resolved.definitions)
         for method in self.decl.methods:
-            definitions[self.keys[method.name]] = self.method_definition(method)
+            definitions[self.key(method.name)] = self.method_definition(method)
         inliner = Inliner(definitions, check_recursion(definitions))
         weights = tuple(self.weight(w, inliner) for w in self.decl.weights)
-        methods = {m.name: self.method(m, definitions, inliner) for m in self.decl.methods}
-        trains = {t.name: self.train(t, inliner) for t in self.decl.trains}
+        for train in self.decl.trains:  # a train's loop is built from steps already expanded
+            definitions[self.key(train.name)] = self.train_definition(train, inliner)
+        methods = {m.name: Member(m.name, m.params, build_entry(definitions[self.key(m.name)], inliner))
+                   for m in self.decl.methods}
+        trains = {t.name: Member(t.name, t.params, build_entry(definitions[self.key(t.name)], inliner),
+                                 tuple(a.name for a in t.assigns)) for t in self.decl.trains}
         d = self.decl
         return CompiledModel(d.name, d.params, weights, trains, methods, d.span, d.doc)
 
@@ -197,7 +199,7 @@ class _ModelCompiler:
     # -- lowering ------------------------------------------------------------------------
 
     def lowering(self, own: tuple[str, ...]) -> _MemberLowering:
-        methods = {m.name: (self.keys[m.name], m.params) for m in self.decl.methods}
+        methods = {m.name: (self.key(m.name), m.params) for m in self.decl.methods}
         return _MemberLowering(self.scope, self.resolved, self.state + own, methods,
                                len(self.state))
 
@@ -210,46 +212,31 @@ class _ModelCompiler:
         return WeightDecl(w.name, dims, ir.substitute(inliner.expand(body), params), w.span)
 
     def method_definition(self, m: s.Definition) -> Definition:
-        key = self.keys[m.name]
         body = self.lowering(m.params).expr(m.body)
-        return Definition(key, f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
+        return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
                           self.state + m.params, body, m.span, m.doc)
 
-    def method(self, m: s.Definition, definitions: dict[str, Definition],
-               inliner: Inliner) -> Member:
-        d = definitions[self.keys[m.name]]
-        params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(d.params)}
-        return Member(m.name, m.params, _entry(d, ir.substitute(inliner.body(d.key), params)))
-
-    def train(self, t: s.Train, inliner: Inliner) -> Member:
+    def train_definition(self, t: s.Train, inliner: Inliner) -> Definition:
+        """A train block as a definition of `(*state, *own, steps)` whose body is its loop."""
         full = self.state + t.params
         lowering = self.lowering(t.params)
         new = {a.name: inliner.expand(lowering.expr(a.value)) for a in t.assigns}
         name = f"{self.decl.name}.{t.name}"
-        loop = _counted_loop(name, full, new, t.span)
-        d = Definition(f"{self.scope.module.key}::{name}", name, self.scope.module.key,
-                       "train", full + (STEPS,), loop, t.span, t.doc)
-        return Member(t.name, t.params, _entry(d, loop), tuple(a.name for a in t.assigns))
-
-
-def _entry(d: Definition, body: ir.Node) -> Entry:
-    """An entry as the driver makes one: inlined `body` over Param, shared, then fused."""
-    from .driver import Entry  # the driver imports this module, so Entry is imported late
-
-    shared = share(body)
-    return Entry(d.name, d.params, shared, fuse(shared), d)
+        return Definition(self.key(t.name), name, self.scope.module.key, "train",
+                          full + (STEPS,), _counted_loop(name, full, new, t.span), t.span, t.doc)
 
 
 def _counted_loop(name: str, full: tuple[str, ...], new: dict[str, ir.Node], span: Span) -> ir.Loop:
     """`steps` simultaneous updates of the state `(counter, *full)`: component 1 + i takes
-    `new[full[i]]` (over the state as the step began) or keeps its value."""
+    `new[full[i]]` (over the state as the step began) or keeps its value. The loop's init is
+    over Local, like any definition's body: `(steps, *full)`."""
     states = {ir.Local(i, p, span): ir.State(i + 1, span) for i, p in enumerate(full)}
     counter = ir.State(0, span)
     step = (ir.Prim("sub", (counter, ir.Const(1.0, span)), (), span),
             *(ir.substitute(new[p], states) if p in new else ir.State(i + 1, span)
               for i, p in enumerate(full)))
     until = ir.Prim("eq", (counter, ir.Const(0.0, span)), (), span)
-    init = (ir.Param(len(full), STEPS, span), *(ir.Param(i, p, span) for i, p in enumerate(full)))
+    init = (ir.Local(len(full), STEPS, span), *(ir.Local(i, p, span) for i, p in enumerate(full)))
     return ir.Loop(init, until, step, 0, name, span)
 
 

@@ -220,7 +220,7 @@ class Learner:
 
         >>> net.save("net.npz"); same = Perceptron.load("net.npz")    # doctest: +SKIP
         """
-        data = {"model": np.array(self._model.name)}
+        data: dict[str, Any] = {"model": np.array(self._model.name)}
         data |= {f"argument.{p}": v for p, v in self._arguments.items()}
         data |= {f"weight.{n}": v for n, v in self._weights.items()}
         np.savez(path, **data)

@@ -367,6 +367,8 @@ def test_a_method_that_does_not_exist_is_e801_and_an_attribute_error(Perceptron)
     ("model M(n) : Learner {\n  weight w : Tensor[n] from v\n  weight v : Tensor[n] from 0\n}\n",
      "E200", 2),
     ("def M ≔ 1\nmodel M(n) : Learner {\n  weight w : Tensor[n] from 0\n}\n", "E205", 2),
+    ("model M(n) : Learner {\n  def f(k) ≔ if k = 0 then n else g(k − 1)\n  def g(k) ≔ f(k)\n}\n",
+     "E401", 2),
 ])
 def test_bad_declarations(text, code, line):
     err = compile_error(text)

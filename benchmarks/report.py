@@ -1,0 +1,288 @@
+"""Results as files: latest.json (everything), latest.md (tables) and PNG bar charts."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from benchmarks.cases.base import STANDARD
+
+COLUMNS = STANDARD  # anchors with a column of their own; the rest go under "other anchors"
+
+
+def write(results: dict, out_dir: Path) -> list[Path]:
+    """Write latest.json, latest.md and the plots into out_dir; the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / "latest.json", out_dir / "latest.md"
+    json_path.write_text(json.dumps(results, indent=1, default=_plain) + "\n", encoding="utf-8")
+    plots = write_plots(results, out_dir)
+    md_path.write_text(markdown(results, [p.name for p in plots]), encoding="utf-8")
+    return [json_path, md_path, *plots]
+
+
+def _plain(value):
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+
+
+def seconds(value: float | None) -> str:
+    """A duration with a unit a person reads at a glance: 812 ns, 14.2 µs, 3.07 ms, 1.25 s."""
+    if value is None:
+        return "–"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value / 1e-9:.3g} ns"
+
+
+def _cell(entry: dict | None) -> str:
+    if entry is None:
+        return ""
+    match entry["status"]:
+        case "ok":
+            ratio = f" (×{entry['ratio']:.2f})" if entry.get("ratio") is not None else ""
+            return seconds(entry["median_s"]) + ratio
+        case "skipped":
+            return "skipped"
+        case "mismatch":
+            return "**mismatch**"
+        case _:
+            return "error"
+
+
+def markdown_table(results: dict) -> str:
+    """The main table: per case, our median and each anchor's median with ratio ours/anchor."""
+    head = ["case", "hilbert", *COLUMNS, "other anchors"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for case in results["cases"]:
+        anchors = {a["name"]: a for a in case["anchors"]}
+        others = [f"{a['name']}: {_cell(a)}" for a in case["anchors"] if a["name"] not in COLUMNS]
+        ours = case["ours"]
+        ours_cell = seconds(ours["median_s"]) if ours["status"] == "ok" else f"**{ours['status']}**"
+        cells = [f"`{case['name']}`", ours_cell, *(_cell(anchors.get(c)) for c in COLUMNS),
+                 "; ".join(others)]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _targets_table(results: dict) -> str:
+    rows = ["| case | target | value | met |", "|---|---|---|---|"]
+    for case in results["cases"]:
+        for target in case["targets"]:
+            value = target["value"]
+            if value is None:
+                shown = "–"
+            elif target["kind"] == "ratio":
+                shown = f"×{value:.3g}"
+            elif isinstance(value, float) and (target["metric"] or "").endswith("_s"):
+                shown = seconds(value)
+            else:
+                shown = _short(value)
+            met = {True: "yes", False: "**no**", None: "n/a"}[target["met"]]
+            why = f" ({target['why']})" if target["why"] else ""
+            rows.append(f"| `{case['name']}` | {target['text']} | {shown} | {met}{why} |")
+    return "\n".join(rows)
+
+
+def _metrics(results: dict) -> list[str]:
+    lines = []
+    for case in results["cases"]:
+        shown = {k: v for k, v in case["metrics"].items()
+                 if v is not None and k not in ("ours_median_s", "median_s_by_operands")}
+        ours = case["ours"]
+        if ours.get("gflops"):
+            shown["hilbert_gflops"] = ours["gflops"]
+        if not shown:
+            continue
+        parts = ", ".join(f"{k} = {_short(v)}" for k, v in shown.items())
+        lines.append(f"- `{case['name']}`: {parts}")
+    return lines
+
+
+def _short(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _path_search(results: dict) -> list[str]:
+    for case in results["cases"]:
+        table = case["metrics"].get("median_s_by_operands")
+        if table:
+            rows = ["| operands | hilbert plan | opt_einsum.contract_path |", "|---|---|---|"]
+            rows += [f"| {n} | {seconds(v.get('hilbert'))} | {seconds(v.get('opt_einsum'))} |"
+                     for n, v in table.items()]
+            return ["## Path search time (median per operand count)", "", *rows, ""]
+    return []
+
+
+def _problems(results: dict) -> list[str]:
+    lines = []
+    for case in results["cases"]:
+        for entry in (case["ours"], *case["anchors"]):
+            if entry["status"] in ("skipped", "error", "mismatch"):
+                lines.append(f"- `{case['name']}` · {entry['name']}: {entry['status']} — "
+                             f"{entry['reason']}")
+    return lines
+
+
+def markdown(results: dict, plots: list[str]) -> str:
+    """latest.md: when and where, the main table, targets, metrics, what was skipped, plots."""
+    m = results["machine"]
+    blas = m.get("blas", {})
+    threads = blas.get("threads")
+    if threads is None and blas.get("threadpools"):
+        threads = ", ".join(f"{p['internal_api']} {p['num_threads']}" for p in blas["threadpools"])
+    versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)
+    git = m.get("git") or {}
+    lines = [
+        f"# Benchmark results ({results['mode']} run)", "",
+        f"- date: {results['created']} · wall time {results['wall_s']:.0f} s",
+        f"- machine: {m['cpu']}, {m['cores_usable']} usable core(s) of {m['cores_logical']}, "
+        f"{m['memory_gib']} GiB, {m['platform']}",
+        f"- BLAS: {blas.get('name')} {blas.get('version') or ''} · threads: {threads}"
+        + (f" · measured peak GEMM {results['peak_gemm_gflops']:.1f} GFLOP/s"
+           if results.get("peak_gemm_gflops") else ""),
+        f"- executor: `{results['executor']}` (runs `{results['executor_module']}`)"
+        + (f" · checkout {git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}"
+           if git else ""),
+        f"- versions: Python {m['python']}, {versions}", "",
+        "Times are medians of per-call seconds after warm-up. **(×r)** is the ratio hilbert / "
+        "anchor: below 1 hilbert is faster, above 1 it is slower. Outputs were cross-checked "
+        "with numpy.allclose before timing.", "",
+        markdown_table(results), "",
+        "## Targets (DESIGN.md §6)", "", _targets_table(results), "",
+        "## Metrics", "", *(_metrics(results) or ["(none)"]), "",
+        *_path_search(results),
+        "## Skipped, errors, mismatches", "", *(_problems(results) or ["(none)"]), "",
+    ]
+    if plots:
+        lines += ["## Plots", "", *(f"![{p}]({p})" for p in plots), ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Plots
+
+
+def write_plots(results: dict, out_dir: Path) -> list[Path]:
+    """times-<group>.png (grouped bars of median time, log scale), ratios.png (hilbert /
+    anchor, log scale, a line at 1) and path-search.png; nothing without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    groups = dict.fromkeys(c["group"] for c in results["cases"])
+    for group in groups:
+        cases = [c for c in results["cases"] if c["group"] == group and c["group"] != "planning"]
+        if cases and (path := _times_plot(plt, cases, group, out_dir, results)):
+            written.append(path)
+    if (path := _ratio_plot(plt, results, out_dir)):
+        written.append(path)
+    if (path := _path_plot(plt, results, out_dir)):
+        written.append(path)
+    return written
+
+
+def _contestants(cases: list[dict]) -> list[str]:
+    names = ["hilbert"]
+    for case in cases:
+        for a in case["anchors"]:
+            if a["name"] not in names and a["status"] == "ok":
+                names.append(a["name"])
+    return names
+
+
+def _times_plot(plt, cases: list[dict], group: str, out_dir: Path, results: dict) -> Path | None:
+    names = _contestants(cases)
+    values = {n: [] for n in names}
+    for case in cases:
+        by_name = {a["name"]: a for a in case["anchors"]} | {"hilbert": case["ours"]}
+        for n in names:
+            entry = by_name.get(n)
+            ok = entry is not None and entry["status"] == "ok" and entry["median_s"]
+            values[n].append(entry["median_s"] if ok else math.nan)
+    if all(math.isnan(v) for vs in values.values() for v in vs):
+        return None
+    fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(cases) * max(1, len(names)) / 3), 4.8))
+    width = 0.8 / len(names)
+    for i, n in enumerate(names):
+        xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(cases))]
+        ax.bar(xs, values[n], width, label=n, color="black" if n == "hilbert" else None)
+    ax.set_xticks(range(len(cases)), [c["name"] for c in cases], rotation=30, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("median time per call (s, log scale)")
+    ax.set_title(f"{group}: hilbert ({results['executor']}) and anchors, {results['mode']} run")
+    ax.legend(fontsize=8, ncol=min(4, len(names)))
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    path = out_dir / f"times-{group}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _ratio_plot(plt, results: dict, out_dir: Path) -> Path | None:
+    cases = [c for c in results["cases"] if any(a["ratio"] for a in c["anchors"])]
+    if not cases:
+        return None
+    names = [n for n in _contestants(cases) if n != "hilbert"]
+    fig, ax = plt.subplots(figsize=(10, max(4, 0.42 * len(cases) + 1.5)))
+    height = 0.8 / max(len(names), 1)
+    for i, n in enumerate(names):
+        ys, xs = [], []
+        for j, case in enumerate(cases):
+            anchor = next((a for a in case["anchors"] if a["name"] == n), None)
+            if anchor and anchor["ratio"]:
+                ys.append(j + (i - (len(names) - 1) / 2) * height)
+                xs.append(anchor["ratio"])
+        if xs:
+            ax.barh(ys, xs, height, label=n)
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_yticks(range(len(cases)), [c["name"] for c in cases])
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("hilbert time / anchor time (log scale; left of 1 = hilbert faster)")
+    ax.set_title(f"hilbert ({results['executor']}) against each anchor, {results['mode']} run")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(axis="x", which="both", alpha=0.3)
+    fig.tight_layout()
+    path = out_dir / "ratios.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _path_plot(plt, results: dict, out_dir: Path) -> Path | None:
+    table = next((c["metrics"].get("median_s_by_operands") for c in results["cases"]
+                  if c["metrics"].get("median_s_by_operands")), None)
+    if not table:
+        return None
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    counts = [int(n) for n in table]
+    for key, label in (("hilbert", "hilbert plan (fresh signature)"),
+                       ("opt_einsum", "opt_einsum.contract_path")):
+        ys = [table[str(n)].get(key) for n in counts]
+        if any(y is not None for y in ys):
+            ax.plot(counts, [math.nan if y is None else y for y in ys], marker="o", label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("operands in the einsum")
+    ax.set_ylabel("median planning time (s, log scale)")
+    ax.set_title("path search time ('auto' optimiser)")
+    ax.legend(fontsize=8)
+    ax.grid(which="both", alpha=0.3)
+    fig.tight_layout()
+    path = out_dir / "path-search.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,16 @@
+"""The debugging switch: HILBERT_DUMP=parse,inline,fuse,plan prints a stage's result."""
+
+from __future__ import annotations
+
+import os
+
+
+def dump(stage: str, value) -> None:
+    """Print `value` (IR, a plan or a syntax tree) if HILBERT_DUMP names `stage`."""
+    if stage not in os.environ.get("HILBERT_DUMP", "").split(","):
+        return
+    from . import ir
+    from .printer import print_ir
+
+    text = print_ir(value) if isinstance(value, ir._Node) else value  # type: ignore[arg-type]
+    print(f"== {stage} ==\n{text}")

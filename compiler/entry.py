@@ -1,0 +1,39 @@
+"""Builds an entry point: a definition inlined, shared, fused and masked into one DAG."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import ir
+from .debug import dump
+from .fuse import fuse
+from .inline import Inliner
+from .masks import eliminate_masks
+from .resolve import Definition
+from .share import share
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A callable definition, inlined: `body` is IR over Param(0…n−1) (what the reference
+    executor runs) and `fused` the same after fusion (what planned executors run)."""
+
+    name: str
+    params: tuple[str, ...]
+    body: ir.Node
+    fused: ir.Node
+    definition: Definition = field(compare=False)
+
+
+def build_entry(d: Definition, inliner: Inliner) -> Entry:
+    """Requires checked definitions; ensures the entry's IR, inlined and optimised."""
+    params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(d.params)}
+    body = ir.substitute(inliner.body(d.key), params)
+    dump("inline", body)
+    body = share(body)                                        # equal work done once
+    fused = fuse(body)                                        # einsum chains -> one einsum
+    fused = eliminate_masks(fused)                            # [s = t + j] masks -> shifts
+    dump("fuse", fused)
+    return Entry(d.name, d.params, body, fused, d)
+
+
