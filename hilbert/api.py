@@ -193,6 +193,16 @@ class Module:
         return sorted(set(super().__dir__()) | set(self.names))
 
     @property
+    def definitions(self) -> tuple[str, ...]:
+        """Every definition of the module (reachable with `function(name)`)."""
+        return tuple(self._compiled.entries)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The model declarations of the module."""
+        return tuple(self._compiled.models)
+
+    @property
     def names(self) -> tuple[str, ...]:
         """The names this module exports: its functions, then its models."""
         return self._compiled.exported + tuple(self._compiled.models)

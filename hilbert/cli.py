@@ -78,7 +78,9 @@ def _check(args) -> int:
             print(err, file=sys.stderr)
             failed += 1
         else:
-            print(f"{path}: ok ({len(module.names)} function(s))")
+            functions = len(module.names) - len(module.models)
+            print(f"{path}: ok ({len(module.definitions)} definition(s), {functions} fn(s), "
+                  f"{len(module.models)} model(s))")
     return EXIT_ERROR if failed else EXIT_OK
 
 
