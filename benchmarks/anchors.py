@@ -9,7 +9,17 @@ from typing import Any
 import numpy as np
 
 from benchmarks.cases.base import (
-    EINSUM, EINSUM_OPT, JAX, NUMPY, OE, OE_EXPR, TORCH, Anchor, Config, Skip, naive_cost,
+    EINSUM,
+    EINSUM_OPT,
+    JAX,
+    NUMPY,
+    OE,
+    OE_EXPR,
+    TORCH,
+    Anchor,
+    Config,
+    Skip,
+    naive_cost,
 )
 
 # --------------------------------------------------------------------------------------------

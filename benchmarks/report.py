@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from benchmarks.cases.base import STANDARD
 
 COLUMNS = STANDARD  # anchors with a column of their own; the rest go under "other anchors"
+_ALL_NAMES = ("hilbert", *STANDARD)  # fixed colours for these in every chart
 
 
 def write(results: dict, out_dir: Path) -> list[Path]:
     """Write latest.json, latest.md and the plots into out_dir; the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in [*out_dir.glob("times-*.png"), out_dir / "ratios.png", out_dir / "path-search.png"]:
+        stale.unlink(missing_ok=True)  # charts of an earlier run must not pose as this run's
     json_path, md_path = out_dir / "latest.json", out_dir / "latest.md"
     json_path.write_text(json.dumps(results, indent=1, default=_plain) + "\n", encoding="utf-8")
     plots = write_plots(results, out_dir)
@@ -122,6 +126,26 @@ def _path_search(results: dict) -> list[str]:
     return []
 
 
+def _notes(results: dict) -> list[str]:
+    return [f"- `{case['name']}`: {note}" for case in results["cases"] for note in case["notes"]]
+
+
+def _load(results: dict) -> str:
+    before, after = results["machine"].get("load_before"), results.get("load_after")
+    return " / ".join("–" if v is None else f"{v:.2f}" for v in (before, after))
+
+
+def _busy(results: dict) -> list[str]:
+    """A warning when other processes competed for the cores during the run."""
+    cores = results["machine"].get("cores_usable") or 1
+    before, after = results["machine"].get("load_before"), results.get("load_after")
+    if (before or 0) > 0.5 * cores or (after or 0) > cores + 1.0:
+        return [f"> **The machine was busy** (load average {_load(results)} before / after, on "
+                f"{cores} core(s); this run itself adds about one): BLAS threads competed with "
+                "other work, so times are noisier and slower than on an idle machine.", ""]
+    return []
+
+
 def _problems(results: dict) -> list[str]:
     lines = []
     for case in results["cases"]:
@@ -152,7 +176,9 @@ def markdown(results: dict, plots: list[str]) -> str:
         f"- executor: `{results['executor']}` (runs `{results['executor_module']}`)"
         + (f" · checkout {git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}"
            if git else ""),
-        f"- versions: Python {m['python']}, {versions}", "",
+        f"- versions: Python {m['python']}, {versions}",
+        f"- load average (1 min) before / after: {_load(results)}", "",
+        *_busy(results),
         "Times are medians of per-call seconds after warm-up. **(×r)** is the ratio hilbert / "
         "anchor: below 1 hilbert is faster, above 1 it is slower. Outputs were cross-checked "
         "with numpy.allclose before timing.", "",
@@ -161,6 +187,7 @@ def markdown(results: dict, plots: list[str]) -> str:
         "## Metrics", "", *(_metrics(results) or ["(none)"]), "",
         *_path_search(results),
         "## Skipped, errors, mismatches", "", *(_problems(results) or ["(none)"]), "",
+        "## Notes", "", *(_notes(results) or ["(none)"]), "",
     ]
     if plots:
         lines += ["## Plots", "", *(f"![{p}]({p})" for p in plots), ""]
@@ -205,25 +232,27 @@ def _contestants(cases: list[dict]) -> list[str]:
 
 def _times_plot(plt, cases: list[dict], group: str, out_dir: Path, results: dict) -> Path | None:
     names = _contestants(cases)
-    values = {n: [] for n in names}
+    colours = _colours(plt, names)
+    rows = []
     for case in cases:
         by_name = {a["name"]: a for a in case["anchors"]} | {"hilbert": case["ours"]}
-        for n in names:
-            entry = by_name.get(n)
-            ok = entry is not None and entry["status"] == "ok" and entry["median_s"]
-            values[n].append(entry["median_s"] if ok else math.nan)
-    if all(math.isnan(v) for vs in values.values() for v in vs):
+        rows.append([(n, by_name[n]["median_s"]) for n in names
+                     if n in by_name and by_name[n]["status"] == "ok" and by_name[n]["median_s"]])
+    if not any(rows):
         return None
-    fig, ax = plt.subplots(figsize=(max(7, 1.1 * len(cases) * max(1, len(names)) / 3), 4.8))
-    width = 0.8 / len(names)
-    for i, n in enumerate(names):
-        xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(cases))]
-        ax.bar(xs, values[n], width, label=n, color="black" if n == "hilbert" else None)
+    widest = max(len(r) for r in rows)
+    fig, ax = plt.subplots(figsize=(min(18.0, 3.5 + 0.16 * sum(len(r) for r in rows)), 5.2))
+    width = 0.8 / widest
+    drawn = set()
+    for j, row in enumerate(rows):  # each case's bars side by side, centred on its tick
+        for i, (name, value) in enumerate(row):
+            ax.bar(j + (i - (len(row) - 1) / 2) * width, value, width, color=colours[name])
+            drawn.add(name)
     ax.set_xticks(range(len(cases)), [c["name"] for c in cases], rotation=30, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("median time per call (s, log scale)")
     ax.set_title(f"{group}: hilbert ({results['executor']}) and anchors, {results['mode']} run")
-    ax.legend(fontsize=8, ncol=min(4, len(names)))
+    _legend(plt, ax, [n for n in names if n in drawn], colours)
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
     path = out_dir / f"times-{group}.png"
@@ -232,29 +261,46 @@ def _times_plot(plt, cases: list[dict], group: str, out_dir: Path, results: dict
     return path
 
 
+def _legend(plt, ax, names: list[str], colours: dict[str, Any]) -> None:
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color=colours[n], label=n) for n in names], fontsize=8,
+              loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
+def _colours(plt, names: list[str]) -> dict[str, Any]:
+    """hilbert in black, each standard anchor its own colour in every chart of the run, other
+    anchors the palette's remaining colours in order."""
+    palette = plt.get_cmap("tab10").colors + plt.get_cmap("Dark2").colors
+    anchors = list(STANDARD)
+    extras = [n for n in names if n not in _ALL_NAMES]
+    return {n: "black" if n == "hilbert" else palette[anchors.index(n)] if n in anchors
+            else palette[(len(anchors) + extras.index(n)) % len(palette)] for n in names}
+
+
 def _ratio_plot(plt, results: dict, out_dir: Path) -> Path | None:
     cases = [c for c in results["cases"] if any(a["ratio"] for a in c["anchors"])]
     if not cases:
         return None
     names = [n for n in _contestants(cases) if n != "hilbert"]
-    fig, ax = plt.subplots(figsize=(10, max(4, 0.42 * len(cases) + 1.5)))
-    height = 0.8 / max(len(names), 1)
-    for i, n in enumerate(names):
-        ys, xs = [], []
-        for j, case in enumerate(cases):
-            anchor = next((a for a in case["anchors"] if a["name"] == n), None)
-            if anchor and anchor["ratio"]:
-                ys.append(j + (i - (len(names) - 1) / 2) * height)
-                xs.append(anchor["ratio"])
-        if xs:
-            ax.barh(ys, xs, height, label=n)
+    colours = _colours(plt, names)
+    fig, ax = plt.subplots(figsize=(10, max(4, 0.5 * len(cases) + 1.5)))
+    drawn = set()
+    for j, case in enumerate(cases):  # bars grow from 1: leftwards hilbert is faster
+        timed = [a for a in case["anchors"] if a["ratio"]]
+        height = 0.8 / len(timed)
+        for i, anchor in enumerate(timed):
+            name = anchor["name"]
+            ax.barh(j + (i - (len(timed) - 1) / 2) * height, anchor["ratio"] - 1.0, height,
+                    left=1.0, color=colours[name])
+            drawn.add(name)
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_yticks(range(len(cases)), [c["name"] for c in cases])
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("hilbert time / anchor time (log scale; left of 1 = hilbert faster)")
     ax.set_title(f"hilbert ({results['executor']}) against each anchor, {results['mode']} run")
-    ax.legend(fontsize=8, loc="lower right")
+    _legend(plt, ax, [n for n in names if n in drawn], colours)
     ax.grid(axis="x", which="both", alpha=0.3)
     fig.tight_layout()
     path = out_dir / "ratios.png"

@@ -10,11 +10,14 @@ import json
 import math
 import os
 import platform
+import queue
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -27,9 +30,12 @@ import numpy as np
 
 from benchmarks.anchors import to_array
 from benchmarks.cases import ALL, Case, Config, Setup, Skip, select
-from benchmarks.cases.base import OURS, ROOT, Target
+from benchmarks.cases.base import OURS, ROOT, Target, last_words
 
 RESULTS = ROOT / "benchmarks" / "results"
+# A pause before each timed repeat, so thread pools that spin after their last call (OpenMP in
+# PyTorch, XLA's) go idle before the next contestant runs rather than competing with it.
+SETTLE_S = 0.002
 LIBRARIES = ("numpy", "opt_einsum", "numba", "scipy", "lark", "torch", "jax", "jaxlib",
              "matplotlib", "einsum_benchmark", "threadpoolctl", "hilbert")
 
@@ -56,30 +62,47 @@ def main(cases: list[str], quick: bool = False, executor: str = "numba",
     written = report.write(results, target)
     print(report.markdown_table(results))
     print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return exit_code(results)
+
+
+def exit_code(results: dict) -> int:
+    """1 when any contestant's output disagreed (a correctness problem), else 0. Errors and
+    skips are recorded but do not fail the run: a missing anchor or a case the compiler cannot
+    run yet is a finding, not a crash."""
     return 1 if any(c["status"] == "mismatch" for c in results["cases"]) else 0
 
 
 def run(cases: list[Case], config: Config, progress: Progress | None = None) -> dict:
     """Every case measured; the whole run as JSON-ready data (machine included)."""
     begun = time.perf_counter()
+    machine = machine_info()  # the load average before this run's own work
     progress = progress or Progress(len(cases))
     peak = peak_gemm_gflops(config) if any(c.blas_bound for c in cases) else None
     records = []
     for i, case in enumerate(cases):
         progress.case(i, case.name)
-        records.append(run_case(case, config, progress, peak))
+        load = _load_average()
+        try:
+            records.append(run_case(case, config, progress, peak))
+        except Exception as err:  # noqa: BLE001 - a bug in one case must not lose the others
+            records.append(_broken_case(case, err))
+        records[-1]["load_at_start"] = load
     progress.close()
+    machine.update({k: v for k, v in machine_info().items() if k in ("torch_threads",
+                                                                    "jax_devices")})
     return {
         "schema": 1,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mode": "quick" if config.quick else "full",
         "executor": config.executor,
         "executor_module": _executor_module(config.executor),
-        "machine": machine_info(),
+        "machine": machine,
         "peak_gemm_gflops": peak,
+        "load_after": _load_average(),
         "settings": {"min_time_s": config.min_time, "repeats": config.repeats,
                      "min_repeats": config.min_repeats, "budget_s": config.budget_s,
                      "probe_timeout_s": config.probe_timeout_s,
+                     "first_call_timeout_s": config.first_call_timeout_s,
                      "naive_einsum_limit": config.naive_limit, "optional_anchors": config.optional},
         "wall_s": time.perf_counter() - begun,
         "cases": records,
@@ -96,10 +119,11 @@ def run_case(case: Case, config: Config, progress: Progress, peak: float | None)
         "name": case.name, "group": case.group, "title": case.title, "measures": case.measures,
         "status": "ok", "error": None, "params": {}, "metrics": {}, "notes": [],
         "ours": _contestant(OURS, "ours"), "anchors": [], "targets": []}
-    probe_error = None
+    probe_error: str | None = None
+    probe_times: dict[str, float] = {}
     if case.isolate:
         progress.step("probing hilbert in a separate process")
-        probe_error = probe(case, config)
+        probe_error, probe_times = probe(case, config)
     progress.step("preparing")
     try:
         setup = case.build(config)
@@ -108,7 +132,8 @@ def run_case(case: Case, config: Config, progress: Progress, peak: float | None)
         record["ours"].update(status="error", reason=record["error"])
         record["targets"] = evaluate_targets(case.targets, record)
         return record
-    record.update(params=setup.params, metrics=dict(setup.metrics), notes=list(setup.notes))
+    record.update(params=setup.params, metrics=dict(setup.metrics) | probe_times,
+                  notes=list(setup.notes))
     if setup.measure is not None:
         _measured(setup, config, record, progress)
     else:
@@ -118,6 +143,14 @@ def run_case(case: Case, config: Config, progress: Progress, peak: float | None)
     if record["ours"]["status"] == "error" and record["status"] == "ok":
         record.update(status="error", error=record["ours"]["reason"])
     return record
+
+
+def _broken_case(case: Case, err: Exception) -> dict:
+    reason = f"the runner failed on this case: {_describe(err)}"
+    ours = _contestant(OURS, "ours") | {"status": "error", "reason": reason}
+    return {"name": case.name, "group": case.group, "title": case.title,
+            "measures": case.measures, "status": "error", "error": reason, "params": {},
+            "metrics": {}, "notes": [], "ours": ours, "anchors": [], "targets": []}
 
 
 def _contestant(name: str, role: str, note: str = "") -> dict:
@@ -141,8 +174,8 @@ def _timed(setup: Setup, config: Config, record: dict, progress: Progress,
         progress.step(f"preparing {anchor.name}")
         try:
             calls[anchor.name] = anchor.make()
-        except Skip as why:
-            entry.update(status="skipped", reason=str(why))
+        except Skip as skip:
+            entry.update(status="skipped", reason=str(skip))
         except Exception as err:  # noqa: BLE001
             entry.update(status="error", reason=_describe(err))
     outputs = {}
@@ -155,7 +188,9 @@ def _timed(setup: Setup, config: Config, record: dict, progress: Progress,
             del calls[name]
     if setup.compare:
         cross_check(outputs, setup, record)
-    timings = time_interleaved(calls, config, progress)
+    timings, failed = time_interleaved(calls, config, progress)
+    for name, reason in failed.items():
+        _entry(record, name).update(status="error", reason=reason)
     for name, stats in timings.items():
         entry = _entry(record, name)
         entry.update(stats)
@@ -167,6 +202,7 @@ def _timed(setup: Setup, config: Config, record: dict, progress: Progress,
 def _measured(setup: Setup, config: Config, record: dict, progress: Progress) -> None:
     """A case that times one-shot work itself (path search): medians over its instances."""
     progress.step("measuring")
+    assert setup.measure is not None
     try:
         measured = setup.measure(config)
     except Exception as err:  # noqa: BLE001
@@ -224,31 +260,38 @@ def cross_check(outputs: dict[str, Any], setup: Setup, record: dict) -> None:
 
 
 def time_interleaved(calls: dict[str, Callable[[], Any]], config: Config,
-                     progress: Progress) -> dict[str, dict]:
+                     progress: Progress) -> tuple[dict[str, dict], dict[str, str]]:
     """Per contestant: a calibration (a second warm-up that picks how many calls one repeat
     loops over, so a repeat lasts ≥ min_time), then repeats taken in turn across contestants
-    so slow drifts of the machine hit everyone alike. Returns summaries of seconds per call."""
+    so slow drifts of the machine hit everyone alike. Returns summaries of seconds per call,
+    and the contestants that failed while being timed, with the reason."""
     plans: dict[str, tuple[int, int]] = {}
+    failed: dict[str, str] = {}
     for name, call in calls.items():
         progress.step(f"calibrating {name}")
         try:
             number, per_call = calibrate(call, config.min_time)
         except Exception as err:  # noqa: BLE001
-            plans[name] = (0, 0)
-            progress.note(f"{name} failed while calibrating: {_describe(err)}")
+            failed[name] = f"failed while calibrating: {_describe(err)}"
             continue
         repeats = config.repeats
         if repeats * number * per_call > config.budget_s:
             repeats = max(config.min_repeats, int(config.budget_s / (number * per_call)))
         plans[name] = (number, repeats)
-    times: dict[str, list[float]] = {name: [] for name, plan in plans.items() if plan[0]}
+    times: dict[str, list[float]] = {name: [] for name in plans}
     for r in range(max((p[1] for p in plans.values()), default=0)):
-        for name in times:
-            number, repeats = plans[name]
-            if r < repeats:
-                progress.step(f"timing {name} ({r + 1}/{repeats})")
+        for name, (number, repeats) in plans.items():
+            if r >= repeats or name in failed:
+                continue
+            progress.step(f"timing {name} ({r + 1}/{repeats})")
+            time.sleep(SETTLE_S)
+            try:
                 times[name].append(time_repeat(calls[name], number) / number)
-    return {name: summarise(values, plans[name][0]) for name, values in times.items()}
+            except Exception as err:  # noqa: BLE001
+                failed[name] = f"failed while being timed: {_describe(err)}"
+    summaries = {name: summarise(values, plans[name][0])
+                 for name, values in times.items() if name not in failed}
+    return summaries, failed
 
 
 def calibrate(call: Callable[[], Any], min_time: float) -> tuple[int, float]:
@@ -349,24 +392,48 @@ def _target_value(target: Target, record: dict) -> tuple[Any, bool | None, str]:
 # Isolation: one call of ours in a separate, memory-capped, time-limited process
 
 
-def probe(case: Case, config: Config) -> str | None:
-    """None when one call of ours finishes in a separate process within the probe time and
-    half the machine's memory; otherwise the reason it did not (recorded as an error)."""
+def probe(case: Case, config: Config) -> tuple[str | None, dict[str, float]]:
+    """Call ours twice in a separate process capped at half the machine's memory: the first
+    call (which may compile) within `first_call_timeout_s`, the second within
+    `probe_timeout_s`. Returns (None, times) when both finish in time, else (the reason, the
+    times measured); the reason becomes the error entry and the case is not timed."""
     command = [sys.executable, "-m", "benchmarks.runner", "--probe", case.name,
                "--executor", config.executor] + (["--quick"] if config.quick else [])
-    try:
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                              timeout=config.probe_timeout_s, check=False)
-    except subprocess.TimeoutExpired:
-        return (f"one call did not finish within {config.probe_timeout_s:g} s (probed in a "
-                "separate process, which was stopped)")
-    lines = done.stdout.strip().splitlines()
-    try:
-        answer = json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError):
-        tail = done.stderr.strip().splitlines()[-3:]
-        return f"the probe process exited with code {done.returncode}: {' | '.join(tail)}"
-    return None if answer.get("ok") else answer.get("error", "the probe failed")
+    with tempfile.TemporaryFile("w+") as errors:
+        child = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=errors,
+                                 text=True)
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_forward, args=(child.stdout, lines), daemon=True).start()
+        times: dict[str, float] = {}
+        try:
+            for stage, limit in (("first", config.first_call_timeout_s),
+                                 ("second", config.probe_timeout_s)):
+                try:
+                    line = lines.get(timeout=limit)
+                except queue.Empty:
+                    what = "the first call (compilation included)" if stage == "first" else "a call"
+                    return (f"{what} did not finish within {limit:g} s (probed in a separate "
+                            "process, which was stopped)"), times
+                if line is None:  # the process ended without answering: it crashed
+                    child.wait()
+                    errors.seek(0)
+                    return (f"the probe process died (exit code {child.returncode}): "
+                            f"{last_words(errors.read())}"), times
+                answer = json.loads(line)
+                if "error" in answer:
+                    return answer["error"], times
+                times[f"probe_{stage}_call_s"] = answer["seconds"]
+            return None, times
+        finally:
+            child.kill()
+            child.wait()
+
+
+def _forward(stream, lines: queue.Queue) -> None:
+    for line in stream:
+        if line.startswith("{"):
+            lines.put(line)
+    lines.put(None)
 
 
 def _probe_main(name: str, quick: bool, executor: str) -> int:
@@ -377,15 +444,16 @@ def _probe_main(name: str, quick: bool, executor: str) -> int:
         setup = select([name])[0].build(Config(quick=quick, executor=executor, optional=False))
         if setup.ours_error or setup.ours is None:
             raise RuntimeError(setup.ours_error or "nothing to run")
-        begun = time.perf_counter()
-        setup.ours()
-        answer = {"ok": True, "seconds": time.perf_counter() - begun}
+        for stage in ("first", "second"):
+            begun = time.perf_counter()
+            setup.ours()
+            print(json.dumps({"stage": stage, "seconds": time.perf_counter() - begun}),
+                  flush=True)
     except MemoryError as err:
-        answer = {"ok": False, "error": f"MemoryError: {err or 'out of memory'} (the probe may "
-                                        f"use {limit / 2**30:.1f} GiB)"}
+        print(json.dumps({"error": f"MemoryError: {err or 'out of memory'} (the probe may use "
+                                   f"{limit / 2**30:.1f} GiB)"}), flush=True)
     except Exception as err:  # noqa: BLE001
-        answer = {"ok": False, "error": _describe(err)}
-    print(json.dumps(answer))
+        print(json.dumps({"error": _describe(err)}), flush=True)
     return 0
 
 
@@ -399,7 +467,7 @@ def machine_info() -> dict:
         "cpu": _cpu_model(), "cores_logical": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "memory_gib": round(_memory_bytes() / 2**30, 1), "platform": platform.platform(),
-        "python": platform.python_version(), "blas": _blas(),
+        "python": platform.python_version(), "blas": _blas(), "load_before": _load_average(),
         "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                                  "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
                        if k in os.environ},
@@ -409,6 +477,14 @@ def machine_info() -> dict:
     if "jax" in sys.modules:
         info["jax_devices"] = [str(d) for d in sys.modules["jax"].devices()]
     return info
+
+
+def _load_average() -> float | None:
+    """The 1-minute load average: other work competing for the cores makes times noisy."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
 
 
 def _cpu_model() -> str:
@@ -429,7 +505,7 @@ def _memory_bytes() -> int:
 
 
 def _versions() -> dict:
-    found = {}
+    found: dict[str, str | None] = {}
     for name in LIBRARIES:
         try:
             found[name] = metadata.version(name)
@@ -540,11 +616,6 @@ class Progress:
                 f"{elapsed // 60}:{elapsed % 60:02d} {self.name}" + (f" · {label}" if label else ""))
         self.stream.write("\r" + text[:width - 1].ljust(width - 1))
         self.stream.flush()
-
-    def note(self, text: str) -> None:
-        if self.bar:
-            self.stream.write("\r" + " " * (shutil.get_terminal_size((100, 20)).columns - 1) + "\r")
-        print(text, file=self.stream, flush=True)
 
     def close(self) -> None:
         elapsed = time.perf_counter() - self.begun

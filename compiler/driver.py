@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from hilbert.grammar.errors import HilbertError
@@ -14,8 +15,29 @@ from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
 from .plan import Plan, make_plan
 from .recursion import check_recursion
-from .resolve import Resolved, resolve
+from .resolve import Definition, Resolved, resolve
 from .shapes import Shape, ShapeTable, infer_shapes
+
+
+class Entries(Mapping[str, Entry]):
+    """A module's entries by name, each built (inlined and optimised) the first time it is
+    asked for: a module of many definitions costs nothing for the ones never called."""
+
+    def __init__(self, definitions: dict[str, Definition], inliner: Inliner):
+        self._definitions = definitions
+        self._inliner = inliner
+        self._built: dict[str, Entry] = {}
+
+    def __getitem__(self, name: str) -> Entry:
+        if name not in self._built:
+            self._built[name] = build_entry(self._definitions[name], self._inliner)
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._definitions)
+
+    def __len__(self) -> int:
+        return len(self._definitions)
 
 
 @dataclass
@@ -23,7 +45,7 @@ class CompiledModule:
     """What compile_module produces: the module's entries by name and what resolve saw."""
 
     key: str
-    entries: dict[str, Entry]
+    entries: Entries
     exported: tuple[str, ...]
     resolved: Resolved = field(repr=False)
     models: dict[str, CompiledModel] = field(default_factory=dict)
@@ -37,10 +59,9 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
     inliner = Inliner(resolved.definitions, loops)            # definitions -> one DAG each
     for key in sorted(loops):
         inliner.form(key)                                     # every loop checked, used or not
-    entries = {}
-    for name, key in resolved.scopes[root.key].own.items():
-        entries[name] = build_entry(resolved.definitions[key], inliner)  # inline, share, fuse, masks
-    exported = tuple(n for n, e in entries.items() if export_all or e.definition.kind == "fn")
+    own = {name: resolved.definitions[key] for name, key in resolved.scopes[root.key].own.items()}
+    entries = Entries(own, inliner)                           # inline, share, fuse, masks: on use
+    exported = tuple(n for n, d in own.items() if export_all or d.kind == "fn")
     models = compile_models(resolved, root)                   # model declarations -> entries
     return CompiledModule(root.key, entries, exported, resolved, models)
 

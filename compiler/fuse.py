@@ -74,6 +74,8 @@ def _splice(terms: list[str], output: str, position: int, inner: ir.Einsum):
     """The inner einsum's terms renamed into the outer's letters, or None if letters run out."""
     inner_spec = parse_spec(inner.spec)
     outer_term = terms[position]
+    if len(outer_term) != len(inner_spec.output):  # a rank error: leave it for shapes.py
+        return None
     rename = dict(zip(inner_spec.output, outer_term, strict=True))
     used = set("".join(terms)) | set(output)
     free = (ch for ch in _LETTERS if ch not in used)

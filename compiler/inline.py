@@ -47,18 +47,53 @@ class Inliner:
     def body(self, key: str) -> ir.Node:
         """The definition's body with every call inside it expanded (still over Local)."""
         if key not in self._bodies:
-            self._bodies[key] = self._bounded(key, self.expand(self.definitions[key].body))
+            self._prepare(key)
         return self._bodies[key]
 
     def form(self, key: str) -> LoopForm:
         """The loop form of a self-recursive definition, every call inside it expanded."""
         if key not in self._forms:
-            raw = loop_form(self.definitions[key])
-            until, result = self.expand(raw.until), self.expand(raw.result)
-            step = tuple(self.expand(s) for s in raw.step)
-            self._bounded(key, ir.Prim("body", (until, result, *step), (), raw.until.span))
-            self._forms[key] = LoopForm(until, step, result, raw.counter)
+            self._prepare(key)
         return self._forms[key]
+
+    def _prepare(self, key: str) -> None:
+        """Expand `key` and everything it calls, callees first, so that expanding one body
+        finds its callees done and never recurses: a chain of definitions may be long."""
+        for k in self._callees_first(key):
+            if k in self.loops and k not in self._forms:
+                self._forms[k] = self._expand_form(k)
+            if k not in self._bodies:
+                self._bodies[k] = self._bounded(k, self._expand_body(k))
+
+    def _callees_first(self, key: str) -> list[str]:
+        """`key` and the definitions it reaches through calls, each after all it calls."""
+        order: list[str] = []
+        seen: set[str] = set()
+        pending = [(key, False)]
+        while pending:
+            k, finished = pending.pop()
+            if finished:
+                order.append(k)
+            elif k not in seen and (k not in self._bodies or k not in self._forms and k in self.loops):
+                seen.add(k)
+                pending.append((k, True))
+                calls = {n.key for n in ir.topological(self.definitions[k].body) if isinstance(n, ir.Call)}
+                pending += [(c, False) for c in sorted(calls - {k} - seen)]
+        return order
+
+    def _expand_body(self, key: str) -> ir.Node:
+        d = self.definitions[key]
+        if key in self.loops:  # called on its own, a loop runs as one loop from its start
+            params = tuple(ir.Local(i, p, d.span) for i, p in enumerate(d.params))
+            return self.instantiate(ir.Call(key, params, d.span), params)
+        return self.expand(d.body)
+
+    def _expand_form(self, key: str) -> LoopForm:
+        raw = loop_form(self.definitions[key])
+        until, result = self.expand(raw.until), self.expand(raw.result)
+        step = tuple(self.expand(s) for s in raw.step)
+        self._bounded(key, ir.Prim("body", (until, result, *step), (), raw.until.span))
+        return LoopForm(until, step, result, raw.counter)
 
     def _bounded(self, key: str, body: ir.Node) -> ir.Node:
         """`body`, or E701 if writing out its calls made it larger than MAX_NODES."""

@@ -88,6 +88,8 @@ def _outer(node: ir.Einsum, parts: list[Affine | None]) -> Affine | None:
     spec = parse_spec(node.spec)
     if set("".join(spec.inputs)) != set(spec.output) or any(len(set(t)) != len(t) for t in spec.inputs):
         return None
+    if any(len(t) != len(p.coefs) for t, p in zip(spec.inputs, parts, strict=True)):  # type: ignore[union-attr]
+        return None  # a rank error: shapes.py reports it
     varying = [i for i, p in enumerate(parts) if not p.constant]  # type: ignore[union-attr]
     if len(varying) > 1:
         return None
@@ -145,7 +147,7 @@ def _rewrite(node: ir.Einsum, memo: dict) -> ir.Node:
 
 def _use_mask(node: ir.Einsum, spec, position: int, mask: Affine) -> ir.Einsum | None:
     term = spec.inputs[position]
-    if len(set(term)) != len(term):
+    if len(set(term)) != len(term) or len(term) != len(mask.coefs):
         return None
     # Shapes are not known here, so shift the operand of highest rank: that is the data
     # (a signal b×L) rather than a kernel (K), which keeps the shifted tensor small (b×L×K).

@@ -87,6 +87,7 @@ class Plan:
     executor: str
     optimize: str
     paths: dict = field(default_factory=dict, compare=False, repr=False)
+    notes: tuple[str, ...] = ()  # the executor's account: what it compiled, what it did not and why
 
     def to_dict(self) -> dict:
         """Plain data (JSON-ready) for the plan."""
@@ -105,7 +106,17 @@ def memory_limit() -> int:
     text = os.environ.get("HILBERT_MEMORY_LIMIT", "").strip()
     if text:
         scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1].upper(), 1)
-        return int(float(text[:-1] if scale > 1 else text) * scale)
+        try:
+            limit = float(text[:-1] if scale > 1 else text) * scale
+        except ValueError:
+            limit = -1.0
+        if not limit > 0 or limit == float("inf"):
+            from hilbert.grammar.errors import ArgumentError
+            from hilbert.grammar.source import nowhere
+
+            raise ArgumentError("E600", f"HILBERT_MEMORY_LIMIT={text!r} is not a size in bytes; "
+                                "write it as 8G, 500M, 64K or 1e9", nowhere("HILBERT_MEMORY_LIMIT"))
+        return int(limit)
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
     except (ValueError, OSError, AttributeError):
@@ -290,7 +301,7 @@ def _guard(plan: Plan, root: ir.Node, table: ShapeTable, limit: int) -> None:
             for node in scope:
                 if isinstance(node, ir.Einsum) and node.spec == culprit.spec:
                     span = node.span
-        what = (f'einsum "{culprit.spec}" on {" , ".join("×".join(map(str, s)) or "scalar" for s in culprit.shapes)} '
+        what = (f'einsum "{culprit.spec}" on {", ".join("×".join(map(str, s)) or "scalar" for s in culprit.shapes)} '
                 f"needs an intermediate of {culprit.largest:,} elements "
                 f"({human_bytes(culprit.largest * ITEM_BYTES)})")
     else:

@@ -62,4 +62,5 @@ def render_plan(plan) -> str:
         lines.append("")
     lines.append(f"total FLOPs {human_count(plan.flops)} · largest value "
                  f"{human_bytes(plan.largest_bytes)} · peak memory about {human_bytes(plan.peak_bytes)}")
+    lines += [f"  {note}" for note in getattr(plan, "notes", ())]
     return "\n".join(lines)

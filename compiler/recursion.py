@@ -146,7 +146,10 @@ def _normalise(node: ir.Node, d: Definition):
     c = node.cond
     if _is(ua, _ALWAYS) and _is(ub, _ALWAYS):
         return ua, node, None
-    if _is(ua, _ALWAYS) and _is(ub, _NEVER):
+    until: ir.Node
+    if _is(ua, _NEVER) and _is(ub, _NEVER):  # both branches call again: it never stops
+        until = ir.Const(_NEVER, span)
+    elif _is(ua, _ALWAYS) and _is(ub, _NEVER):
         until = c
     elif _is(ua, _NEVER) and _is(ub, _ALWAYS):
         until = ir.Prim("eq", (c, ir.Const(0.0, span)), (), span)

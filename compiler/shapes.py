@@ -8,7 +8,10 @@ from hilbert.grammar.errors import CheckError
 
 from . import ir
 from .einsum_spec import parse_spec
-from .primitives import BY_OP, SPELLING
+from .primitives import BY_OP, OPERATORS, SPELLING
+
+_OPERATORS = {p.name for p in OPERATORS.values()}
+_UNICODE = {"-": "−", "*": "·", "!=": "≠", "<=": "≤", ">=": "≥"}
 
 Shape = tuple[int, ...]
 
@@ -24,9 +27,16 @@ def describe_shape(shape: Shape) -> str:
 
 
 def _what(node: ir.Node) -> str:
+    """How a message names a value: `argument a`, or its source text and place."""
     if isinstance(node, ir.Param):
         return f"argument {node.name}"
-    return f"the value at {node.span.line}:{node.span.column}" if node.span else "a value"
+    if not node.span:
+        return "a value"
+    span = node.span
+    text = span.source.line(span.line)[span.column - 1:span.end_column - 1]
+    if span.end_line == span.line and 0 < len(text) <= 40:
+        return f"{text} at {span.line}:{span.column}"
+    return f"the value at {span.line}:{span.column}"
 
 
 @dataclass
@@ -79,6 +89,8 @@ def _shape(table: ShapeTable, node: ir.Node, shapes: dict, leaf) -> Shape:
 def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
     prim = BY_OP[node.op]
     name = SPELLING.get(node.op, node.op)
+    if node.op in _OPERATORS:
+        name = f"the operator {_UNICODE.get(name, name)}"
     if prim.kind == "unary":
         return args[0]
     if prim.kind in ("binary", "compare"):
@@ -98,6 +110,10 @@ def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
         if axis >= len(args[0]):
             raise CheckError("E314", f"{name} reduces axis {axis}, but {_what(node.args[0])} is "
                              f"{describe_shape(args[0])} (axes count from 0)", node.span)
+        if args[0][axis] == 0:
+            raise CheckError("E317", f"{name} reduces axis {axis}, but {_what(node.args[0])} is "
+                             f"{describe_shape(args[0])}, empty along it, and the {name} of "
+                             "nothing is undefined", node.span)
         return args[0][:axis] + args[0][axis + 1:]
     if prim.kind == "size":
         assert prim.axis is not None

@@ -12,7 +12,7 @@ def get_executor(name: str):
         from . import reference
         return reference
     if name == "numba":
-        from . import planned
-        return planned
+        from . import numba_exec
+        return numba_exec
     raise ArgumentError("E600", f"unknown executor {name!r} (choose 'numba' or 'reference')",
                         nowhere("executor"))

@@ -9,12 +9,17 @@ from hilbert.compiler import ir
 from hilbert.compiler.primitives import BY_OP
 from hilbert.grammar.errors import RuntimeHilbertError
 
+#: Above 2^53, float64 cannot hold every whole number, so `t − 1` would stop counting down.
+_EXACT = 2.0 ** 53
+
 
 def step_count(loop: ir.Loop, value) -> int:
     """The trip count of a counted loop, or a HilbertError naming the loop and the value."""
     number = float(value)
-    if not math.isfinite(number) or number < 0 or not number.is_integer():
-        why = "not finite" if not math.isfinite(number) else "negative" if number < 0 else "not whole"
+    if not math.isfinite(number) or number < 0 or not number.is_integer() or number > _EXACT:
+        why = ("not finite" if not math.isfinite(number) else "negative" if number < 0
+               else "not whole" if not number.is_integer()
+               else "too large to count down by one exactly in float64")
         raise RuntimeHilbertError(
             "E500", f"{loop.name} runs a counted loop, so its step count must be a non-negative "
             f"whole number, but it was given {number:g} ({why})", loop.span)

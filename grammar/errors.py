@@ -33,6 +33,7 @@ CODES: dict[str, str] = {
     "E314": "axis must be a whole-number literal in range",
     "E315": "loop state changes shape",
     "E316": "string used as a value",
+    "E317": "reduction over an empty axis",
     "E400": "self-call not in tail position",
     "E401": "mutual recursion",
     "E402": "loop that never ends",

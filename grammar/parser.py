@@ -9,7 +9,7 @@ from importlib import resources
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
-from .errors import ParseError
+from .errors import ArgumentError, ParseError
 from .source import Source, Span
 from .syntax import (
     Assign,
@@ -45,7 +45,7 @@ def _lark() -> Lark:
 
 def _doc_above(source: Source, line: int) -> str:
     """The `--` comment block directly above `line`, without the dashes."""
-    lines = source.text.splitlines()
+    lines = source.text.split("\n")
     block: list[str] = []
     index = line - 2
     while 0 <= index < len(lines) and lines[index].strip().startswith("--"):
@@ -178,14 +178,18 @@ def _describe(token: Token | None) -> str:
 def _syntax_error(source: Source, err: UnexpectedInput) -> ParseError:
     line = getattr(err, "line", None) or 1
     column = getattr(err, "column", None) or 1
+    token = getattr(err, "token", None)
+    if isinstance(token, Token) and token.type == "$END" and token.end_line:
+        line, column = token.end_line, token.end_column  # Lark puts the end on the last token
     if line < 1:  # Lark reports end of input as line -1
-        lines = source.text.splitlines() or [""]
+        lines = source.text.split("\n")  # Lark counts lines by \n alone
         line, column = len(lines), len(lines[-1]) + 1
     span = Span(source, line, column, line, column + 1)
     if isinstance(err, UnexpectedCharacters):
         at = err.pos_in_stream or 0
         char = source.text[at] if at < len(source.text) else "?"
-        message = f"unexpected character '{char}'"
+        shown = char if char.isprintable() else f"U+{ord(char):04X}"
+        message = f"unexpected character '{shown}'"
     elif isinstance(err, UnexpectedEOF):
         message = "the text ends in the middle of a declaration"
     else:
@@ -216,6 +220,9 @@ def parse(text: str, name: str = "<string>") -> Module:
     >>> parse('def dense(a, w) ≔ einsum("np,pq->nq", a, w)').decls[0].name
     'dense'
     """
+    if not isinstance(text, str):
+        raise ArgumentError("E600", f".hb source must be text (a str), but it is a "
+                            f"{type(text).__name__}", Span(Source(name, ""), 1, 1, 1, 1))
     source = Source(name, text)
     try:
         tree = _lark().parse(text)

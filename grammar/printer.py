@@ -70,7 +70,10 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
             level = _PRECEDENCE[op]
             return f"{wrap(l, level)} {_spell(op, unicode)} {wrap(r, level + 1)}"
         case Negate(operand=o):
-            return f"{_spell('-', unicode)}{wrap(o, 5)}"
+            inner = wrap(o, 5)
+            if inner.startswith("-"):  # "--" would begin a comment
+                inner = f"({inner})"
+            return f"{_spell('-', unicode)}{inner}"
         case Compare(op=op, left=l, right=r):
             return f"{wrap(l, 3)} {_spell(op, unicode)} {wrap(r, 3)}"
         case If(cond=c, then=t, orelse=o):

@@ -14,8 +14,8 @@ class Source:
 
     def line(self, number: int) -> str:
         """The text of 1-based line `number`, without its line break ('' if out of range)."""
-        lines = self.text.splitlines()
-        return lines[number - 1] if 1 <= number <= len(lines) else ""
+        lines = self.text.split("\n")  # as the parser counts lines: \r or \f do not end one
+        return lines[number - 1].rstrip("\r") if 1 <= number <= len(lines) else ""
 
 
 @dataclass(frozen=True, slots=True)

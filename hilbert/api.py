@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import keyword
 import threading
 from pathlib import Path
 
@@ -37,8 +38,10 @@ class Function:
         self.__name__ = entry.name
         self.__qualname__ = entry.name
         self.__doc__ = self._docstring()
-        self.__signature__ = inspect.Signature(
-            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in entry.params])
+        if all(p.isidentifier() and not keyword.iskeyword(p) for p in entry.params):
+            # (a .hb name may be a Python keyword such as `lambda`: no signature for those)
+            self.__signature__ = inspect.Signature(
+                [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in entry.params])
 
     def using(self, executor: str | None = None, optimize: str | None = None) -> Function:
         """This function with another executor or path optimiser, e.g. `f.using("reference")(x)`."""
@@ -57,7 +60,7 @@ class Function:
         d = self.entry.definition
         return f"<hilbert {d.kind} {d.name}({', '.join(d.params)}) at {d.span}>"
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):
         if kwargs or len(args) != self._arity or not _all_ready(args):
             args = bind_arguments(self.entry, args, kwargs)
         program = self._by_shapes.get(tuple([a.shape for a in args])) or self.program(
@@ -93,7 +96,7 @@ class Function:
         self.plans_made += 1
         return program
 
-    def plan(self, *args, **kwargs) -> Plan:
+    def plan(self, /, *args, **kwargs) -> Plan:
         """The Plan for these arguments: arrays, lists or numbers, or shapes as tuples of ints
         (`f.plan((4, 2), (2, 3))`; `()` is a scalar). Trip counts are known from values."""
         shapes, values = _shapes_or_values(self.entry, args, kwargs)

@@ -74,6 +74,8 @@ def _check(args) -> int:
             continue
         try:
             module = hilbert.load(path)
+            for name in module.definitions:  # entries are built on first use: build them all
+                module.function(name)
         except HilbertError as err:
             print(err, file=sys.stderr)
             failed += 1

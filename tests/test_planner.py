@@ -6,12 +6,12 @@ import numpy as np
 import opt_einsum
 import opt_einsum.testing
 import pytest
+from hilbert.compiler import ir
+from hilbert.compiler.fuse import count_einsums, count_loops
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hilbert
-from hilbert.compiler import ir
-from hilbert.compiler.fuse import count_einsums, count_loops
 
 NETWORKS = "open Prelude.Networks\n"
 

@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
+from conftest import EXECUTORS
 
 import hilbert
 
 
-@pytest.fixture(scope="module")
-def arith():
-    return hilbert.open("Prelude.Arithmetic")
+@pytest.fixture(scope="module", params=EXECUTORS)
+def arith(request):
+    return hilbert.open("Prelude.Arithmetic", executor=request.param)
 
 
 @pytest.fixture

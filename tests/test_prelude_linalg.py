@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
+from conftest import EXECUTORS
 
 import hilbert
 
 
-@pytest.fixture(scope="module")
-def linalg():
-    return hilbert.open("Prelude.LinearAlgebra")
+@pytest.fixture(scope="module", params=EXECUTORS)
+def linalg(request):
+    return hilbert.open("Prelude.LinearAlgebra", executor=request.param)
 
 
 @pytest.fixture

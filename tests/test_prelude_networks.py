@@ -6,13 +6,14 @@ central finite differences of losses written here, or from np.linalg; never from
 
 import numpy as np
 import pytest
+from conftest import EXECUTORS
 
 import hilbert
 
 
-@pytest.fixture(scope="module")
-def nets():
-    return hilbert.open("Prelude.Networks")
+@pytest.fixture(scope="module", params=EXECUTORS)
+def nets(request):
+    return hilbert.open("Prelude.Networks", executor=request.param)
 
 
 @pytest.fixture

@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
+from conftest import EXECUTORS
 
 import hilbert
 
 
-@pytest.fixture(scope="module")
-def stats():
-    return hilbert.open("Prelude.Statistics")
+@pytest.fixture(scope="module", params=EXECUTORS)
+def stats(request):
+    return hilbert.open("Prelude.Statistics", executor=request.param)
 
 
 @pytest.fixture

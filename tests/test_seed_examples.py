@@ -4,20 +4,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import EXECUTORS
 
 import hilbert
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-@pytest.fixture(scope="module")
-def layers():
-    return hilbert.load(str(EXAMPLES / "Layers.hb"))
+@pytest.fixture(scope="module", params=EXECUTORS)
+def layers(request):
+    return hilbert.load(str(EXAMPLES / "Layers.hb"), executor=request.param)
 
 
-@pytest.fixture(scope="module")
-def fits():
-    return hilbert.load(str(EXAMPLES / "Fits.hb"))
+@pytest.fixture(scope="module", params=EXECUTORS)
+def fits(request):
+    return hilbert.load(str(EXAMPLES / "Fits.hb"), executor=request.param)
 
 
 def same_to_six_decimals(actual, expected):

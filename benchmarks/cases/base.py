@@ -62,13 +62,18 @@ class Config:
 
     @property
     def probe_timeout_s(self) -> float:
-        """How long one call of ours may take in an isolated probe before it counts as failed."""
-        return self.pick(120.0, 8.0)
+        """How long a warm call of ours may take in an isolated probe (longer: not timed)."""
+        return self.pick(30.0, 5.0)
+
+    @property
+    def first_call_timeout_s(self) -> float:
+        """How long the probe's first call may take, JIT compilation included."""
+        return self.pick(180.0, 30.0)
 
     @property
     def naive_limit(self) -> float:
         """numpy.einsum(optimize=False) is skipped above this many multiply-adds."""
-        return self.pick(2e9, 3e8)
+        return self.pick(5e9, 3e8)
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,12 @@ def naive_cost(spec: str, shapes) -> float:
     sizes = {ch: n for term, shape in zip(inputs, shapes, strict=True)
              for ch, n in zip(term, shape, strict=True)}
     return float(math.prod(sizes.values())) * max(len(inputs) - 1, 1)
+
+
+def last_words(text: str) -> str:
+    """The last informative lines of a traceback or error output (no caret-only lines)."""
+    kept = [line.strip() for line in text.splitlines() if line.strip().strip("^~ ")]
+    return " | ".join(kept[-2:])[-400:] or "(no output)"
 
 
 _MODULES: dict[tuple, Any] = {}

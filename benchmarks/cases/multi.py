@@ -9,7 +9,14 @@ import numpy as np
 
 from benchmarks import anchors as A
 from benchmarks.cases.base import (
-    EINSUM_OPT, OE, OE_EXPR, Case, Config, Measured, Setup, Target, einsum_source, plan_flops,
+    OE_EXPR,
+    Case,
+    Config,
+    Measured,
+    Setup,
+    Target,
+    einsum_source,
+    plan_flops,
 )
 
 _SAME_FLOPS = Target("plan FLOPs = opt_einsum's", metric="flops_equal", expect=True)
@@ -84,21 +91,26 @@ def _generated(kind: str) -> tuple[str, list, str]:
     """(spec, shapes, where it came from). Uses the einsum_benchmark package's generators when
     it is installed, else opt_einsum.testing.rand_equation (and says so)."""
     try:
-        from einsum_benchmark.generators import random as eb_random
-        from einsum_benchmark.generators import structured as eb_structured
-    except ImportError:
+        spec, shapes = _from_einsum_benchmark(kind)
+    except ImportError:  # the package, or networkx for its random generator, is missing
         return _fallback(kind)
+    return spec, [tuple(int(n) for n in s) for s in shapes], "einsum_benchmark generator"
+
+
+def _from_einsum_benchmark(kind: str):
+    from einsum_benchmark.generators import random as eb_random
+    from einsum_benchmark.generators import structured as eb_structured
+
     match kind:
         case "matrix-chain":
-            spec, shapes = eb_structured.matrix_chain(num_matrices=8, min_dim=16, max_dim=160,
-                                                      seed=7)
+            return eb_structured.matrix_chain(num_matrices=8, min_dim=16, max_dim=160, seed=7)
         case "random-regular":
-            spec, shapes = eb_random.regular(12, 3, d_min=2, d_max=4, seed=7)
+            return eb_random.regular(12, 3, d_min=2, d_max=4, seed=7)
         case "lattice":
-            spec, shapes = eb_structured.lattice((3, 4), d_min=2, d_max=4, seed=7)
+            return eb_structured.lattice((3, 4), d_min=2, d_max=4, seed=7)
         case "tree":
-            spec, shapes = eb_structured.tree(16, d_min=3, d_max=8, n_outer=2, seed=7)
-    return spec, [tuple(int(n) for n in s) for s in shapes], "einsum_benchmark generator"
+            return eb_structured.tree(16, d_min=3, d_max=8, n_outer=2, seed=7)
+    raise ValueError(f"no einsum_benchmark generator {kind!r}")
 
 
 def _fallback(kind: str) -> tuple[str, list, str]:

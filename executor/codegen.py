@@ -1,0 +1,613 @@
+"""Code generation: a region of fused, shape-checked IR -> the Python source of one function.
+
+The function takes the region's inputs (arrays, or NumPy scalars) and returns its value and
+the number of loop steps it ran. Its code is generic in sizes (they are read from the inputs),
+so programs that differ only in sizes share one source, one compilation and one disk-cache
+entry. Every identifier in it is made here from counters, and every number is printed from a
+float: nothing from .hb source text (names, specs) reaches the generated text.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+from hilbert.compiler import ir
+from hilbert.compiler.einsum_spec import parse_spec
+from hilbert.compiler.primitives import BY_OP
+from hilbert.compiler.shapes import ShapeTable
+
+from . import fusion, products, reference
+
+UNARY = {"exp": "np.exp({})", "ln": "np.log({})", "sqrt": "np.sqrt({})", "tanh": "np.tanh({})",
+         "sin": "np.sin({})", "cos": "np.cos({})", "tan": "np.tan({})", "abs": "np.abs({})",
+         "floor": "np.floor({})", "neg": "(-{})"}
+BINARY = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
+          "pow": "np.power({}, {})", "max": "K.fmax({}, {})", "min": "K.fmin({}, {})"}
+COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
+REDUCE = {"maximum": ("K.fmax", "-np.inf"), "minimum": ("K.fmin", "np.inf")}
+#: The largest step count a counted loop accepts (what the reference executor accepts too):
+#: past 2^53 a float64 count cannot go down by one exactly.
+LARGEST_COUNT = getattr(reference, "_EXACT", 2.0 ** 53)
+
+
+def number(value: float) -> str:
+    """A float as Python source (inf and nan included)."""
+    value = float(value)
+    if math.isnan(value):
+        return "np.nan"
+    if math.isinf(value):
+        return "np.inf" if value > 0 else "(-np.inf)"
+    return repr(value)
+
+
+@dataclass(frozen=True)
+class Region:
+    """What one generated function computes: `root` (in IR scope `scope`) from `inputs`, the
+    nodes it is given as arguments."""
+
+    root: ir.Node
+    inputs: tuple[ir.Node, ...]
+    scope: ir.Loop | None
+
+
+@dataclass
+class Generated:
+    """The source of one function, and what it holds."""
+
+    source: str
+    compiled: bool  # False: plain NumPy calls only, so it runs uncompiled (no call overhead)
+    loops: list[ir.Loop]  # by the number compiled code names a loop with in StepCountError
+    kernels: int  # fused loop nests
+    products: int  # contractions that reach a matrix product
+
+
+@dataclass
+class Block:
+    """Where emission is within one block's schedule: its nodes, the position of the last unit
+    reading each stored value, and the position of the unit being emitted (so a kernel may
+    write over an input nothing reads after it)."""
+
+    nodes: set = field(default_factory=set)
+    last_read: dict = field(default_factory=dict)
+    position: int = -1
+
+
+@dataclass
+class Frame:
+    """Code-generation state of one IR scope (the call's, or a loop body's)."""
+
+    shapes: dict
+    dims: dict = field(default_factory=dict)
+    blocks: list[dict] = field(default_factory=lambda: [{}])
+    hoist: list[str] | None = None  # allocations of the enclosing loop, made once before it
+    destinations: dict = field(default_factory=dict)  # loop steps written straight to state
+    states: dict = field(default_factory=dict)  # loop -> names of its state variables
+    owned: dict = field(default_factory=dict)  # node -> the buffer it alone holds
+    recomputed: set = field(default_factory=set)  # members kernels compute again, not read back
+
+
+class Writer:
+    """Lines of Python at an indentation depth."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 1
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    @contextmanager
+    def block(self, header: str):
+        self.line(header)
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+
+def generate(region: Region, table: ShapeTable, optimize: str) -> Generated:
+    """The function computing `region`: compiled code, or plain NumPy calls when that is all
+    it needs (a lone contraction, say), which runs fastest uncompiled."""
+    first = Emitter(table, optimize, host=False).function(region)
+    if first.compiled:
+        return first
+    return Emitter(table, optimize, host=True).function(region)
+
+
+class Emitter:
+    """Writes one function. `host`: emit NumPy calls for contractions (no compiled kernels)."""
+
+    def __init__(self, table: ShapeTable, optimize: str, host: bool):
+        self.table = table
+        self.optimize = optimize
+        self.host = host
+        self.out = Writer()
+        self.count = 0
+        self.needs_compile = False
+        self.loops: list[ir.Loop] = []
+        self.kernels = 0
+        self.products = 0
+        self.frame = Frame({})
+        self.identity: list[str] = []
+        self.pending: list[str] = []  # statements an expression needs first (shift positions)
+        self.arithmetic = False  # scalar arithmetic emitted (NumPy scalars may warn)
+        self.block = Block()
+
+    # ---------------------------------------------------------------- the function
+
+    def function(self, region: Region) -> Generated:
+        args = [f"a{k}" for k in range(len(region.inputs))]
+        self.frame = Frame(self.table.scopes[region.scope])
+        self.out.line("steps = 0")
+        for name, node in zip(args, region.inputs, strict=True):
+            self.bind(node, name)
+            rank = len(self.frame.shapes[node])
+            dims = tuple(self.fresh("n") for _ in range(rank))
+            for axis, dim in enumerate(dims):
+                self.out.line(f"{dim} = {name}.shape[{axis}]")
+            self.frame.dims[node] = dims
+        self.ensure([region.root])
+        self.out.line(f"return {self.value(region.root)}, steps")
+        body = self.out.lines
+        if self.host and self.arithmetic:  # NumPy scalars warn on x/0; compiled code does not
+            body = ["    with np.errstate(all='ignore'):"] + ["    " + line for line in body]
+        source = "\n".join([f"def run({', '.join(args)}):", *body]) + "\n"
+        return Generated(source, self.needs_compile, self.loops, self.kernels, self.products)
+
+    # ---------------------------------------------------------------- names and shapes
+
+    def fresh(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def bind(self, node: ir.Node, name: str) -> None:
+        owned = self.frame.owned
+        if name in owned.values() and owned.get(node) != name:
+            for other in [n for n, b in owned.items() if b == name]:
+                del owned[other]  # an alias (an identity einsum): no longer safe to write over
+        self.frame.blocks[-1][node] = name
+
+    def lookup(self, node: ir.Node) -> str | None:
+        for block in reversed(self.frame.blocks):
+            if node in block:
+                return block[node]
+        return None
+
+    def value(self, node: ir.Node) -> str:
+        """The expression holding `node`'s (already computed) value."""
+        if isinstance(node, ir.Const):
+            return number(node.value)
+        name = self.lookup(node)
+        assert name is not None, f"code generation: {node!r} used before it is computed"
+        return name
+
+    def shape(self, node: ir.Node):
+        return self.frame.shapes[node]
+
+    def dims_of(self, node: ir.Node) -> tuple[str, ...]:
+        """Each axis size of `node` as an expression over the inputs' sizes."""
+        dims = self.frame.dims
+        stack = [(node, False)]
+        while stack:  # inputs already have their sizes: do not walk below them
+            n, ready = stack.pop()
+            if n in dims:
+                continue
+            if ready:
+                dims[n] = self._dims_rule(n)
+                continue
+            stack.append((n, True))
+            stack.extend((k, False) for k in ir.children(n) if k not in dims)
+        return dims[node]
+
+    def _dims_rule(self, node: ir.Node) -> tuple[str, ...]:
+        dims = self.frame.dims
+        match node:
+            case ir.Const() | ir.Loop():
+                return ()
+            case ir.Cond():
+                return dims[node.then]
+            case ir.Project():
+                return dims[node.loop.init[node.index]]
+            case ir.Einsum(spec=spec):
+                parsed = parse_spec(spec)
+                sizes = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)
+                         for ch, d in zip(term, dims[a], strict=True)}
+                return tuple(sizes[ch] for ch in parsed.output)
+            case ir.Prim(op=op, args=args, attrs=attrs):
+                kind = BY_OP[op].kind
+                if kind == "reduce":
+                    return dims[args[0]][:attrs[0]] + dims[args[0]][attrs[0] + 1:]
+                if kind == "positions":
+                    return (dims[args[0]][attrs[0]],)
+                if kind == "shift":
+                    x = dims[args[0]]
+                    return x[:attrs[0]] + x[attrs[0] + 1:] + tuple(dims[w][0] for w in args[1:])
+                if kind == "size":
+                    return ()
+                return next((dims[a] for a in args if dims[a]), ())
+        raise AssertionError(f"code generation: no shape rule for {node!r}")
+
+    def alloc(self, node: ir.Node | None, dims: tuple[str, ...]) -> str:
+        """A new C-ordered buffer for `node` (made once before the enclosing loop, if any), or
+        the state buffer a loop step should land in."""
+        if node is not None and node in self.frame.destinations:
+            return self.frame.destinations.pop(node)
+        name = self.fresh("b")
+        text = f"{name} = K.empty(({''.join(d + ', ' for d in dims)}))"
+        if self.frame.hoist is not None:
+            self.frame.hoist.append(text)
+        else:
+            self.out.line(text)
+        if node is not None:
+            self.frame.owned[node] = name
+        return name
+
+    def reuse(self, node: ir.Node, dims: tuple[str, ...], inputs: set[ir.Node]) -> str:
+        """A buffer for `node`, a kernel output: the buffer of one of `inputs` (which the kernel
+        reads only at its own index, before it writes) if nothing reads that input later, else
+        a new one."""
+        if node not in self.frame.destinations:
+            block = self.block
+            for x in inputs:
+                if (x in self.frame.owned and x in block.nodes and self.dims_of(x) == dims
+                        and block.last_read.get(x, -1) == block.position):
+                    name = self.frame.owned.pop(x)
+                    self.frame.owned[node] = name
+                    return name
+        return self.alloc(node, dims)
+
+    # ---------------------------------------------------------------- blocks
+
+    def ensure(self, roots: list[ir.Node], final: bool = True) -> None:
+        """Emit, in the current block, the code that computes every node of `roots`. Not
+        `final`: more code of this block will follow and may read what this computes (so no
+        buffer of it may be written over)."""
+        order = self._needed(roots)
+        if not order:
+            return
+        branch_reads = self._read_by_branches(order)
+        read_later = list(roots) + [n for nodes in branch_reads.values() for n in nodes]
+        plan = fusion.schedule(order, self.frame.shapes, read_later, branch_reads)
+        last = {n: i for i, reads in enumerate(plan.reads) for n in reads} if final else {}
+        last.update((n, len(plan.units)) for n in read_later)
+        saved = self.block
+        self.frame.recomputed |= plan.recomputed
+        for position, unit in enumerate(plan.units):
+            self.block = Block(set(order), last, position)
+            self.emit(unit)
+        self.block = saved
+
+    def _needed(self, roots: list[ir.Node]) -> list[ir.Node]:
+        """Nodes not yet computed that `roots` need unconditionally, inputs first."""
+        order: list[ir.Node] = []
+        seen: set[ir.Node] = set()
+        stack = [(r, False) for r in reversed(roots)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if node in seen or isinstance(node, ir.Const) or self.lookup(node) is not None:
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(fusion.value_kids(node)))
+        return order
+
+    def _read_by_branches(self, order: list[ir.Node]) -> dict[ir.Node, list[ir.Node]]:
+        """For each `if` of this block, the nodes of the block its branches read (they must be
+        stored, and computed before the `if`)."""
+        inside = set(order)
+        reads: dict[ir.Node, list[ir.Node]] = {}
+        for cond in (n for n in order if isinstance(n, ir.Cond)):
+            found: list[ir.Node] = []
+            seen: set[ir.Node] = set()
+            stack = [cond.then, cond.orelse]
+            while stack:
+                node = stack.pop()
+                if node in seen:
+                    continue
+                seen.add(node)
+                if node in inside:
+                    found.append(node)
+                elif self.lookup(node) is None:
+                    stack.extend(ir.children(node))
+            reads[cond] = found
+        return reads
+
+    def emit(self, unit: fusion.Unit) -> None:
+        if unit.group is not None:
+            self.emit_group(unit.group)
+            return
+        node = unit.node
+        assert node is not None
+        match fusion.role(node, self.frame.shapes):
+            case "scalar":
+                self.emit_scalar(node)
+            case "size":
+                prim = BY_OP[node.op]
+                self.bind(node, f"np.float64({self.dims_of(node.args[0])[prim.axis]})")
+            case "generator":
+                self.emit_group(fusion.Group(node, [node], [], {node}))
+            case "contraction":
+                products.emit_einsum(self, node)
+            case "cond":
+                self.emit_cond(node)
+            case "loop":
+                self.emit_loop(node)
+            case "project":
+                self.bind(node, self.frame.states[node.loop][node.index])
+            case other:
+                raise AssertionError(f"code generation: cannot emit a {other} alone")
+
+    # ---------------------------------------------------------------- entrywise code
+
+    def emit_scalar(self, node: ir.Prim) -> None:
+        if all(isinstance(a, ir.Const) for a in node.args):  # fold: no Python-float x/0
+            with np.errstate(all="ignore"):
+                folded = BY_OP[node.op].numpy(*(np.float64(a.value) for a in node.args))
+            self.bind(node, number(folded))
+            return
+        name = self.fresh("v")
+        self.out.line(f"{name} = {self.expr(node, [], {})}")
+        self.bind(node, name)
+        self.arithmetic = True
+
+    def expr(self, node: ir.Node, index: list[str], temps: dict) -> str:
+        """An expression for `node`'s value at `index` (its own axes), reading inputs there."""
+        match node:
+            case ir.Prim(op="positions"):
+                return f"np.float64({index[0]})"
+            case ir.Prim(op="shift"):
+                return self._shifted(node, index, temps)
+            case ir.Prim() if fusion.is_ones(node):
+                return "1.0"
+            case ir.Prim(op=op, args=args) if op in UNARY:
+                return UNARY[op].format(self.at(args[0], index, temps))
+            case ir.Prim(op="pow", args=(base, ir.Const(value=2.0))):
+                x = self.at(base, index, temps)
+                return f"({x} * {x})"
+            case ir.Prim(op=op, args=(a, b)) if op in BINARY:
+                return BINARY[op].format(self.at(a, index, temps), self.at(b, index, temps))
+            case ir.Prim(op=op, args=(a, b)) if op in COMPARE:
+                x, y = self.at(a, index, temps), self.at(b, index, temps)
+                return f"(1.0 if {x} {COMPARE[op]} {y} else 0.0)"
+            case ir.Einsum(spec=spec, args=args):
+                parsed = parse_spec(spec)
+                where = {ch: i for ch, i in zip(parsed.output, index, strict=True)}
+                factors = [self.at(a, [where[ch] for ch in term], temps)
+                           for a, term in zip(args, parsed.inputs, strict=True)]
+                return factors[0] if len(factors) == 1 else f"({' * '.join(factors)})"
+        raise AssertionError(f"code generation: no entrywise form for {node!r}")
+
+    def at(self, node: ir.Node, index: list[str], temps: dict) -> str:
+        """`node` read at `index`: a scalar, a local of this loop nest, an inlined generator, or
+        an element of a stored array."""
+        if isinstance(node, ir.Const):
+            return number(node.value)
+        if not self.shape(node):
+            return self.value(node)
+        if node in temps and index == self.identity:
+            return temps[node]
+        if fusion.is_generator(node, self.frame.shapes):
+            return self.expr(node, index, temps)
+        if node in self.frame.recomputed and self.lookup(node) is None:
+            if index != self.identity:
+                return self.expr(node, index, temps)
+            temps[node] = self.fresh("t")  # computed once per index, before its first reader
+            self.pending.append(f"{temps[node]} = {self.expr(node, index, temps)}")
+            return temps[node]
+        return f"{self.value(node)}[{', '.join(index)}]"
+
+    def _shifted(self, node: ir.Prim, index: list[str], temps: dict) -> str:
+        """shift: x read along `axis` at const + Σ coefs·(new indices), zero outside x."""
+        axis, coefs, const = node.attrs
+        x = node.args[0]
+        rank = len(self.shape(x)) - 1
+        outer, new = index[:rank], index[rank:]
+        position = " + ".join([number(const)] + [f"{number(c)} * {i}"
+                                                 for c, i in zip(coefs, new, strict=True)])
+        name = self.fresh("p")
+        self.pending.append(f"{name} = {position}")
+        inner = outer[:axis] + [f"int({name})"] + outer[axis:]
+        size = self.dims_of(x)[axis]
+        return f"({self.at(x, inner, temps)} if 0.0 <= {name} < {size} else 0.0)"
+
+    def emit_group(self, group: fusion.Group) -> None:
+        """One loop nest: every member computed once per index, stored if read outside,
+        tails accumulated in the same pass."""
+        self.needs_compile = True
+        self.kernels += 1
+        dims = self.dims_of(group.space)
+        rank = len(dims)
+        index = [f"i{k}" for k in range(rank)]
+        self.identity = index
+        before: list[list[str]] = [[] for _ in range(rank + 1)]
+        after: list[list[str]] = [[] for _ in range(rank + 1)]
+        body: list[str] = []
+        temps: dict = {}
+        overwritable = self._read_in_place(group)
+        stores = {}
+        for member in group.members:
+            if member in group.stored:
+                stores[member] = self.reuse(member, dims, overwritable)
+                overwritable.discard(member)
+        for member in group.members:
+            self.pending = []
+            text = self.expr(member, index, temps)
+            body += self.pending
+            temps[member] = self.fresh("t")
+            body.append(f"{temps[member]} = {text}")
+        for tail in group.tails:
+            self.pending = []
+            self._accumulate(tail, index, temps, before, after, body)
+        # stores last: an output may be the buffer of an input, read above at the same index
+        body += [f"{stores[m]}[{', '.join(index)}] = {temps[m]}" for m in stores]
+        self._nest(dims, index, before, after, body)
+        for member, name in stores.items():
+            self.bind(member, name)
+
+    def _read_in_place(self, group: fusion.Group) -> set[ir.Node]:
+        """Stored values the group reads only at its own index (recomputed members seen
+        through): a member may be written over one of them once nothing else needs it."""
+        same: set[ir.Node] = set()
+        other: set[ir.Node] = set()
+        pending = list(group.members + group.tails)
+        seen: set[ir.Node] = set()
+        while pending:
+            node = pending.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            for kid, identity in fusion.reads(node, self.frame.shapes):
+                if kid in self.frame.recomputed and kid not in group.members:
+                    pending.append(kid) if identity else other.update(fusion.value_kids(kid))
+                elif kid not in group.members:
+                    (same if identity else other).add(kid)
+        return same - other
+
+    def _accumulate(self, tail: ir.Node, index: list[str], temps: dict,
+                    before: list[list[str]], after: list[list[str]], body: list[str]) -> None:
+        """A reduction folded into the nest: in a local when it keeps the leading axes (row
+        sums, row maxima), else into its output array."""
+        x = self.at(tail.args[0], index, temps)
+        body += self.pending
+        if isinstance(tail, ir.Prim):
+            combine, start = REDUCE[tail.op]
+            kept = [k for k in range(len(index)) if k != tail.attrs[0]]
+        else:
+            combine, start = "+", "0.0"
+            parsed = parse_spec(tail.spec)
+            kept = [parsed.inputs[0].index(ch) for ch in parsed.output]
+
+        def update(target: str) -> str:
+            return f"{target} += {x}" if combine == "+" else f"{target} = {combine}({target}, {x})"
+
+        depth = len(kept)
+        if kept == list(range(depth)):
+            acc = self.fresh("acc")
+            before[depth].append(f"{acc} = {start}")
+            body.append(update(acc))
+            if depth == 0:
+                self.bind(tail, acc)
+                return
+            out = self.alloc(tail, tuple(self.dims_of(tail.args[0])[k] for k in kept))
+            after[depth].append(f"{out}[{', '.join(index[:depth])}] = {acc}")
+        else:
+            out = self.alloc(tail, tuple(self.dims_of(tail.args[0])[k] for k in kept))
+            before[0].append(f"{out}.fill({start})")
+            body.append(update(f"{out}[{', '.join(index[k] for k in kept)}]"))
+        self.bind(tail, out)
+
+    def _nest(self, dims, index, before, after, body) -> None:
+        rank = len(dims)
+        for k in range(rank):
+            for text in before[k]:
+                self.out.line(text)
+            self.out.line(f"for {index[k]} in range({dims[k]}):")
+            self.out.depth += 1
+        for text in body:
+            self.out.line(text)
+        for k in reversed(range(rank)):
+            self.out.depth -= 1
+            for text in after[k]:
+                self.out.line(text)
+
+    # ---------------------------------------------------------------- control
+
+    def emit_cond(self, node: ir.Cond) -> None:
+        """if/else on a scalar: each branch computes only what it alone needs."""
+        name = self.fresh("v")
+        with self.out.block(f"if {self.value(node.cond)} != 0.0:"):
+            self._branch(node.then, name)
+        with self.out.block("else:"):
+            self._branch(node.orelse, name)
+        self.bind(node, name)
+
+    def _branch(self, root: ir.Node, name: str) -> None:
+        self.frame.blocks.append({})
+        self.ensure([root])
+        self.out.line(f"{name} = {self.value(root)}")
+        self.frame.blocks.pop()
+
+    def emit_loop(self, loop: ir.Loop) -> None:
+        """The whole loop, inline: state in locals, array state double-buffered (each step
+        writes the buffer the state does not hold), body buffers made once before it."""
+        self.needs_compile = True
+        number_ = len(self.loops)
+        self.loops.append(loop)
+        outer = self.frame
+        state = [f"s{number_}_{i}" for i in range(len(loop.init))]
+        state_dims = [self.dims_of(a) for a in loop.init]
+        for name, init in zip(state, loop.init, strict=True):
+            self.out.line(f"{name} = {self.value(init)}")
+        outer.states[loop] = state
+        moving = [i for i, s in enumerate(loop.step)
+                  if s != ir.State(i, None) and i != loop.counter]
+        arrays = [i for i in moving if state_dims[i]]
+        left, turns = f"left{number_}", f"turns{number_}"
+        if loop.counter is not None:
+            c = state[loop.counter]
+            bound = number(LARGEST_COUNT)
+            with self.out.block(f"if not ({c} >= 0.0 and {c} <= {bound} and np.floor({c}) == {c}):"):
+                self.out.line(f"raise K.StepCountError({number_}, {c})")
+            self.out.line(f"{left} = int({c})")
+        mark, depth = len(self.out.lines), self.out.depth
+        hoist: list[str] = []
+        for i in arrays:
+            shape = "".join(d + ", " for d in state_dims[i])
+            hoist += [f"A{number_}_{i} = K.empty(({shape}))", f"B{number_}_{i} = K.empty(({shape}))"]
+        self.out.line(f"{turns} = 0")
+        self.frame = Frame(self.table.scopes[loop], hoist=hoist)
+        for i, name in enumerate(state):
+            self.bind(ir.State(i, None), name)
+            self.frame.dims[ir.State(i, None)] = state_dims[i]
+        with self.out.block("while True:"):
+            self._loop_body(loop, number_, state, moving, arrays)
+        self.frame = outer
+        self.out.lines[mark:mark] = ["    " * depth + text for text in hoist]
+        if loop.counter is not None:
+            self.out.line(f"{state[loop.counter]} = np.float64(0.0)")
+        self.out.line(f"steps += {turns}")
+        self.bind(loop, f"({', '.join(state)},)")  # the loop's value: its final state
+
+    def _loop_body(self, loop: ir.Loop, number_: int, state: list[str], moving: list[int],
+                   arrays: list[int]) -> None:
+        left, turns = f"left{number_}", f"turns{number_}"
+        if loop.counter is not None:
+            with self.out.block(f"if {left} == 0:"):
+                self.out.line("break")
+            self.out.line(f"{state[loop.counter]} = np.float64({left})")
+        else:
+            self.ensure([loop.until], final=False)  # the steps below may read what it computes
+            with self.out.block(f"if {self.value(loop.until)} != 0.0:"):
+                self.out.line("break")
+        for i in arrays:
+            target = f"G{number_}_{i}"
+            self.out.line(f"{target} = A{number_}_{i} if {turns} % 2 == 0 else B{number_}_{i}")
+            step = loop.step[i]
+            if (step not in self.frame.destinations and self.lookup(step) is None
+                    and fusion.role(step, self.frame.shapes) in ("member", "tail", "contraction",
+                                                                  "generator")):
+                self.frame.destinations[step] = target
+        self.ensure([loop.step[i] for i in moving])
+        self.frame.destinations.clear()
+        new = {}
+        for i in moving:
+            value = self.value(loop.step[i])
+            if i in arrays:
+                new[i] = f"G{number_}_{i}"
+                if value != new[i]:
+                    self.out.line(f"K.copy_into({new[i]}, {value})")
+            else:
+                new[i] = self.fresh("n")
+                self.out.line(f"{new[i]} = {value}")
+        for i in moving:
+            self.out.line(f"{state[i]} = {new[i]}")
+        self.out.line(f"{turns} += 1")
+        if loop.counter is not None:
+            self.out.line(f"{left} -= 1")

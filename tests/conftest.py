@@ -1,0 +1,35 @@
+"""Shared fixtures: the executors every differential test runs on, and .hb files in tmp_path."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+#: Every executor a compiled function can run on; differential tests cover each.
+EXECUTORS = ("reference", "numba")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(params=EXECUTORS)
+def executor(request) -> str:
+    """Each executor in turn."""
+    return request.param
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20241129)
+
+
+@pytest.fixture
+def write_hb(tmp_path):
+    """write_hb("Name.hb", text) writes a .hb file under tmp_path and returns its path."""
+
+    def write(relative: str, text: str) -> Path:
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write

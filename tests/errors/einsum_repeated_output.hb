@@ -1,0 +1,3 @@
+-- An output letter may appear once.
+-- error: E300 at 3:18
+fn t(a) ↦ einsum("i->ii", a)

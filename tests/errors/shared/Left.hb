@@ -1,0 +1,3 @@
+-- Helper module for ambiguous_name.hb.
+def twice(x) ≔ 2 · x
+def left(x) ≔ x

@@ -1,0 +1,2 @@
+-- Helper module for ambiguous_name.hb.
+def twice(x) ≔ x + x

@@ -1,0 +1,157 @@
+"""The benchmark runner on tiny cases: it runs, cross-checks outputs (and notices when they
+disagree), records skips and errors, and writes valid JSON and Markdown. No timing is asserted,
+and neither PyTorch nor JAX is needed."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hilbert
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # benchmarks/ lives in the checkout, it is not installed
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import report, runner  # noqa: E402
+from benchmarks.cases import Case, Config, Setup, Skip, Target  # noqa: E402
+from benchmarks.cases.base import Anchor, last_words  # noqa: E402
+
+QUICK = Config(quick=True, executor="reference", optional=False)
+A = np.array([[1.0, 2.0], [3.0, 4.0]])
+W = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+
+
+def _dense():
+    module = hilbert.compile_source('fn dense(a, w) ↦ einsum("np,pq->nq", a, w)',
+                                    executor="reference")
+    return lambda: module.dense(A, W)
+
+
+def _missing():
+    raise Skip("not installed here")
+
+
+def _broken():
+    raise RuntimeError("cannot prepare")
+
+
+def _case(name: str, anchors: list[Anchor], targets=()) -> Case:
+    return Case(name, "test", name, "a tiny dense layer",
+                lambda config: Setup(ours=_dense(), anchors=anchors, params={"a": "2×2"},
+                                     flops=2.0 * 2 * 2 * 3),
+                tuple(targets))
+
+
+def _run(*cases: Case) -> dict:
+    quiet = runner.Progress(len(cases), stream=io.StringIO(), enabled=False)
+    return runner.run(list(cases), QUICK, quiet)
+
+
+@pytest.fixture(scope="module")
+def results():
+    agreeing = _case("agree", [
+        Anchor("numpy", lambda: (lambda: A @ W)),
+        Anchor("torch", _missing),
+        Anchor("broken", _broken),
+    ], [Target("≤ 100× numpy", "numpy", 100.0), Target("ahead of torch", "torch", 1.0)])
+    wrong = _case("disagree", [Anchor("numpy", lambda: (lambda: A @ W + 1e-3))])
+    return _run(agreeing, wrong)
+
+
+def test_outputs_that_agree_are_timed_with_ratios(results):
+    case = results["cases"][0]
+    assert case["status"] == "ok"
+    assert case["ours"]["status"] == "ok" and case["ours"]["repeats"] >= QUICK.min_repeats
+    numpy_anchor = case["anchors"][0]
+    assert numpy_anchor["status"] == "ok" and numpy_anchor["max_abs_diff"] == 0.0
+    assert numpy_anchor["ratio"] == pytest.approx(case["ours"]["median_s"]
+                                                  / numpy_anchor["median_s"])
+    assert case["ours"]["gflops"] > 0
+
+
+def test_missing_and_broken_anchors_are_recorded_not_raised(results):
+    torch_anchor, broken = results["cases"][0]["anchors"][1:]
+    assert torch_anchor["status"] == "skipped" and "not installed" in torch_anchor["reason"]
+    assert broken["status"] == "error" and "cannot prepare" in broken["reason"]
+
+
+def test_targets_are_judged_only_when_measurable(results):
+    first, second = results["cases"][0]["targets"]
+    assert first["kind"] == "ratio" and first["met"] in (True, False)
+    assert second["met"] is None  # torch was skipped: nothing to judge
+
+
+def test_a_disagreement_is_detected_and_fails_the_run(results):
+    case = results["cases"][1]
+    assert case["status"] == "mismatch"
+    assert case["anchors"][0]["status"] == "mismatch"
+    assert case["anchors"][0]["ratio"] is None  # no ratio against a wrong answer
+    assert runner.exit_code(results) == 1
+
+
+def test_a_shape_disagreement_is_detected():
+    case = _case("shape", [Anchor("numpy", lambda: (lambda: (A @ W).T))])
+    record = _run(case)["cases"][0]
+    assert record["status"] == "mismatch" and "shape" in record["anchors"][0]["reason"]
+
+
+def test_a_contestant_that_fails_after_the_check_is_an_error_entry():
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("worked once only")
+        return A @ W
+
+    record = _run(_case("flaky", [Anchor("numpy", lambda: flaky)]))["cases"][0]
+    assert record["anchors"][0]["status"] == "error"
+    assert "worked once only" in record["anchors"][0]["reason"]
+    assert record["ours"]["status"] == "ok"
+
+
+def test_a_case_that_cannot_be_built_is_an_error_entry():
+    def explode(config):
+        raise ValueError("no such size")
+
+    record = _run(Case("explodes", "test", "t", "m", explode, (Target("runs", runs=True),)))
+    entry = record["cases"][0]
+    assert entry["status"] == "error" and "no such size" in entry["error"]
+    assert entry["targets"][0]["met"] is False
+    assert runner.exit_code(record) == 0
+
+
+def test_results_are_written_as_valid_json_and_markdown(results, tmp_path):
+    written = report.write(results, tmp_path)
+    data = json.loads((tmp_path / "latest.json").read_text())
+    assert [c["name"] for c in data["cases"]] == ["agree", "disagree"]
+    assert data["machine"]["cores_logical"] >= 1 and "numpy" in data["machine"]["versions"]
+    assert data["mode"] == "quick" and data["executor"] == "reference"
+    text = (tmp_path / "latest.md").read_text()
+    assert "| `agree` |" in text and "mismatch" in text
+    assert all(p.exists() for p in written)
+
+
+def test_error_output_is_shortened_to_its_informative_lines():
+    text = "Traceback\n  File x\n    f()\n    ^^^^\nValueError: bad size\n"
+    assert last_words(text) == "f() | ValueError: bad size"
+
+
+def test_main_rejects_an_unknown_case(tmp_path, capsys):
+    assert runner.main(["no-such-case"], quick=True, out_dir=tmp_path) == 2
+    assert "call-overhead" in capsys.readouterr().err
+
+
+def test_main_runs_a_registered_case_end_to_end(tmp_path):
+    code = runner.main(["call-overhead"], quick=True, executor="reference", out_dir=tmp_path,
+                       optional=False)
+    data = json.loads((tmp_path / "latest.json").read_text())
+    assert code == 0 and data["cases"][0]["name"] == "call-overhead"
+    assert data["cases"][0]["ours"]["status"] == "ok"
+    assert {a["name"] for a in data["cases"][0]["anchors"]} >= {"numpy", "np.einsum", "torch"}

@@ -1,0 +1,138 @@
+"""Every error kind, one small file each: tests/errors/*.hb carry their expected code and place.
+
+A file says what it expects in comments (Crafting Interpreters style):
+
+    -- error: E304 at 3:19          the code, and the line:column of the error's span
+    -- call: product ones:2x3 7     call this function from Python (JSON values, or
+                                    ones:SHAPE for an array of ones, e.g. ones:3x1)
+    -- link: Escape.hb -> outside/Secret.hb
+                                    a symbolic link beside the file, to a file outside it
+
+The files are copied into a temporary folder (with shared/) so links never touch the checkout.
+"""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hilbert.grammar.errors import CODES
+
+import hilbert
+
+ERRORS = Path(__file__).resolve().parent / "errors"
+FILES = sorted(ERRORS.glob("*.hb"))
+
+#: The HilbertError subclass each family of codes belongs to.
+STAGES = {"E1": hilbert.ParseError, "E2": hilbert.NameResolutionError, "E3": hilbert.CheckError,
+          "E4": hilbert.CheckError, "E5": hilbert.RuntimeHilbertError, "E6": hilbert.ArgumentError}
+
+_ERROR = re.compile(r"^-- error: (E\d{3}) at (\d+):(\d+)\s*$", re.M)
+_CALL = re.compile(r"^-- call: (\S+)((?: \S+)*)\s*$", re.M)
+_LINK = re.compile(r"^-- link: (\S+) -> (\S+)\s*$", re.M)
+
+
+def expectation(text: str) -> tuple[str, int, int]:
+    (found,) = _ERROR.findall(text)
+    return found[0], int(found[1]), int(found[2])
+
+
+def argument(token: str):
+    if token.startswith("ones:"):
+        dims = token[len("ones:"):]
+        return np.ones(tuple(int(d) for d in dims.split("x")) if dims else ())
+    return json.loads(token)
+
+
+def trigger(path: Path, text: str):
+    """Compile `path` and make the call its comments ask for (raises what the file expects)."""
+    module = hilbert.load(path)
+    call = _CALL.search(text)
+    if call is not None:
+        name, args = call.group(1), call.group(2).split()
+        module.function(name)(*[argument(a) for a in args])
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A copy of tests/errors with a file outside it that links can point to."""
+    folder = tmp_path / "errors"
+    shutil.copytree(ERRORS, folder)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "Secret.hb").write_text("def secret(x) ≔ x\n", encoding="utf-8")
+    return folder
+
+
+def test_there_is_a_file_per_error_kind():
+    assert len(FILES) >= 40
+    codes = {expectation(p.read_text(encoding="utf-8"))[0] for p in FILES}
+    required = {"E100", "E200", "E201", "E202", "E204", "E301", "E303", "E304", "E305",
+                "E310", "E311", "E400", "E401", "E500"}
+    assert required <= codes
+    assert codes <= set(CODES)
+
+
+@pytest.mark.parametrize("name", [p.name for p in FILES])
+def test_error_file(name, workspace):
+    path = workspace / name
+    text = path.read_text(encoding="utf-8")
+    code, line, column = expectation(text)
+    for link, target in _LINK.findall(text):
+        (path.parent / link).symlink_to(workspace.parent / target)
+    with pytest.raises(hilbert.HilbertError) as raised:
+        trigger(path, text)
+    err = raised.value
+    assert (err.code, err.span.line, err.span.column) == (code, line, column), str(err)
+    assert Path(err.span.source.name).name == name
+    rendered = str(err)
+    assert rendered.startswith(f"{path}:{line}:{column}: error[{code}]: ")
+    assert text.splitlines()[line - 1] in rendered and "^" in rendered
+    assert isinstance(err, STAGES.get(code[:2], hilbert.HilbertError)) and err.message
+
+
+def test_errors_render_the_source_line_and_a_caret(workspace):
+    with pytest.raises(hilbert.HilbertError) as raised:
+        hilbert.load(workspace / "einsum_unknown_output_letter.hb")
+    lines = str(raised.value).splitlines()
+    assert lines[0].endswith('einsum "ij->k": output letter k is in no input')
+    assert lines[1] == '  fn t(a) ↦ einsum("ij->k", a)'
+    assert lines[2] == "  " + " " * 17 + "^" * len('"ij->k"')
+
+
+def test_shape_errors_from_a_call_name_both_shapes_and_the_function(workspace):
+    module = hilbert.load(workspace / "column_minus_vector.hb")
+    with pytest.raises(hilbert.CheckError) as raised:
+        module.residual(np.ones((3, 1)), np.ones(3))
+    text = str(raised.value)
+    assert "a 3×1 matrix" in text and "a vector of 3" in text
+    assert "argument y" in text and "argument p" in text and "residual" in text
+
+
+def test_recursion_errors_show_the_offending_call(workspace):
+    with pytest.raises(hilbert.CheckError) as raised:
+        hilbert.load(workspace / "non_tail_self_call.hb")
+    assert "factorial calls itself here, but not in tail position" in str(raised.value)
+    assert "factorial(n − 1)" in str(raised.value)
+    with pytest.raises(hilbert.CheckError) as raised:
+        hilbert.load(workspace / "mutual_recursion.hb")
+    assert "even, odd call each other" in str(raised.value)
+
+
+def test_ambiguity_names_both_modules(workspace):
+    with pytest.raises(hilbert.NameResolutionError) as raised:
+        hilbert.load(workspace / "ambiguous_name.hb")
+    assert "Left" in raised.value.message and "Right" in raised.value.message
+
+
+def test_step_count_errors_name_the_definition_and_the_value(workspace):
+    module = hilbert.load(workspace / "negative_step_count.hb")
+    for bad, why in [(-1, "negative"), (2.5, "not whole"), (float("inf"), "not finite"),
+                     (float("nan"), "not finite")]:
+        with pytest.raises(hilbert.RuntimeHilbertError) as raised:
+            module.run(bad, 0)
+        assert raised.value.code == "E500"
+        assert raised.value.message.startswith("count runs a counted loop")
+        assert why in raised.value.message

@@ -1,0 +1,244 @@
+"""Security: `open` never leaves the search path, and no .hb text can run Python.
+
+Nothing is eval'ed from user text; code generated for the compiled executor is built from
+validated identifiers only. These tests try the obvious attacks and prove they fail
+harmlessly: each ends in a HilbertError (or an ordinary result) and leaves no trace.
+"""
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import EXECUTORS
+
+import hilbert
+
+
+@pytest.fixture
+def sentinel(tmp_path, monkeypatch):
+    """A file that an attack would create; the tests assert it never appears. While a test
+    runs, os.system and subprocess refuse to start anything, so an attack fails loudly."""
+    monkeypatch.chdir(tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"an attempt to run a command: {args!r}")
+
+    monkeypatch.setattr(os, "system", refuse)
+    monkeypatch.setattr(os, "popen", refuse)
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    path = tmp_path / "PWNED"
+    yield path
+    assert not path.exists()
+
+
+# open cannot leave the search path
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """project/ (the search path) and secret/ beside it, outside it."""
+    project, secret = tmp_path / "project", tmp_path / "secret"
+    project.mkdir()
+    secret.mkdir()
+    (secret / "Secret.hb").write_text("def secret(x) ≔ 42 · x\n", encoding="utf-8")
+    (secret / "Inner").mkdir()
+    (secret / "Inner" / "Deep.hb").write_text("def deep(x) ≔ x\n", encoding="utf-8")
+    return project, secret
+
+
+def test_a_symlinked_file_out_of_the_search_path_is_refused(tree):
+    project, secret = tree
+    (project / "Secret.hb").symlink_to(secret / "Secret.hb")
+    main = project / "Main.hb"
+    main.write_text("open Secret\nfn f(x) ↦ secret(x)\n", encoding="utf-8")
+    with pytest.raises(hilbert.NameResolutionError) as raised:
+        hilbert.load(main)
+    assert raised.value.code == "E204" and (raised.value.span.line, raised.value.span.column) == (1, 1)
+
+
+def test_a_symlinked_directory_out_of_the_search_path_is_refused(tree):
+    project, secret = tree
+    (project / "Linked").symlink_to(secret / "Inner", target_is_directory=True)
+    main = project / "Main.hb"
+    main.write_text("open Linked.Deep\nfn f(x) ↦ deep(x)\n", encoding="utf-8")
+    with pytest.raises(hilbert.NameResolutionError) as raised:
+        hilbert.load(main)
+    assert raised.value.code == "E204"
+
+
+def test_a_symlink_on_the_extra_search_path_is_refused(tree, tmp_path):
+    project, secret = tree
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "Secret.hb").symlink_to(secret / "Secret.hb")
+    main = project / "Main.hb"
+    main.write_text("open Secret\nfn f(x) ↦ secret(x)\n", encoding="utf-8")
+    with pytest.raises(hilbert.NameResolutionError) as raised:
+        hilbert.load(main, search_path=[library])
+    assert raised.value.code == "E204"
+
+
+def test_symlinks_inside_the_search_path_are_fine(tree):
+    project, _ = tree
+    (project / "Real.hb").write_text("def real(x) ≔ x + 1\n", encoding="utf-8")
+    (project / "Alias.hb").symlink_to(project / "Real.hb")
+    main = project / "Main.hb"
+    main.write_text("open Alias\nfn f(x) ↦ real(x)\n", encoding="utf-8")
+    assert hilbert.load(main).f(1.0) == 2.0
+
+
+@pytest.mark.parametrize("path", ["..secret.Secret", "../secret/Secret", "/etc/passwd",
+                                  "Secret/../../x", "~.secret", "secret.*", "C:.Secret"])
+def test_paths_that_leave_cannot_even_be_spelled(tree, path):
+    project, _ = tree
+    main = project / "Main.hb"
+    main.write_text(f"open {path}\nfn f(x) ↦ x\n", encoding="utf-8")
+    with pytest.raises(hilbert.ParseError) as raised:
+        hilbert.load(main)
+    assert raised.value.code == "E100"
+
+
+@pytest.mark.parametrize("name", ["..", "../secret", "/etc/passwd", "os.path..x", "a/b",
+                                  "Prelude/../../etc", "Prelude.\x00"])
+def test_hilbert_open_refuses_paths(name):
+    with pytest.raises(hilbert.HilbertError) as raised:
+        hilbert.open(name)
+    assert raised.value.code == "E204"
+
+
+def test_open_of_a_python_module_name_finds_no_python():
+    for name in ("os", "sys", "Prelude.os", "subprocess"):
+        with pytest.raises(hilbert.NameResolutionError) as raised:
+            hilbert.compile_source(f"open {name}\nfn f(x) ↦ x")
+        assert raised.value.code == "E203"
+
+
+# No .hb text runs Python
+
+
+INJECTIONS = [
+    # einsum specifications carrying Python
+    'fn f(x) ↦ einsum("__import__(\'os\').system(\'touch PWNED\')", x)',
+    'fn f(x) ↦ einsum("i->i\'); __import__(\'os\').system(\'touch PWNED\'); (\'", x)',
+    'fn f(x) ↦ einsum("i->i" + __import__("os").system("touch PWNED"), x)',
+    'fn f(x) ↦ einsum("i->i\\"); open(\'PWNED\', \'w\'); (\\"", x)',
+    'fn f(x) ↦ einsum("i->i\n__import__(\'os\').system(\'touch PWNED\')", x)',
+    'fn f(x) ↦ einsum("i->{__import__(\'os\').system(\'touch PWNED\')}", x)',
+    'fn f(x) ↦ einsum("i->i#", x) \n# __import__("os").system("touch PWNED")',
+    # identifiers and calls that look like Python
+    'fn f(x) ↦ __import__("os").system("touch PWNED")',
+    'fn f(x) ↦ os.system("touch PWNED")',
+    'fn f(x) ↦ eval("open(\'PWNED\', \'w\')")',
+    'fn f(x) ↦ exec("open(\'PWNED\', \'w\')")',
+    'fn f(x) ↦ open("PWNED")',
+    'fn f(x) ↦ x.__class__.__bases__[0].__subclasses__()',
+    'fn f(x) ↦ getattr(x, "__class__")',
+    "fn f(x) ↦ x; import os; os.system('touch PWNED')",
+    'fn f(x) ↦ x\nimport os\nos.system("touch PWNED")',
+    'fn f(x) ↦ (lambda: __import__("os").system("touch PWNED"))()',
+    'fn f(x) ↦ x # ")\n__import__("os").system("touch PWNED")',
+    "fn f(x) ↦ x\\\n__import__('os')",
+    'fn f(x) ↦ max(x, __import__("os"))',
+    'open os\nfn f(x) ↦ system("touch PWNED")',
+    'model M(a) : Learner { weight w : Tensor[__import__("os").system("touch PWNED")] from 0 }',
+    'model M(a) : Learner { weight w : Tensor[1] from system("touch PWNED") }',
+]
+
+
+@pytest.mark.parametrize("text", INJECTIONS)
+def test_python_in_hb_text_fails_harmlessly(sentinel, text):
+    with pytest.raises(hilbert.HilbertError) as raised:
+        module = hilbert.compile_source(text)
+        module.function("f")(np.ones(2))  # only reached if the text compiled
+    assert raised.value.code.startswith(("E1", "E2", "E3", "E8"))
+    assert not sentinel.exists()
+
+
+PYTHONIC_NAMES = """
+def __import__(os) ≔ os + 1
+def system(command) ≔ command · 2
+def eval(exec) ≔ exec − 1
+def builtins(input, compile, globals) ≔ input + compile + globals
+def __class__(__init__) ≔ __init__
+def print(x) ≔ x
+def np(K, steps) ≔ K + steps
+def ι(α, βeta) ≔ α · βeta
+fn run(os, sys, exec, self, cls, args, kwargs) ↦
+  __import__(os) + system(sys) + eval(exec) + builtins(self, cls, args)
+  + __class__(os) + print(sys) + np(args, kwargs) + ι(os, sys)
+fn loop(t, print, exec) ↦ spin(t, print, exec)
+def spin(t, print, exec) ≔ if t = 0 then print else spin(t − 1, print + exec, exec)
+"""
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_identifiers_that_are_python_builtins_are_just_names(sentinel, executor):
+    mod = hilbert.compile_source(PYTHONIC_NAMES, executor=executor)
+    args = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0)
+    os_, sys_, exec_, self_, cls, args_, kwargs = args
+    expected = ((os_ + 1) + sys_ * 2 + (exec_ - 1) + (self_ + cls + args_)
+                + os_ + sys_ + (args_ + kwargs) + os_ * sys_)
+    assert mod.run(*args) == expected
+    assert mod.run(1.0, 2.0, 3.0, 4.0, cls=5.0, args=6.0, kwargs=7.0) == expected
+    np.testing.assert_array_equal(mod.loop(3, np.zeros(2), np.ones(2)), [3.0, 3.0])
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
+def test_parameters_named_like_python_keywords(sentinel, executor):
+    mod = hilbert.compile_source("""
+def lambda(class, None, True) ≔ class + None + True
+fn f(import, return, yield, await) ↦ lambda(import, return, yield) · await
+def spin(t, lambda, class) ≔ if t = 0 then lambda else spin(t − 1, lambda + class, class)
+fn loop(t, lambda, class) ↦ spin(t, lambda, class)
+""", executor=executor)
+    assert mod.f(1.0, 2.0, 3.0, 4.0) == 24.0
+    np.testing.assert_array_equal(mod.loop(3, np.zeros(2), np.ones(2)), [3.0, 3.0])
+
+
+def test_a_parameter_named_self_can_be_passed_by_keyword():
+    f = hilbert.compile_source("fn f(self, x) ↦ self + x").f
+    assert f(self=1.0, x=2.0) == 3.0
+
+
+def test_pythonic_names_are_not_attributes_of_the_module():
+    mod = hilbert.compile_source("fn __init__(x) ↦ x\nfn __class__(x) ↦ x\nfn names(x) ↦ x")
+    assert isinstance(mod, hilbert.Module)  # the module's own machinery is untouched
+    assert mod.function("__init__")(2.0) == 2.0
+    assert mod.names == ("__init__", "__class__", "names")
+    assert mod.function("names")(1.0) == 1.0
+
+
+def test_python_at_the_boundary_is_data_or_an_error(sentinel):
+    mod = hilbert.compile_source("fn f(x) ↦ x + 1")
+    for value in ["__import__('os').system('touch PWNED')", "1; import os", b"os.system('x')"]:
+        with pytest.raises(hilbert.ArgumentError):
+            mod.f(value)
+
+    class Sneaky:
+        def __array__(self, dtype=None, copy=None):
+            return np.ones(2)
+
+        def __float__(self):
+            raise AssertionError("never converted through __float__")
+
+    np.testing.assert_array_equal(mod.f(Sneaky()), [2.0, 2.0])
+
+
+def test_cli_arguments_are_data_not_code(sentinel, tmp_path):
+    from hilbert.cli import main
+
+    path = tmp_path / "F.hb"
+    path.write_text("fn f(x) ↦ x + 1\n", encoding="utf-8")
+    assert main(["run", str(path), "f", "__import__('os').system('touch PWNED')"]) == 2
+    assert main(["run", str(path), "f", '"__import__"']) == 1
+    assert main(["run", str(path), "__import__", "1"]) == 2
+
+
+def test_numpy_files_never_unpickle(sentinel, tmp_path):
+    from hilbert.cli import main
+
+    path = tmp_path / "F.hb"
+    path.write_text("fn f(x) ↦ x + 1\n", encoding="utf-8")
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    assert main(["run", str(path), "f", str(tmp_path / "objects.npy")]) == 2

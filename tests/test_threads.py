@@ -1,0 +1,84 @@
+"""Compiled functions called from many threads at once give the results of serial calls."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import hilbert
+
+THREADS = 8
+
+
+def _inputs(name: str, size: int, rng: np.random.Generator) -> tuple:
+    """Arguments of `name` at a size that differs per thread (so each has its own program)."""
+    n, p = 3 + size, 2 + size % 3
+    if name == "mlpFit":
+        return (25.0, 0.05, rng.normal(size=(n, p)), rng.normal(size=(n, 2)),
+                rng.normal(size=(p, 4)) * 0.3, rng.normal(size=(4, 2)) * 0.3)
+    if name == "attentionOf":
+        return (rng.normal(size=(n, p)), rng.normal(size=(n + 1, p)), rng.normal(size=(n + 1, 3)),
+                float(p))
+    return (rng.normal(size=(n, p + 2)),)
+
+
+@pytest.mark.parametrize("name", ["mlpFit", "attentionOf", "layerNorm"])
+def test_eight_threads_get_the_serial_results(name):
+    nets = hilbert.open("Prelude.Networks")
+    f = nets.function(name)
+    rng = np.random.default_rng(11)
+    jobs = [_inputs(name, size, rng) for size in range(THREADS)]
+    serial = [f(*args) for args in jobs]
+    regions = {f.program(tuple(np.shape(a) for a in args)).region.function for args in jobs}
+    assert len(regions) == 1  # every thread runs the same compiled function
+    results: list = [None] * (THREADS * 4)
+    start = threading.Barrier(THREADS)
+
+    def work(thread: int) -> None:
+        start.wait()
+        for turn in range(4):  # each thread cycles through several shapes, all at once
+            job = (thread + turn) % THREADS
+            try:
+                results[thread * 4 + turn] = (job, f(*jobs[job]))
+            except Exception as err:  # noqa: BLE001 (reported below, in the test's thread)
+                results[thread * 4 + turn] = (job, err)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for job, value in results:
+        assert not isinstance(value, Exception), value
+        np.testing.assert_array_equal(value, serial[job])
+
+
+def test_threads_compiling_the_same_program_for_the_first_time():
+    """Eight threads make the first call of one new function together: one compilation, and
+    every thread gets the right answer."""
+    source = ("open Prelude.Arithmetic\n"
+              "fn f(a) ↦ softmaxRows(a) · 1.0173 + einsum(\"ij,kj,kl->il\", a, a, a)\n")
+    mod = hilbert.compile_source(source)
+    ref = hilbert.compile_source(source, executor="reference")
+    rng = np.random.default_rng(5)
+    jobs = [rng.normal(size=(2 + t, 3 + t % 2)) for t in range(THREADS)]
+    results: list = [None] * THREADS
+    start = threading.Barrier(THREADS)
+
+    def work(thread: int) -> None:
+        start.wait()
+        try:
+            results[thread] = mod.f(jobs[thread])
+        except Exception as err:  # noqa: BLE001 (reported below, in the test's thread)
+            results[thread] = err
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for job, value in zip(jobs, results, strict=True):
+        assert not isinstance(value, Exception), value
+        np.testing.assert_allclose(value, ref.f(job), rtol=1e-12, atol=1e-12)
