@@ -38,7 +38,8 @@ _functions: dict[tuple[str, bool], object] = {}
 def _stamp() -> str:
     """What compiled code depends on besides its source: the versions and the shared kernels."""
     kernel_source = Path(kernels.__file__).read_bytes()
-    return f"{numba.__version__} {np.__version__} {hashlib.sha256(kernel_source).hexdigest()[:16]}"
+    return (f"{numba.__version__} {np.__version__} {kernels.BLAS} "
+            f"{hashlib.sha256(kernel_source).hexdigest()[:16]}")
 
 
 _STAMP = _stamp()
@@ -134,15 +135,20 @@ def _run_of(module):
 
 
 def _check_index(dispatcher) -> None:
-    """Numba raises at the first call on a corrupt index file; find that now and reset it."""
+    """Numba raises at the first call on a corrupt index file; find that now and reset it.
+    (Numba's private cache API: when it is not there, there is nothing to check.)"""
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
-    if cache_file is None:
+    load = getattr(cache_file, "_load_index", None)
+    if load is None:
         return
     try:
-        cache_file._load_index()
+        load()
     except Exception as err:  # noqa: BLE001 (any unreadable index is one to reset)
         warn(f"the Numba cache index for generated code was unreadable ({err!r}); resetting it")
-        dispatcher._cache.flush()
+        try:
+            dispatcher._cache.flush()
+        except Exception as again:  # noqa: BLE001
+            raise OSError(f"cannot reset the Numba cache index: {again!r}") from again
 
 
 def warn(message: str) -> None:

@@ -10,6 +10,7 @@ float: nothing from .hb source text (names, specs) reaches the generated text.
 from __future__ import annotations
 
 import math
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -118,6 +119,18 @@ def generate(region: Region, table: ShapeTable, optimize: str) -> Generated:
     return Emitter(table, optimize, host=True).function(region)
 
 
+def _without_unused_sizes(lines: list[str]) -> list[str]:
+    """Drop the `nK = aJ.shape[i]` lines of sizes nothing reads (uncompiled code pays for them)."""
+    text = "\n".join(lines)
+    kept = []
+    for line in lines:
+        name, _, rest = line.strip().partition(" = ")
+        if rest.endswith("]") and ".shape[" in rest and len(re.findall(rf"\b{name}\b", text)) == 1:
+            continue
+        kept.append(line)
+    return kept
+
+
 class Emitter:
     """Writes one function. `host`: emit NumPy calls for contractions (no compiled kernels)."""
 
@@ -152,7 +165,7 @@ class Emitter:
             self.frame.dims[node] = dims
         self.ensure([region.root])
         self.out.line(f"return {self.value(region.root)}, steps")
-        body = self.out.lines
+        body = _without_unused_sizes(self.out.lines)
         if self.host and self.arithmetic:  # NumPy scalars warn on x/0; compiled code does not
             body = ["    with np.errstate(all='ignore'):"] + ["    " + line for line in body]
         source = "\n".join([f"def run({', '.join(args)}):", *body]) + "\n"
@@ -545,6 +558,7 @@ class Emitter:
         state_dims = [self.dims_of(a) for a in loop.init]
         for name, init in zip(state, loop.init, strict=True):
             self.out.line(f"{name} = {self.value(init)}")
+            outer.owned.pop(init, None)  # the state may hold this buffer after the loop
         outer.states[loop] = state
         moving = [i for i, s in enumerate(loop.step)
                   if s != ir.State(i, None) and i != loop.counter]

@@ -4,8 +4,9 @@ A *group* is one loop nest over one index space. Its *members* are entrywise val
 shape (operators, comparisons, broadcasting einsums such as "ij,i->ij", shifted reads), each
 computed once per index into a local; its *tails* are reductions of a member or of an input
 (`maximum`, row sums) accumulated in the same pass. A member is stored to memory only when
-something outside its group reads it. Two rules keep a group one pass: a member reads another
-member only at its own index, and nothing a group needs may depend on the group itself.
+something outside its group reads it, unless it is cheap arithmetic on stored values that the
+reading kernels can recompute. Two rules keep a group one pass: a member reads another member
+only at its own index, and nothing a group needs may depend on the group itself.
 """
 
 from __future__ import annotations

@@ -6,9 +6,12 @@ program shares them instead of compiling its own.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 import warnings
+from pathlib import Path
 
+import llvmlite.binding as llvm
 import numpy as np
 from numba import config, njit, types
 
@@ -89,13 +92,86 @@ def small_product_into(a, b, out):
     return out
 
 
+def _numpy_dgemm() -> tuple[int, bool] | None:
+    """The address of NumPy's own cblas_dgemm and whether its integers are 64-bit, or None.
+    Compiled code multiplies through it, so NumPy and hilbert share one BLAS and one thread
+    pool: two OpenBLAS pools in one process (NumPy's, and SciPy's that Numba's np.dot uses)
+    make each other's threads wait, which turns a 1 ms product into tens of milliseconds."""
+    if PYTHON_MODE:
+        return None
+    try:
+        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
+        ilp64 = "64BITINT" in blas.get("openblas configuration", "").upper()
+    except (AttributeError, KeyError, TypeError):
+        return None
+    root = Path(np.__file__).parent
+    for library in [*root.parent.glob("numpy.libs/*blas*"), *root.glob(".dylibs/*blas*")]:
+        try:
+            handle = ctypes.CDLL(str(library))
+        except OSError:
+            continue
+        for name, wide in (("scipy_cblas_dgemm64_", True), ("cblas_dgemm64_", True),
+                           ("scipy_cblas_dgemm", ilp64), ("cblas_dgemm", ilp64)):
+            function = getattr(handle, name, None)
+            if function is not None:
+                return ctypes.cast(function, ctypes.c_void_p).value, wide
+    return None
+
+
+_DGEMM = _numpy_dgemm()
+#: Which BLAS compiled code multiplies with (part of the disk cache's key).
+BLAS = "numpy-cblas" + ("-ilp64" if _DGEMM and _DGEMM[1] else "") if _DGEMM else "numba-dot"
+
+if _DGEMM is not None:
+    llvm.add_symbol("hilbert_numpy_cblas_dgemm", _DGEMM[0])
+    _I = types.int64 if _DGEMM[1] else types.int32
+    _cblas_dgemm = types.ExternalFunction("hilbert_numpy_cblas_dgemm", types.void(
+        types.int32, types.int32, types.int32, _I, _I, _I, types.float64, types.uintp, _I,
+        types.uintp, _I, types.float64, types.uintp, _I))
+
+    @compiled
+    def _layout(x):
+        """(CBLAS transpose flag, leading dimension) reading x as row-major, or (0, 0)."""
+        rows, cols = x.shape
+        s0, s1 = x.strides[0] // 8, x.strides[1] // 8
+        if (s1 == 1 or cols == 1) and s0 >= max(1, cols):
+            return 111, s0
+        if (s0 == 1 or rows == 1) and s1 >= max(1, rows):
+            return 112, s1
+        return 0, 0
+
+    @compiled
+    def gemm(a, b, out):
+        """out = a · b through NumPy's BLAS (out C-ordered; a, b row- or column-major)."""
+        m, k = a.shape
+        n = b.shape[1]
+        if m == 0 or n == 0:
+            return out
+        if k == 0:
+            out[:, :] = 0.0
+            return out
+        ta, lda = _layout(a)
+        tb, ldb = _layout(b)
+        if ta == 0 or tb == 0:  # strided views: never made by generated code, but be correct
+            return small_product_into(a, b, out)
+        # (no copies here: BLAS gets raw addresses, so every array must outlive the call)
+        _cblas_dgemm(101, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0,
+                     out.ctypes.data, max(1, out.strides[0] // 8))
+        return out
+else:
+    @compiled
+    def gemm(a, b, out):
+        """out = a · b through BLAS (Numba's np.dot)."""
+        np.dot(a, b, out)
+        return out
+
+
 @compiled
 def product_into(a, b, out):
     """out = a · b for matrices (either possibly a transposed view): BLAS (np.dot into out)
     when large, plain loops when small."""
     if a.shape[0] * a.shape[1] * b.shape[1] > SMALL_PRODUCT:
-        np.dot(a, b, out)
-        return out
+        return gemm(a, b, out)
     return small_product_into(a, b, out)
 
 

@@ -158,7 +158,7 @@ def _product_into(em, left: str, right: str, out: str) -> None:
     a, b, c = em.fresh("ma"), em.fresh("mb"), em.fresh("mc")
     em.out.line(f"{a}, {b}, {c} = {left}, {right}, {out}")
     with em.out.block(f"if {a}.shape[0] * {a}.shape[1] * {b}.shape[1] > K.SMALL_PRODUCT:"):
-        em.out.line(f"np.dot({a}, {b}, {c})")
+        em.out.line(f"K.gemm({a}, {b}, {c})")
     with em.out.block("else:"):
         if em.frame.hoist is None:
             em.out.line(f"K.small_product_into({a}, {b}, {c})")

@@ -145,11 +145,7 @@ except hilbert.RuntimeHilbertError as err:
 """
 
 
-@pytest.mark.parametrize("executor", [
-    "reference",
-    pytest.param("numba", marks=pytest.mark.xfail(
-        strict=True, reason="lead bug 3: codegen's step check has no 2^53 bound")),
-])
+@pytest.mark.parametrize("executor", EXECUTORS)
 def test_step_count_beyond_2_53_is_refused(executor):
     """Past 2^53 a float64 count cannot go down by one exactly; run in a subprocess so an
     executor that loops anyway fails the test instead of hanging it."""
@@ -206,6 +202,30 @@ def test_nan_and_infinity_follow_ieee(mod):
     assert math.isnan(mod.total(np.array([1.0, nan])))
     assert math.isnan(mod.total(np.array([inf, -inf])))
     np.testing.assert_array_equal(mod.scale(np.array([inf, nan]), 0.0), [nan, nan])
+
+
+SCALAR_EDGES = """
+fn quotient(x) ↦ max(x, 1) / 0
+fn nothing(x) ↦ max(x, 0) / 0 − max(x, 0) / 0
+fn huge(x) ↦ max(x, 2) ^ 1e6
+fn pole(x) ↦ max(x, 0) ^ (0 − 1)
+fn logZero(x) ↦ ln(max(x, 0))
+"""
+
+
+@pytest.mark.parametrize("executor", [
+    "reference",
+    pytest.param("numba", marks=pytest.mark.xfail(
+        strict=True, raises=ZeroDivisionError,
+        reason="lead bug 8: scalar division by zero raises in Python-mode regions")),
+])
+def test_scalar_ieee_edge_cases_on_every_executor(executor):
+    """Scalar-only programs (which an executor may run without compiling) are IEEE too."""
+    mod = hilbert.compile_source(SCALAR_EDGES, executor=executor)
+    assert mod.huge(0.0) == math.inf and mod.pole(-1.0) == math.inf
+    assert mod.logZero(-1.0) == -math.inf
+    assert mod.quotient(0.0) == math.inf
+    assert math.isnan(mod.nothing(0.0))
 
 
 def test_nan_condition_counts_as_true(mod):

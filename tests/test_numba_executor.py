@@ -252,6 +252,10 @@ fn idled(t, a, s) ↦ idle(t, a, s)
 -- an uncounted loop: halve until small
 def halving(a) ≔ if einsum("ij,ij->", a, a) < 1 then a else halving(a / 2)
 fn halved(a) ↦ halving(a)
+-- an uncounted loop whose steps read what its condition computed (a product, a kernel output)
+-- (bounded by t too, so a wrong answer cannot loop forever)
+def shrinking(t, a) ≔ if (t = 0) + (einsum("ij->", exp(einsum("ij,jk->ik", a, a)) · 2) + einsum("ij,ij->", exp(einsum("ij,jk->ik", a, a)), a) < 100) > 0 then a else shrinking(t − 1, einsum("ij,jk->ik", a, a) / 10 + exp(einsum("ij,jk->ik", a, a)) · 0)
+fn shrunk(t, a) ↦ shrinking(t, a)
 -- a loop inside a loop body
 def inner(t, a) ≔ if t = 0 then a else inner(t − 1, tanh(a))
 def outer(t, a) ≔ if t = 0 then a else outer(t − 1, inner(2, a) + softmaxRows(a))
@@ -270,6 +274,7 @@ def loops():
     ("twinned", (4.0, np.arange(6.0).reshape(2, 3), np.ones((2, 3)))),
     ("idled", (3.0, np.arange(6.0).reshape(3, 2), 2.0)),
     ("halved", (np.arange(12.0).reshape(3, 4),)),
+    ("shrunk", (50.0, np.full((3, 3), 2.0))),
     ("nested", (3.0, np.arange(12.0).reshape(3, 4) / 7)),
 ])
 def test_loops_agree(loops, name, args):
@@ -537,9 +542,14 @@ def test_the_cache_directory_defaults_under_the_user_cache(monkeypatch, tmp_path
 
 def test_shared_kernels_match_numpy():
     rng = np.random.default_rng(3)
-    for m, k, n in [(2, 3, 4), (40, 50, 60)]:
+    for m, k, n in [(2, 3, 4), (40, 50, 60), (1, 70, 1), (70, 1, 80), (0, 3, 4), (3, 0, 4)]:
         a, b = rng.normal(size=(m, k)), rng.normal(size=(k, n))
         assert_agree(kernels.product(a, b), a @ b)
         assert_agree(kernels.product(b.T, a.T), (a @ b).T)
+        strided = rng.normal(size=(2 * m, 2 * k))[::2, ::2]  # neither C- nor F-ordered
+        for left, right in [(a, b), (np.asfortranarray(a), b), (a, np.asfortranarray(b)),
+                            (strided, b)]:
+            out = np.full((m, n), np.nan)
+            assert_agree(kernels.gemm(left, right, out), left @ right)
     assert np.isnan(kernels.fmax(np.nan, 1.0)) and np.isnan(kernels.fmin(1.0, np.nan))
     assert kernels.empty((600, 1000)).shape == (600, 1000)
