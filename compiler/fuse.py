@@ -18,7 +18,9 @@ def fuse(root: ir.Node) -> ir.Node:
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
         if isinstance(node, ir.Loop):
-            until, *step = (fuse(n) for n in (node.until, *node.step))
+            # One scope: a value two steps share must stay shared, so count uses across all.
+            body = fuse(ir.Prim("body", (node.until, *node.step), (), node.span))
+            until, *step = body.args  # type: ignore[union-attr]
             return ir.Loop(kids, until, tuple(step), node.counter, node.name, node.span)
         rebuilt = ir.rebuild(node, kids)
         if isinstance(rebuilt, ir.Einsum) and isinstance(node, ir.Einsum):

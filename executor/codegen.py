@@ -27,6 +27,8 @@ UNARY = {"exp": "np.exp({})", "ln": "np.log({})", "sqrt": "np.sqrt({})", "tanh":
          "floor": "np.floor({})", "neg": "(-{})"}
 BINARY = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
           "pow": "np.power({}, {})", "max": "K.fmax({}, {})", "min": "K.fmin({}, {})"}
+HOST_BINARY = {"div": "np.true_divide({}, {})", "max": "np.maximum({}, {})",
+               "min": "np.minimum({}, {})"}
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 REDUCE = {"maximum": ("K.fmax", "-np.inf"), "minimum": ("K.fmin", "np.inf")}
 #: The largest step count a counted loop accepts (what the reference executor accepts too):
@@ -385,7 +387,10 @@ class Emitter:
                 x = self.at(base, index, temps)
                 return f"({x} * {x})"
             case ir.Prim(op=op, args=(a, b)) if op in BINARY:
-                return BINARY[op].format(self.at(a, index, temps), self.at(b, index, temps))
+                # Uncompiled code computes on NumPy scalars, which are IEEE (x/0 is inf);
+                # Python floats would raise ZeroDivisionError instead.
+                template = HOST_BINARY.get(op, BINARY[op]) if self.host else BINARY[op]
+                return template.format(self.at(a, index, temps), self.at(b, index, temps))
             case ir.Prim(op=op, args=(a, b)) if op in COMPARE:
                 x, y = self.at(a, index, temps), self.at(b, index, temps)
                 return f"(1.0 if {x} {COMPARE[op]} {y} else 0.0)"

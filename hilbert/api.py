@@ -143,13 +143,25 @@ def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
 
 
 def _to_python(result, inputs):
-    """A float for a scalar; otherwise an array the caller owns (never a view of an input)."""
+    """A float for a scalar; otherwise an array the caller owns (never a view of an input,
+    nor a read-only strided view)."""
     array = np.asarray(result, dtype=np.float64)
     if array.ndim == 0:
         return float(array)
-    if not array.flags.owndata or any(array is v for v in inputs):
+    if not array.flags.writeable or _views_an_input(array, inputs):
         array = array.copy()
     return array
+
+
+def _views_an_input(array: np.ndarray, inputs) -> bool:
+    """True if `array` is an input or a view into one (compiled results own buffers whose
+    base is not an ndarray: those are fresh)."""
+    base = array
+    while isinstance(base, np.ndarray):
+        if any(base is v for v in inputs):
+            return True
+        base = base.base
+    return False
 
 
 class Module:

@@ -213,12 +213,7 @@ fn logZero(x) ↦ ln(max(x, 0))
 """
 
 
-@pytest.mark.parametrize("executor", [
-    "reference",
-    pytest.param("numba", marks=pytest.mark.xfail(
-        strict=True, raises=ZeroDivisionError,
-        reason="lead bug 8: scalar division by zero raises in Python-mode regions")),
-])
+@pytest.mark.parametrize("executor", EXECUTORS)
 def test_scalar_ieee_edge_cases_on_every_executor(executor):
     """Scalar-only programs (which an executor may run without compiling) are IEEE too."""
     mod = hilbert.compile_source(SCALAR_EDGES, executor=executor)
