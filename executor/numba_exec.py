@@ -21,7 +21,7 @@ from hilbert.compiler.shapes import ShapeTable
 from . import cache, codegen, kernels
 from .kernels import StepCountError
 from .planned import _kernel as planned_einsum
-from .reference import Reference, step_count
+from .reference import Reference, evaluate, step_count
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
@@ -243,20 +243,8 @@ class ScopeRunner:
         return self.eval(self.roots[0], {}, leaves)
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple):
-        """`node`'s value, evaluating what it needs first (an explicit stack, no recursion)."""
-        pending = [node]
-        while pending:
-            top = pending[-1]
-            if top in memo:
-                pending.pop()
-                continue
-            missing = [k for k in self._inputs(top, memo) if k not in memo]
-            if missing:
-                pending += reversed(missing)
-                continue
-            memo[top] = self._value(top, memo, leaves)
-            pending.pop()
-        return memo[node]
+        """`node`'s value, evaluating what it needs first (memoised in `memo`)."""
+        return evaluate(node, memo, leaves, self._inputs, self._value)
 
     def _inputs(self, node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
         if node in self.regions:

@@ -58,6 +58,25 @@ def _sliding(x: np.ndarray, sizes: list[int], axis: int, coefs: list[int], const
     return np.lib.stride_tricks.as_strided(base, shape, strides, writeable=False)
 
 
+def evaluate(node: ir.Node, memo: dict, leaves: tuple, inputs, value):
+    """The value of `node`: `inputs(n, memo)` says what n needs first (for an `if`, its
+    condition, then one branch) and `value(n, memo, leaves)` computes it. An explicit stack,
+    not Python recursion, walks the IR: inlining can make a chain thousands of nodes deep."""
+    pending = [node]
+    while pending:
+        top = pending[-1]
+        if top in memo:
+            pending.pop()
+            continue
+        missing = [k for k in inputs(top, memo) if k not in memo]
+        if missing:
+            pending += reversed(missing)
+            continue
+        memo[top] = value(top, memo, leaves)
+        pending.pop()
+    return memo[node]
+
+
 class Reference:
     """Evaluates IR with a memo per scope, so shared nodes are computed once and only the
     branch an `if` takes is evaluated. Loops are Python loops over a state tuple."""
@@ -71,21 +90,8 @@ class Reference:
             return self.eval(root, {}, args)
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple):
-        """The value of `node`. An explicit stack, not Python recursion, walks the IR: inlining
-        can make a chain thousands of nodes deep."""
-        pending = [node]
-        while pending:
-            top = pending[-1]
-            if top in memo:
-                pending.pop()
-                continue
-            missing = [k for k in self._inputs(top, memo) if k not in memo]
-            if missing:
-                pending += reversed(missing)
-                continue
-            memo[top] = self._value(top, memo, leaves)
-            pending.pop()
-        return memo[node]
+        """The value of `node` (memoised in `memo`)."""
+        return evaluate(node, memo, leaves, self._inputs, self._value)
 
     def _inputs(self, node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
         """What `node` needs evaluated first; for an `if`, its condition, then one branch."""
