@@ -21,7 +21,7 @@ from hilbert.compiler.shapes import ShapeTable
 from . import cache, codegen, kernels
 from .kernels import StepCountError
 from .planned import _kernel as planned_einsum
-from .reference import Reference, evaluate, step_count
+from .reference import Reference, evaluate, moving_components, run_loop, step_count
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
@@ -294,42 +294,18 @@ class ScopeRunner:
         """A loop whose body holds host work: a Python loop, its body's compilable parts still
         compiled (as the reference executor runs it, step counts checked the same way)."""
         body = self.bodies[loop]
-        moving = _moving(loop)
-        if loop.counter is not None:
-            remaining = step_count(loop, state[loop.counter])
-            self.loop_steps += remaining
-            for left in range(remaining, 0, -1):
-                memo: dict = {}
-                state[loop.counter] = np.float64(left)
-                frozen = tuple(state)
-                for i in moving:
-                    state[i] = body.eval(loop.step[i], memo, frozen)
-            state[loop.counter] = np.float64(0)
-            self.loop_steps += body.take_steps()
-            return tuple(state)
-        while True:
-            memo = {}
-            frozen = tuple(state)
-            if body.eval(loop.until, memo, frozen) != 0:
-                self.loop_steps += body.take_steps()
-                return frozen
-            self.loop_steps += 1
-            for i in moving:
-                state[i] = body.eval(loop.step[i], memo, frozen)
+        final, steps = run_loop(loop, state, body.eval)
+        self.loop_steps += steps + body.take_steps()
+        return final
 
     def take_steps(self) -> int:
         steps, self.loop_steps = self.loop_steps, 0
         return steps
 
 
-def _moving(loop: ir.Loop) -> list[int]:
-    """The state components a step changes (not the counter, which the loop itself counts)."""
-    return [i for i, s in enumerate(loop.step) if s != ir.State(i, None) and i != loop.counter]
-
-
 def _body_roots(loop: ir.Loop) -> list[ir.Node]:
     """What a loop body evaluates: its moving steps, and its condition unless it is counted."""
-    steps = [loop.step[i] for i in _moving(loop)]
+    steps = [loop.step[i] for i in moving_components(loop)]
     return steps if loop.counter is not None else [loop.until, *steps]
 
 

@@ -139,27 +139,41 @@ class Reference:
         raise AssertionError(f"the reference executor cannot run {node.op}")
 
     def loop(self, loop: ir.Loop, state: tuple):
-        moving = [i for i, s in enumerate(loop.step) if s != ir.State(i, None) and i != loop.counter]
-        state = list(state)
-        if loop.counter is not None:
-            remaining = step_count(loop, state[loop.counter])
-            self.loop_steps += remaining
-            for left in range(remaining, 0, -1):
-                memo: dict = {}
-                state[loop.counter] = np.float64(left)
-                frozen = tuple(state)
-                for i in moving:
-                    state[i] = self.eval(loop.step[i], memo, frozen)
-            state[loop.counter] = np.float64(0)
-            return tuple(state)
-        while True:
-            memo = {}
+        final, steps = run_loop(loop, state, self.eval)
+        self.loop_steps += steps
+        return final
+
+
+def moving_components(loop: ir.Loop) -> list[int]:
+    """The state components a step changes (not the counter, which the loop itself counts)."""
+    return [i for i, s in enumerate(loop.step) if s != ir.State(i, None) and i != loop.counter]
+
+
+def run_loop(loop: ir.Loop, state, eval_body) -> tuple[tuple, int]:
+    """(final state, steps run) of `loop` from `state` on the host; `eval_body(node, memo,
+    state)` evaluates the body. A fresh memo each step keeps memory constant; counted loops
+    check their count first (E500) and run exactly that many steps."""
+    moving = moving_components(loop)
+    state = list(state)
+    if loop.counter is not None:
+        remaining = step_count(loop, state[loop.counter])
+        for left in range(remaining, 0, -1):
+            memo: dict = {}
+            state[loop.counter] = np.float64(left)
             frozen = tuple(state)
-            if self.eval(loop.until, memo, frozen) != 0:
-                return frozen
-            self.loop_steps += 1
             for i in moving:
-                state[i] = self.eval(loop.step[i], memo, frozen)
+                state[i] = eval_body(loop.step[i], memo, frozen)
+        state[loop.counter] = np.float64(0)
+        return tuple(state), remaining
+    steps = 0
+    while True:
+        memo = {}
+        frozen = tuple(state)
+        if eval_body(loop.until, memo, frozen) != 0:
+            return frozen, steps
+        steps += 1
+        for i in moving:
+            state[i] = eval_body(loop.step[i], memo, frozen)
 
 
 class ReferenceProgram:
