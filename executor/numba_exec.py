@@ -21,7 +21,7 @@ from hilbert.compiler.shapes import ShapeTable
 from . import cache, codegen, kernels
 from .kernels import StepCountError
 from .planned import _kernel as planned_einsum
-from .reference import Reference, evaluate, moving_components, run_loop, step_count
+from .reference import Reference, evaluate, moving_components, needs, run_loop, step_count
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
@@ -250,12 +250,7 @@ class ScopeRunner:
         if node in self.regions:
             return tuple(n for n in self.regions[node].region.inputs
                          if not isinstance(n, (ir.Param, ir.State)))
-        match node:
-            case ir.Cond():
-                if node.cond not in memo:
-                    return (node.cond,)
-                return (node.then if memo[node.cond] != 0 else node.orelse,)
-        return ir.children(node)
+        return needs(node, memo)
 
     def _value(self, node: ir.Node, memo: dict, leaves: tuple):
         region = self.regions.get(node)

@@ -58,6 +58,15 @@ def _sliding(x: np.ndarray, sizes: list[int], axis: int, coefs: list[int], const
     return np.lib.stride_tricks.as_strided(base, shape, strides, writeable=False)
 
 
+def needs(node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
+    """What `node` needs evaluated first; for an `if`, its condition, then one branch."""
+    if isinstance(node, ir.Cond):
+        if node.cond not in memo:
+            return (node.cond,)
+        return (node.then if memo[node.cond] != 0 else node.orelse,)
+    return ir.children(node)
+
+
 def evaluate(node: ir.Node, memo: dict, leaves: tuple, inputs, value):
     """The value of `node`: `inputs(n, memo)` says what n needs first (for an `if`, its
     condition, then one branch) and `value(n, memo, leaves)` computes it. An explicit stack,
@@ -94,13 +103,7 @@ class Reference:
         return evaluate(node, memo, leaves, self._inputs, self._value)
 
     def _inputs(self, node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
-        """What `node` needs evaluated first; for an `if`, its condition, then one branch."""
-        match node:
-            case ir.Cond():
-                if node.cond not in memo:
-                    return (node.cond,)
-                return (node.then if memo[node.cond] != 0 else node.orelse,)
-        return ir.children(node)
+        return needs(node, memo)
 
     def _value(self, node: ir.Node, memo: dict, leaves: tuple):
         """The value of `node`, whose inputs are all in `memo`."""
