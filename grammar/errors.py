@@ -47,6 +47,30 @@ CODES: dict[str, str] = {
 }
 
 
+#: Every warning code and a one-line title: things hilbert tolerates (and works around) but a
+#: user should know. docs/errors/ has a page each, like the errors.
+WARNING_CODES: dict[str, str] = {}
+
+
+class HilbertWarning(RuntimeWarning):
+    """A coded warning: `.code`, `.message` and, where the warning is about .hb text, `.span`."""
+
+    def __init__(self, code: str, message: str, span: Span | None = None):
+        assert code in WARNING_CODES, code
+        self.code = code
+        self.message = message
+        self.span = span
+        where = f"{span}: " if span is not None and span.source.text else ""
+        super().__init__(f"{where}warning[{code}]: {message}")
+
+
+def warn(code: str, message: str, span: Span | None = None, stacklevel: int = 3) -> None:
+    """Issue the HilbertWarning `code` (Python's warnings machinery filters and shows it)."""
+    import warnings
+
+    warnings.warn(HilbertWarning(code, message, span), stacklevel=stacklevel)
+
+
 class HilbertError(Exception):
     """An error the user caused: a stable `code`, a plain-words `message`, and a `span`.
 

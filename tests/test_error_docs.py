@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilbert.grammar.errors import CODES
+from hilbert.grammar.errors import CODES, WARNING_CODES
 
 import hilbert
 
@@ -26,9 +26,13 @@ def block(text: str, language: str) -> str | None:
 
 def test_every_code_has_a_page_and_an_index_entry():
     assert {p.stem for p in PAGES} == set(CODES)
+    warnings = {p.stem for p in DOCS.glob("W*.md")}
+    assert warnings == set(WARNING_CODES)
     index = (DOCS / "README.md").read_text(encoding="utf-8")
-    for code, title in CODES.items():
+    for code, title in (CODES | WARNING_CODES).items():
         assert f"| [{code}]({code}.md) | {title} |" in index
+        page = (DOCS / f"{code}.md").read_text(encoding="utf-8")
+        assert page.startswith(f"# {code}: {title}\n")
 
 
 @pytest.mark.parametrize("code", sorted(CODES))
