@@ -8,11 +8,15 @@ from dataclasses import dataclass, field
 from hilbert.grammar.errors import HilbertError
 from hilbert.grammar.source import Span
 
+from . import ir
 from .debug import dump
 from .entry import Entry, build_entry
+from .fuse import fuse
 from .inline import Inliner
+from .masks import eliminate_masks
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
+from .monomorphise import monomorphise
 from .plan import Plan, make_plan
 from .recursion import check_recursion
 from .resolve import Definition, Resolved, resolve
@@ -71,15 +75,28 @@ def specialise(entry: Entry, shapes: tuple[Shape, ...], fused: bool = False) -> 
     return infer_shapes(entry.fused if fused else entry.body, shapes)
 
 
+@dataclass(frozen=True)
+class Specialised:
+    """An entry made ready for one signature: the IR an executor runs, its shapes, its plan."""
+
+    body: ir.Node
+    table: ShapeTable
+    plan: Plan
+
+
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
-               executor: str = "numba", values: tuple | None = None) -> tuple[ShapeTable, Plan]:
+               executor: str = "numba", values: tuple | None = None) -> Specialised:
     """Specialise the fused entry to `shapes` and plan it (paths, loops, memory guard)."""
     specialise(entry, shapes)                                 # rules checked on the source's IR
     table = specialise(entry, shapes, fused=True)             # shapes of what will run
-    plan = make_plan(entry.name, entry.params, entry.fused, table, shapes, optimize, executor,
+    body = monomorphise(entry.fused, table)                   # derivatives' ops as einsums
+    if body is not entry.fused:
+        body = eliminate_masks(fuse(body))                    # fused with their neighbours
+        table = infer_shapes(body, shapes)
+    plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor,
                      values)                                  # paths, costs, memory guard
     dump("plan", plan)
-    return table, plan
+    return Specialised(body, table, plan)
 
 
 def annotate(err: HilbertError, resolved: Resolved) -> HilbertError:

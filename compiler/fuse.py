@@ -17,11 +17,11 @@ def fuse(root: ir.Node) -> ir.Node:
     uses = _use_counts(root)
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-        if isinstance(node, ir.Loop):
+        scopes = ir.bodies(node)
+        if scopes:
             # One scope: a value two steps share must stay shared, so count uses across all.
-            body = fuse(ir.Prim("body", (node.until, *node.step), (), node.span))
-            until, *step = body.args  # type: ignore[union-attr]
-            return ir.Loop(kids, until, tuple(step), node.counter, node.name, node.span)
+            new = tuple(fuse(ir.Prim("body", roots, (), node.span)).args for roots in scopes)  # type: ignore[union-attr]
+            return ir.with_bodies(node, kids, new)
         rebuilt = ir.rebuild(node, kids)
         if isinstance(rebuilt, ir.Einsum) and isinstance(node, ir.Einsum):
             return _merge(rebuilt, node, uses)
@@ -95,8 +95,7 @@ def count_einsums(root: ir.Node) -> int:
     for node in ir.topological(root):
         if isinstance(node, ir.Einsum):
             total += 1
-        if isinstance(node, ir.Loop):
-            total += sum(count_einsums(n) for n in (node.until, *node.step))
+        total += sum(count_einsums(n) for roots in ir.bodies(node) for n in roots)
     return total
 
 
@@ -106,4 +105,6 @@ def count_loops(root: ir.Node) -> int:
     for node in ir.topological(root):
         if isinstance(node, ir.Loop):
             total += 1 + sum(count_loops(n) for n in (node.until, *node.step))
+        if isinstance(node, ir.LoopGrad):
+            total += sum(count_loops(n) for n in node.vjp)
     return total

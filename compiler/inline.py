@@ -5,8 +5,10 @@ from __future__ import annotations
 from hilbert.grammar.errors import CheckError
 
 from . import ir
+from .derivative import differentiate
 from .recursion import LoopForm, loop_form
 from .resolve import Definition
+from .tuples import settle, substitute
 
 #: The most IR nodes one definition may grow to once its calls are written out. Each call
 #: repeats its callee's body, so ten lines of `f(f(x))` can ask for a billion nodes; real
@@ -31,7 +33,9 @@ class Inliner:
     def _visit(self, node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
         if isinstance(node, ir.Call):
             return self.instantiate(node, kids)
-        return ir.rebuild(node, kids)
+        if isinstance(node, ir.Grad):  # its value is expanded: differentiate it now
+            return differentiate(kids[0], kids[1], node.span)
+        return settle(node, kids)
 
     def instantiate(self, call: ir.Call, args: tuple[ir.Node, ...]) -> ir.Node:
         d = self.definitions[call.key]
@@ -42,7 +46,7 @@ class Inliner:
                            for i in range(len(args))}
             return ir.substitute(form.result, projections)
         locals_ = {ir.Local(i, p, call.span): a for i, (p, a) in enumerate(zip(d.params, args, strict=True))}
-        return ir.substitute(self.body(call.key), locals_)
+        return substitute(self.body(call.key), locals_)
 
     def body(self, key: str) -> ir.Node:
         """The definition's body with every call inside it expanded (still over Local)."""

@@ -114,9 +114,10 @@ def eliminate_masks(root: ir.Node) -> ir.Node:
     memo: dict = {}
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-        if isinstance(node, ir.Loop):
-            body = [eliminate_masks(n) for n in (node.until, *node.step)]
-            return ir.Loop(kids, body[0], tuple(body[1:]), node.counter, node.name, node.span)
+        scopes = ir.bodies(node)
+        if scopes:
+            new = tuple(tuple(eliminate_masks(n) for n in roots) for roots in scopes)
+            return ir.with_bodies(node, kids, new)
         rebuilt = ir.rebuild(node, kids)
         if isinstance(rebuilt, ir.Einsum):
             return _rewrite(rebuilt, memo)

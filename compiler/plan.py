@@ -189,7 +189,8 @@ class _Planner:
     def scope(self, roots: list[ir.Node], loop: ir.Loop | None) -> int:
         """Plan one scope; returns its FLOPs per evaluation (loops inside counted fully)."""
         shapes = self.table.scopes[loop]
-        label = loop.name if loop is not None else "call"
+        label = ("call" if loop is None else loop.name if isinstance(loop, ir.Loop)
+                 else f"{loop.loop.name} backwards")
         flops, live = 0, 0
         order = ir.topological(*roots)
         for node in order:
@@ -200,6 +201,8 @@ class _Planner:
                 flops += self.einsum(node, shapes, label)
             elif isinstance(node, ir.Loop):
                 flops += self.loop(node, shapes)
+            elif isinstance(node, ir.LoopGrad):
+                flops += self.loop_grad(node)
         self.groups += _fused_groups(order, shapes, label)
         self.peak = max(self.peak, live * ITEM_BYTES + self.largest * ITEM_BYTES)
         return flops
@@ -224,6 +227,23 @@ class _Planner:
             self.unknown = True
             return 0
         return body * trips
+
+    def loop_grad(self, node: ir.LoopGrad) -> int:
+        """A loop run backwards: its forward run again, then the adjoint of every step, with a
+        tape of every step's moving state (counted in the peak when the trips are known)."""
+        loop = node.loop
+        forward = self.loop(loop, self.table.scopes[None])
+        backward = self.scope(list(node.vjp), node)  # type: ignore[arg-type]
+        trips = self.trips(loop)
+        state = self.table.states[loop]
+        self.loops.append(LoopPlan(f"{loop.name} backwards", loop.counter is not None, trips,
+                                   tuple(state[c] for c in node.carried), backward,
+                                   str(node.span)))
+        if trips is None:
+            return 0
+        moving = [s for i, s in enumerate(state) if loop.step[i] != ir.State(i, None)]
+        self.peak += trips * sum(_elements(s) for s in moving) * ITEM_BYTES
+        return forward + backward * trips
 
     def trips(self, loop: ir.Loop) -> int | None:
         if loop.counter is None:

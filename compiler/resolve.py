@@ -12,7 +12,7 @@ from hilbert.grammar.source import Span
 from . import ir
 from .einsum_spec import check_spec
 from .modules import Loader, SourceModule
-from .primitives import OPERATORS, PRIMITIVES
+from .primitives import OPERATORS, PRIMITIVES, arg_extreme
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +113,12 @@ class Lowering:
         self.params = params
         self.extra = extra or {}
         self.allow_draws = allow_draws
+        self.bound: list[dict[str, ir.Node]] = []  # names `let` binds, innermost last
 
     def local(self, name: str, span: Span) -> ir.Node | None:
+        for names in reversed(self.bound):
+            if name in names:
+                return names[name]
         if name in self.params:
             return ir.Local(self.params.index(name), name, span)
         return self.extra.get(name)
@@ -138,7 +142,63 @@ class Lowering:
                 return ir.Prim(OPERATORS[op].name, (self.expr(l), self.expr(r)), (), e.span)
             case s.If(cond=c, then=t, orelse=o):
                 return ir.Cond(self.expr(c), self.expr(t), self.expr(o), e.span)
+            case s.Let():
+                return self.let(e)
+            case s.Tuple(items=items):
+                return ir.Tuple(tuple(self.expr(i) for i in items), e.span)
+            case s.Index(target=x, index=i):
+                return ir.Prim("index", (self.expr(x), self.expr(i)), (), e.span)
+            case s.Slice(target=x, start=a, stop=b):
+                return ir.Prim("slice", (self.expr(x), self.expr(a), self.expr(b)), (), e.span)
+            case s.Derivative(of=of, wrt=wrt, many=many):
+                return self.derivative(of, tuple((n, e.span) for n in wrt), many, e.span)
         raise AssertionError(f"unknown syntax node {e!r}")
+
+    def let(self, e: s.Let) -> ir.Node:
+        """`let a ≔ v, (b, c) ≔ w in body`: each name stands for its value's node, so a value
+        used twice is one node (computed once), never written out again."""
+        self.bound.append({})
+        try:
+            for b in e.bindings:
+                value = self.expr(b.value)
+                if b.pattern:
+                    self.bound[-1].update({n: ir.Item(value, i, len(b.names), b.span)
+                                           for i, n in enumerate(b.names)})
+                else:
+                    self.bound[-1][b.names[0]] = value
+            return self.expr(e.body)
+        finally:
+            self.bound.pop()
+
+    def derivative(self, of: s.Expr, wrt: tuple[tuple[str, Span], ...], many: bool,
+                   span: Span) -> ir.Node:
+        """∂ of / ∂ x: x must name a parameter (or a model's weight); ∂ of / ∂ (x, y) is the
+        tuple of the derivatives, which share their forward work."""
+        value = self.expr(of)
+        variables = []
+        for name, where in wrt:
+            variable = self.local(name, where)
+            if not isinstance(variable, ir.Local):
+                what = ("a name bound by let" if variable is not None else
+                        "not a parameter here" + _suggest(name, self.params))
+                raise CheckError("E322", f"∂ … / ∂ {name}: a derivative is taken with respect to "
+                                 f"a parameter of the definition (or a weight of the model), but "
+                                 f"{name} is {what}", where)
+            variables.append(variable)
+        grads = tuple(ir.Grad(value, v, span) for v in variables)
+        return ir.Tuple(grads, span) if many else grads[0]
+
+    def grad(self, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
+        """grad(e, x) and grad(e, (x, y)): the ASCII spelling of ∂ e / ∂ x."""
+        self.arity("grad", 2, len(args), span)
+        of, wrt = args
+        names = wrt.items if isinstance(wrt, s.Tuple) else (wrt,)
+        if not all(isinstance(n, s.Name) and n.module is None for n in names):
+            raise CheckError("E322", "grad(e, x) takes the derivative with respect to a "
+                             "parameter: its second argument must be a parameter's name, or "
+                             "names in parentheses, as grad(e, (x, y))", wrt.span)
+        return self.derivative(of, tuple((n.name, n.span) for n in names),  # type: ignore[union-attr]
+                               isinstance(wrt, s.Tuple), span)
 
     def name(self, name: str, module: str | None, span: Span) -> ir.Node:
         if module is None:
@@ -169,6 +229,8 @@ class Lowering:
             return ir.Call(key, tuple(self.expr(a) for a in args), span)
         if module is None and name == "einsum":
             return self.einsum(args, span)
+        if module is None and name == "grad":
+            return self.grad(args, span)
         if module is None and name in PRIMITIVES:
             return self.primitive(name, args, span)
         raise self.unknown(name, module, span)
@@ -193,13 +255,16 @@ class Lowering:
                 "E207", f"{name} draws random numbers, which only a model's `weight … from` "
                 "may do; pass draws in as an argument instead", span)
         lowered = tuple(self.expr(a) for a in args)
-        if prim.kind in ("reduce", "positions"):
-            axis = lowered[1]
-            if not isinstance(axis, ir.Const) or not float(axis.value).is_integer() or axis.value < 0:
-                raise CheckError("E314", f"{name}'s axis must be a whole-number literal such as 0 "
-                                 "or 1", args[1].span)
-            return ir.Prim(name, lowered[:1], (int(axis.value),), span)
-        return ir.Prim(name, lowered, (), span)
+        if prim.axis_arg is None:
+            return ir.Prim(name, lowered, (), span)
+        axis = lowered[prim.axis_arg]
+        if not isinstance(axis, ir.Const) or not float(axis.value).is_integer() or axis.value < 0:
+            raise CheckError("E314", f"{name}'s axis must be a whole-number literal such as 0 "
+                             "or 1", args[prim.axis_arg].span)
+        operands = lowered[:prim.axis_arg] + lowered[prim.axis_arg + 1:]
+        if prim.kind == "argreduce":
+            return arg_extreme(name, operands[0], int(axis.value), span)
+        return ir.Prim(name, operands, (int(axis.value),), span)
 
     def definition(self, name: str, module: str | None, span: Span) -> str | None:
         """The key `name` refers to (qualified by `module`, if given), or None if no definition."""

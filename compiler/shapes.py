@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from hilbert.grammar.errors import CheckError
 
 from . import ir
@@ -74,20 +76,29 @@ def _shape(table: ShapeTable, node: ir.Node, shapes: dict, leaf) -> Shape:
         case ir.Const():
             return ()
         case ir.Prim():
-            return _prim(node, [shapes[a] for a in node.args])
+            return _prim(node, [shapes[a] for a in node.args], shapes)
         case ir.Einsum():
             return _einsum(node, [shapes[a] for a in node.args])
         case ir.Cond():
             return _cond(node, shapes[node.cond], shapes[node.then], shapes[node.orelse])
         case ir.Loop():
             return _loop(table, node, tuple(shapes[a] for a in node.init))
+        case ir.LoopGrad():
+            return _loop_grad(table, node, shapes)
+        case ir.Project() if isinstance(node.loop, ir.LoopGrad):
+            return table.states[node.loop][node.loop.carried[node.index]]
         case ir.Project():
             return table.states[node.loop][node.index]
+        case ir.Tuple():
+            return ()  # only ever an entry's result: the executors hand its items to Python
     raise AssertionError(f"cannot infer the shape of {node!r}")
 
 
-def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
+def _prim(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     prim = BY_OP[node.op]
+    rule = _RULES.get(prim.kind)
+    if rule is not None:
+        return rule(node, args, shapes)
     name = SPELLING.get(node.op, node.op)
     if node.op in _OPERATORS:
         name = f"the operator {_UNICODE.get(name, name)}"
@@ -110,7 +121,7 @@ def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
         if axis >= len(args[0]):
             raise CheckError("E314", f"{name} reduces axis {axis}, but {_what(node.args[0])} is "
                              f"{describe_shape(args[0])} (axes count from 0)", node.span)
-        if args[0][axis] == 0:
+        if args[0][axis] == 0 and node.op != "sumalong":
             raise CheckError("E317", f"{name} reduces axis {axis}, but {_what(node.args[0])} is "
                              f"{describe_shape(args[0])}, empty along it, and the {name} of "
                              "nothing is undefined", node.span)
@@ -137,6 +148,133 @@ def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
                              f"{describe_shape(args[0])}", node.span)
         return tuple(node.attrs[0])
     raise AssertionError(f"no shape rule for {node.op}")
+
+
+# ---------------------------------------------------------------- sequences and derivatives
+
+def static_value(node: ir.Node, shapes: dict) -> float | None:
+    """The value of a scalar known from shapes alone (numbers, rows, columns and arithmetic
+    on them), or None when it depends on data."""
+    pending, values = [node], {}
+    while pending:
+        n = pending[-1]
+        if isinstance(n, ir.Const):
+            values[n] = n.value
+        elif isinstance(n, ir.Prim) and BY_OP[n.op].kind == "size" and n.op in _STATIC_SIZE:
+            values[n] = float(shapes[n.args[0]][BY_OP[n.op].axis])
+        elif isinstance(n, ir.Prim) and n.op in _STATIC_ARITHMETIC:
+            missing = [a for a in n.args if a not in values]
+            if missing:
+                pending += missing
+                continue
+            with np.errstate(all="ignore"):
+                values[n] = float(BY_OP[n.op].numpy(*(values[a] for a in n.args)))
+        else:
+            return None
+        pending.pop()
+    return values[node]
+
+
+_STATIC_SIZE = {"rows", "columns"}
+_STATIC_ARITHMETIC = {"add", "sub", "mul", "div", "neg", "floor", "max", "min", "pow"}
+
+
+def _whole(node: ir.Node, shapes: dict, what: str) -> int:
+    """A static whole number ≥ 0 (slice bounds, a class count), or E319 saying why not."""
+    value = static_value(node, shapes)
+    if value is None:
+        raise CheckError("E319", f"{what} must be known from the shapes of the arguments (a "
+                         f"number, rows(…), columns(…) or arithmetic on them), but "
+                         f"{_what(node)} depends on their values", node.span)
+    if not (value >= 0 and float(value).is_integer()):
+        raise CheckError("E319", f"{what} must be a whole number, at least 0, but it is "
+                         f"{value:g}", node.span)
+    return int(value)
+
+
+def _index_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    x, t = args
+    if not x:
+        raise CheckError("E311", f"x[t] reads a slice along the first axis, but {_what(node.args[0])} "
+                         "is a scalar", node.span)
+    if t:
+        raise CheckError("E318", f"x[t] takes one position, a scalar, but {_what(node.args[1])} is "
+                         f"{describe_shape(t)}", node.span)
+    known = static_value(node.args[1], shapes)
+    if known is not None and not (0 <= known < x[0] and float(known).is_integer()):
+        raise CheckError("E318", f"x[{known:g}] is outside {_what(node.args[0])}, "
+                         f"{describe_shape(x)}: positions run from 0 to {x[0] - 1}", node.span)
+    return x[1:]
+
+
+def _slice_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    x = args[0]
+    if not x:
+        raise CheckError("E311", f"x[a:b] takes rows along the first axis, but {_what(node.args[0])} "
+                         "is a scalar", node.span)
+    start = _whole(node.args[1], shapes, "the start of a slice x[a:b]")
+    stop = _whole(node.args[2], shapes, "the end of a slice x[a:b]")
+    if not start <= stop <= x[0]:
+        raise CheckError("E318", f"x[{start}:{stop}] is outside {_what(node.args[0])}, "
+                         f"{describe_shape(x)}: a slice a:b needs 0 ≤ a ≤ b ≤ {x[0]}", node.span)
+    return (stop - start,) + x[1:]
+
+
+def _concat_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    a, b = args
+    axis = node.attrs[0]
+    if axis >= len(a) or len(a) != len(b) or a[:axis] + a[axis + 1:] != b[:axis] + b[axis + 1:]:
+        raise CheckError("E324", f"concat joins along axis {axis} tensors that agree on every "
+                         f"other axis, but {_what(node.args[0])} is {describe_shape(a)} and "
+                         f"{_what(node.args[1])} is {describe_shape(b)}", node.span)
+    return a[:axis] + (a[axis] + b[axis],) + a[axis + 1:]
+
+
+def _onehot_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    if args[1]:
+        raise CheckError("E319", f"oneHot's class count must be a scalar, but {_what(node.args[1])} "
+                         f"is {describe_shape(args[1])}", node.span)
+    return args[0] + (_whole(node.args[1], shapes, "oneHot's class count"),)
+
+
+def _sumto_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    g, like = args
+    assert g == like or not like, f"sumto {g} to {like}"
+    return like
+
+
+def _spread_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    g, like = args
+    axis = node.attrs[0]
+    assert like[:axis] + like[axis + 1:] == g, f"spread {g} along {axis} to {like}"
+    return like
+
+
+def _place_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    return args[1]
+
+
+def _cut_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    return args[1 + node.attrs[1]]
+
+
+def _coordinate_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    return args[0]
+
+
+def _gradient_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    adjoint, of = args
+    if of:
+        raise CheckError("E320", f"∂ e / ∂ x needs a scalar e, but e is {describe_shape(of)}; "
+                         "sum it first (with einsum, as einsum(\"ij->\", e)) or take one entry",
+                         node.span)
+    return adjoint
+
+
+_RULES = {"index": _index_rule, "slice": _slice_rule, "concat": _concat_rule,
+          "onehot": _onehot_rule, "sumto": _sumto_rule, "spread": _spread_rule,
+          "place": _place_rule, "cut": _cut_rule, "coordinate": _coordinate_rule,
+          "gradient": _gradient_rule}
 
 
 def _einsum(node: ir.Einsum, args: list[Shape]) -> Shape:
@@ -168,6 +306,22 @@ def _cond(node: ir.Cond, cond: Shape, then: Shape, orelse: Shape) -> Shape:
         raise CheckError("E313", f"the branches of this if have different shapes: "
                          f"{describe_shape(then)} and {describe_shape(orelse)}", node.span)
     return then
+
+
+def _loop_grad(table: ShapeTable, node: ir.LoopGrad, shapes: dict) -> Shape:
+    """A LoopGrad's scope: the forward loop's state, then the carried components' adjoints."""
+    loop = node.loop
+    _loop(table, loop, tuple(shapes[a] for a in loop.init))
+    state = table.states[loop]
+    carried = tuple(state[c] for c in node.carried)
+    if node in table.scopes:
+        return ()
+    table.states[node] = state + carried  # type: ignore[index]
+    inner = _infer_scope(table, node, list(node.vjp),  # type: ignore[arg-type]
+                         lambda leaf: (state + carried)[leaf.index])
+    for c, term in zip(node.carried, node.vjp, strict=True):
+        assert inner[term] == state[c], f"the adjoint of {loop.name}'s component {c}"
+    return ()
 
 
 def _loop(table: ShapeTable, loop: ir.Loop, state: tuple[Shape, ...]) -> Shape:

@@ -11,9 +11,9 @@ def share(root: ir.Node) -> ir.Node:
     canonical: dict[ir.Node, ir.Node] = {}
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-        if isinstance(node, ir.Loop):
-            body = _share_body(node)
-            node = ir.Loop(kids, body[0], body[1:], node.counter, node.name, node.span)
+        scopes = ir.bodies(node)
+        if scopes:
+            node = ir.with_bodies(node, kids, tuple(_share_body(roots, node.span) for roots in scopes))
         else:
             node = ir.rebuild(node, kids)
         return canonical.setdefault(node, node)
@@ -21,8 +21,7 @@ def share(root: ir.Node) -> ir.Node:
     return ir.transform(root, visit)
 
 
-def _share_body(loop: ir.Loop) -> tuple[ir.Node, ...]:
-    """A loop's until and step, shared among themselves (one scope)."""
-    holder = ir.Prim("body", (loop.until, *loop.step), (), loop.span)
-    shared = share(holder)
+def _share_body(roots: tuple[ir.Node, ...], span) -> tuple[ir.Node, ...]:
+    """The roots of a loop body, shared among themselves (one scope)."""
+    shared = share(ir.Prim("body", roots, (), span))
     return shared.args  # type: ignore[union-attr]

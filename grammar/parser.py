@@ -14,23 +14,29 @@ from .source import Source, Span
 from .syntax import (
     Assign,
     Binary,
+    Binding,
     Call,
     Compare,
     Definition,
+    Derivative,
     If,
+    Index,
+    Let,
     Model,
     Module,
     Name,
     Negate,
     Number,
     Open,
+    Slice,
     String,
     Train,
+    Tuple,
     Weight,
 )
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
-_KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else"}
+_KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close.
@@ -126,6 +132,33 @@ class _Builder(Transformer):
     def if_expr(self, meta, children):
         return If(*children, self._span(meta))
 
+    def let_expr(self, meta, children):
+        *bindings, body = children
+        return Let(tuple(bindings), body, self._span(meta))
+
+    def bind_name(self, meta, children):
+        name, _define, value = children
+        return Binding((str(name),), False, value, self._span(meta))
+
+    def bind_tuple(self, meta, children):
+        *names, _define, value = children
+        return Binding(tuple(str(n) for n in names), True, value, self._span(meta))
+
+    def tuple_expr(self, meta, children):
+        return Tuple(tuple(children), self._span(meta))
+
+    def index(self, meta, children):
+        target, index = children
+        return Index(target, index, self._span(meta))
+
+    def slice(self, meta, children):
+        target, start, stop = children
+        return Slice(target, start, stop, self._span(meta))
+
+    def derivative(self, meta, children):
+        _partial, of, _again, *names = children
+        return Derivative(of, tuple(str(n) for n in names), len(names) > 1, self._span(meta))
+
     def compare(self, meta, children):
         left, op, right = children
         return Compare(_ASCII.get(str(op), str(op)), left, right, self._span(meta))
@@ -205,6 +238,7 @@ _TERMINAL_NAMES = {
     "STRING": "a string", "LPAR": "(", "RPAR": ")", "COMMA": ",", "LBRACE": "{", "RBRACE": "}",
     "LSQB": "[", "RSQB": "]", "COLON": ":", "DOT": ".", "$END": "the end of the text",
     "PLUS": "+", "MINUS": "−", "TIMES": "·", "DIVIDE": "/", "POW": "^", "CMP": "a comparison",
+    "PARTIAL": "∂", "SQUARE": "²",
 }
 
 

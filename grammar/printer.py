@@ -5,19 +5,25 @@ from __future__ import annotations
 from .syntax import (
     Assign,
     Binary,
+    Binding,
     Call,
     Compare,
     Definition,
+    Derivative,
     Expr,
     If,
+    Index,
+    Let,
     Model,
     Module,
     Name,
     Negate,
     Number,
     Open,
+    Slice,
     String,
     Train,
+    Tuple,
     Weight,
 )
 
@@ -31,7 +37,7 @@ def _spell(op: str, unicode: bool) -> str:
 
 def _level(e: Expr) -> int:
     match e:
-        case If():
+        case If() | Let():
             return 1
         case Compare():
             return 2
@@ -78,7 +84,25 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
             return f"{wrap(l, 3)} {_spell(op, unicode)} {wrap(r, 3)}"
         case If(cond=c, then=t, orelse=o):
             return f"if {print_expr(c, unicode)} then {print_expr(t, unicode)} else {print_expr(o, unicode)}"
+        case Let(bindings=bs, body=b):
+            return f"let {', '.join(_binding(x, unicode) for x in bs)} in {print_expr(b, unicode)}"
+        case Tuple(items=items):
+            return f"({', '.join(print_expr(i, unicode) for i in items)})"
+        case Index(target=x, index=i):
+            return f"{wrap(x, 7)}[{print_expr(i, unicode)}]"
+        case Slice(target=x, start=a, stop=b):
+            return f"{wrap(x, 7)}[{print_expr(a, unicode)} : {print_expr(b, unicode)}]"
+        case Derivative(of=o, wrt=names, many=many):
+            wrt = f"({', '.join(names)})" if many else names[0]
+            if unicode:
+                return f"∂ {wrap(o, 6)} / ∂ {wrt}"
+            return f"grad({print_expr(o, unicode)}, {wrt})"
     raise AssertionError(f"unknown syntax node {e!r}")
+
+
+def _binding(b: Binding, unicode: bool) -> str:
+    names = f"({', '.join(b.names)})" if b.pattern else b.names[0]
+    return f"{names} {_spell(':=', unicode)} {print_expr(b.value, unicode)}"
 
 
 def _params(params: tuple[str, ...]) -> str:
