@@ -179,16 +179,17 @@ _STATIC_SIZE = {"rows", "columns"}
 _STATIC_ARITHMETIC = {"add", "sub", "mul", "div", "neg", "floor", "max", "min", "pow"}
 
 
-def _whole(node: ir.Node, shapes: dict, what: str) -> int:
-    """A static whole number ≥ 0 (slice bounds, a class count), or E319 saying why not."""
+def _whole(node: ir.Node, shapes: dict, what: str, op: ir.Node) -> int:
+    """A static whole number ≥ 0 (slice bounds, a class count), or E319 (at `op`) saying why
+    not."""
     value = static_value(node, shapes)
     if value is None:
         raise CheckError("E319", f"{what} must be known from the shapes of the arguments (a "
                          f"number, rows(…), columns(…) or arithmetic on them), but "
-                         f"{_what(node)} depends on their values", node.span)
+                         f"{_what(node)} depends on their values", op.span)
     if not (value >= 0 and float(value).is_integer()):
         raise CheckError("E319", f"{what} must be a whole number, at least 0, but it is "
-                         f"{value:g}", node.span)
+                         f"{value:g}", op.span)
     return int(value)
 
 
@@ -212,8 +213,8 @@ def _slice_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     if not x:
         raise CheckError("E311", f"x[a:b] takes rows along the first axis, but {_what(node.args[0])} "
                          "is a scalar", node.span)
-    start = _whole(node.args[1], shapes, "the start of a slice x[a:b]")
-    stop = _whole(node.args[2], shapes, "the end of a slice x[a:b]")
+    start = _whole(node.args[1], shapes, "the start of a slice x[a:b]", node)
+    stop = _whole(node.args[2], shapes, "the end of a slice x[a:b]", node)
     if not start <= stop <= x[0]:
         raise CheckError("E318", f"x[{start}:{stop}] is outside {_what(node.args[0])}, "
                          f"{describe_shape(x)}: a slice a:b needs 0 ≤ a ≤ b ≤ {x[0]}", node.span)
@@ -234,7 +235,7 @@ def _onehot_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     if args[1]:
         raise CheckError("E319", f"oneHot's class count must be a scalar, but {_what(node.args[1])} "
                          f"is {describe_shape(args[1])}", node.span)
-    return args[0] + (_whole(node.args[1], shapes, "oneHot's class count"),)
+    return args[0] + (_whole(node.args[1], shapes, "oneHot's class count", node),)
 
 
 def _sumto_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
@@ -266,7 +267,8 @@ def _gradient_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     adjoint, of = args
     if of:
         raise CheckError("E320", f"∂ e / ∂ x needs a scalar e, but e is {describe_shape(of)}; "
-                         "sum it first (with einsum, as einsum(\"ij->\", e)) or take one entry",
+                         "sum it first (einsum with an empty output, as einsum(\"i->\", e) for a "
+                         "vector) or take one entry",
                          node.span)
     return adjoint
 
