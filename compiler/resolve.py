@@ -177,9 +177,10 @@ class Lowering:
         value = self.expr(of)
         variables = []
         for name, where in wrt:
-            variable = self.local(name, where)
+            let_bound = any(name in names for names in self.bound)
+            variable = None if let_bound else self.local(name, where)
             if not isinstance(variable, ir.Local):
-                what = ("a name bound by let" if variable is not None else
+                what = ("a name bound by let" if let_bound else
                         "not a parameter here" + _suggest(name, self.params))
                 raise CheckError("E322", f"∂ … / ∂ {name}: a derivative is taken with respect to "
                                  f"a parameter of the definition (or a weight of the model), but "

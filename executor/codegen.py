@@ -24,7 +24,7 @@ from . import fusion, products, reference
 
 UNARY = {"exp": "np.exp({})", "ln": "np.log({})", "sqrt": "np.sqrt({})", "tanh": "np.tanh({})",
          "sin": "np.sin({})", "cos": "np.cos({})", "tan": "np.tan({})", "abs": "np.abs({})",
-         "floor": "np.floor({})", "neg": "(-{})"}
+         "floor": "np.floor({})", "erf": "K.erf({})", "neg": "(-{})"}
 BINARY = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
           "pow": "np.power({}, {})", "max": "K.fmax({}, {})", "min": "K.fmin({}, {})"}
 HOST_BINARY = {"div": "np.true_divide({}, {})", "max": "np.maximum({}, {})",

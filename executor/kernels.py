@@ -7,6 +7,7 @@ program shares them instead of compiling its own.
 from __future__ import annotations
 
 import ctypes
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -66,6 +67,10 @@ else:
     def empty(shape):
         """np.empty(shape), on huge pages when large (Linux; elsewhere plain np.empty)."""
         return np.empty(shape)
+
+
+#: The error function on one number (compiled code calls it per entry: Numba knows math.erf).
+erf = math.erf
 
 
 @compiled
