@@ -8,7 +8,7 @@ from . import ir
 from .derivative import differentiate
 from .recursion import LoopForm, loop_form
 from .resolve import Definition
-from .tuples import settle, substitute
+from .tuples import check_tensor, settle, substitute
 
 #: The most IR nodes one definition may grow to once its calls are written out. Each call
 #: repeats its callee's body, so ten lines of `f(f(x))` can ask for a billion nodes; real
@@ -40,6 +40,8 @@ class Inliner:
     def instantiate(self, call: ir.Call, args: tuple[ir.Node, ...]) -> ir.Node:
         d = self.definitions[call.key]
         if call.key in self.loops:
+            for arg in args:
+                check_tensor(arg, call, f"the state of {d.name}")
             form = self.form(call.key)
             loop = ir.Loop(args, form.until, form.step, form.counter, d.name, call.span)
             projections = {ir.State(i, call.span): ir.Project(loop, i, call.span)

@@ -45,8 +45,8 @@ def _scope(roots: list[ir.Node], lines: list[str], counter: list[int], indent: s
         counter[0] += 1
         lines.append(f"{indent}{name} = {_equation(node, ref)}")
         labels = ("until, step:", "adjoints:")
-        for roots, head in zip(ir.bodies(node), labels, strict=False):
-            _scope(list(roots), lines, counter, indent + "    ", head)
+        for scope, head in zip(ir.bodies(node), labels, strict=False):
+            _scope(list(scope), lines, counter, indent + "    ", head)
     lines.append(f"{indent}{label} {', '.join(ref(r) for r in roots)}")
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
 from hilbert.grammar.errors import CheckError
 
 from . import ir
@@ -155,7 +154,8 @@ def _prim(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
 def static_value(node: ir.Node, shapes: dict) -> float | None:
     """The value of a scalar known from shapes alone (numbers, rows, columns and arithmetic
     on them), or None when it depends on data."""
-    pending, values = [node], {}
+    pending: list[ir.Node] = [node]
+    values: dict[ir.Node, float] = {}
     while pending:
         n = pending[-1]
         if isinstance(n, ir.Const):
@@ -167,8 +167,10 @@ def static_value(node: ir.Node, shapes: dict) -> float | None:
             if missing:
                 pending += missing
                 continue
+            numpy = BY_OP[n.op].numpy
+            assert numpy is not None
             with np.errstate(all="ignore"):
-                values[n] = float(BY_OP[n.op].numpy(*(values[a] for a in n.args)))
+                values[n] = float(numpy(*(values[a] for a in n.args)))
         else:
             return None
         pending.pop()

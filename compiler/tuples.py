@@ -23,7 +23,7 @@ def settle(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
             return _item(node, kids[0], i, count)
         case ir.Cond():
             c, then, orelse = kids
-            _tensor(c, node, "the condition of an if")
+            check_tensor(c, node, "the condition of an if")
             if isinstance(then, ir.Tuple) or isinstance(orelse, ir.Tuple):
                 return _choose(node, c, then, orelse)
         case ir.Tuple():
@@ -32,10 +32,10 @@ def settle(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
             pass  # the derivative itself says what it needs (compiler/derivative.py)
         case ir.Loop():
             for k in kids:
-                _tensor(k, node, f"the state of {node.name}")
+                check_tensor(k, node, f"the state of {node.name}")
         case _:
             for k in kids:
-                _tensor(k, node, "an operand")
+                check_tensor(k, node, "an operand")
     return ir.rebuild(node, kids)
 
 
@@ -83,7 +83,8 @@ def _choose(node: ir.Node, c: ir.Node, then: ir.Node, orelse: ir.Node) -> ir.Nod
     return ir.Tuple(items, node.span)
 
 
-def _tensor(kid: ir.Node, node: ir.Node, role: str) -> None:
+def check_tensor(kid: ir.Node, node: ir.Node, role: str) -> None:
+    """E321 if `kid`, read by `node` as `role`, is a tuple."""
     if isinstance(kid, ir.Tuple):
         raise CheckError("E321", f"{role} must be one tensor, but this is a tuple of "
                          f"{len(kid.items)} values; take it apart with let ({_pattern(len(kid.items))}) "
