@@ -28,6 +28,11 @@ class StepCountError(Exception):
     The executor turns it into the HilbertError the reference executor raises."""
 
 
+class PositionError(Exception):
+    """Raised by compiled code before reading x[t] at a bad position: args (read, t, size).
+    The executor turns it into the HilbertError the reference executor raises (E510)."""
+
+
 def jit(function, cache: bool = False):
     """`function` compiled the way all of hilbert's code is: NumPy's error model (x/0 is inf,
     not an exception), no GIL (threads run compiled code at once), no bounds checks (indices

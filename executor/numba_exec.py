@@ -19,7 +19,8 @@ from hilbert.compiler.primitives import BY_OP, SPELLING
 from hilbert.compiler.shapes import ShapeTable
 
 from . import cache, codegen, kernels
-from .kernels import StepCountError
+from .sequences import position
+from .kernels import PositionError, StepCountError
 from .planned import _kernel as planned_einsum
 from .reference import (
     Reference,
@@ -33,7 +34,8 @@ from .reference import (
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
-_COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", "shift")
+_COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", "shift", "index",
+                   "slice")
 #: NUMBA_DISABLE_JIT=1: generated code runs as Python, on NumPy scalars that warn on x/0.
 _PYTHON_MODE = kernels.PYTHON_MODE
 
@@ -83,8 +85,6 @@ class Placement:
                     return f"its body runs {_describe(inner[0])} on the host ({inner[1]})"
             case ir.LoopGrad():
                 return "a loop run backwards keeps a tape of its states on the host"
-            case ir.Tuple():
-                return "a tuple of results is handed to Python as it is"
             case ir.Cond():
                 inner = self.first_host(ir.topological(node.then, node.orelse), scope)
                 if inner is not None:
@@ -140,6 +140,10 @@ class CompiledRegion:
             number, value = err.args
             step_count(self.generated.loops[number], value)  # raises the HilbertError
             raise AssertionError("a step count compiled code refused was accepted") from err
+        except PositionError as err:
+            number, value, size = err.args
+            position(self.generated.reads[number], value, size)  # raises the HilbertError
+            raise AssertionError("a position compiled code refused was accepted") from err
         except Exception:
             if self._recovered or not self.generated.compiled or _PYTHON_MODE:
                 raise
