@@ -4,9 +4,10 @@ rule gives the adjoint contribution to args[position] (None where the derivative
 Rules see no shapes (they are written once per definition, for every shape it is called
 with), so where an entrywise operand may be a scalar the contribution is `sumto`'d to it, and
 a reduction's adjoint is `spread` back along its axis; compiler/monomorphise.py writes these as
-plain einsums once shapes are known. Ties: max(a, b) and min(a, b) give each operand half the
-adjoint where a = b; maximum(x, k) and minimum(x, k) share it equally among the entries that
-tie for the extreme. Comparisons, floor, abs at 0, rows, columns, positions, oneHot and the
+plain einsums once shapes are known. Ties: max(a, b) and min(a, b) give the whole adjoint to
+the second operand where a = b (so relu(z) = max(z, 0) has derivative 0 at 0, as PyTorch's
+relu); maximum(x, k) and minimum(x, k) share it equally among the entries that tie for the
+extreme. Comparisons, floor, abs at 0, rows, columns, positions, oneHot and the
 arg-extremes have derivative zero.
 """
 
@@ -116,15 +117,13 @@ def _pow(node: ir.Prim, g: ir.Node, position: int) -> ir.Node | None:
 
 
 def _extreme(op: str) -> Rule:
-    """max(a, b) / min(a, b): the adjoint goes to the larger (smaller) operand, half each on a
-    tie."""
-    wins = "gt" if op == "max" else "lt"
+    """max(a, b) / min(a, b): the adjoint goes to the larger (smaller) operand, to b on a tie."""
+    first, second = ("gt", "le") if op == "max" else ("lt", "ge")
 
     def rule(node: ir.Prim, g: ir.Node, position: int) -> ir.Node:
-        me, other = node.args[position], node.args[1 - position]
-        share = _p(node, "add", _p(node, wins, me, other),
-                   _p(node, "mul", _c(node, 0.5), _p(node, "eq", me, other)))
-        return _to(me, _times(g, share))
+        a, b = node.args
+        chosen = _p(node, first if position == 0 else second, a, b)
+        return _to(node.args[position], _times(g, chosen))
 
     return rule
 

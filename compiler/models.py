@@ -32,7 +32,7 @@ from .resolve import Definition, Lowering, ModuleScope, Resolved, _suggest
 BASE = "Learner"
 WEIGHT_TYPE = "Tensor"
 #: Names a model member cannot take: the Python class already uses them.
-RESERVED = frozenset({"save", "load", "weights", "arguments"})
+RESERVED = frozenset({"save", "load", "weights", "arguments", "parameters"})
 #: The keyword a train block's Python call takes its step count by.
 STEPS = "steps"
 

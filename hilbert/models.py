@@ -209,6 +209,10 @@ class Learner:
         """Every weight by name, as read-only copies."""
         return {name: _read_only(value) for name, value in self._weights.items()}
 
+    def parameters(self) -> int:
+        """How many numbers the weights hold together (the model's parameter count)."""
+        return sum(int(w.size) for w in self._weights.values())
+
     @property
     def arguments(self) -> dict[str, float | np.ndarray]:
         """The constructor's arguments by name (floats for numbers)."""

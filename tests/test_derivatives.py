@@ -94,14 +94,18 @@ fn slope(a, s) ↦ ∂ einsum("ij->", {expression} · a) / ∂ s
     assert np.ndim(got) == 0
 
 
-def test_max_and_min_split_ties_in_half(executor):
+def test_max_and_min_give_ties_to_the_second_operand(executor):
     module = hilbert.compile_source("""
 fn slope(a, b) ↦ ∂ einsum("i->", max(a, b) + 2 · min(a, b)) / ∂ a
+fn other(a, b) ↦ ∂ einsum("i->", max(a, b) + 2 · min(a, b)) / ∂ b
+fn relu(z) ↦ ∂ einsum("i->", max(z, 0)) / ∂ z
 """, executor=executor)
     a = np.array([1.0, 2.0, 3.0])
     b = np.array([2.0, 2.0, 1.0])
-    # where a < b: max → b, min → a (2); a = b: ½ + 2·½; a > b: max → a (1)
-    np.testing.assert_allclose(module.slope(a, b), [2.0, 1.5, 1.0])
+    # where a < b: max → b, min → a (2); a = b: all to b; a > b: max → a (1)
+    np.testing.assert_allclose(module.slope(a, b), [2.0, 0.0, 1.0])
+    np.testing.assert_allclose(module.other(a, b), [1.0, 3.0, 2.0])
+    np.testing.assert_allclose(module.relu(np.array([-1.0, 0.0, 1.0])), [0.0, 0.0, 1.0])
 
 
 @pytest.mark.parametrize("op,axis", [("maximum", 0), ("maximum", 1), ("minimum", 1)])
