@@ -127,9 +127,13 @@ def eliminate_masks(root: ir.Node) -> ir.Node:
 
 
 def _mask(node: ir.Node, memo: dict) -> Affine | None:
+    """The affine form a 0/1 mask tests for zero: [a = b] over positions (or against a number,
+    such as [g = k], which picks one slice)."""
     if isinstance(node, ir.Prim) and node.op == "eq":
         a, b = (affine(x, memo) for x in node.args)
-        if a is not None and b is not None and len(a.coefs) == len(b.coefs) and a.coefs:
+        if a is None or b is None or not (a.coefs or b.coefs):
+            return None
+        if len(a.coefs) == len(b.coefs) or not a.coefs or not b.coefs:
             return _combine(a, b, -1.0)
     return None
 

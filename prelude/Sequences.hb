@@ -23,14 +23,11 @@ open Prelude.Arithmetic
 
 -- lstmCell(x, h, c, wx, wh, b) · x inputs B×E · h state B×D · c memory B×D · wx E×D×4 · wh D×D×4 · b D×4 → (next state B×D, next memory B×D)
 -- One step: gates from x wx + h wh + b; c' = σ(f) c + σ(i) tanh(g) and h' = σ(o) tanh(c').
-def lstmCell(x, h, c, wx, wh, b) ≔
-  let z ≔ affine(x, h, wx, wh, b),
-      c2 ≔ sigmoid(gate(z, 1)) · c + sigmoid(gate(z, 0)) · tanh(gate(z, 2))
-  in (sigmoid(gate(z, 3)) · tanh(c2), c2)
+def lstmCell(x, h, c, wx, wh, b) ≔ lstmFrom(einsum("be,edg->bdg", x, wx), h, c, wh, b)
 
 -- lstm(x, h, c, wx, wh, b) · x sequence T×B×E · h starting state B×D · c starting memory B×D · weights as lstmCell → (last state B×D, last memory B×D)
--- The cell walked over the sequence, t = 0 … T − 1.
-def lstm(x, h, c, wx, wh, b) ≔ lstmSteps(rows(x), x, h, c, wx, wh, b)
+-- The cell walked over the sequence, t = 0 … T − 1. Every step's input product x[t] wx is one matrix product over the whole sequence, made before the walk; each step then multiplies only h wh.
+def lstm(x, h, c, wx, wh, b) ≔ lstmSteps(rows(x), inputsOf(x, wx), h, c, wh, b)
 
 -- peepholeCell(x, h, c, wx, wh, b, p) · as lstmCell · p peepholes D×3 (for i, f, o) → (next state B×D, next memory B×D)
 -- Graves' cell: the input and forget gates also read c, the output gate reads c', each through a diagonal peephole (D numbers, not D²).
@@ -61,11 +58,22 @@ def gate(z, k) ≔ einsum("bdg,g->bd", z, positions(z, 2) = k)
 -- The memory through peephole k, c ⊙ p[:, k] on every row.
 def peep(c, p, k) ≔ einsum("bd,dg,g->bd", c, p, positions(p, 1) = k)
 
--- lstmSteps(n, x, h, c, wx, wh, b) · n steps left · others as lstm → (state, memory)
--- Steps the cell n more times, reading x[T − n] next.
-def lstmSteps(n, x, h, c, wx, wh, b) ≔
+-- inputsOf(x, wx) · x sequence T×B×E · wx E×D×G → T×B×D×G
+-- Every step's input product x[t] wx, as one contraction over the whole sequence.
+def inputsOf(x, wx) ≔ einsum("tbe,edg->tbdg", x, wx)
+
+-- lstmSteps(n, a, h, c, wh, b) · n steps left · a input products T×B×D×4 (from inputsOf) · h B×D · c B×D · wh D×D×4 · b D×4 → (state, memory)
+-- Steps the cell n more times, reading a[T − n] next.
+def lstmSteps(n, a, h, c, wh, b) ≔
   if n = 0 then (h, c)
-  else let (h2, c2) ≔ lstmCell(x[rows(x) − n], h, c, wx, wh, b) in lstmSteps(n − 1, x, h2, c2, wx, wh, b)
+  else let (h2, c2) ≔ lstmFrom(a[rows(a) − n], h, c, wh, b) in lstmSteps(n − 1, a, h2, c2, wh, b)
+
+-- lstmFrom(a, h, c, wh, b) · a input product B×D×4 · h B×D · c B×D · wh D×D×4 · b D×4 → (next state, next memory)
+-- One step of the cell from its input product.
+def lstmFrom(a, h, c, wh, b) ≔
+  let z ≔ a + einsum("bk,kdg->bdg", h, wh) + biasOf(h, b),
+      c2 ≔ sigmoid(gate(z, 1)) · c + sigmoid(gate(z, 0)) · tanh(gate(z, 2))
+  in (sigmoid(gate(z, 3)) · tanh(c2), c2)
 
 -- peepholeSteps(n, x, h, c, wx, wh, b, p) · n steps left · others as peepholeLstm → (state, memory)
 -- Steps the peephole cell n more times.
