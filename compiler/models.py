@@ -31,8 +31,11 @@ from .resolve import Definition, Lowering, ModuleScope, Resolved, _suggest
 #: The base a model declares (`model Name(…) : Learner`) and the type its weights have.
 BASE = "Learner"
 WEIGHT_TYPE = "Tensor"
-#: Names a model member cannot take: the Python class already uses them.
+#: Names a model member cannot take: the Python class already uses them. Every public
+#: attribute of hilbert.models.Learner is here (a test checks it); names starting with `_`
+#: (PRIVATE) are the class's own and Python's (`__init__`, `__bool__`, …), so none may be taken.
 RESERVED = frozenset({"save", "load", "weights", "arguments", "parameters"})
+PRIVATE = "_"
 #: The keyword a train block's Python call takes its step count by.
 STEPS = "steps"
 
@@ -246,6 +249,10 @@ def _unique(model: str, names: list[tuple[str, str, Span]]) -> None:
         if name in RESERVED:
             raise ModelError("E800", f"{model} cannot have a {kind} called {name}: the model's "
                              f"Python class uses that name ({', '.join(sorted(RESERVED))})", span)
+        if name.startswith(PRIVATE):
+            raise ModelError("E800", f"{model} cannot have a {kind} called {name}: names starting "
+                             f"with {PRIVATE} belong to the model's Python class and to Python "
+                             "itself (such as __init__ or __repr__); rename it", span)
         if name in seen:
             first_kind, first = seen[name]
             raise ModelError("E800", f"{model} has a {kind} and a {first_kind} both called "

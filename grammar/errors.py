@@ -53,6 +53,7 @@ CODES: dict[str, str] = {
     "E701": "definition too large once inlined",
     "E800": "bad model declaration",
     "E801": "bad model use",
+    "E802": "model weights exceed the memory limit",
 }
 
 

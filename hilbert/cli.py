@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import math
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -11,7 +15,18 @@ import numpy as np
 
 from hilbert.grammar.errors import HilbertError
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+#: What `run` reads as a number although it starts with "-" (argparse would take it for an
+#: option): -2, -.5, -1e3, -inf, -Infinity, -nan.
+_NEGATIVE_VALUE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+#: A number as a bare argument: decimal (1, -2.5, .5, 1e3) or infinity and NaN spelled as
+#: JSON does (Infinity, -Infinity, NaN) or as Python and NumPy do (inf, -inf, nan).
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+#: A size in --shape: ASCII digits only (int() would also take "+3", " 3", "3_0" and "٣").
+_SIZE = re.compile(r"[0-9]+")
+#: No NumPy array has this many elements or more (sizes are signed 64-bit).
+_MOST_ELEMENTS = 2**63
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="compile files and report every diagnostic")
     check.add_argument("files", nargs="+", type=Path)
     run = sub.add_parser("run", help="call a function of a file with arguments")
+    # argparse reads "-inf" or "-1e3" as an unknown option unless its negative-number pattern
+    # matches; `run` has no option that looks like a number, so widen the pattern.
+    run._negative_number_matcher = _NEGATIVE_VALUE
     run.add_argument("file", type=Path)
     run.add_argument("function")
     run.add_argument("args", nargs="*", help="numbers, JSON lists, or .npy/.csv paths")
@@ -43,24 +61,62 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit as stop:
-        return int(stop.code or 0)
-    try:
-        return _COMMANDS[args.command](args)
+        return _main(argv)
     except HilbertError as err:
-        print(err, file=sys.stderr)
+        _complain(str(err))
         return EXIT_ERROR
     except UsageError as err:
-        print(f"hilbert: {err}", file=sys.stderr)
+        _complain(f"hilbert: {err}")
         return EXIT_USAGE
-    except BrokenPipeError:  # output piped into `head` and closed early: not an error
-        sys.stderr.close()
-        return EXIT_OK
+    except OSError as err:  # writing the output failed: files read are reported earlier
+        _silence_stdout()
+        if err.errno == errno.EPIPE:  # output piped into `head` and closed early: not an error
+            return EXIT_OK
+        _complain(f"hilbert: cannot write the output: {err.strerror or err}")
+        return EXIT_ERROR
+    except MemoryError:
+        _complain("hilbert: out of memory (a lower HILBERT_MEMORY_LIMIT refuses such work "
+                  "before it starts)")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _complain("hilbert: interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as stop:  # --help, or a usage error argparse has reported
+        sys.stdout.flush()
+        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    code = _COMMANDS[args.command](args)
+    sys.stdout.flush()  # so a failing write is reported here, not as Python exits
+    return code
 
 
 class UsageError(Exception):
-    """A command-line mistake (exit 2)."""
+    """A command-line mistake, or a file it names that cannot be read (exit 2)."""
+
+
+def _complain(text: str) -> None:
+    """`text` on stderr, unless stderr itself cannot be written."""
+    try:
+        print(text, file=sys.stderr)
+        sys.stderr.flush()
+    except OSError:
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point the process's stdout at /dev/null, so the text still buffered for a closed or full
+    stdout does not fail again, with a traceback, as Python exits."""
+    stdout = sys.stdout
+    if stdout is not sys.__stdout__ or stdout is None:  # a caller's stream (tests): not ours
+        return
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _check(args) -> int:
@@ -68,8 +124,9 @@ def _check(args) -> int:
 
     failed = 0
     for path in args.files:
-        if not path.is_file():
-            print(f"hilbert: {path}: no such file", file=sys.stderr)
+        missing = _not_a_file(path)
+        if missing:
+            _complain(f"hilbert: {missing}")
             failed += 1
             continue
         try:
@@ -77,7 +134,7 @@ def _check(args) -> int:
             for name in module.definitions:  # entries are built on first use: build them all
                 module.function(name)
         except HilbertError as err:
-            print(err, file=sys.stderr)
+            _complain(str(err))
             failed += 1
         else:
             functions = len(module.names) - len(module.models)
@@ -86,24 +143,93 @@ def _check(args) -> int:
     return EXIT_ERROR if failed else EXIT_OK
 
 
+def _not_a_file(path: Path) -> str | None:
+    """Why `path` is not a file to read, or None."""
+    if path.is_dir():
+        return f"{path}: is a directory, not a file"
+    return None if path.is_file() else f"{path}: no such file"
+
+
 def parse_value(text: str):
-    """A command-line argument: a number, a JSON list, or a .npy / .csv path."""
-    if text.endswith(".npy"):
-        return np.load(text, allow_pickle=False)
-    if text.endswith(".csv"):
-        return np.loadtxt(text, delimiter=",", ndmin=2)
+    """A command-line argument: a number (also inf, -inf, nan, Infinity, NaN), a JSON list,
+    or a .npy / .csv path. UsageError says what is wrong with anything else."""
+    if text.endswith((".npy", ".csv")):
+        path = Path(text)
+        missing = _not_a_file(path)
+        if missing:
+            raise UsageError(f"cannot read argument {missing}")
+        return _read_npy(path) if text.endswith(".npy") else _read_csv(path)
+    if _NUMBER.fullmatch(text):
+        return _number(text)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_number, parse_float=_number)
     except json.JSONDecodeError:
-        raise UsageError(f"cannot read argument {text!r}: give a number, a JSON list, or a "
+        raise UsageError(f"cannot read argument {text!r:.80}: give a number, a JSON list, or a "
                          ".npy/.csv path") from None
+    except RecursionError:
+        raise UsageError(f"cannot read argument {text:.20}…: its lists are nested too deeply "
+                         "(an array has at most 64 axes)") from None
+
+
+def _number(text: str) -> float:
+    """A number written in decimal, as float64; refused if it is too large for float64 (float()
+    would make it infinity silently, and int() of thousands of digits would fail)."""
+    number = float(text)
+    if math.isinf(number) and "inf" not in text.lower():
+        raise UsageError(f"the number {text:.20}{'…' if len(text) > 20 else ''} is too large for "
+                         "float64 (the largest is about 1.8e308); write Infinity for ∞")
+    return number
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    """A .npy file as numpy.save writes it: its header is checked against the memory limit
+    before its data is read, and it may hold no pickled objects."""
+    from hilbert.compiler.plan import memory_limit
+    from hilbert.compiler.plan_text import human_bytes
+    from hilbert.models import npy_header
+
+    try:
+        with path.open("rb") as stream:
+            shape, dtype = npy_header(stream)
+            size = math.prod(shape) * max(dtype.itemsize, 8)
+            if size > memory_limit():
+                raise UsageError(f"cannot read argument {path}: it holds a "
+                                 f"{'×'.join(map(str, shape))} array ({human_bytes(size)} as "
+                                 f"float64), over the memory limit of "
+                                 f"{human_bytes(memory_limit())} (set HILBERT_MEMORY_LIMIT)")
+            stream.seek(0)
+            return np.lib.format.read_array(stream, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise UsageError(f"cannot read argument {path}: {reason} (give a .npy file as "
+                         "numpy.save writes it, of numbers)") from None
+
+
+def _read_csv(path: Path) -> np.ndarray:
+    """A .csv file of numbers, UTF-8 (with or without a byte-order mark), comma-separated;
+    blank lines and lines starting with # are skipped. At least one number."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"cannot read argument {path}: it is not UTF-8 text (byte "
+                         f"{err.start} is {err.object[err.start]:#04x})") from None
+    except OSError as err:
+        raise UsageError(f"cannot read argument {path}: {err.strerror or err}") from None
+    rows = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not rows:
+        raise UsageError(f"cannot read argument {path}: it holds no numbers")
+    try:
+        return np.loadtxt(rows, delimiter=",", ndmin=2)
+    except ValueError as err:
+        raise UsageError(f"cannot read argument {path}: {err}") from None
 
 
 def _function(path: Path, name: str, executor: str = "numba"):
     import hilbert
 
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
+    missing = _not_a_file(path)
+    if missing:
+        raise UsageError(missing)
     module = hilbert.load(path, executor=executor, export_all=True)
     try:
         return module.function(name)
@@ -114,31 +240,40 @@ def _function(path: Path, name: str, executor: str = "numba"):
 
 def _run(args) -> int:
     function = _function(args.file, args.function, args.executor)
-    try:
-        values = [parse_value(a) for a in args.args]
-    except (OSError, ValueError) as err:
-        raise UsageError(str(err)) from None
+    values = [parse_value(a) for a in args.args]
     result = function(*values)
     print(json.dumps(np.asarray(result).tolist()) if not isinstance(result, float) else repr(result))
     return EXIT_OK
 
 
 def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
-    """NAME=4x2 (or NAME=scalar) as a name and a shape."""
-    name, _, dims = text.partition("=")
-    if not name or not _:
+    """NAME=4x2 (or NAME=scalar) as a name and a shape: sizes are whole numbers ≥ 0 in ASCII
+    digits, and together no more elements than a NumPy array can have."""
+    name, equals, dims = text.partition("=")
+    if not name or not equals:
         raise UsageError(f"--shape {text!r}: write NAME=4x2")
     if dims in ("", "scalar"):
         return name, ()
-    try:
-        return name, tuple(int(d) for d in dims.replace("×", "x").split("x"))
-    except ValueError:
-        raise UsageError(f"--shape {text!r}: sizes must be whole numbers, as 4x2") from None
+    parts = dims.replace("×", "x").split("x")
+    if not all(_SIZE.fullmatch(part) for part in parts):
+        raise UsageError(f"--shape {text!r}: sizes must be whole numbers ≥ 0 in the digits 0-9, "
+                         "as 4x2")
+    # a size of 20 digits or more is past the limit; int() of thousands of digits would fail
+    if any(len(part.lstrip("0")) >= 20 for part in parts) or \
+            math.prod(int(part) for part in parts) >= _MOST_ELEMENTS:
+        raise UsageError(f"--shape {text!r:.80}: no array has that many elements (at most "
+                         "2**63 − 1)")
+    return name, tuple(int(part) for part in parts)
 
 
 def _plan(args) -> int:
     function = _function(args.file, args.function)
-    given = dict(parse_shape(s) for s in args.shape)
+    named = [parse_shape(s) for s in args.shape]
+    given = dict(named)
+    if len(given) < len(named):
+        names = [name for name, _ in named]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        raise UsageError(f"--shape given twice for {', '.join(twice)}")
     unknown = set(given) - set(function.entry.params)
     if unknown:
         raise UsageError(f"{args.function} has no parameter(s) {', '.join(sorted(unknown))}")
@@ -146,7 +281,7 @@ def _plan(args) -> int:
     if args.optimize:
         function = function.using(optimize=args.optimize)
     plan = function.plan(*shapes)
-    print(json.dumps(plan.to_dict(), indent=2) if args.json else plan)
+    print(json.dumps(plan.to_dict(), indent=2) if args.json else str(plan))
     return EXIT_OK
 
 

@@ -11,7 +11,12 @@ import difflib
 import inspect
 import math
 import numbers
+import os
+import threading
+import zipfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,6 +26,8 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.driver import CompiledModule, annotate
 from hilbert.compiler.models import STEPS, CompiledModel, Member, WeightDecl
+from hilbert.compiler.plan import memory_limit
+from hilbert.compiler.plan_text import human_bytes
 from hilbert.compiler.primitives import BY_OP
 from hilbert.compiler.shapes import describe_shape, infer_shapes
 from hilbert.executor.reference import Reference
@@ -90,26 +97,36 @@ def _weight_property(w: WeightDecl) -> property:
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
-    copy = np.array(array, dtype=np.float64)
+    copy = _private(array)
     copy.flags.writeable = False
     return copy
 
 
+def _private(value) -> np.ndarray:
+    """A fresh C-ordered float64 copy of `value`: what a model holds is its own (nothing the
+    caller keeps can change it) and already in the layout compiled code takes."""
+    return np.array(value, dtype=np.float64, order="C")
+
+
 def _method(model: CompiledModel, member: Member):
     def method(self: Learner, *args, **kwargs):
-        return _answer(self._execute(member, self._bind(member, args, kwargs)))
+        own = self._bind(member, args, kwargs)
+        with self._lock:  # a snapshot: every weight as one train call left it
+            state = self._state()
+        return _answer(self._execute(member, state + own))
 
     return _dressed(method, model, member, [])
 
 
 def _train_method(model: CompiledModel, member: Member):
     def train(self: Learner, *args, steps=1, **kwargs) -> None:
-        values = self._bind(member, args, kwargs)
+        own = self._bind(member, args, kwargs)
         count = _step_count(model, member, steps)
-        state = self._execute(member, values + (np.array(float(count)),))
-        for position, w in enumerate(model.weights, start=1):
-            if w.name in member.assigned:
-                self._weights[w.name] = np.array(state[position], dtype=np.float64)
+        with self._lock:  # read, step and write as one: calls from two threads both count
+            state = self._execute(member, self._state() + own + (np.array(float(count)),))
+            new = {w.name: _private(state[position])
+                   for position, w in enumerate(model.weights, start=1) if w.name in member.assigned}
+            self._weights = self._weights | new  # replaced whole, never changed in place
 
     steps = inspect.Parameter(STEPS, inspect.Parameter.KEYWORD_ONLY, default=1)
     return _dressed(train, model, member, [steps])
@@ -156,8 +173,8 @@ class _Load:
     the file into that model (arguments and weights both) and returns it."""
 
     def __get__(self, instance: Learner | None, owner: type[Learner]):
-        def load(path: str | Path) -> Learner:
-            return _read(owner, Path(path), instance)
+        def load(path: str | os.PathLike) -> Learner:
+            return _read(owner, path, instance)
 
         load.__doc__ = _Load.__doc__
         return load
@@ -165,20 +182,37 @@ class _Load:
 
 class Learner:
     """The base of every model class. An instance holds its constructor arguments and its
-    weights; train blocks replace the weights, methods read them. Weights and arguments are
-    only ever replaced, never changed in place, so copies of a model may share arrays."""
+    weights, as private C-ordered float64 arrays; train blocks replace the weights, methods
+    read them. The dicts holding them are only ever replaced whole, never changed in place, so
+    copies of a model may share arrays. One lock per instance makes each train call one
+    read-step-write and gives each method a snapshot of the weights between train calls."""
 
     _model: ClassVar[CompiledModel]
     _functions: ClassVar[dict[str, Function]]
     _arguments: dict[str, np.ndarray]
     _weights: dict[str, np.ndarray]
+    _lock: threading.RLock
     load = _Load()
 
     def __init__(self, *args, **kwargs):
         model = self._model
-        values = bind_arguments(_Signature(model.name, model.params, model), args, kwargs)
+        bound = bind_arguments(_Signature(model.name, model.params, model), args, kwargs)
+        values = tuple(_private(v) for v in bound)
+        shapes = {w.name: _shape(model, w, values) for w in model.weights}
+        _guard_memory(model, {f"weight {n}": s for n, s in shapes.items()},
+                      f"{model.name}({_arguments_text(model, values)})")
+        self._lock = threading.RLock()
         self._arguments = dict(zip(model.params, values, strict=True))
-        self._weights = {w.name: _initial(model, w, values) for w in model.weights}
+        self._weights = {w.name: _initial(model, w, shapes[w.name], values) for w in model.weights}
+
+    def __getstate__(self) -> dict:
+        """What copy.copy and copy.deepcopy keep: everything but the lock (each copy gets its
+        own, so copies train apart)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     # -- running members ---------------------------------------------------------------
 
@@ -188,9 +222,9 @@ class Learner:
         return weights + tuple(self._arguments[p] for p in self._model.params)
 
     def _bind(self, member: Member, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...]:
+        """The member's own arguments (what Python passed), converted."""
         name = f"{self._model.name}.{member.name}"
-        own = bind_arguments(_Signature(name, member.params, member.entry.definition), args, kwargs)
-        return self._state() + own
+        return bind_arguments(_Signature(name, member.params, member.entry.definition), args, kwargs)
 
     def _execute(self, member: Member, values: tuple[np.ndarray, ...]):
         function = self._functions[member.name]
@@ -218,17 +252,25 @@ class Learner:
         """The constructor's arguments by name (floats for numbers)."""
         return {p: _answer(v) for p, v in self._arguments.items()}
 
-    def save(self, path: str | Path) -> Path:
+    def save(self, path: str | os.PathLike) -> Path:
         """Write the constructor arguments and the weights to an `.npz` file (`.npz` is added
         to a name without it, as NumPy does); returns the path written.
 
         >>> net.save("net.npz"); same = Perceptron.load("net.npz")    # doctest: +SKIP
         """
-        data: dict[str, Any] = {"model": np.array(self._model.name)}
-        data |= {f"argument.{p}": v for p, v in self._arguments.items()}
-        data |= {f"weight.{n}": v for n, v in self._weights.items()}
-        np.savez(path, **data)
-        return Path(path) if str(path).endswith(".npz") else Path(f"{path}.npz")
+        model = self._model
+        target = _file_name(model, path, "save to")
+        target = target if target.name.endswith(".npz") else Path(f"{target}.npz")  # as NumPy does
+        with self._lock:
+            data: dict[str, Any] = {"model": np.array(model.name)}
+            data |= {f"argument.{p}": v for p, v in self._arguments.items()}
+            data |= {f"weight.{n}": v for n, v in self._weights.items()}
+        try:
+            np.savez(target, **data)
+        except OSError as err:
+            raise ModelError("E801", f"cannot save {model.name} to {target}: "
+                             f"{err.strerror or err}", model.span) from None
+        return target
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -264,41 +306,169 @@ def _show(value: np.ndarray) -> str:
 
 # -- reading a saved model ---------------------------------------------------------------
 
-def _read(cls: type[Learner], path: Path, into: Learner | None) -> Learner:
+#: The array kinds a saved argument or weight may have: booleans, integers and floats, read as
+#: float64 like arguments from Python. Complex numbers, text, dates and objects are refused.
+_NUMBER_KINDS = "biuf"
+#: How a message names the kinds refused (NumPy's dtype.kind letters).
+_KIND_WORDS = {"c": "complex numbers", "U": "text", "S": "bytes", "O": "Python objects",
+               "M": "dates", "m": "time spans", "V": "records"}
+
+
+def _read(cls: type[Learner], path, into: Learner | None) -> Learner:
+    """The model saved at `path`, read into `into` (or a new instance). Everything is checked
+    (the archive, the model's name, which arrays there are, their kinds and shapes, the
+    memory they need) before any weight is read, and before `into` changes."""
     model = cls._model
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            content = {key: np.array(data[key]) for key in data.files}
-    except (OSError, ValueError, EOFError) as err:
-        raise ModelError("E801", f"cannot read a saved {model.name} from {path}: {err}",
-                         model.span) from None
-    saved = str(content.pop("model", "nothing"))
-    if saved != model.name:
-        raise ModelError("E801", f"{path} holds a saved {saved}, not a {model.name}", model.span)
-    arguments = _section(content, "argument", model.params, path, model)
-    weights = _section(content, "weight", [w.name for w in model.weights], path, model)
-    values = tuple(arguments[p] for p in model.params)
-    for w in model.weights:
-        _check_shape(model, w, _shape(model, w, values), weights[w.name], f"in {path}")
+    where = _file_name(model, path, "load from")
+    with _reading(model, where):
+        with zipfile.ZipFile(where) as archive:
+            saved = _SavedModel(model, where, archive)
+            arguments = {p: _private(saved.read(f"argument.{p}")) for p in model.params}
+            values = tuple(arguments[p] for p in model.params)
+            shapes = {w.name: _shape(model, w, values) for w in model.weights}
+            _guard_memory(model, {f"weight {n}": s for n, s in shapes.items()},
+                          f"loading {model.name} from {where}")
+            weights = {w.name: _private(saved.weight(w, shapes[w.name])) for w in model.weights}
     target = into if into is not None else cls.__new__(cls)
-    target._arguments = {p: np.asarray(v, dtype=np.float64) for p, v in arguments.items()}
-    target._weights = {n: np.asarray(v, dtype=np.float64) for n, v in weights.items()}
+    if into is None:
+        target._lock = threading.RLock()
+    with target._lock:
+        target._arguments, target._weights = arguments, weights
     return target
 
 
-def _section(content: dict, prefix: str, names, path: Path, model: CompiledModel) -> dict:
-    found = {k.split(".", 1)[1]: v for k, v in content.items() if k.startswith(prefix + ".")}
-    if set(found) != set(names):
-        raise ModelError("E801", f"{path} has the {prefix}s {', '.join(sorted(found)) or 'none'}, "
-                         f"but a {model.name} has {', '.join(names) or 'none'}", model.span)
-    return found
+def _file_name(model: CompiledModel, path, doing: str) -> Path:
+    if isinstance(path, (str, os.PathLike)):
+        try:
+            return Path(path)
+        except TypeError:  # a PathLike that gives bytes
+            pass
+    raise ModelError("E801", f"cannot {doing} {path!r:.60}: give a file name (a str or a "
+                     "pathlib.Path)", model.span)
+
+
+@contextmanager
+def _reading(model: CompiledModel, path: Path) -> Iterator[None]:
+    """What can go wrong reading a file, as E801: it is missing, a directory, unreadable, not
+    a zip archive, truncated or corrupt, or holds arrays NumPy cannot read without pickles."""
+    try:
+        yield
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error,
+            NotImplementedError, RuntimeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        if isinstance(err, zipfile.BadZipFile):
+            reason = f"it is not a complete .npz archive ({err})"
+        raise ModelError("E801", f"cannot read a saved {model.name} from {path}: {reason}",
+                         model.span) from None
+
+
+class _SavedModel:
+    """An archive `save` wrote, checked from its arrays' headers: it names `model`, holds
+    exactly its arguments and weights, and every one of them is numbers (no data read yet)."""
+
+    def __init__(self, model: CompiledModel, path: Path, archive: zipfile.ZipFile):
+        self.model = model
+        self.path = path
+        self.archive = archive
+        self.members = {n.removesuffix(".npy"): n for n in archive.namelist() if n.endswith(".npy")}
+        self.headers = {key: _header(archive, member) for key, member in self.members.items()}
+        self.check_name()
+        self.check_section("argument", model.params)
+        self.check_section("weight", [w.name for w in model.weights])
+        _guard_memory(model, {f"argument {k.split('.', 1)[1]}": self.headers[k][0]
+                              for k in self.headers if k.startswith("argument.")},
+                      f"loading {model.name} from {path}")
+
+    def error(self, message: str) -> ModelError:
+        return ModelError("E801", f"{self.path} {message}", self.model.span)
+
+    def check_name(self) -> None:
+        shape, dtype = self.headers.get("model", (None, None))
+        if shape != () or dtype is None or dtype.kind != "U":
+            raise self.error("is not a saved model: it has no model name (save writes one)")
+        saved = str(self.read("model")[()])
+        if saved != self.model.name:
+            raise self.error(f"holds a saved {saved:.60}, not a {self.model.name}")
+
+    def check_section(self, prefix: str, names) -> None:
+        found = [k.split(".", 1)[1] for k in self.headers if k.startswith(prefix + ".")]
+        if set(found) != set(names):
+            raise self.error(f"has the {prefix}s {', '.join(sorted(found)) or 'none'}, but a "
+                             f"{self.model.name} has {', '.join(names) or 'none'}")
+        for name in found:
+            dtype = self.headers[f"{prefix}.{name}"][1]
+            if dtype.kind not in _NUMBER_KINDS:
+                raise self.error(f"has {prefix} {name} holding {_KIND_WORDS.get(dtype.kind, 'data')} "
+                                 f"({dtype}), but arguments and weights are real numbers "
+                                 "(booleans, integers or floats)")
+
+    def weight(self, w: WeightDecl, shape: tuple[int, ...]) -> np.ndarray:
+        """Weight `w`, once its saved shape is the one its declaration gives."""
+        _check_shape(self.model, w, shape, self.headers[f"weight.{w.name}"][0], f"in {self.path}")
+        return self.read(f"weight.{w.name}")
+
+    def read(self, key: str) -> np.ndarray:
+        with self.archive.open(self.members[key]) as stream:
+            return np.lib.format.read_array(stream, allow_pickle=False)
+
+
+def _header(archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...], np.dtype]:
+    with archive.open(member) as stream:
+        return npy_header(stream)
+
+
+def npy_header(stream) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and type the .npy header at the start of `stream` declares, read without
+    reading the data (so a file that claims a huge array costs nothing); ValueError if the
+    stream is not .npy in a version NumPy writes for numbers (1.0 or 2.0).
+
+    >>> with open("a.npy", "rb") as f: npy_header(f)     # doctest: +SKIP
+    ((2, 3), dtype('float64'))
+    """
+    fmt = np.lib.format
+    version = fmt.read_magic(stream)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError(f".npy format version {version[0]}.{version[1]} is not one for numbers")
+    read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+    shape, _, dtype = read(stream)
+    return tuple(shape), dtype
+
+
+# -- the memory limit -------------------------------------------------------------------------
+
+def _guard_memory(model: CompiledModel, shapes: dict[str, tuple[int, ...]], doing: str) -> None:
+    """E802 unless the arrays of `shapes` (labelled) fit the memory limit together; checked
+    before anything is allocated, in Python integers (no overflow)."""
+    sizes = {label: math.prod(shape) * np.dtype(np.float64).itemsize
+             for label, shape in shapes.items()}
+    limit = memory_limit()
+    if sum(sizes.values()) <= limit:
+        return
+    largest = max(sizes, key=sizes.__getitem__)
+    shape = "×".join(map(str, shapes[largest])) or "scalar"
+    raise ModelError("E802", f"{doing} would need {human_bytes(sum(sizes.values()))} of memory "
+                     f"({largest} alone is {shape}, {human_bytes(sizes[largest])}), over the "
+                     f"limit of {human_bytes(limit)} (set HILBERT_MEMORY_LIMIT to change it)",
+                     _span_of(model, largest))
+
+
+def _span_of(model: CompiledModel, label: str):
+    """The span of the weight a label names, else the model's declaration."""
+    kind, _, name = label.partition(" ")
+    spans = {w.name: w.span for w in model.weights}
+    return spans[name] if kind == "weight" and name in spans else model.span
+
+
+def _arguments_text(model: CompiledModel, values: tuple[np.ndarray, ...]) -> str:
+    return ", ".join(f"{p}={_show(v)}" for p, v in zip(model.params, values, strict=True))
 
 
 # -- initial weights -----------------------------------------------------------------------
 
-def _initial(model: CompiledModel, w: WeightDecl, arguments: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Evaluate `w`'s initialiser at its shape: draws take the shape, a scalar fills it."""
-    shape = _shape(model, w, arguments)
+def _initial(model: CompiledModel, w: WeightDecl, shape: tuple[int, ...],
+             arguments: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Evaluate `w`'s initialiser at its shape: draws take the shape, a scalar fills it. The
+    weight is a private C-ordered copy, whatever layout or owner the initialiser's value has."""
 
     def give_shape(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
         node = ir.rebuild(node, kids)
@@ -311,8 +481,8 @@ def _initial(model: CompiledModel, w: WeightDecl, arguments: tuple[np.ndarray, .
     value = np.asarray(_Drawing(w.name).run(body, arguments), dtype=np.float64)
     if value.ndim == 0:
         return np.full(shape, float(value))
-    _check_shape(model, w, shape, value, "from its initialiser")
-    return value
+    _check_shape(model, w, shape, value.shape, "from its initialiser")
+    return _private(value)
 
 
 def _shape(model: CompiledModel, w: WeightDecl, arguments: tuple[np.ndarray, ...]) -> tuple[int, ...]:
@@ -330,11 +500,12 @@ def _dimension(model: CompiledModel, w: WeightDecl, name: str, arguments) -> int
                      f"must be a whole number, at least 0, but it is {got}", w.span)
 
 
-def _check_shape(model: CompiledModel, w: WeightDecl, shape, value: np.ndarray, where: str) -> None:
-    if value.shape != tuple(shape):
+def _check_shape(model: CompiledModel, w: WeightDecl, shape, found: tuple[int, ...],
+                 where: str) -> None:
+    if tuple(found) != tuple(shape):
         raise ModelError("E801", f"weight {w.name} of {model.name} is declared "
                          f"{describe_shape(tuple(shape))}, but {where} it is "
-                         f"{describe_shape(value.shape)}", w.span)
+                         f"{describe_shape(tuple(found))}", w.span)
 
 
 class _Drawing(Reference):

@@ -1,13 +1,18 @@
 """The `hilbert` command: check and run, argument forms, --help, exit codes, stderr."""
 
+import errno
 import json
+import math
+import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from hilbert import cli
 from hilbert.cli import main
 
 HILBERT = Path(sys.executable).with_name("hilbert")
@@ -125,3 +130,173 @@ def test_console_script_exit_codes(good, bad):
     assert usage.returncode == 2 and usage.stdout == "" and "usage:" in usage.stderr
     helped = subprocess.run([HILBERT, "--help"], capture_output=True, text=True)
     assert helped.returncode == 0 and "check" in helped.stdout
+
+
+# -- what a shell can hand the command (issue 11, item 14) ----------------------------------------
+
+@pytest.mark.parametrize("text, value", [
+    ("Infinity", math.inf), ("-Infinity", -math.inf), ("NaN", math.nan), ("inf", math.inf),
+    ("-inf", -math.inf), ("+inf", math.inf), ("nan", math.nan), ("-.5", -0.5), (".5", 0.5),
+    ("-1e3", -1000.0), ("1E-2", 0.01), ("[Infinity, -Infinity, NaN]", None),
+])
+def test_run_reads_numbers_infinity_and_nan_in_every_spelling(capsys, good, text, value):
+    code, out, err = run(capsys, "run", good, "add", text, "0")
+    assert (code, err) == (0, "")
+    if value is None:
+        assert out == "[Infinity, -Infinity, NaN]\n"
+    else:
+        assert float(out) == value or (math.isnan(value) and math.isnan(float(out)))
+
+
+@pytest.mark.parametrize("shape, words", [
+    ("a=-2x3", "whole numbers ≥ 0 in the digits 0-9"),
+    ("a=+3x3", "digits 0-9"), ("a= 3x3", "digits 0-9"), ("a=3_0x3", "digits 0-9"),
+    ("a=٣x3", "digits 0-9"), ("a=３x3", "digits 0-9"), ("a=2x", "digits 0-9"),
+    ("a=2.5x3", "digits 0-9"),
+    (f"a={2**70}x3", "no array has that many elements"),
+    (f"a={2**62}x{2**62}", "no array has that many elements"),
+    ("a=" + "9" * 5000 + "x3", "no array has that many elements"),
+    ("a", "write NAME=4x2"),
+])
+def test_plan_shapes_must_be_sizes_numpy_can_have(capsys, good, shape, words):
+    code, out, err = run(capsys, "plan", good, "total", "--shape", shape)
+    assert (code, out) == (2, "") and words in err and "Traceback" not in err
+
+
+def test_plan_refuses_a_shape_given_twice(capsys, good):
+    code, out, err = run(capsys, "plan", good, "total", "--shape", "a=2x3", "--shape", "a=4x5")
+    assert (code, out) == (2, "") and "--shape given twice for a" in err
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 10_000 + "]" * 10_000, "nested too deeply"),
+    ("1e309", "the number 1e309 is too large for float64"),
+    ("-1e309", "too large for float64"),
+    ("[1, 1e999]", "the number 1e999 is too large for float64"),
+    ("1" * 5000, "too large for float64"),
+    ("[" + "1" * 5000 + "]", "too large for float64"),
+    ("1_000", "cannot read argument '1_000'"),
+])
+def test_run_refuses_values_float64_cannot_hold(capsys, good, text, words):
+    code, out, err = run(capsys, "run", good, "add", text, "0")
+    assert (code, out) == (2, "") and words in err
+
+
+def write_bytes(folder: Path, name: str, data: bytes) -> Path:
+    path = folder / name
+    path.write_bytes(data)
+    return path
+
+
+def npy_header_only(folder: Path, name: str, shape) -> Path:
+    """A .npy file whose header claims `shape` and which holds no data."""
+    import io
+
+    stream = io.BytesIO()
+    np.lib.format.write_array_header_1_0(stream, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": shape})
+    return write_bytes(folder, name, stream.getvalue())
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d: write_bytes(d, "empty.csv", b""), "empty.csv: it holds no numbers"),
+    (lambda d: write_bytes(d, "blank.csv", b"\n  \n# a comment\n"), "it holds no numbers"),
+    (lambda d: write_bytes(d, "latin.csv", b"1,2\n\xe9,4\n"), "it is not UTF-8 text (byte 4 is 0xe9)"),
+    (lambda d: write_bytes(d, "header.csv", b"a,b\n1,2\n"), "could not convert string 'a'"),
+    (lambda d: write_bytes(d, "ragged.csv", b"1,2\n3\n"), "the number of columns changed"),
+    (lambda d: (d / "folder.csv").mkdir() or d / "folder.csv", "folder.csv: is a directory"),
+    (lambda d: (d / "folder.npy").mkdir() or d / "folder.npy", "folder.npy: is a directory"),
+    (lambda d: write_bytes(d, "text.npy", b"hello"), "cannot read argument"),
+    (lambda d: write_bytes(d, "cut.npy", npy_header_only(d, "x.npy", (4,)).read_bytes() + b"\0" * 9),
+     "cannot read argument"),
+    (lambda d: np.save(d / "objects.npy", np.array([1, None], dtype=object)) or d / "objects.npy",
+     "cannot read argument"),
+    (lambda d: npy_header_only(d, "huge.npy", (10**6, 10**6)), "over the memory limit"),
+])
+def test_run_reports_files_it_cannot_read(capsys, good, tmp_path, make, words):
+    path = make(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning from NumPy is a leak too
+        code, out, err = run(capsys, "run", good, "transpose", path)
+    assert (code, out) == (2, "") and words in err and "Traceback" not in err
+
+
+def test_run_reports_an_unreadable_file(capsys, good, tmp_path, monkeypatch):
+    path = write_bytes(tmp_path, "secret.csv", b"1,2\n")
+    real = Path.read_text
+
+    def refuse(self, *args, **kwargs):
+        if self == path:  # root reads anything, so the refusal is simulated
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", refuse)
+    code, out, err = run(capsys, "run", good, "transpose", path)
+    assert (code, out) == (2, "") and "secret.csv: Permission denied" in err
+
+
+def test_run_reads_a_csv_with_a_byte_order_mark(capsys, good, tmp_path):
+    path = write_bytes(tmp_path, "bom.csv", "\ufeff1,2\r\n3,4\r\n".encode())
+    code, out, err = run(capsys, "run", good, "transpose", path)
+    assert (code, err) == (0, "") and json.loads(out) == [[1, 3], [2, 4]]
+
+
+def test_a_directory_is_not_a_program(capsys, tmp_path):
+    code, out, err = run(capsys, "run", tmp_path, "f")
+    assert (code, out) == (2, "") and f"{tmp_path}: is a directory, not a file" in err
+    code, out, err = run(capsys, "check", tmp_path)
+    assert (code, out) == (1, "") and "is a directory" in err
+
+
+class _FullStdout:
+    """A stdout whose every write fails, as writing to /dev/full or a closed pipe does."""
+
+    def __init__(self, number: int):
+        self.number = number
+
+    def write(self, text: str) -> int:
+        raise OSError(self.number, os.strerror(self.number))
+
+    def flush(self) -> None:
+        raise OSError(self.number, os.strerror(self.number))
+
+
+@pytest.mark.parametrize("number, code, said", [
+    (errno.ENOSPC, 1, "hilbert: cannot write the output: No space left on device\n"),
+    (errno.EPIPE, 0, ""),  # output piped into `head` and closed early: not an error
+])
+def test_output_that_cannot_be_written(capsys, good, monkeypatch, number, code, said):
+    monkeypatch.setattr(sys, "stdout", _FullStdout(number))
+    assert main(["run", str(good), "add", "1", "2"]) == code
+    assert capsys.readouterr().err == said
+
+
+@pytest.mark.parametrize("raised, code, words", [
+    (KeyboardInterrupt, 130, "hilbert: interrupted"),
+    (MemoryError, 1, "hilbert: out of memory"),
+])
+def test_interrupts_and_exhaustion_end_without_a_traceback(capsys, good, monkeypatch, raised,
+                                                          code, words):
+    def command(args):
+        raise raised
+
+    monkeypatch.setitem(cli._COMMANDS, "run", command)
+    got, out, err = run(capsys, "run", good, "add", "1", "2")
+    assert (got, out) == (code, "") and err.startswith(words) and "Traceback" not in err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_console_script_without_tracebacks(good, tmp_path):
+    """The installed script, as a shell runs it, on what used to end in a traceback."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([HILBERT, "run", good, "add", "2", "3"], stdout=full,
+                              stderr=subprocess.PIPE, text=True)
+    assert (done.returncode, done.stderr) == (1, "hilbert: cannot write the output: No space "
+                                                 "left on device\n")
+    for argv, code, out in [(["run", good, "add", "-Infinity", "1"], 0, "-inf\n"),
+                            (["run", good, "total", "[" * 5000 + "]" * 5000], 2, ""),
+                            (["plan", good, "total", "--shape", f"a={2**70}x3"], 2, ""),
+                            (["run", good, "transpose", write_bytes(tmp_path, "e.csv", b"")], 2, "")]:
+        done = subprocess.run([HILBERT, *map(str, argv)], capture_output=True, text=True)
+        assert (done.returncode, done.stdout) == (code, out), done.stderr
+        assert "Traceback" not in done.stderr and "Warning" not in done.stderr

@@ -432,3 +432,291 @@ def test_train_perceptron_example_without_matplotlib_says_so(tmp_path, monkeypat
     assert script.main(["--steps", "20", "--every", "5", "--out", str(tmp_path / "x.png")]) == 0
     said = capsys.readouterr().out
     assert "matplotlib is not installed" in said and not (tmp_path / "x.png").exists()
+
+
+# -- what a model holds is its own (issue 11, item 4) -----------------------------------------
+
+HOLDER = """\
+model Holder(n, w0) : Learner {
+  weight w : Tensor[n] from w0
+  def set(x) {
+    w ≔ x
+  }
+  def get ≔ w
+  def start ≔ w0
+}
+"""
+
+
+def held_arrays(net) -> list[np.ndarray]:
+    """Every array a model instance holds, wherever it keeps them."""
+    found = []
+    for value in vars(net).values():
+        if isinstance(value, dict):
+            found += [v for v in value.values() if isinstance(v, np.ndarray)]
+    return found
+
+
+def test_a_model_holds_copies_of_what_it_was_given(executor):
+    Holder = hilbert.compile_source(HOLDER, executor=executor).Holder
+    w0 = np.array([1.0, 2.0, 3.0])
+    net = Holder(3, w0)
+    x = np.array([4.0, 5.0, 6.0])
+    other = Holder(3, w0)
+    other.set(x)
+    w0[0] = x[0] = 9.0  # the caller's arrays change after the model took them
+    np.testing.assert_array_equal(net.w, [1, 2, 3])
+    np.testing.assert_array_equal(net.start(), [1, 2, 3])
+    np.testing.assert_array_equal(net.arguments["w0"], [1, 2, 3])
+    np.testing.assert_array_equal(other.w, [4, 5, 6])
+    for held in held_arrays(net) + held_arrays(other):
+        assert not np.shares_memory(held, w0) and not np.shares_memory(held, x)
+        assert held.dtype == np.float64 and held.flags.c_contiguous
+
+
+def test_a_loaded_model_holds_c_ordered_float64_arrays(tmp_path):
+    Grid = hilbert.compile_source("model Grid(n, g0) : Learner {\n"
+                                  "  weight g : Tensor[n, n] from g0\n}\n").Grid
+    grid = np.arange(6.0).reshape(2, 3)
+    np.savez(tmp_path / "g.npz", model=np.array("Grid"), **{
+        "argument.n": np.array(3), "argument.g0": np.asfortranarray(grid),
+        "weight.g": np.asfortranarray(np.arange(9, dtype=np.int32).reshape(3, 3))})
+    net = Grid.load(tmp_path / "g.npz")
+    np.testing.assert_array_equal(net.g, np.arange(9).reshape(3, 3))
+    np.testing.assert_array_equal(net.arguments["g0"], grid)
+    for held in held_arrays(net):
+        assert held.dtype == np.float64 and held.flags.c_contiguous
+
+
+def test_copies_of_a_model_train_apart():
+    import copy
+
+    Counter = hilbert.compile_source(COUNTER).Counter
+    net = Counter()
+    shallow, deep = copy.copy(net), copy.deepcopy(net)
+    shallow.step(steps=2)
+    deep.step()
+    assert (net.c, shallow.c, deep.c) == (0.0, 2.0, 1.0)
+
+
+COUNTER = """\
+model Counter : Learner {
+  weight c : Tensor[] from 0
+  def step {
+    c ≔ c + 1
+  }
+}
+"""
+
+
+# -- a weight in another layout (issue 11, item 11) --------------------------------------------
+
+TRANSPOSED = """\
+open Prelude.Arithmetic
+model Transposed(n, seed) : Learner {
+  weight cube : Tensor[n, n, n] from einsum("ijk->kji", gaussian(seed))
+  weight square : Tensor[n, n] from einsum("ij->ji", gaussian(seed))
+  def train(rate) {
+    square ≔ tanh(einsum("ijk,kl->il", cube, square)) · rate
+  }
+  def mixed ≔ tanh(einsum("ijk,kl->ijl", cube, square))
+}
+"""
+
+
+def test_a_weight_initialised_in_another_layout_runs_compiled(executor):
+    net = hilbert.compile_source(TRANSPOSED, executor=executor).Transposed(4, seed=1)
+    cube = numpy_draw(1, "cube", (4, 4, 4)).transpose(2, 1, 0)
+    square = numpy_draw(1, "square", (4, 4)).T
+    assert net.cube.flags.c_contiguous and net.square.flags.c_contiguous
+    np.testing.assert_array_equal(net.cube, cube)
+    np.testing.assert_allclose(net.mixed(), np.tanh(np.einsum("ijk,kl->ijl", cube, square)),
+                               rtol=0, atol=1e-12)
+    net.train(0.5, steps=3)
+    for _ in range(3):
+        square = np.tanh(np.einsum("ijk,kl->il", cube, square)) * 0.5
+    np.testing.assert_allclose(net.square, square, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(net.mixed(), np.tanh(np.einsum("ijk,kl->ijl", cube, square)),
+                               rtol=0, atol=1e-12)
+
+
+# -- loading what save did not write (issue 11, item 12) ----------------------------------------
+
+SMALL = "model Small(n) : Learner {\n  weight w : Tensor[n] from 0\n  def get ≔ w\n}\n"
+
+
+def saved_small(tmp_path, name="small.npz", **arrays) -> Path:
+    """An .npz file like Small(3).save writes, with `arrays` replacing or adding entries."""
+    content = {"model": np.array("Small"), "argument.n": np.array(3.0), "weight.w": np.zeros(3)}
+    content |= {k.replace("__", "."): v for k, v in arrays.items()}
+    path = tmp_path / name
+    np.savez(path, **{k: v for k, v in content.items() if v is not None})
+    return path
+
+
+def npy_bytes(shape, descr="<f8", data=b"") -> bytes:
+    """A .npy file's bytes: a header declaring `shape` and `descr`, then `data`."""
+    import io
+
+    stream = io.BytesIO()
+    np.lib.format.write_array_header_1_0(stream, {"descr": descr, "fortran_order": False,
+                                                  "shape": shape})
+    return stream.getvalue() + data
+
+
+def truncated(tmp_path) -> Path:
+    path = saved_small(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+    return path
+
+
+def corrupted(tmp_path) -> Path:
+    """A weight's data changed inside the archive: its CRC no longer matches."""
+    path = saved_small(tmp_path, weight__w=np.full(3, 7.0))
+    data = bytearray(path.read_bytes())
+    at = data.index(np.full(3, 7.0).tobytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("make, words", [
+    (truncated, "not a complete .npz archive"),
+    (corrupted, "Bad CRC-32"),
+    (lambda d: saved_small(d, argument__n=np.array("three")), "argument n holding text"),
+    (lambda d: saved_small(d, weight__w=np.zeros(3) + 1j), "weight w holding complex numbers"),
+    (lambda d: saved_small(d, weight__w=np.array([1, None, 2], dtype=object)),
+     "weight w holding Python objects"),
+    (lambda d: saved_small(d, weight__w=np.array(["2020-01-01"] * 3, dtype="datetime64[D]")),
+     "weight w holding dates"),
+    (lambda d: saved_small(d, model=None), "has no model name"),
+    (lambda d: saved_small(d, model=np.array(["Small", "Small"])), "has no model name"),
+    (lambda d: saved_small(d, model=np.array("Large")), "holds a saved Large, not a Small"),
+    (lambda d: saved_small(d, weight__v=np.zeros(3)), "weights v, w, but a Small has w"),
+    (lambda d: saved_small(d, argument__n=np.array(4.0)), "declared a vector of 4"),
+    (lambda d: saved_small(d, argument__n=np.array(np.nan)), "must be a whole number"),
+    (lambda d: d / "missing.npz", "No such file or directory"),
+    (lambda d: (d / "folder.npz").mkdir() or d / "folder.npz", "Is a directory"),
+    (lambda d: (d / "text.npz").write_text("hello") and d / "text.npz",
+     "not a complete .npz archive"),
+    (lambda d: np.save(d / "one.npy", np.zeros(3)) or d / "one.npy", "not a complete .npz archive"),
+])
+def test_loading_a_bad_file_is_e801(tmp_path, make, words):
+    Small = hilbert.compile_source(SMALL).Small
+    path = make(tmp_path)
+    with pytest.raises(HilbertError) as err:
+        Small.load(path)
+    assert err.value.code == "E801", str(err.value)
+    assert words in err.value.message
+
+
+def test_loading_a_bad_file_leaves_the_instance_as_it_was(tmp_path):
+    net = hilbert.compile_source(SMALL).Small(2)
+    with pytest.raises(HilbertError):
+        net.load(saved_small(tmp_path, weight__w=np.zeros(3) + 1j))
+    assert net.arguments == {"n": 2.0} and net.w.tolist() == [0, 0]
+
+
+def with_header_only(path: Path, key: str, shape) -> Path:
+    """`path` with one more array `key` whose header claims `shape` and which holds no data."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr(f"{key}.npy", npy_bytes(shape))
+    return path
+
+
+def test_a_file_claiming_huge_arrays_is_refused_before_reading_them(tmp_path):
+    huge_weight = with_header_only(saved_small(tmp_path, argument__n=np.array(1e12),
+                                               weight__w=None), "weight.w", (10**12,))
+    with pytest.raises(HilbertError) as err:
+        hilbert.compile_source(SMALL).Small.load(huge_weight)
+    assert err.value.code == "E802" and "loading Small from" in err.value.message
+    assert "weight w alone is 1000000000000" in err.value.message
+    Holder = hilbert.compile_source(HOLDER).Holder
+    path = tmp_path / "holder.npz"
+    np.savez(path, model=np.array("Holder"), **{"argument.n": np.array(2.0),
+                                                "weight.w": np.zeros(2)})
+    with pytest.raises(HilbertError) as err:
+        Holder.load(with_header_only(path, "argument.w0", (10**6, 10**6)))
+    assert err.value.code == "E802" and "argument w0 alone is 1000000×1000000" in err.value.message
+
+
+@pytest.mark.parametrize("weight, arguments", [
+    (np.array([True, False, True]), np.array(3)),        # booleans and integers are numbers
+    (np.array([np.nan, np.inf, -1.0]), np.array(3.0)),   # NaN and infinity are kept as they are
+])
+def test_numbers_of_any_real_kind_load_as_float64(tmp_path, weight, arguments):
+    net = hilbert.compile_source(SMALL).Small.load(
+        saved_small(tmp_path, weight__w=weight, argument__n=arguments))
+    np.testing.assert_array_equal(net.w, weight.astype(np.float64))
+    assert net.w.dtype == np.float64
+
+
+@pytest.mark.parametrize("path", [None, 3, b"small.npz"])
+def test_save_and_load_take_file_names(path):
+    net = hilbert.compile_source(SMALL).Small(3)
+    for call in (net.save, net.load, type(net).load):
+        with pytest.raises(HilbertError) as err:
+            call(path)
+        assert err.value.code == "E801" and "give a file name" in err.value.message
+
+
+def test_saving_where_nothing_can_be_written_is_e801(tmp_path):
+    net = hilbert.compile_source(SMALL).Small(3)
+    with pytest.raises(HilbertError) as err:
+        net.save(tmp_path / "missing" / "small.npz")
+    assert err.value.code == "E801" and "cannot save Small" in err.value.message
+
+
+# -- member names the Python class owns (issue 11, item 13) ---------------------------------
+
+OWNED_BY_PYTHON = ["_model", "_state", "_weights", "_lock", "_", "__init__", "__repr__",
+                   "__bool__", "__del__", "__getattr__", "__class__"]
+
+
+@pytest.mark.parametrize("name", OWNED_BY_PYTHON)
+@pytest.mark.parametrize("template, line", [
+    ("model M(n) : Learner {{\n  weight w : Tensor[n] from 0\n  def {name} ≔ w\n}}\n", 3),
+    ("model M(n) : Learner {{\n  weight {name} : Tensor[n] from 0\n}}\n", 2),
+    ("model M(n) : Learner {{\n  weight w : Tensor[n] from 0\n  def {name}(x) {{\n"
+     "    w ≔ x\n  }}\n}}\n", 3),
+    ("model M({name}) : Learner {{\n  weight w : Tensor[2] from 0\n}}\n", 1),
+])
+def test_names_starting_with_an_underscore_are_refused(name, template, line):
+    err = compile_error(template.format(name=name))
+    assert (err.code, err.span.line) == ("E800", line), str(err)
+    assert f"called {name}:" in err.message and "starting with _" in err.message
+
+
+def test_every_public_attribute_of_learner_is_reserved():
+    from hilbert.compiler.models import RESERVED
+
+    public = {name for name in dir(Learner) if not name.startswith("_")}
+    assert public == RESERVED
+
+
+# -- the memory limit (issue 11, item 15) --------------------------------------------------------
+
+HUGE = "model Huge(n, seed) : Learner {\n  weight w : Tensor[n, n] from gaussian(seed)\n}\n"
+
+
+def test_weights_over_the_memory_limit_are_refused_before_allocating():
+    Huge = hilbert.compile_source(HUGE).Huge
+    with pytest.raises(HilbertError) as err:
+        Huge(10**5, seed=1)  # 74.5 GiB: over the default limit (half of RAM) on most machines
+    assert err.value.code == "E802" and err.value.span.line == 2
+    assert "100000×100000" in err.value.message and "HILBERT_MEMORY_LIMIT" in err.value.message
+    with pytest.raises(HilbertError) as err:
+        Huge(2**40, seed=1)  # sizes are added up in Python integers: no overflow
+    assert err.value.code == "E802"
+
+
+def test_the_weight_limit_is_hilbert_memory_limit(monkeypatch):
+    Huge = hilbert.compile_source(HUGE).Huge
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "1M")
+    assert Huge(300, seed=1).w.shape == (300, 300)  # 0.7 MiB
+    with pytest.raises(HilbertError) as err:
+        Huge(400, seed=1)  # 1.2 MiB
+    assert err.value.code == "E802" and "over the limit of 1.0 MiB" in err.value.message

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -82,3 +84,78 @@ def test_threads_compiling_the_same_program_for_the_first_time():
     for job, value in zip(jobs, results, strict=True):
         assert not isinstance(value, Exception), value
         np.testing.assert_allclose(value, ref.f(job), rtol=1e-12, atol=1e-12)
+
+
+# -- one model trained and read from several threads (issue 11, item 5) -------------------------
+
+PAIR = """\
+model Pair : Learner {
+  weight a : Tensor[] from 0
+  weight b : Tensor[] from 0
+  def step {
+    a ≔ a + 1
+    b ≔ b + 1
+  }
+  def gap ≔ a − b
+}
+"""
+
+
+def _yield(frame, event, arg) -> None:
+    """A profile hook that lets another thread run before every call into C, so two threads
+    interleave at every step a race could fall between (NumPy calls, dict writes, …)."""
+    if event == "c_call":
+        time.sleep(0)
+
+
+def _in_threads(*jobs) -> list:
+    """Run each job in its own thread, started together and interleaved as finely as Python
+    allows; the exceptions they raised."""
+    start = threading.Barrier(len(jobs))
+    raised: list = []
+
+    def work(job) -> None:
+        start.wait()
+        sys.setprofile(_yield)
+        try:
+            job()
+        except Exception as err:  # noqa: BLE001 (reported below, in the test's thread)
+            raised.append(err)
+        finally:
+            sys.setprofile(None)
+
+    threads = [threading.Thread(target=work, args=(job,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return raised
+
+
+def test_training_one_model_from_two_threads_counts_every_step(executor):
+    net = hilbert.compile_source(PAIR, executor=executor).Pair()
+    net.step()  # compiled before the threads start
+
+    def train() -> None:
+        for _ in range(300):
+            net.step()
+
+    assert _in_threads(train, train) == []
+    assert (net.a, net.b) == (601.0, 601.0)
+
+
+def test_a_method_sees_the_weights_of_one_train_call(executor):
+    net = hilbert.compile_source(PAIR, executor=executor).Pair()
+    net.step()
+    gaps: list[float] = []
+
+    def train() -> None:
+        for _ in range(300):
+            net.step()
+
+    def read() -> None:
+        for _ in range(300):
+            gaps.append(net.gap())
+
+    assert _in_threads(train, read) == []
+    assert net.a == 301.0 and gaps == [0.0] * 300
