@@ -123,7 +123,13 @@ class _Builder(Transformer):
     def train_decl(self, meta, children):
         name, params, *assigns = children
         span = self._span(meta)
-        return Train(str(name), params or (), tuple(assigns), span, _doc_above(self.source, span.line))
+        flat = tuple(a for group in assigns for a in (group if isinstance(group, tuple) else (group,)))
+        return Train(str(name), params or (), flat, span, _doc_above(self.source, span.line))
+
+    def assign_tuple(self, meta, children):
+        *names, _define, value = children
+        span = self._span(meta)
+        return tuple(Assign(str(n), value, span, i, len(names)) for i, n in enumerate(names))
 
     def assign(self, meta, children):
         name, _define, value = children

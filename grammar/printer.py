@@ -130,12 +130,28 @@ def _model(m: Model, unicode: bool) -> str:
         lines.append(f"  weight {w.name} : {w.type_name}[{dims}] from {print_expr(w.init, unicode)}")
     for t in m.trains:
         lines.append(f"  def {t.name}{_params(t.params)} {{")
-        lines += [f"    {a.name} {define} {print_expr(a.value, unicode)}" for a in t.assigns]
+        lines += [f"    {_assign(group, define, unicode)}" for group in _assign_groups(t.assigns)]
         lines.append("  }")
     for d in m.methods:
         lines.append(f"  def {d.name}{_params(d.params)} {define} {print_expr(d.body, unicode)}")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _assign_groups(assigns: tuple[Assign, ...]) -> list[list[Assign]]:
+    """The assignments as written: a tuple assignment's names together."""
+    groups: list[list[Assign]] = []
+    for a in assigns:
+        if a.index > 0:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    return groups
+
+
+def _assign(group: list[Assign], define: str, unicode: bool) -> str:
+    names = group[0].name if group[0].count == 1 else f"({', '.join(a.name for a in group)})"
+    return f"{names} {define} {print_expr(group[0].value, unicode)}"
 
 
 def print_module(module: Module, unicode: bool = False) -> str:

@@ -8,7 +8,7 @@ Grammar of the tree (what the parser builds):
     Model      ::= name, params, base, weights: Weight*, trains: Train*, methods: Definition*
     Weight     ::= name, type_name, dims: (name | number)*, init: Expr
     Train      ::= name, params, assigns: Assign*
-    Assign     ::= name, value: Expr
+    Assign     ::= name, value: Expr, index, count   (`(a, b) ≔ e`: one per name)
     Expr       ::= Number | String | Name | Call | Binary | Negate | Compare | If
                  | Let | Tuple | Index | Slice | Derivative
     Let        ::= bindings: Binding+, body: Expr        (each binding sees those before it)
@@ -157,9 +157,14 @@ class Weight:
 
 @dataclass(frozen=True, slots=True)
 class Assign:
+    """`name ≔ value`; `(a, b) ≔ value` is one Assign per name, each taking component `index`
+    of the `count` the value answers (count 1: the whole value)."""
+
     name: str
     value: Expr
     span: Span = field(compare=False, repr=False)
+    index: int = 0
+    count: int = 1
 
 
 @dataclass(frozen=True, slots=True)
