@@ -7,14 +7,16 @@ program shares them instead of compiling its own.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import math
 import sys
-import warnings
 from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
 from numba import config, njit, types
+
+from . import disk
 
 #: NUMBA_DISABLE_JIT=1: everything runs as plain Python (slowly), for debugging and tests.
 PYTHON_MODE = bool(getattr(config, "DISABLE_JIT", False))
@@ -33,21 +35,51 @@ class PositionError(Exception):
     The executor turns it into the HilbertError the reference executor raises (E510)."""
 
 
-def jit(function, cache: bool = False):
+def jit(function):
     """`function` compiled the way all of hilbert's code is: NumPy's error model (x/0 is inf,
     not an exception), no GIL (threads run compiled code at once), no bounds checks (indices
-    come from the planner); on disk too when `cache`."""
-    return njit(function, cache=cache, nogil=True, error_model="numpy", boundscheck=False)
+    come from the planner). In memory: disk.keep gives it the disk cache."""
+    return njit(function, nogil=True, error_model="numpy", boundscheck=False)
+
+
+def _numpy_dgemm() -> tuple[int, bool] | None:
+    """The address of NumPy's own cblas_dgemm and whether its integers are 64-bit, or None.
+    Compiled code multiplies through it, so NumPy and hilbert share one BLAS and one thread
+    pool: two OpenBLAS pools in one process (NumPy's, and SciPy's that Numba's np.dot uses)
+    make each other's threads wait, which turns a 1 ms product into tens of milliseconds."""
+    if PYTHON_MODE:
+        return None
+    try:
+        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
+        ilp64 = "64BITINT" in blas.get("openblas configuration", "").upper()
+    except (AttributeError, KeyError, TypeError):
+        return None
+    root = Path(np.__file__).parent
+    for library in [*root.parent.glob("numpy.libs/*blas*"), *root.glob(".dylibs/*blas*")]:
+        try:
+            handle = ctypes.CDLL(str(library))
+        except OSError:
+            continue
+        for name, wide in (("scipy_cblas_dgemm64_", True), ("cblas_dgemm64_", True),
+                           ("scipy_cblas_dgemm", ilp64), ("cblas_dgemm", ilp64)):
+            function = getattr(handle, name, None)
+            if function is not None:
+                return ctypes.cast(function, ctypes.c_void_p).value, wide
+    return None
+
+
+_DGEMM = _numpy_dgemm()
+#: Which BLAS compiled code multiplies with (part of the disk cache's key).
+BLAS = "numpy-cblas" + ("-ilp64" if _DGEMM and _DGEMM[1] else "") if _DGEMM else "numba-dot"
+#: What the kernels' machine code depends on: this file, NumPy and the BLAS it calls.
+STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {np.__version__} "
+         f"{BLAS}")
 
 
 def compiled(function):
-    """`function` compiled by `jit`, cached on disk when Numba can find a cache directory."""
-    try:
-        return jit(function, cache=True)
-    except (RuntimeError, OSError) as err:  # no writable cache location for this file
-        warnings.warn(f"hilbert: Numba cannot cache kernels ({err}); compiling in memory",
-                      RuntimeWarning, stacklevel=2)
-        return jit(function)
+    """`function` compiled by `jit`, its machine code cached in hilbert's private cache
+    directory (executor/disk.py) when there is one, never beside this file."""
+    return disk.keep(jit(function), STAMP)
 
 
 #: Arrays of at least this many bytes ask the kernel for huge pages, as NumPy's own do: with
@@ -102,35 +134,6 @@ def small_product_into(a, b, out):
     return out
 
 
-def _numpy_dgemm() -> tuple[int, bool] | None:
-    """The address of NumPy's own cblas_dgemm and whether its integers are 64-bit, or None.
-    Compiled code multiplies through it, so NumPy and hilbert share one BLAS and one thread
-    pool: two OpenBLAS pools in one process (NumPy's, and SciPy's that Numba's np.dot uses)
-    make each other's threads wait, which turns a 1 ms product into tens of milliseconds."""
-    if PYTHON_MODE:
-        return None
-    try:
-        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
-        ilp64 = "64BITINT" in blas.get("openblas configuration", "").upper()
-    except (AttributeError, KeyError, TypeError):
-        return None
-    root = Path(np.__file__).parent
-    for library in [*root.parent.glob("numpy.libs/*blas*"), *root.glob(".dylibs/*blas*")]:
-        try:
-            handle = ctypes.CDLL(str(library))
-        except OSError:
-            continue
-        for name, wide in (("scipy_cblas_dgemm64_", True), ("cblas_dgemm64_", True),
-                           ("scipy_cblas_dgemm", ilp64), ("cblas_dgemm", ilp64)):
-            function = getattr(handle, name, None)
-            if function is not None:
-                return ctypes.cast(function, ctypes.c_void_p).value, wide
-    return None
-
-
-_DGEMM = _numpy_dgemm()
-#: Which BLAS compiled code multiplies with (part of the disk cache's key).
-BLAS = "numpy-cblas" + ("-ilp64" if _DGEMM and _DGEMM[1] else "") if _DGEMM else "numba-dot"
 
 if _DGEMM is not None:
     llvm.add_symbol("hilbert_numpy_cblas_dgemm", _DGEMM[0])

@@ -19,7 +19,6 @@ from hilbert.compiler.primitives import BY_OP, SPELLING
 from hilbert.compiler.shapes import ShapeTable
 
 from . import cache, codegen, kernels
-from .sequences import position
 from .kernels import PositionError, StepCountError
 from .planned import _kernel as planned_einsum
 from .reference import (
@@ -31,6 +30,7 @@ from .reference import (
     run_loop_grad,
     step_count,
 )
+from .sequences import position
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
@@ -38,6 +38,7 @@ _COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", 
                    "slice")
 #: NUMBA_DISABLE_JIT=1: generated code runs as Python, on NumPy scalars that warn on x/0.
 _PYTHON_MODE = kernels.PYTHON_MODE
+_FLOAT64 = np.dtype(np.float64)
 
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
@@ -117,7 +118,7 @@ def _describe(node: ir.Node) -> str:
 
 class CompiledRegion:
     """One generated function and how to call it: `inputs` are the IR nodes whose values it is
-    given (scalars are passed as NumPy floats, arrays as C-ordered writable arrays)."""
+    given (scalars are passed as NumPy floats, arrays as C-ordered writable float64 arrays)."""
 
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str):
         generated = codegen.generate(region, table, optimize)
@@ -127,10 +128,12 @@ class CompiledRegion:
         self.function = cache.function(generated.source, generated.compiled)
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
                              if not table.scopes[region.scope][n])
-        self._recovered = False
+        self.arrays = tuple(i for i in range(len(region.inputs)) if i not in self.scalars)
 
     def __call__(self, args):
-        """(value, loop steps run) for these input values."""
+        """(value, loop steps run) for these input values (as `convert` makes them). Anything
+        compiled code raises but a bad step count is a bug and propagates: a bad disk cache
+        entry never reaches here (disk.HilbertCache replaces it while loading)."""
         try:
             if _PYTHON_MODE:
                 with np.errstate(all="ignore"):
@@ -144,21 +147,18 @@ class CompiledRegion:
             number, value, size = err.args
             position(self.generated.reads[number], value, size)  # raises the HilbertError
             raise AssertionError("a position compiled code refused was accepted") from err
-        except Exception:
-            if self._recovered or not self.generated.compiled or _PYTHON_MODE:
-                raise
-            self._recovered = True  # a corrupt disk cache: compile afresh, in memory, once
-            cache.warn("compiled code from the disk cache failed to load; compiling in memory")
-            self.function = cache.in_memory(self.source)
-            return self.function(*args)
 
     def convert(self, values) -> list:
-        """Host values as this function's arguments."""
+        """Host values as this function's arguments: compiled code is compiled for one layout
+        only, so any other array (another order or dtype, a strided or read-only view, a
+        subclass) is copied into it here, at the boundary, instead of reaching compiled code."""
         args = list(values)
         for i in self.scalars:
             args[i] = np.float64(args[i])
-        for i, v in enumerate(args):
-            if isinstance(v, np.ndarray) and (not v.flags.c_contiguous or not v.flags.writeable):
+        for i in self.arrays:
+            v = args[i]
+            if not (type(v) is np.ndarray and v.dtype == _FLOAT64 and v.flags.c_contiguous
+                    and v.flags.writeable):
                 args[i] = np.array(v, dtype=np.float64, order="C")
         return args
 
@@ -349,21 +349,15 @@ class WholeProgram:
         self.region = region
         self.function = region.function
         self.positions = tuple(n.index for n in region.region.inputs)
-        self.direct = self.positions == tuple(range(arity)) and not region.scalars
-        self.check = region.generated.compiled  # compiled code needs writable arrays
+        # plain NumPy calls on the parameters as they are: nothing to convert
+        self.direct = (self.positions == tuple(range(arity)) and not region.scalars
+                       and not region.generated.compiled)
         self._steps = 0
 
     def __call__(self, values):
-        if self.direct and not self.check:  # plain NumPy calls, nothing to convert
+        if self.direct:
             return self.function(*values)[0]
-        args = [values[i] for i in self.positions]
-        for i in self.region.scalars:
-            args[i] = args[i][()]
-        if self.check:
-            for i, v in enumerate(args):
-                if type(v) is np.ndarray and not v.flags.writeable:
-                    args[i] = v.copy()
-        value, steps = self.region(args)
+        value, steps = self.region(self.region.convert([values[i] for i in self.positions]))
         if steps:
             self._steps += steps
         return value

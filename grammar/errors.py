@@ -59,13 +59,21 @@ CODES: dict[str, str] = {
 
 #: Every warning code and a one-line title: things hilbert tolerates (and works around) but a
 #: user should know. docs/errors/ has a page each, like the errors.
-WARNING_CODES: dict[str, str] = {}
+WARNING_CODES: dict[str, str] = {
+    "W900": "cache directory not private",
+    "W901": "cache directory cannot be used",
+    "W902": "bad cache entry replaced",
+}
 
 
 class HilbertWarning(RuntimeWarning):
     """A coded warning: `.code`, `.message` and, where the warning is about .hb text, `.span`."""
 
-    def __init__(self, code: str, message: str, span: Span | None = None):
+    def __init__(self, code: str, message: str | None = None, span: Span | None = None):
+        if message is None:
+            # rebuilt from its own text, as warnings.warn_explicit(text, HilbertWarning) does
+            # (Numba re-issues that way the warnings raised while it compiles)
+            code, message = code.partition("warning[")[2].split("]: ", 1)
         assert code in WARNING_CODES, code
         self.code = code
         self.message = message

@@ -1,18 +1,31 @@
-"""Security: `open` never leaves the search path, and no .hb text can run Python.
+"""Security: `open` never leaves the search path, no .hb text can run Python, and nothing in
+the disk cache runs unless only the user could have written it (docs/security.md).
 
 Nothing is eval'ed from user text; code generated for the compiled executor is built from
 validated identifiers only. These tests try the obvious attacks and prove they fail
 harmlessly: each ends in a HilbertError (or an ordinary result) and leaves no trace.
 """
 
+import importlib.util
+import marshal
 import os
+import pickle
+import stat
+import struct
 import subprocess
+import warnings
 
+import numba
 import numpy as np
 import pytest
+import test_cache
 from conftest import EXECUTORS
+from hilbert.executor import disk
+from test_cache import copy_of, files, run_cached
 
 import hilbert
+
+primed = test_cache.primed  # (the fixture: a cache directory after one cold process)
 
 
 @pytest.fixture
@@ -242,3 +255,139 @@ def test_numpy_files_never_unpickle(sentinel, tmp_path):
     path.write_text("fn f(x) ↦ x + 1\n", encoding="utf-8")
     np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     assert main(["run", str(path), "f", str(tmp_path / "objects.npy")]) == 2
+
+
+# The disk cache runs only what the user wrote
+
+
+class Planted:
+    """What an attacker's cache file holds: unpickling it creates the file `marker`."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').close()",))
+
+
+def plant_pickles(paths, marker) -> None:
+    """Numba index (.nbi) and code (.nbc) files that create `marker` when they are read."""
+    for path in paths:
+        head = pickle.dumps(numba.__version__) if path.suffix == ".nbi" else b""
+        path.write_bytes(head + pickle.dumps(Planted(marker)))
+
+
+def test_a_cache_dir_others_can_write_is_never_read_nor_written(primed, tmp_path):
+    directory, marker = copy_of(primed, tmp_path), tmp_path / "PWNED"
+    plant_pickles((directory / "__pycache__").iterdir(), marker)
+    for source in directory.glob("hb_*.py"):
+        source.write_text(f"open({str(marker)!r}, 'w').close()\n" + source.read_text())
+    for level in (directory, directory / "__pycache__"):
+        os.chmod(level, 0o777)
+    before = files(directory)
+    report = run_cached(directory)  # (the right values: run_cached checks them)
+    assert not marker.exists() and files(directory) == before
+    assert set(report["warnings"]) == {"W900"} and report["compiles"] > 0  # in memory
+
+
+def test_numba_files_others_could_write_are_never_unpickled(primed, tmp_path):
+    directory, marker = copy_of(primed, tmp_path), tmp_path / "PWNED"
+    planted = sorted((directory / "__pycache__").glob("hb_*"))
+    plant_pickles(planted, marker)
+    for path in planted:
+        os.chmod(path, 0o666)
+    report = run_cached(directory)
+    assert not marker.exists() and set(report["warnings"]) == {"W902"}
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in planted)  # replaced, privately
+    again = run_cached(directory)
+    assert again["warnings"] == [] and again["compiles"] == 0 and not marker.exists()
+
+
+def timestamp_pyc(code, source) -> bytes:
+    """A .pyc of `code` that Python's import takes for `source`'s (its header: their mtime and
+    size, which is all that import checks)."""
+    found = source.stat()
+    header = struct.pack("<III", 0, int(found.st_mtime) & 0xFFFFFFFF, found.st_size & 0xFFFFFFFF)
+    return importlib.util.MAGIC_NUMBER + header + marshal.dumps(code)
+
+
+@pytest.mark.parametrize("planted", [".pyc beside the source", "source"])
+def test_a_tampered_generated_source_is_never_run(primed, tmp_path, planted):
+    directory, marker = copy_of(primed, tmp_path), tmp_path / "PWNED"
+    (source,) = directory.glob("hb_*.py")
+    original = source.read_bytes()
+    tampered = f"open({str(marker)!r}, 'w').close()\n" + original.decode()
+    if planted == "source":
+        source.write_text(tampered)
+    else:
+        pyc = importlib.util.cache_from_source(str(source))
+        with open(pyc, "wb") as out:
+            out.write(timestamp_pyc(compile(tampered, str(source), "exec"), source))
+    report = run_cached(directory)
+    assert not marker.exists() and source.read_bytes() == original
+    assert report["warnings"] == ([] if planted != "source" else ["W902"])
+    assert report["compiles"] == 0  # still warm: the machine code is the user's own
+
+
+@pytest.fixture
+def cache_in(tmp_path, monkeypatch):
+    """cache_in(path) points HILBERT_CACHE_DIR at tmp_path/path and returns it."""
+
+    def point(relative: str):
+        monkeypatch.setenv(disk.ENVIRONMENT, str(tmp_path / relative))
+        return tmp_path / relative
+
+    return point
+
+
+def refusal() -> str | None:
+    """The W900 message for the cache directory HILBERT_CACHE_DIR names, or None if it is used."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        used = disk.private_dir()
+    codes = [getattr(w.message, "code", None) for w in caught]
+    assert codes == ([] if used is not None else ["W900"]), codes
+    return None if used is not None else str(caught[0].message)
+
+
+def test_a_cache_dir_of_another_user_is_refused(cache_in, monkeypatch):
+    directory = cache_in("cache")
+    directory.mkdir(mode=0o700)
+    someone_else = directory.stat().st_uid + 1
+    monkeypatch.setattr(os, "geteuid", lambda: someone_else)
+    assert f"{directory} belongs to" in refusal()
+    assert not (directory / "__pycache__").exists()  # nothing is made inside it
+
+
+@pytest.mark.parametrize("mode, refused", [(0o700, False), (0o750, False), (0o770, True),
+                                           (0o707, True), (0o1777, True)])
+def test_a_cache_dir_others_can_write_is_refused(cache_in, monkeypatch, mode, refused):
+    directory = cache_in("cache")
+    directory.mkdir()
+    os.chmod(directory, mode)
+    monkeypatch.setattr(disk, "_own_group", lambda gid: True)  # even for one's private group
+    assert (refusal() is not None) == refused
+
+
+@pytest.mark.parametrize("mode, own_group, refused", [
+    (0o755, False, False), (0o1777, False, False), (0o777, False, True), (0o775, False, True),
+    (0o775, True, False), (0o1770, False, False)])
+def test_directories_above_the_cache_dir_must_not_be_writable_by_others(
+        cache_in, monkeypatch, mode, own_group, refused):
+    directory = cache_in("above/cache")
+    directory.parent.mkdir()
+    os.chmod(directory.parent, mode)
+    monkeypatch.setattr(disk, "_own_group", lambda gid: own_group)
+    why = refusal()
+    assert (why is not None) == refused
+    assert why is None or f"{directory.parent} can be written by other users" in why
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700  # made by hilbert, for the user alone
+
+
+def test_a_symlinked_cache_dir_is_checked_where_it_leads(cache_in, tmp_path):
+    public = tmp_path / "public"
+    public.mkdir()
+    os.chmod(public, 0o777)
+    (public / "cache").mkdir(mode=0o700)
+    cache_in("link").symlink_to(public / "cache")
+    assert f"{public} can be written by other users" in refusal()
