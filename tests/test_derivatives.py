@@ -275,3 +275,23 @@ def test_derivative_errors(source, code):
     with pytest.raises(hilbert.HilbertError) as raised:
         hilbert.compile_source(source).f(np.ones(3))
     assert raised.value.code == code, str(raised.value)
+
+
+def test_the_gradient_of_an_mlp_plans_to_gemms_within_three_forward_passes():
+    """Issue 12 (d): ∂ of a dense-layer loss is matrix products, at most 3× the forward's
+    FLOPs (the hand-written backpropagation of Prelude.Networks is the yardstick)."""
+    module = hilbert.compile_source("""
+open Prelude.Networks
+def loss(x, y, w1, w2) ≔ einsum("ij->", (outputs(x, w1, w2) − y)²) / (2 · rows(x))
+fn forward(x, y, w1, w2) ↦ loss(x, y, w1, w2)
+fn backward(x, y, w1, w2) ↦ ∂ loss(x, y, w1, w2) / ∂ (w1, w2)
+fn byHand(x, y, w1, w2) ↦ (gradFirst(x, y, w1, w2), gradSecond(x, y, w1, w2))
+""")
+    shapes = ((1024, 64), (1024, 10), (64, 256), (256, 10))
+    forward = module.forward.plan(*shapes)
+    backward = module.backward.plan(*shapes)
+    products = [e for e in backward.einsums if len(e.shapes) > 1 and e.flops > 1e6]
+    assert len(products) == 5  # X W1, H W2; δ W2ᵀ; Xᵀ δhid, Hᵀ δout
+    assert all(step.blas == "GEMM" for e in products for step in e.steps)
+    assert backward.flops <= 3 * forward.flops
+    assert backward.flops <= 1.001 * module.byHand.plan(*shapes).flops
