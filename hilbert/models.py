@@ -151,7 +151,10 @@ def _dressed(function, model: CompiledModel, member: Member, extra: list[inspect
 
 
 def _answer(result):
-    """A method's result as the API gives it: a float for a scalar, else a fresh array."""
+    """A method's result as the API gives it: a float for a scalar, else a fresh array; a
+    tuple of those for a tuple."""
+    if isinstance(result, tuple):
+        return tuple(_answer(r) for r in result)
     array = np.array(result, dtype=np.float64)
     return float(array) if array.ndim == 0 else array
 

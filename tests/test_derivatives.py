@@ -295,3 +295,13 @@ fn byHand(x, y, w1, w2) ↦ (gradFirst(x, y, w1, w2), gradSecond(x, y, w1, w2))
     assert all(step.blas == "GEMM" for e in products for step in e.steps)
     assert backward.flops <= 3 * forward.flops
     assert backward.flops <= 1.001 * module.byHand.plan(*shapes).flops
+
+
+def test_every_op_has_a_derivative_rule():
+    """A new primitive must come with its row in the rules table (or be one that is never
+    differentiated: draws live only in weight initialisers; argmax/argmin become other ops)."""
+    from hilbert.compiler.derivative_rules import RULES
+    from hilbert.compiler.primitives import BY_OP
+
+    never = {"gaussian", "uniform", "argmax", "argmin"}
+    assert set(BY_OP) - never <= set(RULES)

@@ -158,3 +158,15 @@ def test_tuple_and_shape_errors(source, code):
     with pytest.raises(hilbert.HilbertError) as raised:
         hilbert.compile_source(source).f(np.ones((2, 2)))
     assert raised.value.code == code, str(raised.value)
+
+
+def test_a_model_method_answers_a_tuple(executor):
+    module = hilbert.compile_source("""
+model Pair(n) : Learner {
+  weight w : Tensor[n] from 1
+  def both(x) ≔ (w · x, 2)
+}
+""", executor=executor)
+    scaled, two = module.Pair(3).both(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(scaled, [1.0, 2.0, 3.0])
+    assert two == 2.0
