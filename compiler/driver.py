@@ -46,7 +46,8 @@ class Entries(Mapping[str, Entry]):
 
 @dataclass
 class CompiledModule:
-    """What compile_module produces: the module's entries by name and what resolve saw."""
+    """What compile_module produces: the module's entries by name and what resolve saw.
+    `key` is how messages name the module (its path as given, or its text's name)."""
 
     key: str
     entries: Entries
@@ -67,7 +68,7 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
     entries = Entries(own, inliner)                           # inline, share, fuse, masks: on use
     exported = tuple(n for n, d in own.items() if export_all or d.kind == "fn")
     models = compile_models(resolved, root)                   # model declarations -> entries
-    return CompiledModule(root.key, entries, exported, resolved, models)
+    return CompiledModule(str(root), entries, exported, resolved, models)
 
 
 def specialise(entry: Entry, shapes: tuple[Shape, ...], fused: bool = False) -> ShapeTable:
@@ -100,7 +101,8 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
 
 
 def annotate(err: HilbertError, resolved: Resolved) -> HilbertError:
-    """Add the definition an error was raised inside, and its `Instead:` hint, as notes."""
+    """Add the definition an error was raised inside, and its `Instead:` hint, as notes; then
+    the calls that led there, from that definition out to what the user called."""
     for d in resolved.syntax.values():
         if _contains(d.span, err.span):
             err = err.with_note(f"in {d.name}, defined at {d.span}")
@@ -108,6 +110,8 @@ def annotate(err: HilbertError, resolved: Resolved) -> HilbertError:
                 if line.startswith("Instead:"):
                     err = err.with_note(line)
             break
+    for site in err.span.via.chain() if err.span.via is not None else ():
+        err = err.with_note(f"called from {site.caller} at {site.span}")
     return err
 
 

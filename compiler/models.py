@@ -212,7 +212,8 @@ class _ModelCompiler:
         params = {ir.Local(i, p, w.span): ir.Param(i, p, w.span)
                   for i, p in enumerate(self.decl.params)}
         dims = tuple(int(d) if isinstance(d, float) else d for d in w.dims)
-        return WeightDecl(w.name, dims, ir.substitute(inliner.expand(body), params), w.span)
+        return WeightDecl(w.name, dims, ir.substitute(inliner.expand(body, f"{self.decl.name}.{w.name}"),
+                                                      params), w.span)
 
     def method_definition(self, m: s.Definition) -> Definition:
         body = self.lowering(m.params).expr(m.body)
@@ -230,8 +231,8 @@ class _ModelCompiler:
         """A train block as a definition of `(*state, *own, steps)` whose body is its loop."""
         full = self.state + t.params
         lowering = self.lowering(t.params)
-        new = {a.name: inliner.expand(self.assigned(lowering, a)) for a in t.assigns}
         name = f"{self.decl.name}.{t.name}"
+        new = {a.name: inliner.expand(self.assigned(lowering, a), name) for a in t.assigns}
         return Definition(self.key(t.name), name, self.scope.module.key, "train",
                           full + (STEPS,), _counted_loop(name, full, new, t.span), t.span, t.doc)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -10,19 +11,24 @@ from pathlib import Path
 
 from hilbert.grammar.errors import NameResolutionError
 from hilbert.grammar.parser import parse
-from hilbert.grammar.syntax import Module, Open
+from hilbert.grammar.syntax import Definition, Module, Open
 
 PRELUDE = "Prelude"
 
 
 @dataclass(frozen=True, slots=True)
 class SourceModule:
-    """A parsed module: its key (unique), the name it is qualified by, and where it came from."""
+    """A parsed module: its key (unique: a file's real path, or a text's name), the name it is
+    qualified by (`Util` in `Util.f`), its label in messages, and where it came from."""
 
     key: str
     name: str
     syntax: Module
     directory: Path | None = field(compare=False)
+    label: str = field(default="", compare=False)
+
+    def __str__(self) -> str:
+        return self.label or self.name
 
 
 def prelude_directory() -> Path:
@@ -38,42 +44,52 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-class Loader:
-    """Parses each module once; `open` resolves a module path against the search path."""
+def search_paths(search_path: str | Path | Iterable[str | Path] | None) -> list[Path]:
+    """The search path as a list of folders: one folder (a str or Path) or several."""
+    if search_path is None:
+        return []
+    if isinstance(search_path, (str, os.PathLike)):
+        return [Path(search_path)]
+    return [Path(p) for p in search_path]
 
-    def __init__(self, search_path: list[Path] | None = None):
-        self.search_path = [Path(p) for p in (search_path or [])]
+
+class Loader:
+    """Parses each module file once, keyed by its real path (two files both called Util.hb are
+    two modules; one file opened by two names is one); `open` resolves a module path against
+    the opening file's folder, then the search path."""
+
+    def __init__(self, search_path: str | Path | Iterable[str | Path] | None = None):
+        self.search_path = search_paths(search_path)
         self.modules: dict[str, SourceModule] = {}
 
-    def from_text(self, text: str, name: str, directory: Path | None) -> SourceModule:
-        key = name
+    def from_text(self, text: str, name: str, directory: Path | None,
+                  file: Path | None = None) -> SourceModule:
+        """A module from text: `file` is where it was read from, if anywhere (so that a module
+        opening that file again is this module)."""
+        key = os.path.realpath(file) if file is not None else name
         module = SourceModule(key, Path(name).stem if name.endswith(".hb") else name,
-                              parse(text, name), directory)
+                              parse(text, name), directory, name)
         self.modules[key] = module
         return module
 
-    def from_file(self, path: Path) -> SourceModule:
-        text = path.read_text(encoding="utf-8")
-        return self.from_text(text, str(path), path.parent)
-
     def open(self, decl: Open, opener: SourceModule) -> SourceModule:
         """The module `decl` names, as seen from `opener`."""
-        key = ".".join(decl.path)
-        if key in self.modules:
-            return self.modules[key]
+        dotted = ".".join(decl.path)
         for candidate, root in self._candidates(decl.path, opener):
             if candidate.is_file():
                 if not _inside(candidate, root):
                     raise NameResolutionError(
-                        "E204", f"module {key} resolves to {candidate}, which leads outside "
+                        "E204", f"module {dotted} resolves to {candidate}, which leads outside "
                         f"the search path {root}", decl.span)
-                module = SourceModule(key, decl.path[-1],
-                                      parse(_read(candidate, key, decl), _display(candidate)),
-                                      candidate.parent)
-                self.modules[key] = module
-                return module
+                key = os.path.realpath(candidate)
+                if key not in self.modules:
+                    label = _display(candidate)
+                    self.modules[key] = SourceModule(
+                        key, decl.path[-1], parse(_read(candidate, dotted, decl), label),
+                        candidate.parent, label)
+                return self.modules[key]
         searched = ", ".join(str(root) for _, root in self._candidates(decl.path, opener))
-        raise NameResolutionError("E203", f"cannot find module {key} (looked in {searched})",
+        raise NameResolutionError("E203", f"cannot find module {dotted} (looked in {searched})",
                                   decl.span)
 
     def _candidates(self, path: tuple[str, ...], opener: SourceModule):
@@ -87,25 +103,28 @@ class Loader:
             yield root / relative, root
 
 
-def _read(path: Path, key: str, decl: Open) -> str:
+@lru_cache(maxsize=1)
+def prelude_index() -> dict[str, tuple[str, ...]]:
+    """Every name the Prelude defines, and the Prelude modules that define it (read once, and
+    only when a message needs it: an unknown name that a Prelude module has)."""
+    index: dict[str, list[str]] = {}
+    root = prelude_directory()
+    for path in sorted(root.rglob("*.hb")):
+        dotted = ".".join((PRELUDE, *path.relative_to(root).with_suffix("").parts))
+        for decl in parse(path.read_text(encoding="utf-8"), _display(path)).decls:
+            if isinstance(decl, Definition):
+                index.setdefault(decl.name, []).append(dotted)
+    return {name: tuple(modules) for name, modules in index.items()}
+
+
+def _read(path: Path, dotted: str, decl: Open) -> str:
     """The text of a module file, or E208 if it cannot be read as UTF-8 text."""
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         why = "it is not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err.strerror
-        raise NameResolutionError("E208", f"module {key} is {_display(path)}, which cannot be "
+        raise NameResolutionError("E208", f"module {dotted} is {_display(path)}, which cannot be "
                                   f"read: {why}", decl.span) from None
-
-
-def _parse_file(path: Path) -> Module:
-    """Parse a module file, once per process while the file is unchanged."""
-    stat = path.stat()
-    return _parse_cached(str(path), stat.st_mtime_ns, stat.st_size)
-
-
-@lru_cache(maxsize=256)
-def _parse_cached(path: str, mtime_ns: int, size: int) -> Module:
-    return parse(Path(path).read_text(encoding="utf-8"), _display(Path(path)))
 
 
 def _display(path: Path) -> str:

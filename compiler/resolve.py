@@ -6,13 +6,18 @@ import difflib
 from dataclasses import dataclass, field
 
 from hilbert.grammar import syntax as s
+from hilbert.grammar.confusables import skeleton, spelled
 from hilbert.grammar.errors import CheckError, NameResolutionError
+from hilbert.grammar.parser import FOREIGN_WORDS
 from hilbert.grammar.source import Span
 
 from . import ir
 from .einsum_spec import check_spec
-from .modules import Loader, SourceModule
+from .modules import Loader, SourceModule, prelude_index
 from .primitives import OPERATORS, PRIMITIVES, arg_extreme
+
+#: The precedence group of each binary operator: a chain continues within a group.
+_GROUPS = {"+": "sum", "-": "sum", "*": "product", "/": "product", "^": "power"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,18 +63,25 @@ def resolve(loader: Loader, root: SourceModule, resolved: Resolved | None = None
     every einsum spec is well-formed, and definitions are IR with Calls between them.
     """
     resolved = resolved or Resolved()
-    _scope(loader, root, resolved)
+    _scope(loader, root, resolved, [])
     return resolved
 
 
-def _scope(loader: Loader, module: SourceModule, resolved: Resolved) -> ModuleScope:
+def _scope(loader: Loader, module: SourceModule, resolved: Resolved,
+           opening: list[SourceModule]) -> ModuleScope:
+    """The scope of `module`, resolved once; `opening` are the modules whose opens led here."""
     if module.key in resolved.scopes:
         return resolved.scopes[module.key]
     scope = ModuleScope(module)
     resolved.scopes[module.key] = scope
+    opening.append(module)
     for decl in module.syntax.decls:
         if isinstance(decl, s.Open):
-            scope.opened.append(_scope(loader, loader.open(decl, module), resolved))
+            target = loader.open(decl, module)
+            _no_cycle(target, opening, decl)
+            opened = _scope(loader, target, resolved, opening)
+            if all(o is not opened for o in scope.opened):  # opening twice is opening once
+                scope.opened.append(opened)
         elif isinstance(decl, s.Definition):
             if decl.name in scope.own:
                 first = resolved.syntax[scope.own[decl.name]]
@@ -86,7 +98,25 @@ def _scope(loader: Loader, module: SourceModule, resolved: Resolved) -> ModuleSc
             body = Lowering(scope, resolved, decl.params).expr(decl.body)
             resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
                                                    decl.params, body, decl.span, decl.doc)
+    opening.pop()
     return scope
+
+
+def _no_cycle(target: SourceModule, opening: list[SourceModule], decl: s.Open) -> None:
+    """E209 if `target` is being resolved already: modules that open each other would each
+    need the other's definitions first."""
+    keys = [m.key for m in opening]
+    if target.key not in keys:
+        return
+    cycle = opening[keys.index(target.key):]
+    if len(cycle) == 1:
+        story = f"{target.name} opens itself"
+    else:
+        story = f"{cycle[0].name} opens " + ", which opens ".join(m.name for m in cycle[1:])
+        story += f", which opens {target.name} again"
+    raise NameResolutionError(
+        "E209", f"modules open each other: {story}; move what they share into a module "
+        "that both open", decl.span)
 
 
 def _distinct_params(decl: s.Definition) -> None:
@@ -98,9 +128,30 @@ def _distinct_params(decl: s.Definition) -> None:
                 "its own name", decl.span)
 
 
+def _modules(scopes: list[ModuleScope]) -> str:
+    """Modules named for a message: by name, or by file where two share a name."""
+    names = [o.module.name for o in scopes]
+    shown = [f"{o.module.name} ({o.module})" if names.count(o.module.name) > 1 else o.module.name
+             for o in scopes]
+    return " and ".join(shown)
+
+
 def _suggest(name: str, candidates) -> str:
-    close = difflib.get_close_matches(name, list(candidates), n=3)
+    alike = [spelled(c) for c in candidates if c != name and skeleton(c) == skeleton(name)]
+    close = alike or difflib.get_close_matches(name, list(candidates), n=3)
     return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
+def _elsewhere(name: str, known: set[str]) -> str:
+    """Where an unknown name can be found: a Prelude module that defines it (to open), a
+    construct of another language, or the names in scope it is close to."""
+    modules = prelude_index().get(name)
+    if modules:
+        return (f"; {name} is defined in {' and '.join(modules)}: add `open {modules[0]}` "
+                "at the top of the file")
+    if name in FOREIGN_WORDS:
+        return f"; .hb has no {name}: {FOREIGN_WORDS[name]}"
+    return _suggest(name, known)
 
 
 class Lowering:
@@ -134,8 +185,8 @@ class Lowering:
                 return self.name(n, m, e.span)
             case s.Call(name=n, module=m, args=args):
                 return self.call(n, m, args, e.span)
-            case s.Binary(op=op, left=l, right=r):
-                return ir.Prim(OPERATORS[op].name, (self.expr(l), self.expr(r)), (), e.span)
+            case s.Binary():
+                return self.chain(e)
             case s.Negate(operand=o):
                 return ir.Prim("neg", (self.expr(o),), (), e.span)
             case s.Compare(op=op, left=l, right=r):
@@ -200,6 +251,26 @@ class Lowering:
                              "names in parentheses, as grad(e, (x, y))", wrt.span)
         return self.derivative(of, tuple((n.name, n.span) for n in names),  # type: ignore[union-attr]
                                isinstance(wrt, s.Tuple), span)
+
+    def chain(self, e: s.Binary) -> ir.Node:
+        """A chain of operators of one precedence (`a + b − c + …`, or `a ^ b ^ c` to the
+        right), lowered in a loop: the parser bounds nesting (E101) but not a chain's length."""
+        group = _GROUPS[e.op]
+        links: list[s.Binary] = []  # outermost first
+        end: s.Expr = e
+        while isinstance(end, s.Binary) and _GROUPS[end.op] == group:
+            links.append(end)
+            end = end.right if group == "power" else end.left
+        if group == "power":  # operands lowered left to right, as errors should be found
+            lefts = [self.expr(link.left) for link in links]
+            value = self.expr(end)
+            for link, left in zip(reversed(links), reversed(lefts), strict=True):
+                value = ir.Prim(OPERATORS[link.op].name, (left, value), (), link.span)
+            return value
+        value = self.expr(end)
+        for link in reversed(links):
+            value = ir.Prim(OPERATORS[link.op].name, (value, self.expr(link.right)), (), link.span)
+        return value
 
     def name(self, name: str, module: str | None, span: Span) -> ir.Node:
         if module is None:
@@ -271,28 +342,33 @@ class Lowering:
         """The key `name` refers to (qualified by `module`, if given), or None if no definition."""
         scope = self.scope
         if module is not None:
-            for opened in [scope, *scope.opened]:
-                if opened.module.name == module:
-                    if name in opened.own:
-                        return opened.own[name]
-                    raise NameResolutionError(
-                        "E200", f"module {module} has no definition {name}"
-                        f"{_suggest(name, opened.own)}", span)
-            names = ", ".join(o.module.name for o in scope.opened) or "none"
-            raise NameResolutionError("E200", f"no opened module is called {module} (opened: "
-                                      f"{names})", span)
+            named = [o for o in [scope, *scope.opened] if o.module.name == module]
+            if not named:
+                names = ", ".join(o.module.name for o in scope.opened) or "none"
+                raise NameResolutionError("E200", f"no opened module is called {module} "
+                                          f"(opened: {names})", span)
+            found = [o for o in named if name in o.own]
+            if not found:
+                raise NameResolutionError(
+                    "E200", f"module {module} has no definition {name}"
+                    f"{_suggest(name, named[0].own)}", span)
+            if len(found) > 1:
+                raise NameResolutionError(
+                    "E202", f"{module}.{name} is defined in both {_modules(found)}, which are "
+                    f"both called {module}; define {name} once, or open one of them", span)
+            return found[0].own[name]
         if name in scope.own:
             return scope.own[name]
-        found = [(o.module.key, o.own[name]) for o in scope.opened if name in o.own]
+        found = [o for o in scope.opened if name in o.own]
         if len(found) > 1:
-            where = " and ".join(m for m, _ in found)
             raise NameResolutionError(
-                "E202", f"{name} is defined in both {where}; qualify it, as "
-                f"{found[0][0].split('.')[-1]}.{name}", span)
-        return found[0][1] if found else None
+                "E202", f"{name} is defined in both {_modules(found)}; qualify it, as "
+                f"{found[0].module.name}.{name}", span)
+        return found[0].own[name] if found else None
 
     def unknown(self, name: str, module: str | None, span: Span) -> NameResolutionError:
         known = set(self.params) | set(self.extra) | set(self.scope.own) | set(PRIMITIVES)
         for o in self.scope.opened:
             known |= set(o.own)
-        return NameResolutionError("E200", f"unknown name {name}{_suggest(name, known)}", span)
+        return NameResolutionError("E200", f"unknown name {spelled(name)}"
+                                   f"{_elsewhere(name, known)}", span)

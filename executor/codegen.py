@@ -300,8 +300,9 @@ class Emitter:
         last.update((n, len(plan.units)) for n in read_later)
         saved = self.block
         self.frame.recomputed |= plan.recomputed
+        inside = set(order)  # once: a set per unit made long chains quadratic
         for position, unit in enumerate(plan.units):
-            self.block = Block(set(order), last, position)
+            self.block = Block(inside, last, position)
             self.emit(unit)
         self.block = saved
 

@@ -9,6 +9,8 @@ CODES: dict[str, str] = {
     "E100": "syntax error",
     "E101": "expression nested too deeply",
     "E102": "number too large",
+    "E103": "digit other than 0–9",
+    "E104": "construct that .hb does not have",
     "E200": "unknown name",
     "E201": "wrong number of arguments",
     "E202": "ambiguous name",
@@ -18,6 +20,7 @@ CODES: dict[str, str] = {
     "E206": "not callable",
     "E207": "primitive used outside a model's weights",
     "E208": "module cannot be read",
+    "E209": "modules that open each other",
     "E300": "malformed einsum specification",
     "E301": "einsum ellipsis is not supported",
     "E302": "einsum without an explicit output",
@@ -60,6 +63,7 @@ CODES: dict[str, str] = {
 #: Every warning code and a one-line title: things hilbert tolerates (and works around) but a
 #: user should know. docs/errors/ has a page each, like the errors.
 WARNING_CODES: dict[str, str] = {
+    "W100": "names that look alike",
     "W900": "cache directory not private",
     "W901": "cache directory cannot be used",
     "W902": "bad cache entry replaced",

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from functools import lru_cache
 from importlib import resources
 
-from lark import Lark, Token, Transformer, Tree, v_args
+from lark import Lark, Token, Tree, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+from lark.visitors import Transformer_NonRecursive
 
-from .errors import ArgumentError, ParseError
+from .confusables import skeleton, spelled
+from .errors import ArgumentError, ParseError, warn
 from .source import Source, Span
 from .syntax import (
     Assign,
@@ -39,8 +42,36 @@ _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
-#: keeps them far from Python's recursion limit; no formula written by hand comes close.
+#: keeps them far from Python's recursion limit; no formula written by hand comes close. A
+#: chain of operators of one precedence written one after another (`a + b − c + …`, or
+#: `a ^ b ^ c` to the right) is not nesting: every pass walks such a chain in a loop.
 MAX_NESTING = 100
+
+#: The precedence group of each binary operator token: a chain continues within a group.
+_GROUPS = {"PLUS": "sum", "MINUS": "sum", "TIMES": "product", "DIVIDE": "product", "POW": "power"}
+
+#: Constructs of other languages that .hb does not have, by the word that starts them, and
+#: what to write instead. A syntax error at (or just after) one of these words says so.
+FOREIGN_WORDS = {
+    "match": "choose with if … then … else …",
+    "case": "choose with if … then … else …",
+    "switch": "choose with if … then … else …",
+    "elif": "write else if … then … else …",
+    "for": "a loop is a definition that calls itself in tail position, as "
+           "def count(t, x) ≔ if t = 0 then x else count(t − 1, x + 1)",
+    "while": "a loop is a definition that calls itself in tail position, as "
+             "def halve(x) ≔ if x < 1 then x else halve(x / 2)",
+    "lambda": "give the function a name with def, and pass its inputs as arguments",
+    "import": "write open Module (open Prelude.Networks, or open Folder.File for a file)",
+    "class": "a trainable model is model Name(…) : Learner { … }; other definitions stand alone",
+    "return": "a definition's body is its value: def f(x) ≔ x + 1",
+    "var": "name a value with def: def name ≔ expression",
+    "val": "name a value with def: def name ≔ expression",
+    "const": "name a value with def: def name ≔ expression",
+    "and": "comparisons give 1 or 0, so multiply them: (a > 0) · (b > 0)",
+    "or": "comparisons give 1 or 0, so take their max: max(a > 0, b > 0)",
+    "not": "comparisons give 1 or 0, so subtract from 1: 1 − (a > 0)",
+}
 
 
 @lru_cache(maxsize=1)
@@ -50,8 +81,9 @@ def _lark() -> Lark:
 
 
 def _doc_above(source: Source, line: int) -> str:
-    """The `--` comment block directly above `line`, without the dashes."""
-    lines = source.text.split("\n")
+    """The `--` comment block directly above `line`, without the dashes (the source's lines
+    are split once, so a file of many definitions costs no more per definition)."""
+    lines = source.lines
     block: list[str] = []
     index = line - 2
     while 0 <= index < len(lines) and lines[index].strip().startswith("--"):
@@ -61,8 +93,9 @@ def _doc_above(source: Source, line: int) -> str:
 
 
 @v_args(meta=True)
-class _Builder(Transformer):
-    """Turns Lark's parse tree into syntax-tree dataclasses; no semantic checks here."""
+class _Builder(Transformer_NonRecursive):
+    """Turns Lark's parse tree into syntax-tree dataclasses; no semantic checks here. Walked
+    without recursion: a chain of operators may be thousands long."""
 
     def __init__(self, source: Source):
         super().__init__()
@@ -215,6 +248,68 @@ def _describe(token: Token | None) -> str:
 
 
 def _syntax_error(source: Source, err: UnexpectedInput) -> ParseError:
+    """E103 for a digit other than 0–9, E104 for a construct .hb does not have, else E100."""
+    error = _plain_syntax_error(source, err)
+    if isinstance(err, UnexpectedCharacters):
+        at = err.pos_in_stream or 0
+        char = source.text[at] if at < len(source.text) else ""
+        if _foreign_digit(char):
+            return ParseError("E103", _digit_message(char), error.span)
+        return error
+    found = _foreign_construct(source, getattr(err, "token", None))
+    if found is None:
+        return error
+    advice, word = found
+    return ParseError("E104", advice, _token_span(source, word))
+
+
+def _foreign_digit(char: str) -> bool:
+    """A character Unicode reads as a digit (Arabic-Indic ٣, fullwidth ３, superscript ³…)
+    that is not one of the ASCII digits .hb numbers are written with."""
+    return bool(char) and not char.isascii() and unicodedata.digit(char, None) is not None
+
+
+def _digit_message(char: str) -> str:
+    return (f"{spelled(char)} is a digit, but .hb reads numbers written with the ASCII "
+            f"digits 0–9 only: write {unicodedata.digit(char)}")
+
+
+def _foreign_construct(source: Source, token: Token | None) -> tuple[str, Token] | None:
+    """What to write instead, and the token to point at, where the unexpected token (or the
+    one just before it) starts a construct of another language: a FOREIGN_WORDS word, a type
+    annotation `x : T`, or a type with arguments `: Frame(path)`."""
+    if not isinstance(token, Token) or token.type == "$END" or token.start_pos is None:
+        return None
+    before = _tokens_before(source.text, token.start_pos)
+    for word in (token, *before[-1:]):
+        if str(word) in FOREIGN_WORDS:
+            return f".hb has no {word}: {FOREIGN_WORDS[str(word)]}", word
+    if token.type == "COLON" and _annotates(before):
+        return (".hb has no type annotations such as `x : T`: a value's shape comes from the "
+                "arguments, so write the name alone, as def f(x) ≔ …"), token
+    if token.type == "LPAR" and [t.type for t in before[-2:]] == ["COLON", "NAME"]:
+        return (f".hb has no type {before[-1]}(…): after `:` a model names its base, "
+                "`: Learner`, and a weight its shape, `: Tensor[d1, d2, …]`"), before[-1]
+    return None
+
+
+def _annotates(before: list[Token]) -> bool:
+    """True where a `:` after these tokens would annotate a parameter (`(x :`, `, x :`) or a
+    definition (`def f :`, `def f(x) :`)."""
+    kinds = [t.type for t in before[-2:]]
+    return kinds[-1:] == ["RPAR"] or (len(kinds) == 2 and kinds[1] == "NAME"
+                                      and kinds[0] in ("LPAR", "COMMA", "DEF", "FN"))
+
+
+def _tokens_before(text: str, position: int) -> list[Token]:
+    """The tokens of `text` before `position` (lexed again: only when reporting an error)."""
+    try:
+        return list(_lark().lex(text[:position]))
+    except LarkError:
+        return []
+
+
+def _plain_syntax_error(source: Source, err: UnexpectedInput) -> ParseError:
     line = getattr(err, "line", None) or 1
     column = getattr(err, "column", None) or 1
     token = getattr(err, "token", None)
@@ -263,6 +358,7 @@ def parse(text: str, name: str = "<string>") -> Module:
     if not isinstance(text, str):
         raise ArgumentError("E600", f".hb source must be text (a str), but it is a "
                             f"{type(text).__name__}", Span(Source(name, ""), 1, 1, 1, 1))
+    text = text.removeprefix("\ufeff")  # a byte-order mark some editors write: not text
     source = Source(name, text)
     try:
         tree = _lark().parse(text)
@@ -271,13 +367,16 @@ def parse(text: str, name: str = "<string>") -> Module:
     except LarkError as err:  # anything else Lark may raise is still the user's text
         raise ParseError("E100", f"cannot parse this text ({type(err).__name__})",
                          Span(source, 1, 1, 1, 2)) from None
-    _check_tree(source, tree)
+    names = _check_tree(source, tree)
+    _warn_look_alikes(source, names)
     return _Builder(source).transform(tree)
 
 
-def _check_tree(source: Source, tree: Tree) -> None:
-    """E101 where the parse tree is deeper than MAX_NESTING, E102 for a number too large for
-    float64 (it would silently become infinity). Walked without recursion."""
+def _check_tree(source: Source, tree: Tree) -> list[Token]:
+    """E101 where the parse tree nests deeper than MAX_NESTING, E102 for a number too large
+    for float64 (it would silently become infinity), E103 for a name that starts with a digit
+    other than 0–9. Walked without recursion; returns the tree's NAME tokens."""
+    names: list[Token] = []
     pending = [(tree, -1)]  # the module, then its declarations at 0, expressions from 1
     while pending:
         node, depth = pending.pop()
@@ -285,12 +384,49 @@ def _check_tree(source: Source, tree: Tree) -> None:
             raise ParseError("E101", f"this expression is nested more than {MAX_NESTING} levels "
                              "deep; give some of its parts names with def",
                              _Builder(source)._span(node.meta))
-        for child in node.children:
+        for index, child in enumerate(node.children):
             if isinstance(child, Tree):
-                pending.append((child, depth + 1))
+                pending.append((child, depth if _continues(node, index, child) else depth + 1))
             elif isinstance(child, Token) and child.type == "NUMBER" and _number_value(child) == math.inf:
                 raise ParseError("E102", f"the number {child} is too large: numbers are float64, "
                                  "whose largest is about 1.8e308", _token_span(source, child))
+            elif isinstance(child, Token) and child.type == "NAME":
+                if _foreign_digit(child[0]):
+                    raise ParseError("E103", _digit_message(child[0]), _token_span(source, child))
+                names.append(child)
+    return names
+
+
+def _continues(parent: Tree, index: int, child: Tree) -> bool:
+    """True where `child` is the next link of `parent`'s chain of operators of one precedence:
+    its left operand (`a + b − c` groups to the left), or for `^` its right (`a ^ b ^ c`)."""
+    if parent.data != "binary" or child.data != "binary":
+        return False
+    group = _GROUPS[_operator(parent)]
+    return group == _GROUPS[_operator(child)] and index == (2 if group == "power" else 0)
+
+
+def _operator(binary: Tree) -> str:
+    """The operator token's type of a `binary` tree (its middle child)."""
+    token = binary.children[1]
+    assert isinstance(token, Token), binary
+    return token.type
+
+
+def _warn_look_alikes(source: Source, names: list[Token]) -> None:
+    """W100 for two different names of this text that look the same on the page (`а`, U+0430
+    CYRILLIC SMALL LETTER A, and the Latin `a`): each would silently be its own name."""
+    spellings: dict[str, dict[str, Token]] = {}  # skeleton -> each spelling's first token
+    for token in sorted(names, key=lambda t: t.start_pos or 0):
+        alike = spellings.setdefault(skeleton(token), {})
+        if str(token) in alike:
+            continue
+        for other, seen in alike.items():
+            if not (other.isascii() and str(token).isascii()):
+                warn("W100", f"the names {spelled(other)} at {seen.line}:{seen.column} and "
+                     f"{spelled(str(token))} look alike but are different names; rename one",
+                     _token_span(source, token))
+        alike[str(token)] = token
 
 
 def _token_span(source: Source, token: Token) -> Span:

@@ -55,11 +55,6 @@ def _number(value: float) -> str:
 
 def print_expr(e: Expr, unicode: bool = False) -> str:
     """The source text of an expression, with the parentheses its structure needs."""
-
-    def wrap(sub: Expr, minimum: int) -> str:
-        text = print_expr(sub, unicode)
-        return f"({text})" if _level(sub) < minimum else text
-
     match e:
         case Number(value=v):
             return _number(v)
@@ -70,18 +65,15 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
         case Call(name=n, module=m, args=args):
             head = f"{m}.{n}" if m else n
             return f"{head}({', '.join(print_expr(a, unicode) for a in args)})"
-        case Binary(op="^", left=l, right=r):
-            return f"{wrap(l, 7)} ^ {wrap(r, 5)}"
-        case Binary(op=op, left=l, right=r):
-            level = _PRECEDENCE[op]
-            return f"{wrap(l, level)} {_spell(op, unicode)} {wrap(r, level + 1)}"
+        case Binary():
+            return _chain(e, unicode)
         case Negate(operand=o):
-            inner = wrap(o, 5)
+            inner = _wrap(o, 5, unicode)
             if inner.startswith("-"):  # "--" would begin a comment
                 inner = f"({inner})"
             return f"{_spell('-', unicode)}{inner}"
         case Compare(op=op, left=l, right=r):
-            return f"{wrap(l, 3)} {_spell(op, unicode)} {wrap(r, 3)}"
+            return f"{_wrap(l, 3, unicode)} {_spell(op, unicode)} {_wrap(r, 3, unicode)}"
         case If(cond=c, then=t, orelse=o):
             return f"if {print_expr(c, unicode)} then {print_expr(t, unicode)} else {print_expr(o, unicode)}"
         case Let(bindings=bs, body=b):
@@ -89,13 +81,13 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
         case Tuple(items=items):
             return f"({', '.join(print_expr(i, unicode) for i in items)})"
         case Index(target=x, index=i):
-            return f"{wrap(x, 7)}[{print_expr(i, unicode)}]"
+            return f"{_wrap(x, 7, unicode)}[{print_expr(i, unicode)}]"
         case Slice(target=x, start=a, stop=b):
-            return f"{wrap(x, 7)}[{print_expr(a, unicode)} : {print_expr(b, unicode)}]"
+            return f"{_wrap(x, 7, unicode)}[{print_expr(a, unicode)} : {print_expr(b, unicode)}]"
         case Derivative(of=o, wrt=names, many=many):
             wrt = f"({', '.join(names)})" if many else names[0]
             if unicode:
-                return f"∂ {wrap(o, 6)} / ∂ {wrt}"
+                return f"∂ {_wrap(o, 6, unicode)} / ∂ {wrt}"
             return f"grad({print_expr(o, unicode)}, {wrt})"
     raise AssertionError(f"unknown syntax node {e!r}")
 
@@ -103,6 +95,31 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
 def _binding(b: Binding, unicode: bool) -> str:
     names = f"({', '.join(b.names)})" if b.pattern else b.names[0]
     return f"{names} {_spell(':=', unicode)} {print_expr(b.value, unicode)}"
+
+
+def _chain(e: Binary, unicode: bool) -> str:
+    """A chain of operators of one precedence (`a + b − c`, or `a ^ b ^ c` to the right),
+    printed in a loop: the parser lets such a chain be as long as it is written."""
+    level = _PRECEDENCE[e.op]
+    power = e.op == "^"
+    links: list[Binary] = []  # outermost first
+    end: Expr = e
+    while isinstance(end, Binary) and _PRECEDENCE[end.op] == level:
+        links.append(end)
+        end = end.right if power else end.left
+    if power:  # a ^ (b ^ c) needs no parentheses: ^ groups to the right
+        parts = [_wrap(link.left, 7, unicode) for link in links] + [_wrap(end, 5, unicode)]
+        return " ^ ".join(parts)
+    text = _wrap(end, level, unicode)
+    for link in reversed(links):
+        text += f" {_spell(link.op, unicode)} {_wrap(link.right, level + 1, unicode)}"
+    return text
+
+
+def _wrap(e: Expr, minimum: int, unicode: bool) -> str:
+    """`e`'s text, in parentheses if it binds less tightly than `minimum`."""
+    text = print_expr(e, unicode)
+    return f"({text})" if _level(e) < minimum else text
 
 
 def _params(params: tuple[str, ...]) -> str:

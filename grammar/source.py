@@ -11,10 +11,19 @@ class Source:
 
     name: str
     text: str
+    _lines: list[str] | None = field(default=None, init=False, compare=False, repr=False)
+
+    @property
+    def lines(self) -> list[str]:
+        """The text split into lines (once: carets and doc comments read many lines)."""
+        if self._lines is None:
+            # as the parser counts lines: \r or \f do not end one
+            object.__setattr__(self, "_lines", self.text.split("\n"))
+        return self._lines  # type: ignore[return-value]
 
     def line(self, number: int) -> str:
         """The text of 1-based line `number`, without its line break ('' if out of range)."""
-        lines = self.text.split("\n")  # as the parser counts lines: \r or \f do not end one
+        lines = self.lines
         return lines[number - 1].rstrip("\r") if 1 <= number <= len(lines) else ""
 
 
@@ -31,9 +40,16 @@ class Span:
     column: int
     end_line: int
     end_column: int
+    #: Where the text was called from, when the inliner wrote a definition out at a call: the
+    #: chain of call sites that explains an error inside a callee. Never part of equality.
+    via: CallSite | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.source.name}:{self.line}:{self.column}"
+
+    def at(self, via: CallSite | None) -> Span:
+        """This region, reached through the call chain `via`."""
+        return Span(self.source, self.line, self.column, self.end_line, self.end_column, via)
 
     def caret(self) -> str:
         """The source line and a caret line under the span's first line."""
@@ -41,6 +57,24 @@ class Span:
         width = (self.end_column - self.column) if self.end_line == self.line else len(text) - self.column + 1
         width = max(1, width)
         return f"  {text}\n  {' ' * (self.column - 1)}{'^' * width}"
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """A call the inliner wrote out: the definition that made it (`caller`) and the call's
+    span, whose own `via` continues the chain towards what the user called."""
+
+    caller: str
+    span: Span
+
+    def chain(self) -> list[CallSite]:
+        """This site and every site it was reached through, innermost first."""
+        sites: list[CallSite] = []
+        site: CallSite | None = self
+        while site is not None:
+            sites.append(site)
+            site = site.span.via
+        return sites
 
 
 def nowhere(label: str = "<python>") -> Span:

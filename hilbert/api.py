@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import keyword
+import numbers
+import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +22,16 @@ from hilbert.grammar.syntax import Open
 
 from .arguments import bind_arguments
 
+#: How many argument signatures (shape tuples) a function keeps a program for, per executor
+#: and optimiser; past it the least recently used is dropped (and made again if called).
+#: `HILBERT_MAX_PROGRAMS` overrides it for functions made afterwards.
+MAX_PROGRAMS = 64
+
+
+def _program_limit() -> int:
+    text = os.environ.get("HILBERT_MAX_PROGRAMS", "")
+    return int(text) if text.isdigit() and int(text) > 0 else MAX_PROGRAMS
+
 
 class Function:
     """A compiled .hb function. Call it with arrays, nested lists or numbers (keywords by
@@ -30,9 +44,12 @@ class Function:
         self.executor = executor
         self.optimize = optimize
         self.plans_made = 0  # specialisations so far (a second call of a signature makes none)
-        # Programs by executor and optimiser, then by argument shapes (shared with `using`).
-        self._programs: dict[tuple, dict] = {} if programs is None else programs
-        self._by_shapes: dict[tuple, object] = self._programs.setdefault((executor, optimize), {})
+        # Programs by executor and optimiser, then by argument shapes (shared with `using`),
+        # least recently used first.
+        self._programs: dict[tuple, OrderedDict] = {} if programs is None else programs
+        self._by_shapes: OrderedDict[tuple, object] = self._programs.setdefault(
+            (executor, optimize), OrderedDict())
+        self._limit = _program_limit()
         self._arity = len(entry.params)
         self._lock = threading.Lock()
         self.__name__ = entry.name
@@ -63,8 +80,14 @@ class Function:
     def __call__(self, /, *args, **kwargs):
         if kwargs or len(args) != self._arity or not _all_ready(args):
             args = bind_arguments(self.entry, args, kwargs)
-        program = self._by_shapes.get(tuple([a.shape for a in args])) or self.program(
-            tuple([a.shape for a in args]))
+        shapes = tuple([a.shape for a in args])
+        try:
+            self._by_shapes.move_to_end(shapes)  # the most recently used is dropped last
+            program = self._by_shapes[shapes]
+        except KeyError:  # never made, or dropped (by another thread, even in between)
+            program = None
+        if program is None:
+            program = self.program(shapes)
         try:
             result = program(args)
         except HilbertError as err:
@@ -78,7 +101,8 @@ class Function:
 
     def program(self, shapes: tuple[tuple[int, ...], ...]):
         """The executable for these argument shapes, specialised and planned once per signature
-        (a second call with the same shapes is a dictionary look-up)."""
+        (a second call with the same shapes is a dictionary look-up). The last MAX_PROGRAMS
+        signatures used are kept."""
         program = self._by_shapes.get(shapes)
         if program is None:
             with self._lock:
@@ -86,6 +110,8 @@ class Function:
                 if program is None:
                     program = self._prepare(shapes)
                     self._by_shapes[shapes] = program
+                    while len(self._by_shapes) > self._limit:
+                        self._by_shapes.popitem(last=False)
         return program
 
     def _prepare(self, shapes, values=None):
@@ -125,7 +151,13 @@ def _all_ready(args: tuple) -> bool:
 
 
 def _is_shape(value) -> bool:
-    return isinstance(value, tuple) and all(isinstance(d, int) and d >= 0 for d in value)
+    """A tuple of whole numbers ≥ 0: Python ints or NumPy integers (`x.shape`, `np.int64(3)`)."""
+    return isinstance(value, tuple) and all(isinstance(d, numbers.Integral) and d >= 0
+                                            for d in value)
+
+
+def _shape(value: tuple) -> tuple[int, ...]:
+    return tuple(int(d) for d in value)
 
 
 def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
@@ -136,7 +168,7 @@ def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
         if missing or len(args) > len(entry.params) or set(bound) - set(entry.params):
             raise ArgumentError("E600", f"plan of {entry.name} needs one shape per parameter "
                                 f"({', '.join(entry.params)})", entry.definition.span)
-        return tuple(bound[p] for p in entry.params), None
+        return tuple(_shape(bound[p]) for p in entry.params), None
     values = bind_arguments(entry, tuple(np.zeros(a) if _is_shape(a) else a for a in args),
                             {k: np.zeros(v) if _is_shape(v) else v for k, v in kwargs.items()})
     return tuple(v.shape for v in values), values
@@ -228,7 +260,7 @@ class Module:
         return f"<hilbert module {self._compiled.key}: {', '.join(self.names)}>"
 
 
-def load(path: str | Path, search_path: list[str | Path] | None = None,
+def load(path: str | Path, search_path: str | Path | list[str | Path] | None = None,
          executor: str = "numba", export_all: bool = False, optimize: str = "auto") -> Module:
     """Compile a .hb file (and what it opens); its `fn`s become the module's functions.
 
@@ -236,12 +268,12 @@ def load(path: str | Path, search_path: list[str | Path] | None = None,
     >>> mod.layerThrough([[1, 2]], [[1], [1]])     # doctest: +SKIP
     array([[3.]])
     """
-    loader = Loader([Path(p) for p in search_path or []])
+    loader = Loader(search_path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ArgumentError("E600", f"cannot read {path}: {err}", _nowhere(str(path))) from None
-    root = loader.from_text(text, str(path), Path(path).parent)
+    root = loader.from_text(text, str(path), Path(path).parent, file=Path(path))
     return Module(compile_module(loader, root, export_all), executor, optimize)
 
 
@@ -257,11 +289,12 @@ def open(name: str, executor: str = "numba", optimize: str = "auto") -> Module: 
                             _nowhere(name))
     holder = loader.from_text("", "<open>", None)
     root = loader.open(Open(parts, _nowhere(name)), holder)
-    return Module(compile_module(loader, root, export_all=True), executor, optimize)
+    compiled = compile_module(loader, root, export_all=True)
+    return Module(dataclasses.replace(compiled, key=name), executor, optimize)  # named as asked
 
 
 def compile_source(text: str, name: str = "<string>",
-                   search_path: list[str | Path] | None = None,
+                   search_path: str | Path | list[str | Path] | None = None,
                    executor: str = "numba", export_all: bool = False,
                    optimize: str = "auto") -> Module:
     """Compile .hb source text into a module.
@@ -269,7 +302,7 @@ def compile_source(text: str, name: str = "<string>",
     >>> compile_source("fn twice(x) ↦ 2 · x").twice(3)
     6.0
     """
-    loader = Loader([Path(p) for p in search_path or []])
+    loader = Loader(search_path)
     root = loader.from_text(text, name, None)
     return Module(compile_module(loader, root, export_all), executor, optimize)
 

@@ -209,3 +209,12 @@ def test_a_second_call_with_the_same_shapes_does_not_replan(mod):
     assert layer.plans_made == before
     layer(np.zeros((5, 3)), np.zeros((3, 2)))
     assert layer.plans_made == before + 1
+
+
+def test_plan_reads_tuples_of_numpy_integers_as_shapes():
+    f = hilbert.compile_source('fn f(a, b) ↦ einsum("ij,jk->ik", a, b)').f
+    shapes = ((np.int64(2), np.int64(3)), (np.int32(3), np.uint8(4)))
+    plan = f.plan(*shapes)
+    assert str(plan) == str(f.plan((2, 3), (3, 4)))
+    assert str(plan).startswith("plan of f(a: 2×3, b: 3×4)")
+    assert str(f.plan(*(np.zeros((2, 3)).shape, np.zeros((3, 4)).shape))) == str(plan)

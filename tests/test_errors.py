@@ -22,7 +22,8 @@ from hilbert.grammar.errors import CODES
 
 import hilbert
 
-ERRORS = Path(__file__).resolve().parent / "errors"
+ROOT = Path(__file__).resolve().parent.parent
+ERRORS = ROOT / "tests" / "errors"
 FILES = sorted(ERRORS.glob("*.hb"))
 
 #: The HilbertError subclass each family of codes belongs to.
@@ -136,3 +137,39 @@ def test_step_count_errors_name_the_definition_and_the_value(workspace):
         assert raised.value.code == "E500"
         assert raised.value.message.startswith("count runs a counted loop")
         assert why in raised.value.message
+
+
+def _place(path: Path, pattern: str) -> str:
+    """`line:column` of `pattern`'s group 1 on the first line it matches, found by reading."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+        found = re.search(pattern, line)
+        if found:
+            return f"{number}:{found.start(1) + 1}"
+    raise AssertionError(pattern)
+
+
+def test_an_error_inside_a_callee_names_the_calls_that_led_there(executor):
+    # mean(x) ≔ total(x) / count(x) and total(x) ≔ einsum("i->", x): a matrix fails in total.
+    statistics = ROOT / "prelude" / "Statistics.hb"
+    spread = hilbert.compile_source("open Prelude.Statistics\nfn spread(x) ↦ mean(x) + 1\n",
+                                    name="user.hb", executor=executor).spread
+    with pytest.raises(hilbert.CheckError) as raised:
+        spread(np.ones((2, 3)))
+    defined = _place(statistics, r"^(def) total")
+    called = _place(statistics, r"^def mean\(x\) ≔ (total)\(")
+    assert raised.value.code == "E306"
+    assert raised.value.notes == (
+        f"in total, defined at prelude/Statistics.hb:{defined}",
+        f"called from mean at prelude/Statistics.hb:{called}",
+        "called from spread at user.hb:2:16",
+        "while specialising spread(x: 2×3) for a call from Python")
+
+
+def test_each_call_site_is_named_when_one_definition_is_called_twice(executor):
+    text = ('def total(x) ≔ einsum("i->", x)\n'
+            "fn both(v, m) ↦ total(v) + total(m)\n")
+    both = hilbert.compile_source(text, name="twice.hb", executor=executor).both
+    with pytest.raises(hilbert.CheckError) as raised:
+        both(np.ones(3), np.ones((2, 2)))
+    assert "called from both at twice.hb:2:28" in raised.value.notes  # the second call, of m

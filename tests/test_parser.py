@@ -1,10 +1,11 @@
 """The parser: every construct, both spellings to one tree, spans, and the printer round trip."""
 
+import warnings
 from pathlib import Path
 
 import pytest
 from hilbert.grammar import syntax as s
-from hilbert.grammar.errors import ParseError
+from hilbert.grammar.errors import HilbertWarning, ParseError
 from hilbert.grammar.parser import parse
 from hilbert.grammar.printer import print_expr, print_module
 
@@ -242,3 +243,112 @@ def test_print_expr_adds_only_needed_parentheses():
     assert print_expr(body("(x + y) · z")) == "(x + y) * z"
     assert print_expr(body("x + (y · z)")) == "x + y * z"
     assert print_expr(body("x − (y − z)"), unicode=True) == "x − (y − z)"
+    assert print_expr(body("x ^ (y ^ (z ^ w))")) == "x ^ y ^ z ^ w"
+    assert print_expr(body("x ^ (y ^ z) ^ w")) == "x ^ (y ^ z) ^ w"
+    assert print_expr(body("(x ^ y) ^ z")) == "(x ^ y) ^ z"
+
+
+# Long chains of one operator are not nesting
+
+
+def test_a_long_chain_prints_and_parses_back_without_recursion():
+    for op in ("+", "-", "*", "/", "^"):
+        text = f" {op} ".join(f"x{i}" for i in range(20_000))
+        assert print_expr(body(text)) == text
+
+
+# Text that is not quite .hb
+
+
+def test_a_byte_order_mark_at_the_start_is_not_text():
+    (decl,) = parse("\ufeffdef f(x) ≔ x").decls
+    assert decl.name == "f" and (decl.span.line, decl.span.column) == (1, 1)
+    with pytest.raises(ParseError) as err:
+        parse("\ufeffdef f(x) ≔ x +")
+    assert err.value.span.column == 15 and "def f(x) ≔ x +" in str(err.value)
+
+
+@pytest.mark.parametrize("text, digit", [
+    ("x + ٣", "U+0663 ARABIC-INDIC DIGIT THREE"),     # Arabic-Indic
+    ("x + ３", "U+FF13 FULLWIDTH DIGIT THREE"),         # fullwidth
+    ("1٣ + x", "U+0663 ARABIC-INDIC DIGIT THREE"),      # after ASCII digits
+    ("x + ۳", "U+06F3 EXTENDED ARABIC-INDIC DIGIT THREE"),
+    ("³x + 1", "U+00B3 SUPERSCRIPT THREE"),            # would otherwise begin a name
+])
+def test_digits_other_than_ascii_are_refused(text, digit):
+    with pytest.raises(ParseError) as err:
+        body(text)
+    assert err.value.code == "E103"
+    assert digit in err.value.message and "ASCII digits 0–9" in err.value.message
+    assert "write 3" in err.value.message
+
+
+def test_a_name_may_hold_other_digits_after_its_first_letter():
+    (decl,) = parse("def f(x٣, y３) ≔ x٣ + y３").decls
+    assert decl.params == ("x٣", "y３")
+
+
+@pytest.mark.parametrize("text, says, at", [
+    ("fn f(x) ↦ match x with", "no match: choose with if", 11),
+    ("fn f(x) ↦ case x of", "no case: choose with if", 11),
+    ("fn f(x) ↦ for i in x", "no for: a loop is a definition that calls itself", 11),
+    ("fn f(x) ↦ while x", "no while: a loop is a definition that calls itself", 11),
+    ("fn f(x) ↦ lambda y: y", "no lambda: give the function a name with def", 11),
+    ("import numpy", "no import: write open Module", 1),
+    ("class Model:", "no class: a trainable model is model Name(…) : Learner", 1),
+    ("fn f(x) ↦ x\nreturn x", "no return: a definition's body is its value", 1),
+    ("fn f(x) ↦ if x > 0 and x < 1 then 1 else 0", "no and: comparisons give 1 or 0", 20),
+    ("def f(x : Frame(path)) ≔ x", "no type annotations such as `x : T`", 9),
+    ("def f(a, x : T) ≔ x", "no type annotations such as `x : T`", 12),
+    ("def f(x) : T ≔ x", "no type annotations such as `x : T`", 10),
+    ("model M(n) : Frame(path) { }", "no type Frame(…): after `:` a model names its base", 14),
+    ("model M(n) : Learner {\n  weight w : Frame(path) from 0\n}", "no type Frame(…)", 14),
+])
+def test_constructs_of_other_languages_say_what_to_write_instead(text, says, at):
+    with pytest.raises(ParseError) as err:
+        parse(text)
+    assert err.value.code == "E104"
+    assert says in err.value.message and err.value.message.startswith(".hb has no ")
+    assert err.value.span.column == at
+
+
+def test_those_words_are_ordinary_names_where_the_text_parses():
+    decls = parse("def match(x) ≔ x\ndef for(case) ≔ match(case)").decls
+    assert [d.name for d in decls] == ["match", "for"]
+    with pytest.raises(ParseError) as err:
+        parse("open C:.Secret")  # a colon that annotates nothing is a plain syntax error
+    assert err.value.code == "E100"
+
+
+# Names that look alike
+
+
+def test_look_alike_names_are_warned_about_with_both_spellings():
+    with pytest.warns(HilbertWarning) as warned:
+        parse("def f(а, a) ≔ а + a + а + a")  # the first а is Cyrillic
+    (warning,) = [w.message for w in warned]
+    assert warning.code == "W100" and (warning.span.line, warning.span.column) == (1, 10)
+    assert warning.message == ("the names а (U+0430 CYRILLIC SMALL LETTER A) at 1:7 and a "
+                               "look alike but are different names; rename one")
+
+
+@pytest.mark.parametrize("text", [
+    "def f(Α, A) ≔ Α + A",            # Greek capital alpha
+    "def f(ｘ, x) ≔ ｘ + x",            # fullwidth x (NFKC)
+    "def rоw(x) ≔ x\ndef row(x) ≔ x",  # a Cyrillic о inside a name
+])
+def test_other_look_alikes_warn_too(text):
+    with pytest.warns(HilbertWarning, match="W100"):
+        parse(text)
+
+
+@pytest.mark.parametrize("text", [
+    "def f(α, a) ≔ α + a",            # a mathematician's α is not an a
+    "def f(ι, i) ≔ ι + i",
+    "def f(l, I, O, o) ≔ l + I + O + o",  # ASCII names are never reported
+    "def f(а) ≔ а · а",               # one spelling only
+])
+def test_names_that_differ_on_the_page_do_not_warn(text):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parse(text)
