@@ -240,18 +240,6 @@ class Lowering:
         grads = tuple(ir.Grad(value, v, span) for v in variables)
         return ir.Tuple(grads, span) if many else grads[0]
 
-    def grad(self, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
-        """grad(e, x) and grad(e, (x, y)): the ASCII spelling of ∂ e / ∂ x."""
-        self.arity("grad", 2, len(args), span)
-        of, wrt = args
-        names = wrt.items if isinstance(wrt, s.Tuple) else (wrt,)
-        if not all(isinstance(n, s.Name) and n.module is None for n in names):
-            raise CheckError("E322", "grad(e, x) takes the derivative with respect to a "
-                             "parameter: its second argument must be a parameter's name, or "
-                             "names in parentheses, as grad(e, (x, y))", wrt.span)
-        return self.derivative(of, tuple((n.name, n.span) for n in names),  # type: ignore[union-attr]
-                               isinstance(wrt, s.Tuple), span)
-
     def chain(self, e: s.Binary) -> ir.Node:
         """A chain of operators of one precedence (`a + b − c + …`, or `a ^ b ^ c` to the
         right), lowered in a loop: the parser bounds nesting (E101) but not a chain's length."""
@@ -301,8 +289,6 @@ class Lowering:
             return ir.Call(key, tuple(self.expr(a) for a in args), span)
         if module is None and name == "einsum":
             return self.einsum(args, span)
-        if module is None and name == "grad":
-            return self.grad(args, span)
         if module is None and name in PRIMITIVES:
             return self.primitive(name, args, span)
         raise self.unknown(name, module, span)

@@ -39,7 +39,8 @@ from .syntax import (
 )
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
-_KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in"}
+_KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
+             "grad"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close. A
@@ -195,7 +196,7 @@ class _Builder(Transformer_NonRecursive):
         return Slice(target, start, stop, self._span(meta))
 
     def derivative(self, meta, children):
-        _partial, of, _again, *names = children
+        of, *names = (c for c in children if not (isinstance(c, Token) and c.type == "PARTIAL"))
         return Derivative(of, tuple(str(n) for n in names), len(names) > 1, self._span(meta))
 
     def compare(self, meta, children):
