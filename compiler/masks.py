@@ -28,11 +28,11 @@ class Affine:
 def affine(node: ir.Node, memo: dict) -> Affine | None:
     """The affine form of `node`, if it is built from positions, constants, ^0, + − and
     outer-product einsums; None otherwise."""
-    if node in memo:
-        return memo[node]
-    result = _affine(node, memo)
-    memo[node] = result
-    return result
+    if node not in memo:
+        for inner in ir.topological(node):  # inputs first, so _affine finds them in memo
+            if inner not in memo:
+                memo[inner] = _affine(inner, memo)
+    return memo[node]
 
 
 def _affine(node: ir.Node, memo: dict) -> Affine | None:
