@@ -165,9 +165,11 @@ def capped(optimize: str, operands: int) -> tuple[str, str]:
 
 @lru_cache(maxsize=4096)
 def contraction(spec: str, shapes: tuple[Shape, ...], optimize: str):
-    """opt_einsum's path and per-step costs for `spec` on `shapes` (cached). Sizes and costs
-    are Python ints, exact however large (a NumPy int64 would wrap past 2⁶³)."""
-    path, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=_optimizer(optimize))
+    """opt_einsum's path and per-step costs for `spec` on `shapes` (cached), from `optimize`
+    or, past its operand count, from `capped`'s fallback. Sizes and costs are Python ints,
+    exact however large (a NumPy int64 would wrap past 2⁶³)."""
+    chosen, _ = capped(optimize, len(shapes))
+    path, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=_optimizer(chosen))
     steps = []
     for (_, removed, step_spec, _, blas), size in zip(info.contraction_list, info.size_list, strict=True):
         inputs = step_spec.split("->")[0].split(",")
@@ -243,8 +245,8 @@ class _Planner:
     def einsum(self, node: ir.Einsum, shapes: dict, label: str) -> tuple[int, int]:
         """(FLOPs, bytes of intermediates) of one einsum, planned and recorded."""
         operand_shapes = tuple(shapes[a] for a in node.args)
-        optimize, note = capped(self.optimize, len(operand_shapes))
-        path, steps = contraction(node.spec, operand_shapes, optimize)
+        path, steps = contraction(node.spec, operand_shapes, self.optimize)
+        note = capped(self.optimize, len(operand_shapes))[1]
         self.paths[(node.spec, operand_shapes)] = path
         largest = max(s.intermediate for s in steps)
         self.largest = max(self.largest, largest)
