@@ -269,3 +269,12 @@ model Drift(n) : Learner {
     assert err.value.code == "E310"
     assert "w is a vector of 3 and x is a 3×2 matrix" in err.value.message
     np.testing.assert_array_equal(net.w, np.zeros(3))  # nothing ran
+
+
+def test_a_loop_body_shape_error_names_its_state_by_parameter(executor):
+    mod = hilbert.compile_source("def go(t, w, x) ≔ if t = 0 then w else go(t − 1, w + x, x)\n"
+                                 "fn f(t, w, x) ↦ go(t, w, x)", executor=executor)
+    with pytest.raises(hilbert.CheckError) as err:
+        mod.f(2, np.ones(3), np.ones((3, 2)))
+    assert err.value.code == "E310"
+    assert "w is a vector of 3 and x is a 3×2 matrix" in err.value.message
