@@ -308,6 +308,34 @@ def topological(*roots: Node) -> list[Node]:
     return order
 
 
+def rewrite_scopes(root: Node, rewrite) -> Node:
+    """Rewrite `root`'s scope and every loop body in it, innermost bodies first, without
+    recursion however deep loops nest. `rewrite(roots, bodies)` returns the rewritten roots of
+    one scope; `bodies[id(loop)]` holds the rewritten (until, *step) of each loop of the
+    original IR, ready when the scope holding that loop is rewritten."""
+    bodies: dict[int, tuple[Node, ...]] = {}
+    for node in _everything(root):  # children, bodies included, before parents
+        if isinstance(node, Loop) and id(node) not in bodies:
+            bodies[id(node)] = rewrite((node.until, *node.step), bodies)
+    return rewrite((root,), bodies)[0]
+
+
+def _everything(root: Node) -> list[Node]:
+    """Every node reachable from `root`, loop bodies included, children before parents."""
+    seen: set[int] = set()
+    order: list[Node] = []
+    stack: list[tuple[_Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)  # type: ignore[arg-type]  # every _Node is a Node
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in node._kids() if id(k) not in seen)
+    return order
+
+
 def substitute(root: Node, mapping: Mapping[Any, Node]) -> Node:
     """Replace leaves (Local, State or Param nodes) by `mapping` throughout `root`'s scope."""
     if not mapping:
