@@ -194,10 +194,12 @@ def _elements(shape: Shape) -> int:
 
 @dataclass
 class _ScopeResult:
-    """What planning one scope found: its FLOPs per evaluation (None: a loop inside runs an
-    unknown number of steps) and the most bytes it holds at once while it runs."""
+    """What planning one scope found: its FLOPs per evaluation (of the loops inside, those
+    whose step counts are known), whether that is all of them, and the most bytes it holds at
+    once while it runs."""
 
-    flops: int | None
+    flops: int
+    complete: bool
     peak: int
 
 
@@ -225,22 +227,21 @@ class _Planner:
         shapes = self.table.scopes[scope]
         label = scope[-1].name if scope else "call"
         order = ir.topological(*roots)
-        flops: int | None = 0
+        flops, complete = 0, True
         during: dict[int, int] = {}  # bytes a node needs while it is computed, beyond its value
         for node in order:
             self.largest = max(self.largest, _elements(shapes[node]))
-            cost: int | None
             if isinstance(node, ir.Einsum):
                 cost, during[id(node)] = self.einsum(node, shapes, label)
+                flops += cost
             elif isinstance(node, ir.Loop):
                 run = self.loop(node, scope)  # its peak counts its final state: its value
-                cost, during[id(node)] = run.flops, run.peak - _stored_bytes(node, shapes, self.table, scope)
-            else:
-                continue
-            flops = None if flops is None or cost is None else flops + cost
+                during[id(node)] = run.peak - _stored_bytes(node, shapes, self.table, scope)
+                flops, complete = flops + run.flops, complete and run.complete
         self.groups += _fused_groups(order, shapes, label)
         sizes = {id(n): _stored_bytes(n, shapes, self.table, scope) for n in order}
-        return _ScopeResult(flops, _peak(order, roots, sizes, during, keeps_all or self.keeps_all))
+        peak = _peak(order, roots, sizes, during, keeps_all or self.keeps_all)
+        return _ScopeResult(flops, complete, peak)
 
     def einsum(self, node: ir.Einsum, shapes: dict, label: str) -> tuple[int, int]:
         """(FLOPs, bytes of intermediates) of one einsum, planned and recorded."""
@@ -265,10 +266,11 @@ class _Planner:
         trips = self.trips(loop)
         state = self.table.states[inner]
         self.loops.append(LoopPlan(loop.name, loop.counter is not None, trips, state,
-                                   body.flops or 0, str(loop.span)))
-        total = None if trips is None or body.flops is None else body.flops * trips
+                                   body.flops, str(loop.span)))
         held = 2 * sum(_elements(s) for s in state) * ITEM_BYTES + body.peak
-        return _ScopeResult(total, held)
+        if trips is None:
+            return _ScopeResult(0, False, held)
+        return _ScopeResult(body.flops * trips, body.complete, held)
 
     def trips(self, loop: ir.Loop) -> int | None:
         if loop.counter is None:
@@ -378,7 +380,7 @@ def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: Shap
     call = planner.scope([root], ())
     arguments = sum(_elements(s) for s in signature) * ITEM_BYTES
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
-                tuple(planner.groups), call.flops, planner.largest * ITEM_BYTES,
+                tuple(planner.groups), call.flops if call.complete else None, planner.largest * ITEM_BYTES,
                 arguments + call.peak, executor, optimize, planner.paths)
     _guard(plan, root, table, limit if limit is not None else memory_limit())
     return plan
