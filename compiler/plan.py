@@ -203,6 +203,23 @@ class _ScopeResult:
     peak: int
 
 
+class _Frame:
+    """One scope being planned: its nodes in order, how far planning has got, and what it has
+    found so far. `keeps_all`: every value is held until the scope ends."""
+
+    def __init__(self, table: ShapeTable, roots: list[ir.Node], scope: Scope, keeps_all: bool):
+        self.roots = roots
+        self.scope = scope
+        self.keeps_all = keeps_all
+        self.shapes = table.scopes[scope]
+        self.label = scope[-1].name if scope else "call"
+        self.order = ir.topological(*roots)
+        self.position = 0
+        self.flops = 0
+        self.complete = True  # every loop's step count known
+        self.during: dict[int, int] = {}  # bytes a node needs while computed, beyond its value
+
+
 class _Planner:
     """Walks the scopes of specialised IR: a path per einsum, the loops, fused groups, costs
     and a memory estimate. `keeps_all`: the executor keeps every value of a scope until the
@@ -221,27 +238,41 @@ class _Planner:
         self.paths: dict = {}
         self.largest = 0  # elements of the largest value or intermediate
 
-    def scope(self, roots: list[ir.Node], scope: Scope, keeps_all: bool = False) -> _ScopeResult:
-        """Plan one scope (the loops inside it fully, through `loop`); `keeps_all`: its values
-        are all held until it ends, whatever the executor."""
-        shapes = self.table.scopes[scope]
-        label = scope[-1].name if scope else "call"
-        order = ir.topological(*roots)
-        flops, complete = 0, True
-        during: dict[int, int] = {}  # bytes a node needs while it is computed, beyond its value
-        for node in order:
-            self.largest = max(self.largest, _elements(shapes[node]))
+    def call(self, root: ir.Node) -> _ScopeResult:
+        """Plan the call's scope and every loop body in it. Loops nest as deep as definitions
+        do, so scopes are walked with an explicit stack: a loop suspends its scope until its
+        body is planned (`loop` then finishes it)."""
+        frames = [_Frame(self.table, [root], (), self.keeps_all)]
+        while True:
+            frame = frames[-1]
+            body = self.advance(frame)
+            if body is not None:
+                frames.append(body)
+                continue
+            result = self.close(frames.pop())
+            if not frames:
+                return result
+            self.loop(frames[-1], result)
+
+    def advance(self, frame: _Frame) -> _Frame | None:
+        """Plan `frame` onwards; the frame of a loop body to plan first, or None at its end."""
+        while frame.position < len(frame.order):
+            node = frame.order[frame.position]
+            if isinstance(node, ir.Loop):  # every value of a body is held through the loop
+                return _Frame(self.table, [node.until, *node.step], frame.scope + (node,), True)
+            self.largest = max(self.largest, _elements(frame.shapes[node]))
             if isinstance(node, ir.Einsum):
-                cost, during[id(node)] = self.einsum(node, shapes, label)
-                flops += cost
-            elif isinstance(node, ir.Loop):
-                run = self.loop(node, scope)  # its peak counts its final state: its value
-                during[id(node)] = run.peak - _stored_bytes(node, shapes, self.table, scope)
-                flops, complete = flops + run.flops, complete and run.complete
-        self.groups += _fused_groups(order, shapes, label)
-        sizes = {id(n): _stored_bytes(n, shapes, self.table, scope) for n in order}
-        peak = _peak(order, roots, sizes, during, keeps_all or self.keeps_all)
-        return _ScopeResult(flops, complete, peak)
+                cost, frame.during[id(node)] = self.einsum(node, frame.shapes, frame.label)
+                frame.flops += cost
+            frame.position += 1
+        return None
+
+    def close(self, frame: _Frame) -> _ScopeResult:
+        """A planned scope's FLOPs and peak; its fused groups recorded."""
+        self.groups += _fused_groups(frame.order, frame.shapes, frame.label)
+        sizes = {id(n): _stored_bytes(n, frame.shapes, self.table, frame.scope) for n in frame.order}
+        peak = _peak(frame.order, frame.roots, sizes, frame.during, frame.keeps_all)
+        return _ScopeResult(frame.flops, frame.complete, peak)
 
     def einsum(self, node: ir.Einsum, shapes: dict, label: str) -> tuple[int, int]:
         """(FLOPs, bytes of intermediates) of one einsum, planned and recorded."""
@@ -257,20 +288,24 @@ class _Planner:
         # Every step's result but the last (the einsum's own value) may be alive at once.
         return flops, sum(s.intermediate for s in steps[:-1]) * ITEM_BYTES
 
-    def loop(self, loop: ir.Loop, scope: Scope) -> _ScopeResult:
-        """A loop's total FLOPs, and the bytes it holds while it runs: its state twice (the
-        state a step reads and the one it writes) and every value of its body (compiled code
-        makes the body's buffers once, before the loop, so they are all held throughout)."""
-        inner = scope + (loop,)
-        body = self.scope([loop.until, *loop.step], inner, keeps_all=True)
+    def loop(self, frame: _Frame, body: _ScopeResult) -> None:
+        """Finish the loop `frame` waits at, its body planned: its total FLOPs, and the bytes
+        it holds while it runs, its state twice (the state a step reads and the one it writes)
+        and every value of its body (compiled code makes a body's buffers once, before it)."""
+        loop = frame.order[frame.position]
+        assert isinstance(loop, ir.Loop)
+        state = self.table.states[frame.scope + (loop,)]
         trips = self.trips(loop)
-        state = self.table.states[inner]
         self.loops.append(LoopPlan(loop.name, loop.counter is not None, trips, state,
                                    body.flops, str(loop.span)))
         held = 2 * sum(_elements(s) for s in state) * ITEM_BYTES + body.peak
+        frame.during[id(loop)] = held - _stored_bytes(loop, frame.shapes, self.table, frame.scope)
         if trips is None:
-            return _ScopeResult(0, False, held)
-        return _ScopeResult(body.flops * trips, body.complete, held)
+            frame.complete = False
+        else:
+            frame.flops += body.flops * trips
+            frame.complete = frame.complete and body.complete
+        frame.position += 1
 
     def trips(self, loop: ir.Loop) -> int | None:
         if loop.counter is None:
@@ -377,7 +412,7 @@ def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: Shap
     holds every value it computes in a scope until the scope ends (a host walk), rather than
     freeing each after its last reader (compiled code)."""
     planner = _Planner(table, signature, optimize, values, keeps_all)
-    call = planner.scope([root], ())
+    call = planner.call(root)
     arguments = sum(_elements(s) for s in signature) * ITEM_BYTES
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
                 tuple(planner.groups), call.flops if call.complete else None, planner.largest * ITEM_BYTES,
