@@ -188,8 +188,8 @@ class ScopeRunner:
             self.hosted[node] = why
             stack.extend(ir.children(node))
             if isinstance(node, ir.Loop):
-                self.bodies[node] = ScopeRunner(_body_roots(node), self.scope + (node,), self.table, self.plan,
-                                                self.optimize, self.where)
+                self.bodies[node] = ScopeRunner(_body_roots(node), self.scope + (node,), self.table,
+                                                self.plan, self.optimize, self.where)
 
     def _region(self, root: ir.Node) -> codegen.Region:
         """Everything compilable `root` reads, down to leaves and host values (its inputs)."""
