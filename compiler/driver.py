@@ -73,12 +73,18 @@ def specialise(entry: Entry, shapes: tuple[Shape, ...], fused: bool = False) -> 
 
 
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
-               executor: str = "numba", values: tuple | None = None) -> tuple[ShapeTable, Plan]:
-    """Specialise the fused entry to `shapes` and plan it (paths, loops, memory guard)."""
-    specialise(entry, shapes)                                 # rules checked on the source's IR
-    table = specialise(entry, shapes, fused=True)             # shapes of what will run
-    plan = make_plan(entry.name, entry.params, entry.fused, table, shapes, optimize, executor,
-                     values)                                  # paths, costs, memory guard
+               executor: str = "numba", values: tuple | None = None,
+               keeps_all: bool | None = None) -> tuple[ShapeTable, Plan]:
+    """Specialise `entry` to `shapes` and plan what `executor` runs (paths, loops, memory
+    guard): the reference executor runs the literal IR and keeps every value of a scope, the
+    numba executor runs the fused IR and frees a value after its last reader (`keeps_all`
+    says otherwise: a call with work on the host keeps what the host computes)."""
+    source = specialise(entry, shapes)                        # rules checked on the source's IR
+    reference = executor == "reference"
+    table = source if reference else specialise(entry, shapes, fused=True)
+    plan = make_plan(entry.name, entry.params, entry.body if reference else entry.fused, table,
+                     shapes, optimize, executor, values,
+                     keeps_all=reference if keeps_all is None else keeps_all)
     dump("plan", plan)
     return table, plan
 

@@ -28,11 +28,11 @@ class Affine:
 def affine(node: ir.Node, memo: dict) -> Affine | None:
     """The affine form of `node`, if it is built from positions, constants, ^0, + − and
     outer-product einsums; None otherwise."""
-    if node in memo:
-        return memo[node]
-    result = _affine(node, memo)
-    memo[node] = result
-    return result
+    if node not in memo:
+        for inner in ir.topological(node):  # inputs first, so _affine finds them in memo
+            if inner not in memo:
+                memo[inner] = _affine(inner, memo)
+    return memo[node]
 
 
 def _affine(node: ir.Node, memo: dict) -> Affine | None:
@@ -111,18 +111,21 @@ def _outer(node: ir.Einsum, parts: list[Affine | None]) -> Affine | None:
 def eliminate_masks(root: ir.Node) -> ir.Node:
     """Requires fused IR; ensures no einsum reads a mask [Σ c·index + b = 0] on a letter that is
     summed and read by one other operand: that operand is read shifted (`shift`) instead."""
-    memo: dict = {}
+    def scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]:
+        memo: dict = {}  # per scope: equal nodes of two scopes may read different states
 
-    def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-        if isinstance(node, ir.Loop):
-            body = [eliminate_masks(n) for n in (node.until, *node.step)]
-            return ir.Loop(kids, body[0], tuple(body[1:]), node.counter, node.name, node.span)
-        rebuilt = ir.rebuild(node, kids)
-        if isinstance(rebuilt, ir.Einsum):
-            return _rewrite(rebuilt, memo)
-        return rebuilt
+        def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
+            if isinstance(node, ir.Loop):
+                until, *step = bodies[id(node)]
+                return ir.Loop(kids, until, tuple(step), node.counter, node.name, node.span)
+            rebuilt = ir.rebuild(node, kids)
+            if isinstance(rebuilt, ir.Einsum):
+                return _rewrite(rebuilt, memo)
+            return rebuilt
 
-    return ir.transform(root, visit)
+        return tuple(ir.transform(r, visit) for r in roots)
+
+    return ir.rewrite_scopes(root, scope)  # loops nest as deep as definitions: no recursion
 
 
 def _mask(node: ir.Node, memo: dict) -> Affine | None:

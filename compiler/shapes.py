@@ -27,9 +27,12 @@ def describe_shape(shape: Shape) -> str:
 
 
 def _what(node: ir.Node) -> str:
-    """How a message names a value: `argument a`, or its source text and place."""
+    """How a message names a value: `argument a`, a loop's state by the name the source gives
+    it (a model's weight `w` in a train block), or its source text and place."""
     if isinstance(node, ir.Param):
         return f"argument {node.name}"
+    if isinstance(node, ir.State) and node.name:
+        return node.name
     if not node.span:
         return "a value"
     span = node.span
@@ -39,35 +42,70 @@ def _what(node: ir.Node) -> str:
     return f"the value at {span.line}:{span.column}"
 
 
+#: Where a node is evaluated: the loops entered from the call's own scope, outermost first
+#: (`()` is the call itself). A path, not the innermost loop alone: two loops whose bodies are
+#: equal (one loop called on two shapes of state) run equal inner loops on different shapes.
+Scope = tuple[ir.Loop, ...]
+
+
 @dataclass
 class ShapeTable:
-    """The shape of every node, per scope: None for the entry's scope, else the Loop node."""
+    """The shape of every node, per scope, and the state shapes of every loop body's scope."""
 
-    scopes: dict[ir.Loop | None, dict[ir.Node, Shape]] = field(default_factory=dict)
-    states: dict[ir.Loop, tuple[Shape, ...]] = field(default_factory=dict)
+    scopes: dict[Scope, dict[ir.Node, Shape]] = field(default_factory=dict)
+    states: dict[Scope, tuple[Shape, ...]] = field(default_factory=dict)
 
-    def of(self, node: ir.Node, scope: ir.Loop | None = None) -> Shape:
+    def of(self, node: ir.Node, scope: Scope = ()) -> Shape:
         return self.scopes[scope][node]
 
 
 def infer_shapes(root: ir.Node, params: tuple[Shape, ...]) -> ShapeTable:
-    """Requires inlined IR over Param; ensures every node has a shape or raises CheckError."""
+    """Requires inlined IR over Param; ensures every node has a shape or raises CheckError.
+
+    Scopes are inferred with an explicit stack (loops may nest as deep as definitions go):
+    meeting a loop whose body is not yet known suspends the scope, infers the body, resumes."""
     table = ShapeTable()
-    _infer_scope(table, None, [root], lambda node: params[node.index])
+    pending = [_Pending((), [root], lambda node: params[node.index])]
+    while pending:
+        top = pending[-1]
+        inner = top.advance(table)
+        if inner is None:
+            pending.pop()
+            _check_loop(table, top)
+        else:
+            pending.append(inner)
     return table
 
 
-def _infer_scope(table: ShapeTable, scope: ir.Loop | None, roots, leaf) -> dict[ir.Node, Shape]:
-    shapes: dict[ir.Node, Shape] = {}
-    table.scopes[scope] = shapes
-    for node in ir.topological(*roots):
-        if node in shapes:
-            continue
-        shapes[node] = _shape(table, node, shapes, leaf)
-    return shapes
+class _Pending:
+    """One scope being inferred: its nodes in order and how far it has got."""
+
+    def __init__(self, scope: Scope, roots: list[ir.Node], leaf):
+        self.scope = scope
+        self.roots = roots
+        self.leaf = leaf
+        self.order = ir.topological(*roots)
+        self.position = 0
+
+    def advance(self, table: ShapeTable) -> _Pending | None:
+        """Infer onwards; a body to infer first (a loop met for the first time), or None."""
+        shapes = table.scopes.setdefault(self.scope, {})
+        while self.position < len(self.order):
+            node = self.order[self.position]
+            if isinstance(node, ir.Loop) and node not in shapes:
+                body = self.scope + (node,)
+                if body not in table.scopes:
+                    state = tuple(shapes[a] for a in node.init)
+                    table.states[body] = state
+                    return _Pending(body, [node.until, *node.step],
+                                    lambda leaf, state=state: state[leaf.index])
+            if node not in shapes:
+                shapes[node] = _shape(table, self.scope, node, shapes, self.leaf)
+            self.position += 1
+        return None
 
 
-def _shape(table: ShapeTable, node: ir.Node, shapes: dict, leaf) -> Shape:
+def _shape(table: ShapeTable, scope: Scope, node: ir.Node, shapes: dict, leaf) -> Shape:
     match node:
         case ir.Param() | ir.State():
             return leaf(node)
@@ -80,9 +118,9 @@ def _shape(table: ShapeTable, node: ir.Node, shapes: dict, leaf) -> Shape:
         case ir.Cond():
             return _cond(node, shapes[node.cond], shapes[node.then], shapes[node.orelse])
         case ir.Loop():
-            return _loop(table, node, tuple(shapes[a] for a in node.init))
+            return ()  # its value is its final state, read through Project
         case ir.Project():
-            return table.states[node.loop][node.index]
+            return table.states[scope + (node.loop,)][node.index]
     raise AssertionError(f"cannot infer the shape of {node!r}")
 
 
@@ -170,11 +208,13 @@ def _cond(node: ir.Cond, cond: Shape, then: Shape, orelse: Shape) -> Shape:
     return then
 
 
-def _loop(table: ShapeTable, loop: ir.Loop, state: tuple[Shape, ...]) -> Shape:
-    if loop in table.scopes:
-        return ()
-    table.states[loop] = state
-    shapes = _infer_scope(table, loop, [loop.until, *loop.step], lambda node: state[node.index])
+def _check_loop(table: ShapeTable, body: _Pending) -> None:
+    """A loop body's rules, once its shapes are known: a scalar condition, and a step that
+    keeps the shape of every state component."""
+    if not body.scope:
+        return
+    loop = body.scope[-1]
+    shapes, state = table.scopes[body.scope], table.states[body.scope]
     if shapes[loop.until]:
         raise CheckError("E312", f"the condition that ends {loop.name} must be a scalar, but it "
                          f"is {describe_shape(shapes[loop.until])}", loop.until.span)
@@ -184,4 +224,3 @@ def _loop(table: ShapeTable, loop: ir.Loop, state: tuple[Shape, ...]) -> Shape:
             raise CheckError(
                 "E315", f"{loop.name} changes the shape of its state component {index + 1} from "
                 f"{describe_shape(before)} to {describe_shape(after)} in one step", step.span)
-    return ()

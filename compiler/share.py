@@ -8,21 +8,20 @@ from . import ir
 def share(root: ir.Node) -> ir.Node:
     """Requires inlined IR; ensures equal nodes within a scope are the same object (loop bodies
     are shared within themselves). Twin loops, equal in init, until and step, become one."""
+    return ir.rewrite_scopes(root, _share_scope)
+
+
+def _share_scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]:
+    """One scope's roots with equal nodes made one; its loops take their shared bodies."""
     canonical: dict[ir.Node, ir.Node] = {}
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
         if isinstance(node, ir.Loop):
-            body = _share_body(node)
-            node = ir.Loop(kids, body[0], body[1:], node.counter, node.name, node.span)
+            until, *step = bodies[id(node)]
+            node = ir.Loop(kids, until, tuple(step), node.counter, node.name, node.span)
         else:
             node = ir.rebuild(node, kids)
         return canonical.setdefault(node, node)
 
-    return ir.transform(root, visit)
-
-
-def _share_body(loop: ir.Loop) -> tuple[ir.Node, ...]:
-    """A loop's until and step, shared among themselves (one scope)."""
-    holder = ir.Prim("body", (loop.until, *loop.step), (), loop.span)
-    shared = share(holder)
-    return shared.args  # type: ignore[union-attr]
+    holder = ir.Prim("body", roots, (), roots[0].span)  # one scope, however many roots
+    return ir.transform(holder, visit).args  # type: ignore[union-attr]
