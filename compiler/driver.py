@@ -86,16 +86,22 @@ class Specialised:
 
 
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
-               executor: str = "numba", values: tuple | None = None) -> Specialised:
-    """Specialise the fused entry to `shapes` and plan it (paths, loops, memory guard)."""
-    specialise(entry, shapes)                                 # rules checked on the source's IR
-    table = specialise(entry, shapes, fused=True)             # shapes of what will run
-    body = monomorphise(entry.fused, table)                   # derivatives' ops as einsums
-    if body is not entry.fused:
-        body = eliminate_masks(fuse(body))                    # fused with their neighbours
+               executor: str = "numba", values: tuple | None = None,
+               keeps_all: bool | None = None) -> Specialised:
+    """Specialise `entry` to `shapes` and plan what `executor` runs (paths, loops, memory
+    guard): the reference executor runs the literal IR and keeps every value of a scope, the
+    numba executor runs the fused IR and frees a value after its last reader (`keeps_all`
+    says otherwise: a call with work on the host keeps what the host computes)."""
+    source = specialise(entry, shapes)                        # rules checked on the source's IR
+    reference = executor == "reference"
+    body = entry.body if reference else entry.fused
+    table = source if reference else specialise(entry, shapes, fused=True)
+    lowered = monomorphise(body, table)                       # derivatives' ops as einsums
+    if lowered is not body:
+        body = lowered if reference else eliminate_masks(fuse(lowered))  # fused with the rest
         table = infer_shapes(body, shapes)
-    plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor,
-                     values)                                  # paths, costs, memory guard
+    plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor, values,
+                     keeps_all=reference if keeps_all is None else keeps_all)
     dump("plan", plan)
     return Specialised(body, table, plan)
 

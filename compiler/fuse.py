@@ -14,20 +14,25 @@ _LETTERS = string.ascii_letters
 def fuse(root: ir.Node) -> ir.Node:
     """Requires inlined IR; ensures no einsum has a single-use einsum operand (where the merged
     spec fits in 52 letters), in every scope, loop bodies included. Results are unchanged."""
-    uses = _use_counts(root)
+    return ir.rewrite_scopes(root, _fuse_scope)
+
+
+def _fuse_scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]:
+    """One scope's roots with its einsum chains merged; its loops take their fused bodies."""
+    # One scope: a value two roots (a loop's steps) share must stay shared, so count uses
+    # across all of them.
+    holder = ir.Prim("body", roots, (), roots[0].span)
+    uses = _use_counts(holder)
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-        scopes = ir.bodies(node)
-        if scopes:
-            # One scope: a value two steps share must stay shared, so count uses across all.
-            new = tuple(fuse(ir.Prim("body", roots, (), node.span)).args for roots in scopes)  # type: ignore[union-attr]
-            return ir.with_bodies(node, kids, new)
+        if ir.is_loop(node):
+            return ir.with_scopes(node, kids, bodies)
         rebuilt = ir.rebuild(node, kids)
         if isinstance(rebuilt, ir.Einsum) and isinstance(node, ir.Einsum):
             return _merge(rebuilt, node, uses)
         return rebuilt
 
-    return ir.transform(root, visit)
+    return ir.transform(holder, visit).args  # type: ignore[union-attr]
 
 
 def _use_counts(root: ir.Node) -> Counter:
@@ -91,20 +96,25 @@ def _splice(terms: list[str], output: str, position: int, inner: ir.Einsum):
 
 def count_einsums(root: ir.Node) -> int:
     """The number of einsum nodes in `root`, loop bodies included (for structure tests)."""
-    total = 0
-    for node in ir.topological(root):
-        if isinstance(node, ir.Einsum):
-            total += 1
-        total += sum(count_einsums(n) for roots in ir.bodies(node) for n in roots)
-    return total
+    return sum(_per_scope(root, lambda node: isinstance(node, ir.Einsum)))
 
 
 def count_loops(root: ir.Node) -> int:
     """The number of distinct loops in `root`, nested ones included."""
-    total = 0
-    for node in ir.topological(root):
-        if isinstance(node, ir.Loop):
-            total += 1 + sum(count_loops(n) for n in (node.until, *node.step))
-        if isinstance(node, ir.LoopGrad):
-            total += sum(count_loops(n) for n in node.vjp)
-    return total
+    return sum(_per_scope(root, lambda node: isinstance(node, ir.Loop)))
+
+
+def _per_scope(root: ir.Node, test) -> list[int]:
+    """For `root`'s scope and each loop body scope inside it (once per loop, by identity),
+    how many of its distinct nodes pass `test`."""
+    counts: list[int] = []
+    pending: list[tuple[ir.Node, ...]] = [(root,)]
+    seen: set[int] = set()
+    while pending:
+        order = ir.topological(*pending.pop())
+        counts.append(sum(1 for node in order if test(node)))
+        for node in order:
+            if ir.is_loop(node) and id(node) not in seen:
+                seen.add(id(node))
+                pending += ir.bodies(node)
+    return counts

@@ -11,7 +11,7 @@ Grammar of the IR (what resolve builds and every later pass keeps):
               | Call(key, args: Node*)             a call of a definition (gone after inline)
               | Loop(init: Node*, until, step: Node*, counter, name)
               | Project(loop, index)               component `index` of a loop's final state
-              | State(index)                       the innermost loop's state component
+              | State(index, name)                 the innermost loop's state component
               | LoopGrad(loop, seeds, carried, vjp) adjoints of a loop's starting state
               | Tuple(items: Node*)                several values (gone after inline, but at
                                                    an entry's root)
@@ -40,34 +40,120 @@ from hilbert.grammar.source import Span
 
 
 class _Node:
-    """Shared behaviour: a hash computed once (the IR is a DAG and hashing must not re-walk it)."""
+    """Shared behaviour: a hash computed once, and equality and hashing by explicit stacks.
+
+    The IR is a DAG that inlining can make thousands of nodes deep, so nothing here recurses
+    in Python: hashing fills in the cached hashes below a node bottom-up, and equality walks
+    pairs of nodes with a stack (identity first, then hashes, then fields)."""
 
     __slots__ = ()
     _h: int | None
+    _plain_fields: tuple[str, ...]  # compared fields that hold no nodes
+    _node_fields: tuple[tuple[str, bool], ...]  # (field, holds a tuple of nodes)
 
     def __hash__(self) -> int:
         cached = self._h
         if cached is None:
-            cached = hash((type(self).__name__,) + self._key())
-            object.__setattr__(self, "_h", cached)
+            _fill_hashes(self)
+            cached = self._h
+        assert cached is not None
         return cached
 
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(self) is not type(other):
+            return False if isinstance(other, _Node) else NotImplemented
+        mine, theirs = self._h, other._h  # type: ignore[attr-defined]
+        if mine is None or theirs is None:
+            mine, theirs = hash(self), hash(other)
+        if mine != theirs:
+            return False  # the common case, settled without walking
+        return _same(self, other)
+
+    def __repr__(self) -> str:
+        """The node's own fields; the nodes it holds only by kind (a deep DAG stays one line)."""
+        fields = [f"{n}={getattr(self, n)!r}" for n in self._plain_fields]
+        kids = ", ".join(type(k).__name__ for k in self._kids())
+        return f"{type(self).__name__}({', '.join(fields + [f'reads=({kids})'] if kids else fields)})"
+
     def _key(self) -> tuple:
+        """The compared fields, in order (nodes hashed by their cached hashes)."""
         raise NotImplementedError
+
+    def _plain(self) -> tuple:
+        """The compared fields that hold no nodes."""
+        return tuple(getattr(self, n) for n in self._plain_fields)
+
+    def _kids(self) -> tuple[_Node, ...]:
+        """Every node a compared field holds, a Loop's body included (not only its scope)."""
+        kids: list[_Node] = []
+        for name, many in self._node_fields:
+            value = getattr(self, name)
+            kids.extend(value if many else (value,))
+        return tuple(kids)
+
+
+def _fill_hashes(root: _Node) -> None:
+    """Compute and cache the hash of `root` and of every node below it that has none yet,
+    children before parents, so hashing a node never hashes an uncached child."""
+    stack: list[tuple[_Node, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if node._h is not None:
+            continue
+        if ready:
+            object.__setattr__(node, "_h", hash((type(node).__name__,) + node._key()))
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in node._kids() if k._h is None)
+
+
+def _same(a: _Node, b: _Node) -> bool:
+    """Structural equality of two nodes (spans and names aside). Each pair of nodes is
+    compared once however often the DAG reaches it, so shared work is not walked again."""
+    stack = [(a, b)]
+    proven: set[tuple[int, int]] = set()  # pairs already compared (or being compared)
+    while stack:
+        x, y = stack.pop()
+        if x is y:
+            continue
+        pair = (id(x), id(y))
+        if pair in proven:
+            continue
+        proven.add(pair)
+        if type(x) is not type(y) or hash(x) != hash(y) or x._plain() != y._plain():
+            return False
+        xs, ys = x._kids(), y._kids()
+        if len(xs) != len(ys):
+            return False
+        stack.extend(zip(xs, ys, strict=True))
+    return True
 
 
 _T = TypeVar("_T")
 
+#: How a field holding children is annotated (annotations are strings here).
+_NODE_TYPES = frozenset({"Node", "Loop", "tuple[Node, ...]"})
+
 
 def _node(cls: type[_T]) -> type[_T]:
-    """Give a dataclass node a cached structural hash (dataclass would regenerate __hash__)."""
-    names = [f.name for f in cls.__dataclass_fields__.values() if f.compare]  # type: ignore[attr-defined]
+    """Give a dataclass node the iterative hash, equality and repr of _Node (dataclass would
+    generate recursive ones). A field typed as a node or a tuple of nodes holds children."""
+    compared = [f for f in cls.__dataclass_fields__.values() if f.compare]  # type: ignore[attr-defined]
+    names = [f.name for f in compared]
+    kinds = {f.name: str(f.type) for f in compared}
+    cls._node_fields = tuple((n, kinds[n].startswith("tuple")) for n in names  # type: ignore[attr-defined]
+                             if kinds[n] in _NODE_TYPES)
+    cls._plain_fields = tuple(n for n in names if kinds[n] not in _NODE_TYPES)  # type: ignore[attr-defined]
 
     def _key(self, names=names):
         return tuple(getattr(self, n) for n in names)
 
     cls._key = _key  # type: ignore[attr-defined]
     cls.__hash__ = _Node.__hash__  # type: ignore[assignment]
+    cls.__eq__ = _Node.__eq__  # type: ignore[method-assign,assignment]
+    cls.__repr__ = _Node.__repr__  # type: ignore[method-assign,assignment]
     return cls
 
 
@@ -161,6 +247,7 @@ class Project(_Node):
 class State(_Node):
     index: int
     span: Span = field(compare=False, repr=False)
+    name: str | None = field(default=None, compare=False)  # what the source calls it, if known
     _h: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
@@ -310,6 +397,53 @@ def topological(*roots: Node) -> list[Node]:
         seen.add(id(node))
         stack.append((node, True))
         stack.extend((k, False) for k in reversed(children(node)) if id(k) not in seen)
+    return order
+
+
+def rewrite_scopes(root: Node, rewrite) -> Node:
+    """Rewrite `root`'s scope and every loop body in it, innermost bodies first, without
+    recursion however deep loops nest. `rewrite(roots, bodies)` returns the rewritten roots of
+    one scope; `bodies[id(loop)]` holds the rewritten (until, *step) of each loop of the
+    original IR, ready when the scope holding that loop is rewritten."""
+    bodies: dict[int, tuple[Node, ...]] = {}
+    for node in _everything(root):  # children, bodies included, before parents
+        if id(node) not in bodies:
+            if isinstance(node, Loop):
+                bodies[id(node)] = rewrite((node.until, *node.step), bodies)
+            elif isinstance(node, LoopGrad):
+                bodies[id(node)] = rewrite(node.vjp, bodies)
+    return rewrite((root,), bodies)[0]
+
+
+def is_loop(node: Node) -> bool:
+    """True for a node with scopes of its own (a Loop, or a LoopGrad)."""
+    return isinstance(node, (Loop, LoopGrad))
+
+
+def with_scopes(node: Node, kids: tuple[Node, ...], bodies: dict) -> Node:
+    """`node` rebuilt over its in-scope `kids`; a loop (or a loop run backwards) takes its
+    rewritten scopes from `bodies`, as `rewrite_scopes` made them."""
+    match node:
+        case Loop():
+            return with_bodies(node, kids, (bodies[id(node)],))
+        case LoopGrad():
+            return with_bodies(node, kids, (bodies[id(node.loop)], bodies[id(node)]))
+    return rebuild(node, kids)
+
+
+def _everything(root: Node) -> list[Node]:
+    """Every node reachable from `root`, loop bodies included, children before parents."""
+    seen: set[int] = set()
+    order: list[Node] = []
+    stack: list[tuple[_Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)  # type: ignore[arg-type]  # every _Node is a Node
+        elif id(node) not in seen:
+            seen.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in node._kids() if id(k) not in seen)
     return order
 
 

@@ -28,11 +28,11 @@ class Affine:
 def affine(node: ir.Node, memo: dict) -> Affine | None:
     """The affine form of `node`, if it is built from positions, constants, ^0, + − and
     outer-product einsums; None otherwise."""
-    if node in memo:
-        return memo[node]
-    result = _affine(node, memo)
-    memo[node] = result
-    return result
+    if node not in memo:
+        for inner in ir.topological(node):  # inputs first, so _affine finds them in memo
+            if inner not in memo:
+                memo[inner] = _affine(inner, memo)
+    return memo[node]
 
 
 def _affine(node: ir.Node, memo: dict) -> Affine | None:
@@ -111,29 +111,26 @@ def _outer(node: ir.Einsum, parts: list[Affine | None]) -> Affine | None:
 def eliminate_masks(root: ir.Node) -> ir.Node:
     """Requires fused IR; ensures no einsum reads a mask [Σ c·index + b = 0] on a letter that is
     summed and read by one other operand: that operand is read shifted (`shift`) instead."""
-    memo: dict = {}
+    def scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]:
+        memo: dict = {}  # per scope: equal nodes of two scopes may read different states
 
-    def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-        scopes = ir.bodies(node)
-        if scopes:
-            new = tuple(tuple(eliminate_masks(n) for n in roots) for roots in scopes)
-            return ir.with_bodies(node, kids, new)
-        rebuilt = ir.rebuild(node, kids)
-        if isinstance(rebuilt, ir.Einsum):
-            return _rewrite(rebuilt, memo)
-        return rebuilt
+        def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
+            if ir.is_loop(node):
+                return ir.with_scopes(node, kids, bodies)
+            rebuilt = ir.rebuild(node, kids)
+            if isinstance(rebuilt, ir.Einsum):
+                return _rewrite(rebuilt, memo)
+            return rebuilt
 
-    return ir.transform(root, visit)
+        return tuple(ir.transform(r, visit) for r in roots)
+
+    return ir.rewrite_scopes(root, scope)  # loops nest as deep as definitions: no recursion
 
 
 def _mask(node: ir.Node, memo: dict) -> Affine | None:
-    """The affine form a 0/1 mask tests for zero: [a = b] over positions (or against a number,
-    such as [g = k], which picks one slice)."""
     if isinstance(node, ir.Prim) and node.op == "eq":
         a, b = (affine(x, memo) for x in node.args)
-        if a is None or b is None or not (a.coefs or b.coefs):
-            return None
-        if len(a.coefs) == len(b.coefs) or not a.coefs or not b.coefs:
+        if a is not None and b is not None and len(a.coefs) == len(b.coefs) and a.coefs:
             return _combine(a, b, -1.0)
     return None
 

@@ -241,7 +241,7 @@ def _counted_loop(name: str, full: tuple[str, ...], new: dict[str, ir.Node], spa
     """`steps` simultaneous updates of the state `(counter, *full)`: component 1 + i takes
     `new[full[i]]` (over the state as the step began) or keeps its value. The loop's init is
     over Local, like any definition's body: `(steps, *full)`."""
-    states = {ir.Local(i, p, span): ir.State(i + 1, span) for i, p in enumerate(full)}
+    states = {ir.Local(i, p, span): ir.State(i + 1, span, p) for i, p in enumerate(full)}
     counter = ir.State(0, span)
     step = (ir.Prim("sub", (counter, ir.Const(1.0, span)), (), span),
             *(ir.substitute(new[p], states) if p in new else ir.State(i + 1, span)

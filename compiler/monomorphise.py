@@ -8,34 +8,36 @@ import string
 from collections.abc import Callable
 
 from . import ir
-from .shapes import Shape, ShapeTable
+from .shapes import Scope, Shape, ShapeTable
 
 _LETTERS = string.ascii_letters
 
 
 def monomorphise(root: ir.Node, table: ShapeTable) -> ir.Node:
-    """Requires `table` to be root's shapes; ensures no polymorphic op is left (same values)."""
-    return _scope((root,), table, None)[0]
+    """Requires `table` to be root's shapes; ensures no polymorphic op is left (same values).
+    Returns `root` itself when it holds none."""
+    return _scope((root,), table, ())[0]
 
 
-def _scope(roots: tuple[ir.Node, ...], table: ShapeTable, scope) -> tuple[ir.Node, ...]:
+def _scope(roots: tuple[ir.Node, ...], table: ShapeTable, scope: Scope) -> tuple[ir.Node, ...]:
     shapes = table.scopes[scope]
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
         match node:
             case ir.Loop():
-                return ir.with_bodies(node, kids, (_scope((node.until, *node.step), table, node),))
+                body = _scope((node.until, *node.step), table, scope + (node,))
+                return ir.with_bodies(node, kids, (body,))
             case ir.LoopGrad():
                 forward = (node.loop.until, *node.loop.step)
-                return ir.with_bodies(node, kids, (_scope(forward, table, node.loop),
-                                                   _scope(node.vjp, table, node)))
+                return ir.with_bodies(node, kids, (_scope(forward, table, scope + (node.loop,)),
+                                                   _scope(node.vjp, table, scope + (node,))))
             case ir.Prim(op=op) if op in _LOWER:
                 rebuilt = ir.rebuild(node, kids)
                 return _LOWER[op](rebuilt, [shapes[a] for a in node.args])  # type: ignore[arg-type]
         return ir.rebuild(node, kids)
 
-    holder = ir.transform(ir.Prim("body", roots, (), None), visit)  # type: ignore[arg-type]
-    return holder.args  # type: ignore[union-attr]
+    holder = ir.Prim("body", roots, (), roots[0].span)
+    return ir.transform(holder, visit).args  # type: ignore[union-attr]
 
 
 def _ones(node: ir.Node) -> ir.Node:

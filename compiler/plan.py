@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -14,12 +15,17 @@ from opt_einsum.helpers import flop_count
 from . import ir
 from .einsum_spec import parse_spec
 from .primitives import BY_OP
-from .shapes import Shape, ShapeTable
+from .shapes import Scope, Shape, ShapeTable
 
 ITEM_BYTES = 8  # float64
 OPTIMISERS = ("auto", "auto-hq", "optimal", "dp", "greedy", "branch-all", "branch-2",
               "branch-1", "random-greedy", "cotengra")
 _ENTRYWISE = {"unary", "binary", "compare"}
+#: Optimisers whose search grows factorially with the operand count, and the most operands
+#: each is given: beyond it (ten chained layers fuse into an eleven-operand einsum) they would
+#: not finish, so the einsum is planned with `dp`, which finds the same optimum on such specs.
+EXHAUSTIVE = {"optimal": 8, "branch-all": 8, "branch-2": 12}
+FALLBACK = "dp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +50,7 @@ class EinsumPlan:
     largest: int  # elements of the largest intermediate
     where: str  # source location
     scope: str  # 'call' or the loop it runs in
+    note: str = ""  # why the path came from another optimiser than the one asked for, if so
 
     @property
     def blas(self) -> bool:
@@ -146,10 +153,23 @@ def _optimizer(optimize: str):
     return optimize
 
 
+def capped(optimize: str, operands: int) -> tuple[str, str]:
+    """The optimiser to use for an einsum of `operands` operands, and a note when it is not
+    the one asked for (an exhaustive search over too many operands)."""
+    cap = EXHAUSTIVE.get(optimize)
+    if cap is None or operands <= cap:
+        return optimize, ""
+    return FALLBACK, (f"{optimize} searches every order and would not finish on {operands} "
+                      f"operands (it is used up to {cap}); this path is {FALLBACK}'s")
+
+
 @lru_cache(maxsize=4096)
 def contraction(spec: str, shapes: tuple[Shape, ...], optimize: str):
-    """opt_einsum's path and per-step costs for `spec` on `shapes` (cached)."""
-    path, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=_optimizer(optimize))
+    """opt_einsum's path and per-step costs for `spec` on `shapes` (cached), from `optimize`
+    or, past its operand count, from `capped`'s fallback. Sizes and costs are Python ints,
+    exact however large (a NumPy int64 would wrap past 2⁶³)."""
+    chosen, _ = capped(optimize, len(shapes))
+    path, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=_optimizer(chosen))
     steps = []
     for (_, removed, step_spec, _, blas), size in zip(info.contraction_list, info.size_list, strict=True):
         inputs = step_spec.split("->")[0].split(",")
@@ -157,7 +177,7 @@ def contraction(spec: str, shapes: tuple[Shape, ...], optimize: str):
         flops = flop_count(letters, bool(removed), len(inputs), info.size_dict)
         steps.append(ContractStep(step_spec, int(flops), int(size), blas or ""))
     if not steps:  # opt_einsum lists nothing for a lone operand that needs no work
-        steps.append(ContractStep(spec, 0, int(np.prod(_output_shape(spec, shapes))), ""))
+        steps.append(ContractStep(spec, 0, _elements(_output_shape(spec, shapes)), ""))
     return tuple(tuple(p) for p in path), tuple(steps)
 
 
@@ -168,82 +188,175 @@ def _output_shape(spec: str, shapes: tuple[Shape, ...]) -> Shape:
 
 
 def _elements(shape: Shape) -> int:
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+    """The number of entries of `shape`, as an exact Python int."""
+    return math.prod(int(n) for n in shape)
+
+
+@dataclass
+class _ScopeResult:
+    """What planning one scope found: its FLOPs per evaluation (of the loops inside, those
+    whose step counts are known), whether that is all of them, and the most bytes it holds at
+    once while it runs."""
+
+    flops: int
+    complete: bool
+    peak: int
+
+
+class _Frame:
+    """One scope being planned: its nodes in order, how far planning has got, and what it has
+    found so far. `keeps_all`: every value is held until the scope ends."""
+
+    def __init__(self, table: ShapeTable, roots: list[ir.Node], scope: Scope, keeps_all: bool):
+        self.roots = roots
+        self.scope = scope
+        self.keeps_all = keeps_all
+        self.shapes = table.scopes[scope]
+        self.label = _label(scope)
+        self.order = ir.topological(*roots)
+        self.position = 0
+        self.flops = 0
+        self.complete = True  # every loop's step count known
+        self.during: dict[int, int] = {}  # bytes a node needs while computed, beyond its value
+        self.bodies: list[_ScopeResult] = []  # the scopes of the loop at `position`, planned
+
+
+def _label(scope: Scope) -> str:
+    """How a plan names a scope: the call, a loop's name, or a loop run backwards."""
+    if not scope:
+        return "call"
+    last = scope[-1]
+    return last.name if isinstance(last, ir.Loop) else f"{last.loop.name} backwards"
+
+
+def _scopes_of(node: ir.Node, scope: Scope) -> list[tuple[Scope, list[ir.Node]]]:
+    """The scopes inside a loop node, in the order they are planned: a Loop's body; a
+    LoopGrad's forward loop's body, then its adjoints."""
+    if isinstance(node, ir.Loop):
+        return [(scope + (node,), [node.until, *node.step])]
+    assert isinstance(node, ir.LoopGrad)
+    loop = node.loop
+    return [(scope + (loop,), [loop.until, *loop.step]), (scope + (node,), list(node.vjp))]
 
 
 class _Planner:
+    """Walks the scopes of specialised IR: a path per einsum, the loops, fused groups, costs
+    and a memory estimate. `keeps_all`: the executor keeps every value of a scope until the
+    scope ends (a host walk with a memo); otherwise a value is freed after its last reader."""
+
     def __init__(self, table: ShapeTable, signature: tuple[Shape, ...], optimize: str,
-                 values: tuple | None):
+                 values: tuple | None, keeps_all: bool):
         self.table = table
         self.signature = signature
-        self.unknown = False  # a loop whose trip count cannot be known from the arguments
         self.optimize = optimize
         self.values = values
+        self.keeps_all = keeps_all
         self.einsums: list[EinsumPlan] = []
         self.loops: list[LoopPlan] = []
         self.groups: list[FusedGroup] = []
         self.paths: dict = {}
-        self.largest = 0
-        self.peak = 0
+        self.largest = 0  # elements of the largest value or intermediate
 
-    def scope(self, roots: list[ir.Node], loop: ir.Loop | None) -> int:
-        """Plan one scope; returns its FLOPs per evaluation (loops inside counted fully)."""
-        shapes = self.table.scopes[loop]
-        label = ("call" if loop is None else loop.name if isinstance(loop, ir.Loop)
-                 else f"{loop.loop.name} backwards")
-        flops, live = 0, 0
-        order = ir.topological(*roots)
-        for node in order:
-            shape = shapes[node]
-            live += _elements(shape)
-            self.largest = max(self.largest, _elements(shape))
+    def call(self, root: ir.Node) -> _ScopeResult:
+        """Plan the call's scope and every loop body in it. Loops nest as deep as definitions
+        do, so scopes are walked with an explicit stack: a loop suspends its scope until its
+        body is planned (`loop` then finishes it)."""
+        frames = [_Frame(self.table, [root], (), self.keeps_all)]
+        while True:
+            frame = frames[-1]
+            body = self.advance(frame)
+            if body is not None:
+                frames.append(body)
+                continue
+            result = self.close(frames.pop())
+            if not frames:
+                return result
+            frames[-1].bodies.append(result)
+
+    def advance(self, frame: _Frame) -> _Frame | None:
+        """Plan `frame` onwards; the frame of a loop body to plan first, or None at its end."""
+        while frame.position < len(frame.order):
+            node = frame.order[frame.position]
+            if ir.is_loop(node):
+                scopes = _scopes_of(node, frame.scope)
+                if len(frame.bodies) < len(scopes):  # every value of a body is held through it
+                    scope, roots = scopes[len(frame.bodies)]
+                    return _Frame(self.table, roots, scope, True)
+                self.loop(frame) if isinstance(node, ir.Loop) else self.loop_grad(frame)
+                frame.bodies = []
+                continue
+            self.largest = max(self.largest, _elements(frame.shapes[node]))
             if isinstance(node, ir.Einsum):
-                flops += self.einsum(node, shapes, label)
-            elif isinstance(node, ir.Loop):
-                flops += self.loop(node, shapes)
-            elif isinstance(node, ir.LoopGrad):
-                flops += self.loop_grad(node)
-        self.groups += _fused_groups(order, shapes, label)
-        self.peak = max(self.peak, live * ITEM_BYTES + self.largest * ITEM_BYTES)
-        return flops
+                cost, frame.during[id(node)] = self.einsum(node, frame.shapes, frame.label)
+                frame.flops += cost
+            frame.position += 1
+        return None
 
-    def einsum(self, node: ir.Einsum, shapes: dict, label: str) -> int:
+    def close(self, frame: _Frame) -> _ScopeResult:
+        """A planned scope's FLOPs and peak; its fused groups recorded."""
+        self.groups += _fused_groups(frame.order, frame.shapes, frame.label)
+        sizes = {id(n): _stored_bytes(n, frame.shapes, self.table, frame.scope) for n in frame.order}
+        peak = _peak(frame.order, frame.roots, sizes, frame.during, frame.keeps_all)
+        return _ScopeResult(frame.flops, frame.complete, peak)
+
+    def einsum(self, node: ir.Einsum, shapes: dict, label: str) -> tuple[int, int]:
+        """(FLOPs, bytes of intermediates) of one einsum, planned and recorded."""
         operand_shapes = tuple(shapes[a] for a in node.args)
         path, steps = contraction(node.spec, operand_shapes, self.optimize)
+        note = capped(self.optimize, len(operand_shapes))[1]
         self.paths[(node.spec, operand_shapes)] = path
         largest = max(s.intermediate for s in steps)
         self.largest = max(self.largest, largest)
         flops = sum(s.flops for s in steps)
         self.einsums.append(EinsumPlan(node.spec, operand_shapes, path, steps, flops, largest,
-                                       str(node.span), label))
-        return flops
+                                       str(node.span), label, note))
+        # Every step's result but the last (the einsum's own value) may be alive at once.
+        return flops, sum(s.intermediate for s in steps[:-1]) * ITEM_BYTES
 
-    def loop(self, loop: ir.Loop, shapes: dict) -> int:
-        body = self.scope([loop.until, *loop.step], loop)
+    def loop(self, frame: _Frame) -> None:
+        """Finish the loop `frame` waits at, its body planned: its total FLOPs, and the bytes
+        it holds while it runs, its state twice (the state a step reads and the one it writes)
+        and every value of its body (compiled code makes a body's buffers once, before it)."""
+        loop = frame.order[frame.position]
+        assert isinstance(loop, ir.Loop)
+        body, = frame.bodies
+        state = self.table.states[frame.scope + (loop,)]
         trips = self.trips(loop)
-        self.loops.append(LoopPlan(loop.name, loop.counter is not None, trips,
-                                   self.table.states[loop], body, str(loop.span)))
+        self.loops.append(LoopPlan(loop.name, loop.counter is not None, trips, state,
+                                   body.flops, str(loop.span)))
+        held = 2 * sum(_elements(s) for s in state) * ITEM_BYTES + body.peak
+        frame.during[id(loop)] = held - _stored_bytes(loop, frame.shapes, self.table, frame.scope)
         if trips is None:
-            self.unknown = True
-            return 0
-        return body * trips
+            frame.complete = False
+        else:
+            frame.flops += body.flops * trips
+            frame.complete = frame.complete and body.complete
+        frame.position += 1
 
-    def loop_grad(self, node: ir.LoopGrad) -> int:
-        """A loop run backwards: its forward run again, then the adjoint of every step, with a
-        tape of every step's moving state (counted in the peak when the trips are known)."""
+    def loop_grad(self, frame: _Frame) -> None:
+        """Finish a loop run backwards: its forward run again, then each step's adjoints, with a
+        tape of every step's moving state (counted in the peak when the step count is known)."""
+        node = frame.order[frame.position]
+        assert isinstance(node, ir.LoopGrad)
+        forward, backward = frame.bodies
         loop = node.loop
-        forward = self.loop(loop, self.table.scopes[None])
-        backward = self.scope(list(node.vjp), node)  # type: ignore[arg-type]
+        state = self.table.states[frame.scope + (loop,)]
+        adjoint = self.table.states[frame.scope + (node,)]
         trips = self.trips(loop)
-        state = self.table.states[loop]
         self.loops.append(LoopPlan(f"{loop.name} backwards", loop.counter is not None, trips,
-                                   tuple(state[c] for c in node.carried), backward,
+                                   adjoint[len(state):], forward.flops + backward.flops,
                                    str(node.span)))
-        if trips is None:
-            return 0
         moving = [s for i, s in enumerate(state) if loop.step[i] != ir.State(i, None)]
-        self.peak += trips * sum(_elements(s) for s in moving) * ITEM_BYTES
-        return forward + backward * trips
+        tape = (trips or 0) * sum(_elements(s) for s in moving) * ITEM_BYTES
+        held = (2 * sum(_elements(s) for s in adjoint) * ITEM_BYTES
+                + max(forward.peak, backward.peak) + tape)
+        frame.during[id(node)] = held - _stored_bytes(node, frame.shapes, self.table, frame.scope)
+        if trips is None:
+            frame.complete = False
+        else:
+            frame.flops += (forward.flops + backward.flops) * trips
+            frame.complete = frame.complete and forward.complete and backward.complete
+        frame.position += 1
 
     def trips(self, loop: ir.Loop) -> int | None:
         if loop.counter is None:
@@ -252,14 +365,62 @@ class _Planner:
         leaves = [n for n in ir.topological(init) if isinstance(n, (ir.Param, ir.Loop, ir.State))]
         if any(not isinstance(n, ir.Param) for n in leaves):
             return None
-        values = self.values or tuple(np.zeros(s) for s in self.signature)
         if self.values is None and not _reads_only_shapes(init):
+            return None
+        values = self.values or _placeholders(self.signature)
+        if values is None:
             return None
         from hilbert.executor.reference import Reference
 
         value = Reference().run(init, values)
         number = float(value)
         return int(number) if number >= 0 and number.is_integer() else None
+
+
+def _placeholders(signature: tuple[Shape, ...]) -> tuple | None:
+    """Zero arrays of these shapes that take no memory (read for their shapes only), or None
+    if a shape is too large for NumPy to describe."""
+    try:
+        return tuple(np.broadcast_to(np.float64(0.0), s) for s in signature)
+    except ValueError:
+        return None
+
+
+def _stored_bytes(node: ir.Node, shapes: dict, table: ShapeTable, scope: Scope) -> int:
+    """Bytes a node's value takes: a loop's value is its final state; a component read from it
+    or an argument or state already held takes nothing new."""
+    match node:
+        case ir.Loop():
+            return sum(_elements(s) for s in table.states[scope + (node,)]) * ITEM_BYTES
+        case ir.LoopGrad():
+            state = table.states[scope + (node,)]
+            return sum(_elements(s) for s in state[len(node.loop.init):]) * ITEM_BYTES
+        case ir.Project() | ir.Param() | ir.State() | ir.Const():
+            return 0
+    return _elements(shapes[node]) * ITEM_BYTES
+
+
+def _peak(order: list[ir.Node], roots: list[ir.Node], sizes: dict[int, int],
+          during: dict[int, int], keeps_all: bool) -> int:
+    """The most bytes held at once while `order` is computed in turn: the values computed so
+    far, less those whose last reader has run (unless the executor keeps them all), plus what
+    the node being computed needs beyond its value (einsum intermediates, a loop's body)."""
+    last: dict[int, int] = {}
+    for position, node in enumerate(order):
+        for kid in ir.children(node):
+            last[id(kid)] = position
+    for root in roots:
+        last[id(root)] = len(order)  # read after the scope: held to its end
+    held = peak = 0
+    for position, node in enumerate(order):
+        peak = max(peak, held + during.get(id(node), 0) + sizes[id(node)])
+        held += sizes[id(node)]
+        if keeps_all:
+            continue
+        for read in set(map(id, ir.children(node))):
+            if last[read] == position:
+                held -= sizes[read]
+    return peak
 
 
 def _reads_only_shapes(root: ir.Node) -> bool:
@@ -298,13 +459,18 @@ def _fused_groups(order: list[ir.Node], shapes: dict, label: str) -> list[FusedG
 
 def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: ShapeTable,
               signature: tuple[Shape, ...], optimize: str = "auto", executor: str = "numba",
-              values: tuple | None = None, limit: int | None = None) -> Plan:
-    """Requires fused, shape-checked IR; ensures a Plan within the memory limit, or raises E700."""
-    planner = _Planner(table, signature, optimize, values)
-    total = planner.scope([root], None)
+              values: tuple | None = None, limit: int | None = None,
+              keeps_all: bool = False) -> Plan:
+    """Requires shape-checked IR (what `executor` will run); ensures a Plan within the memory
+    limit, or raises E700. The arguments count towards the peak; `keeps_all`: the executor
+    holds every value it computes in a scope until the scope ends (a host walk), rather than
+    freeing each after its last reader (compiled code)."""
+    planner = _Planner(table, signature, optimize, values, keeps_all)
+    call = planner.call(root)
+    arguments = sum(_elements(s) for s in signature) * ITEM_BYTES
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
-                tuple(planner.groups), None if planner.unknown else total,
-                planner.largest * ITEM_BYTES, planner.peak, executor, optimize, planner.paths)
+                tuple(planner.groups), call.flops if call.complete else None, planner.largest * ITEM_BYTES,
+                arguments + call.peak, executor, optimize, planner.paths)
     _guard(plan, root, table, limit if limit is not None else memory_limit())
     return plan
 

@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 
 def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
+    """Bytes in binary units: '512 B', '2.0 KiB', '7.3 TiB'; past 1024 TiB, '3.1e+08 TiB'.
+    Exact for any size (a plan may describe an impossible shape, far beyond a float)."""
+    value = Decimal(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB" if abs(value) < 1024 else f"{value:.1e} TiB"
 
 
 def human_count(n: float | None) -> str:
+    """A count in SI units: '950', '4.10 k', '2.15 G'; from 10¹², '3.1e+15'."""
     if n is None:
         return "unknown"
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{n:.0f}"
+    value = Decimal(n)
+    if abs(value) >= 10**12:
+        return f"{value:.1e}"
+    for unit, scale in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value:.0f}"
 
 
 def _shape(shape) -> str:
@@ -44,6 +53,8 @@ def render_plan(plan) -> str:
         lines += _table(rows)
         lines.append(f"  total {human_count(e.flops)} FLOPs · largest intermediate "
                      f"{human_count(e.largest)} elements ({human_bytes(e.largest * 8)})")
+        if e.note:
+            lines.append(f"  note: {e.note}")
         lines.append("")
     if plan.loops:
         lines.append("loops")

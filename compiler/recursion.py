@@ -126,7 +126,7 @@ def _is(node: ir.Node, value: float) -> bool:
 
 def loop_form(d: Definition) -> LoopForm:
     """Requires a self-recursive definition with tail self-calls only; ensures its loop form."""
-    states = {ir.Local(i, p, d.span): ir.State(i, d.span) for i, p in enumerate(d.params)}
+    states = {ir.Local(i, p, d.span): ir.State(i, d.span, p) for i, p in enumerate(d.params)}
     until, result, step = _normalise(ir.substitute(d.body, states), d)
     if _is(until, _NEVER) or step is None:
         raise CheckError("E402", f"{d.name} always calls itself, so it would never finish; give "

@@ -28,9 +28,12 @@ def describe_shape(shape: Shape) -> str:
 
 
 def _what(node: ir.Node) -> str:
-    """How a message names a value: `argument a`, or its source text and place."""
+    """How a message names a value: `argument a`, a loop's state by the name the source gives
+    it (a model's weight `w` in a train block), or its source text and place."""
     if isinstance(node, ir.Param):
         return f"argument {node.name}"
+    if isinstance(node, ir.State) and node.name:
+        return node.name
     if not node.span:
         return "a value"
     span = node.span
@@ -40,35 +43,84 @@ def _what(node: ir.Node) -> str:
     return f"the value at {span.line}:{span.column}"
 
 
+#: Where a node is evaluated: the loops entered from the call's own scope, outermost first
+#: (`()` is the call itself). A path, not the innermost loop alone: two loops whose bodies are
+#: equal (one loop called on two shapes of state) run equal inner loops on different shapes.
+Scope = tuple[ir.Loop | ir.LoopGrad, ...]
+
+
 @dataclass
 class ShapeTable:
-    """The shape of every node, per scope: None for the entry's scope, else the Loop node."""
+    """The shape of every node, per scope, and the state shapes of every loop body's scope."""
 
-    scopes: dict[ir.Loop | None, dict[ir.Node, Shape]] = field(default_factory=dict)
-    states: dict[ir.Loop, tuple[Shape, ...]] = field(default_factory=dict)
+    scopes: dict[Scope, dict[ir.Node, Shape]] = field(default_factory=dict)
+    states: dict[Scope, tuple[Shape, ...]] = field(default_factory=dict)
 
-    def of(self, node: ir.Node, scope: ir.Loop | None = None) -> Shape:
+    def of(self, node: ir.Node, scope: Scope = ()) -> Shape:
         return self.scopes[scope][node]
 
 
 def infer_shapes(root: ir.Node, params: tuple[Shape, ...]) -> ShapeTable:
-    """Requires inlined IR over Param; ensures every node has a shape or raises CheckError."""
+    """Requires inlined IR over Param; ensures every node has a shape or raises CheckError.
+
+    Scopes are inferred with an explicit stack (loops may nest as deep as definitions go):
+    meeting a loop whose body is not yet known suspends the scope, infers the body, resumes."""
     table = ShapeTable()
-    _infer_scope(table, None, [root], lambda node: params[node.index])
+    pending = [_Pending((), [root], lambda node: params[node.index])]
+    while pending:
+        top = pending[-1]
+        inner = top.advance(table)
+        if inner is None:
+            pending.pop()
+            _check_loop(table, top)
+        else:
+            pending.append(inner)
     return table
 
 
-def _infer_scope(table: ShapeTable, scope: ir.Loop | None, roots, leaf) -> dict[ir.Node, Shape]:
-    shapes: dict[ir.Node, Shape] = {}
-    table.scopes[scope] = shapes
-    for node in ir.topological(*roots):
-        if node in shapes:
-            continue
-        shapes[node] = _shape(table, node, shapes, leaf)
-    return shapes
+class _Pending:
+    """One scope being inferred: its nodes in order and how far it has got."""
+
+    def __init__(self, scope: Scope, roots: list[ir.Node], leaf):
+        self.scope = scope
+        self.roots = roots
+        self.leaf = leaf
+        self.order = ir.topological(*roots)
+        self.position = 0
+
+    def advance(self, table: ShapeTable) -> _Pending | None:
+        """Infer onwards; a body to infer first (a loop met for the first time), or None."""
+        shapes = table.scopes.setdefault(self.scope, {})
+        while self.position < len(self.order):
+            node = self.order[self.position]
+            if isinstance(node, (ir.Loop, ir.LoopGrad)) and node not in shapes:
+                inner = self.body(table, node, shapes)
+                if inner is not None:
+                    return inner
+            if node not in shapes:
+                shapes[node] = _shape(table, self.scope, node, shapes, self.leaf)
+            self.position += 1
+        return None
+
+    def body(self, table: ShapeTable, node: ir.Loop | ir.LoopGrad, shapes: dict) -> _Pending | None:
+        """The next scope of `node` (a Loop, or a LoopGrad: the forward loop's body, then the
+        adjoints') still to infer, with its state's shapes; None once all are known."""
+        loop = node.loop if isinstance(node, ir.LoopGrad) else node
+        body: Scope = self.scope + (loop,)
+        state = tuple(shapes[a] for a in loop.init)
+        if body not in table.scopes:
+            table.states[body] = state
+            return _Pending(body, [loop.until, *loop.step],
+                            lambda leaf, state=state: state[leaf.index])
+        adjoints: Scope = self.scope + (node,)
+        if isinstance(node, ir.LoopGrad) and adjoints not in table.scopes:
+            full = state + tuple(state[c] for c in node.carried)
+            table.states[adjoints] = full
+            return _Pending(adjoints, list(node.vjp), lambda leaf, state=full: state[leaf.index])
+        return None
 
 
-def _shape(table: ShapeTable, node: ir.Node, shapes: dict, leaf) -> Shape:
+def _shape(table: ShapeTable, scope: Scope, node: ir.Node, shapes: dict, leaf) -> Shape:
     match node:
         case ir.Param() | ir.State():
             return leaf(node)
@@ -80,14 +132,12 @@ def _shape(table: ShapeTable, node: ir.Node, shapes: dict, leaf) -> Shape:
             return _einsum(node, [shapes[a] for a in node.args])
         case ir.Cond():
             return _cond(node, shapes[node.cond], shapes[node.then], shapes[node.orelse])
-        case ir.Loop():
-            return _loop(table, node, tuple(shapes[a] for a in node.init))
-        case ir.LoopGrad():
-            return _loop_grad(table, node, shapes)
+        case ir.Loop() | ir.LoopGrad():
+            return ()  # its value is its final state (its adjoints), read through Project
         case ir.Project() if isinstance(node.loop, ir.LoopGrad):
-            return table.states[node.loop][node.loop.carried[node.index]]
+            return table.states[scope + (node.loop,)][node.loop.carried[node.index]]
         case ir.Project():
-            return table.states[node.loop][node.index]
+            return table.states[scope + (node.loop,)][node.index]
         case ir.Tuple():
             return ()  # only ever an entry's result: the executors hand its items to Python
     raise AssertionError(f"cannot infer the shape of {node!r}")
@@ -312,27 +362,13 @@ def _cond(node: ir.Cond, cond: Shape, then: Shape, orelse: Shape) -> Shape:
     return then
 
 
-def _loop_grad(table: ShapeTable, node: ir.LoopGrad, shapes: dict) -> Shape:
-    """A LoopGrad's scope: the forward loop's state, then the carried components' adjoints."""
-    loop = node.loop
-    _loop(table, loop, tuple(shapes[a] for a in loop.init))
-    state = table.states[loop]
-    carried = tuple(state[c] for c in node.carried)
-    if node in table.scopes:
-        return ()
-    table.states[node] = state + carried  # type: ignore[index]
-    inner = _infer_scope(table, node, list(node.vjp),  # type: ignore[arg-type]
-                         lambda leaf: (state + carried)[leaf.index])
-    for c, term in zip(node.carried, node.vjp, strict=True):
-        assert inner[term] == state[c], f"the adjoint of {loop.name}'s component {c}"
-    return ()
-
-
-def _loop(table: ShapeTable, loop: ir.Loop, state: tuple[Shape, ...]) -> Shape:
-    if loop in table.scopes:
-        return ()
-    table.states[loop] = state
-    shapes = _infer_scope(table, loop, [loop.until, *loop.step], lambda node: state[node.index])
+def _check_loop(table: ShapeTable, body: _Pending) -> None:
+    """A loop body's rules, once its shapes are known: a scalar condition, and a step that
+    keeps the shape of every state component."""
+    if not body.scope or not isinstance(body.scope[-1], ir.Loop):
+        return  # the call's own scope, or a LoopGrad's adjoints (checked as they are made)
+    loop = body.scope[-1]
+    shapes, state = table.scopes[body.scope], table.states[body.scope]
     if shapes[loop.until]:
         raise CheckError("E312", f"the condition that ends {loop.name} must be a scalar, but it "
                          f"is {describe_shape(shapes[loop.until])}", loop.until.span)
@@ -342,4 +378,3 @@ def _loop(table: ShapeTable, loop: ir.Loop, state: tuple[Shape, ...]) -> Shape:
             raise CheckError(
                 "E315", f"{loop.name} changes the shape of its state component {index + 1} from "
                 f"{describe_shape(before)} to {describe_shape(after)} in one step", step.span)
-    return ()

@@ -8,20 +8,16 @@ from . import ir
 def share(root: ir.Node) -> ir.Node:
     """Requires inlined IR; ensures equal nodes within a scope are the same object (loop bodies
     are shared within themselves). Twin loops, equal in init, until and step, become one."""
+    return ir.rewrite_scopes(root, _share_scope)
+
+
+def _share_scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]:
+    """One scope's roots with equal nodes made one; its loops take their shared bodies."""
     canonical: dict[ir.Node, ir.Node] = {}
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-        scopes = ir.bodies(node)
-        if scopes:
-            node = ir.with_bodies(node, kids, tuple(_share_body(roots, node.span) for roots in scopes))
-        else:
-            node = ir.rebuild(node, kids)
+        node = ir.with_scopes(node, kids, bodies)
         return canonical.setdefault(node, node)
 
-    return ir.transform(root, visit)
-
-
-def _share_body(roots: tuple[ir.Node, ...], span) -> tuple[ir.Node, ...]:
-    """The roots of a loop body, shared among themselves (one scope)."""
-    shared = share(ir.Prim("body", roots, (), span))
-    return shared.args  # type: ignore[union-attr]
+    holder = ir.Prim("body", roots, (), roots[0].span)  # one scope, however many roots
+    return ir.transform(holder, visit).args  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.primitives import BY_OP
-from hilbert.compiler.shapes import ShapeTable
+from hilbert.compiler.shapes import Scope, ShapeTable
 
 from . import fusion, products, reference
 
@@ -53,7 +53,7 @@ class Region:
 
     root: ir.Node
     inputs: tuple[ir.Node, ...]
-    scope: ir.Loop | None
+    scope: Scope
 
 
 @dataclass
@@ -84,6 +84,7 @@ class Frame:
     """Code-generation state of one IR scope (the call's, or a loop body's)."""
 
     shapes: dict
+    scope: Scope = ()  # where in the IR's loops this frame is (ShapeTable's key)
     dims: dict = field(default_factory=dict)
     blocks: list[dict] = field(default_factory=lambda: [{}])
     hoist: list[str] | None = None  # allocations of the enclosing loop, made once before it
@@ -158,7 +159,7 @@ class Emitter:
 
     def function(self, region: Region) -> Generated:
         args = [f"a{k}" for k in range(len(region.inputs))]
-        self.frame = Frame(self.table.scopes[region.scope])
+        self.frame = Frame(self.table.scopes[region.scope], region.scope)
         self.out.line("steps = 0")
         for name, node in zip(args, region.inputs, strict=True):
             self.bind(node, name)
@@ -614,7 +615,8 @@ class Emitter:
             shape = "".join(d + ", " for d in state_dims[i])
             hoist += [f"A{number_}_{i} = K.empty(({shape}))", f"B{number_}_{i} = K.empty(({shape}))"]
         self.out.line(f"{turns} = 0")
-        self.frame = Frame(self.table.scopes[loop], hoist=hoist)
+        body = outer.scope + (loop,)
+        self.frame = Frame(self.table.scopes[body], body, hoist=hoist)
         for i, name in enumerate(state):
             self.bind(ir.State(i, None), name)
             self.frame.dims[ir.State(i, None)] = state_dims[i]

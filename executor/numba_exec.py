@@ -16,7 +16,7 @@ from hilbert.compiler import ir
 from hilbert.compiler.driver import Entry, plan_entry
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
-from hilbert.compiler.shapes import ShapeTable
+from hilbert.compiler.shapes import Scope, ShapeTable
 
 from . import cache, codegen, kernels
 from .kernels import PositionError, StepCountError
@@ -47,7 +47,10 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
     table, plan = ready.table, ready.plan
     forced = frozenset(filter(None, os.environ.get(HOST_ENVIRONMENT, "").split(",")))
     where = Placement(table, forced)
-    runner = ScopeRunner([ready.body], None, table, plan, optimize, where)
+    runner = ScopeRunner([ready.body], (), table, plan, optimize, where)
+    if runner.whole is None or not runner.whole.generated.compiled or _PYTHON_MODE:
+        # Host walks and generated code run as Python hold every value until the call ends.
+        plan = plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True).plan
     notes = tuple(f"numba: {line}" for line in runner.notes())
     plan = replace(plan, notes=plan.notes + notes) if hasattr(plan, "notes") else plan
     if runner.whole is not None:
@@ -62,16 +65,16 @@ class Placement:
     def __init__(self, table: ShapeTable, forced: frozenset[str]):
         self.table = table
         self.forced = forced
-        self._reasons: dict[tuple[int, ir.Node], str | None] = {}
+        self._reasons: dict[tuple[Scope, ir.Node], str | None] = {}
 
-    def reason(self, node: ir.Node, scope: ir.Loop | None) -> str | None:
+    def reason(self, node: ir.Node, scope: Scope) -> str | None:
         """Why `node` (in `scope`) cannot be compiled, or None if it can."""
-        key = (id(scope), node)
+        key = (scope, node)
         if key not in self._reasons:
             self._reasons[key] = self._reason(node, scope)
         return self._reasons[key]
 
-    def _reason(self, node: ir.Node, scope: ir.Loop | None) -> str | None:
+    def _reason(self, node: ir.Node, scope: Scope) -> str | None:
         match node:
             case ir.Prim(op=op):
                 if op in self.forced:
@@ -81,7 +84,7 @@ class Placement:
             case ir.Einsum() if "einsum" in self.forced:
                 return f"einsum is forced to the host by {HOST_ENVIRONMENT}"
             case ir.Loop():
-                inner = self.first_host(ir.topological(node.until, *node.step), node)
+                inner = self.first_host(ir.topological(node.until, *node.step), scope + (node,))
                 if inner is not None:
                     return f"its body runs {_describe(inner[0])} on the host ({inner[1]})"
             case ir.LoopGrad():
@@ -167,7 +170,7 @@ class ScopeRunner:
     """Evaluates one scope (the call's, or a loop body on the host): compiled regions for every
     compilable node the host needs, NumPy (the planned executor) for the rest."""
 
-    def __init__(self, roots: list[ir.Node], scope: ir.Loop | None, table: ShapeTable, plan: Plan,
+    def __init__(self, roots: list[ir.Node], scope: Scope, table: ShapeTable, plan: Plan,
                  optimize: str, where: Placement):
         self.roots = roots
         self.scope = scope
@@ -202,10 +205,10 @@ class ScopeRunner:
             self.hosted[node] = why
             stack.extend(ir.children(node))
             if isinstance(node, ir.Loop):
-                self.bodies[node] = [self._runner(_body_roots(node), node)]
+                self.bodies[node] = [self._runner(_body_roots(node), self.scope + (node,))]
             elif isinstance(node, ir.LoopGrad):
-                self.bodies[node] = [self._runner(_body_roots(node.loop), node.loop),
-                                     self._runner(list(node.vjp), node)]
+                self.bodies[node] = [self._runner(_body_roots(node.loop), self.scope + (node.loop,)),
+                                     self._runner(list(node.vjp), self.scope + (node,))]
 
     def _runner(self, roots: list[ir.Node], scope) -> ScopeRunner:
         return ScopeRunner(roots, scope, self.table, self.plan, self.optimize, self.where)

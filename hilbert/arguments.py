@@ -8,7 +8,10 @@ import numbers
 
 import numpy as np
 
-from hilbert.grammar.errors import ArgumentError
+from hilbert.compiler.plan import ITEM_BYTES, memory_limit
+from hilbert.compiler.plan_text import human_bytes
+from hilbert.compiler.shapes import describe_shape
+from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
 
 _FLOAT64 = np.dtype(np.float64)
 
@@ -72,8 +75,22 @@ def to_array(function: str, param: str, value, span) -> np.ndarray:
                           else "an array of text"))
     if array.dtype.kind not in "biuf":
         return _raise(bad(f"an array of {array.dtype}"))
+    if array.dtype != _FLOAT64 or not array.flags.c_contiguous:
+        _check_copy(function, param, array, span)
     array = np.asarray(array, dtype=np.float64)
     return array if array.flags.c_contiguous else np.array(array, order="C")
+
+
+def _check_copy(function: str, param: str, array: np.ndarray, span) -> None:
+    """E700 before copying `array` into a float64 C-ordered array too large for the memory
+    limit (a broadcast view of a million by a million takes no memory until it is copied)."""
+    needed = math.prod(array.shape) * ITEM_BYTES
+    limit = memory_limit()
+    if needed > limit:
+        raise RuntimeHilbertError(
+            "E700", f"argument {param} of {function} is {describe_shape(array.shape)}, which as "
+            f"the float64 array every executor reads would take {human_bytes(needed)}, over the "
+            f"limit of {human_bytes(limit)} (set HILBERT_MEMORY_LIMIT to change it)", span)
 
 
 #: Python types that are real numbers without being registered as numbers.Real.

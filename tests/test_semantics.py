@@ -225,3 +225,56 @@ fn twice(a) ↦ heavy(a) + heavy(a)
 """, executor=executor)
     a = rng.standard_normal((3, 3))
     np.testing.assert_allclose(mod.twice(a), 2 * (a @ a), rtol=1e-14)
+
+
+NESTED_LOOPS = """
+def inner(k, x) ≔ if k = 0 then x else inner(k − 1, x · 0.5)
+def outer(t, x) ≔ if t = 0 then x else outer(t − 1, inner(2, x) + x)
+fn both(t, a, b) ↦ einsum("ij->", outer(t, a)) + einsum("ij->", outer(t, b))
+fn pair(t, a, b) ↦ einsum("ij,kl->ijkl", outer(t, a), outer(t, b))
+"""
+
+
+def test_one_loop_nest_run_on_two_shapes_in_one_call(executor, rng):
+    # The two `outer` loops differ only in their start, so their bodies, and the `inner`
+    # loops in them, are equal: each still runs on its own state's shape (2×2, then 3×3).
+    mod = hilbert.compile_source(NESTED_LOOPS, executor=executor)
+    a, b = rng.standard_normal((2, 2)), rng.standard_normal((3, 3))
+
+    def outer(t, x):
+        for _ in range(t):
+            x = x * 0.5 * 0.5 + x
+        return x
+
+    assert mod.both(3, a, b) == pytest.approx(outer(3, a).sum() + outer(3, b).sum(), rel=1e-13)
+    np.testing.assert_allclose(mod.pair(4, a, b), np.einsum("ij,kl->ijkl", outer(4, a), outer(4, b)),
+                               rtol=1e-13)
+    states = sorted(loop.state for loop in mod.pair.plan(4.0, a, b).loops)
+    assert states == [((), (2, 2)), ((), (2, 2)), ((), (3, 3)), ((), (3, 3))]
+
+
+def test_a_train_block_shape_error_names_the_weight_and_the_argument(executor):
+    mod = hilbert.compile_source("""
+model Drift(n) : Learner {
+  weight w : Tensor[n] from 0
+  def train(x) {
+    w ≔ w + x
+  }
+  def eval(x) ≔ w
+}
+""", executor=executor)
+    net = mod.Drift(3)
+    with pytest.raises(hilbert.CheckError) as err:
+        net.train(np.ones((3, 2)))
+    assert err.value.code == "E310"
+    assert "w is a vector of 3 and x is a 3×2 matrix" in err.value.message
+    np.testing.assert_array_equal(net.w, np.zeros(3))  # nothing ran
+
+
+def test_a_loop_body_shape_error_names_its_state_by_parameter(executor):
+    mod = hilbert.compile_source("def go(t, w, x) ≔ if t = 0 then w else go(t − 1, w + x, x)\n"
+                                 "fn f(t, w, x) ↦ go(t, w, x)", executor=executor)
+    with pytest.raises(hilbert.CheckError) as err:
+        mod.f(2, np.ones(3), np.ones((3, 2)))
+    assert err.value.code == "E310"
+    assert "w is a vector of 3 and x is a 3×2 matrix" in err.value.message
