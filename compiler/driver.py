@@ -8,11 +8,15 @@ from dataclasses import dataclass, field
 from hilbert.grammar.errors import HilbertError
 from hilbert.grammar.source import Span
 
+from . import ir
 from .debug import dump
 from .entry import Entry, build_entry
+from .fuse import fuse
 from .inline import Inliner
+from .masks import eliminate_masks
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
+from .monomorphise import monomorphise
 from .plan import Plan, make_plan
 from .recursion import check_recursion
 from .resolve import Definition, Resolved, resolve
@@ -72,21 +76,34 @@ def specialise(entry: Entry, shapes: tuple[Shape, ...], fused: bool = False) -> 
     return infer_shapes(entry.fused if fused else entry.body, shapes)
 
 
+@dataclass(frozen=True)
+class Specialised:
+    """An entry made ready for one signature: the IR an executor runs, its shapes, its plan."""
+
+    body: ir.Node
+    table: ShapeTable
+    plan: Plan
+
+
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
                executor: str = "numba", values: tuple | None = None,
-               keeps_all: bool | None = None) -> tuple[ShapeTable, Plan]:
+               keeps_all: bool | None = None) -> Specialised:
     """Specialise `entry` to `shapes` and plan what `executor` runs (paths, loops, memory
     guard): the reference executor runs the literal IR and keeps every value of a scope, the
     numba executor runs the fused IR and frees a value after its last reader (`keeps_all`
     says otherwise: a call with work on the host keeps what the host computes)."""
     source = specialise(entry, shapes)                        # rules checked on the source's IR
     reference = executor == "reference"
+    body = entry.body if reference else entry.fused
     table = source if reference else specialise(entry, shapes, fused=True)
-    plan = make_plan(entry.name, entry.params, entry.body if reference else entry.fused, table,
-                     shapes, optimize, executor, values,
+    lowered = monomorphise(body, table)                       # derivatives' ops as einsums
+    if lowered is not body:
+        body = lowered if reference else eliminate_masks(fuse(lowered))  # fused with the rest
+        table = infer_shapes(body, shapes)
+    plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor, values,
                      keeps_all=reference if keeps_all is None else keeps_all)
     dump("plan", plan)
-    return table, plan
+    return Specialised(body, table, plan)
 
 
 def annotate(err: HilbertError, resolved: Resolved) -> HilbertError:

@@ -11,6 +11,7 @@ from .inline import Inliner
 from .masks import eliminate_masks
 from .resolve import Definition
 from .share import share
+from .tuples import check_settled
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,7 @@ def build_entry(d: Definition, inliner: Inliner) -> Entry:
     """Requires checked definitions; ensures the entry's IR, inlined and optimised."""
     params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(d.params)}
     body = ir.substitute(inliner.body(d.key), params)
+    check_settled(body)
     dump("inline", body)
     body = share(body)                                        # equal work done once
     fused = fuse(body)                                        # einsum chains -> one einsum

@@ -25,9 +25,8 @@ def _fuse_scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]
     uses = _use_counts(holder)
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-        if isinstance(node, ir.Loop):
-            until, *step = bodies[id(node)]
-            return ir.Loop(kids, until, tuple(step), node.counter, node.name, node.span)
+        if ir.is_loop(node):
+            return ir.with_scopes(node, kids, bodies)
         rebuilt = ir.rebuild(node, kids)
         if isinstance(rebuilt, ir.Einsum) and isinstance(node, ir.Einsum):
             return _merge(rebuilt, node, uses)
@@ -114,8 +113,8 @@ def _per_scope(root: ir.Node, test) -> list[int]:
     while pending:
         order = ir.topological(*pending.pop())
         counts.append(sum(1 for node in order if test(node)))
-        for loop in order:
-            if isinstance(loop, ir.Loop) and id(loop) not in seen:
-                seen.add(id(loop))
-                pending.append((loop.until, *loop.step))
+        for node in order:
+            if ir.is_loop(node) and id(node) not in seen:
+                seen.add(id(node))
+                pending += ir.bodies(node)
     return counts

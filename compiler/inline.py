@@ -17,8 +17,10 @@ from hilbert.grammar.errors import CheckError
 from hilbert.grammar.source import CallSite, Span
 
 from . import ir
+from .derivative import differentiate
 from .recursion import LoopForm, loop_form
 from .resolve import Definition
+from .tuples import check_tensor, settle, substitute
 
 #: The most IR nodes one definition may grow to once its calls are written out. Each call
 #: repeats its callee's body, so ten lines of `f(f(x))` can ask for a billion nodes; real
@@ -54,6 +56,7 @@ class Inliner:
         self._result_sizes: dict[str, int] = {}
         self._orders: dict[str, list[ir.Node]] = {}
         self._ready: set[str] = set()  # keys whose reachable loops are all formed
+        self._derivatives: dict[ir.Grad, ir.Node] = {}
 
     def expand(self, node: ir.Node, owner: str = "this expression") -> ir.Node:
         """Requires resolved IR; ensures no Call remains in `node`'s scope. `owner` names what
@@ -107,8 +110,19 @@ class Inliner:
         self._result_sizes[key] = len(ir.topological(result))
         return LoopForm(until, tuple(step), result, raw.counter)
 
+    def derivative(self, grad: ir.Grad, owner: str) -> ir.Node:
+        """∂ of / ∂ wrt of a `∂` term of some definition's own body, over that definition's own
+        parameters (so a call's arguments are put in only afterwards, and ∂ f(x) / ∂ x
+        inside a callee never confuses the callee's x with whatever its caller passed)."""
+        if grad not in self._derivatives:
+            self._derivatives[grad] = differentiate(self.expand(grad.of, owner), grad.wrt,
+                                                    grad.span)
+        return self._derivatives[grad]
+
     def _loop(self, key: str, args: tuple[ir.Node, ...], span: Span) -> ir.Node:
         """A call of a loop: the Loop from these arguments, and the component it answers."""
+        for arg in args:
+            check_tensor(arg, ir.Call(key, args, span), f"the state of {self.definitions[key].name}")
         form = self._forms[key]
         loop = ir.Loop(args, form.until, form.step, form.counter, self.definitions[key].name, span)
         projections = {ir.State(i, span): ir.Project(loop, i, span) for i in range(len(args))}
@@ -187,11 +201,17 @@ class _Writer:
         return None
 
     def node(self, node: ir.Node, kids: tuple[ir.Node, ...], frame: _Frame) -> ir.Node:
-        """What a node other than a call becomes in `frame`."""
+        """What a node other than a call becomes in `frame`: tuples are taken apart where
+        they are read (tuples.settle), and a `∂` term is differentiated (compiler/derivative.py)."""
         if isinstance(node, ir.Local):
             # A root's parameters stay, each one object (so equal calls are seen equal).
             return frame.env[node] if frame.site else frame.env.setdefault(node, node)
-        new = ir.rebuild(node, kids)
+        if isinstance(node, ir.Grad):
+            if frame.site is None:  # its value is written out over this body's own variables
+                return differentiate(kids[0], kids[1], node.span)
+            own = self.inliner.derivative(node, frame.name)
+            return substitute(own, frame.env)
+        new = settle(node, kids)
         if new is node or frame.site is None:
             return new
         self.grow(1)  # written out at a call

@@ -12,9 +12,20 @@ Grammar of the IR (what resolve builds and every later pass keeps):
               | Loop(init: Node*, until, step: Node*, counter, name)
               | Project(loop, index)               component `index` of a loop's final state
               | State(index, name)                 the innermost loop's state component
+              | LoopGrad(loop, seeds, carried, vjp) adjoints of a loop's starting state
+              | Tuple(items: Node*)                several values (gone after inline, but at
+                                                   an entry's root)
+              | Item(of, index, count)             component of a `count`-tuple (gone after
+                                                   inline)
+              | Grad(of, wrt)                      ∂ of / ∂ wrt, wrt a Local or State leaf
+                                                   (gone after inline: compiler/derivative.py)
 
 A Loop's `until` and `step` are closed terms over State: everything from outside reaches them
-through `init`. `counter` is the index of a state component that counts down by one to zero
+through `init`. A LoopGrad runs `loop` forward from its init, keeping the moving state of
+every step, then backward: its `vjp` terms are closed over State(0…n−1), the state before a
+step, and State(n + j), the adjoint of component `carried[j]` after it; they give that
+component's adjoint before the step. It starts from `seeds` (the adjoints of the final state's
+carried components) and answers the adjoints of the starting state, one per carried component. `counter` is the index of a state component that counts down by one to zero
 (a counted loop), or None. Spans never take part in equality, and hashes are cached, so
 structurally equal work is one dictionary key: evaluating through a memo computes it once.
 """
@@ -240,7 +251,46 @@ class State(_Node):
     _h: int | None = field(default=None, init=False, compare=False, repr=False)
 
 
-Node = Param | Local | Const | Prim | Einsum | Cond | Call | Loop | Project | State
+@_node
+@dataclass(frozen=True, slots=True)
+class LoopGrad(_Node):
+    loop: Loop
+    seeds: tuple[Node, ...]
+    carried: tuple[int, ...]
+    vjp: tuple[Node, ...]
+    span: Span = field(compare=False, repr=False)
+    _h: int | None = field(default=None, init=False, compare=False, repr=False)
+
+
+@_node
+@dataclass(frozen=True, slots=True)
+class Tuple(_Node):
+    items: tuple[Node, ...]
+    span: Span = field(compare=False, repr=False)
+    _h: int | None = field(default=None, init=False, compare=False, repr=False)
+
+
+@_node
+@dataclass(frozen=True, slots=True)
+class Item(_Node):
+    of: Node
+    index: int
+    count: int
+    span: Span = field(compare=False, repr=False)
+    _h: int | None = field(default=None, init=False, compare=False, repr=False)
+
+
+@_node
+@dataclass(frozen=True, slots=True)
+class Grad(_Node):
+    of: Node
+    wrt: Node
+    span: Span = field(compare=False, repr=False)
+    _h: int | None = field(default=None, init=False, compare=False, repr=False)
+
+
+Node = (Param | Local | Const | Prim | Einsum | Cond | Call | Loop | Project | State | LoopGrad
+        | Tuple | Item | Grad)
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -254,6 +304,14 @@ def children(node: Node) -> tuple[Node, ...]:
             return i
         case Project(loop=l):
             return (l,)
+        case LoopGrad(loop=l, seeds=s):
+            return (*l.init, *s)
+        case Tuple(items=i):
+            return i
+        case Item(of=o):
+            return (o,)
+        case Grad(of=o, wrt=w):
+            return (o, w)
     return ()
 
 
@@ -274,7 +332,41 @@ def rebuild(node: Node, kids: tuple[Node, ...]) -> Node:
             return Loop(kids, node.until, node.step, node.counter, node.name, node.span)
         case Project():
             return Project(kids[0], node.index, node.span)  # type: ignore[arg-type]
+        case LoopGrad():
+            n = len(node.loop.init)
+            loop = rebuild(node.loop, kids[:n])
+            return LoopGrad(loop, kids[n:], node.carried, node.vjp, node.span)  # type: ignore[arg-type]
+        case Tuple():
+            return Tuple(kids, node.span)
+        case Item():
+            return Item(kids[0], node.index, node.count, node.span)
+        case Grad():
+            return Grad(kids[0], kids[1], node.span)
     return node
+
+
+def bodies(node: Node) -> tuple[tuple[Node, ...], ...]:
+    """The closed scopes inside `node`, each as its roots: a Loop's (until, *step); a
+    LoopGrad's forward loop's and its vjp terms. Other nodes have none."""
+    match node:
+        case Loop():
+            return ((node.until, *node.step),)
+        case LoopGrad():
+            return ((node.loop.until, *node.loop.step), node.vjp)
+    return ()
+
+
+def with_bodies(node: Node, kids: tuple[Node, ...], new: tuple[tuple[Node, ...], ...]) -> Node:
+    """`node` over its in-scope `kids` and the scopes `new` (in the order `bodies` gives)."""
+    match node:
+        case Loop():
+            until, *step = new[0]
+            return Loop(kids, until, tuple(step), node.counter, node.name, node.span)
+        case LoopGrad():
+            n = len(node.loop.init)
+            loop = with_bodies(node.loop, kids[:n], new[:1])
+            return LoopGrad(loop, kids[n:], node.carried, new[1], node.span)  # type: ignore[arg-type]
+    return rebuild(node, kids)
 
 
 def transform(root: Node, visit) -> Node:
@@ -315,9 +407,28 @@ def rewrite_scopes(root: Node, rewrite) -> Node:
     original IR, ready when the scope holding that loop is rewritten."""
     bodies: dict[int, tuple[Node, ...]] = {}
     for node in _everything(root):  # children, bodies included, before parents
-        if isinstance(node, Loop) and id(node) not in bodies:
-            bodies[id(node)] = rewrite((node.until, *node.step), bodies)
+        if id(node) not in bodies:
+            if isinstance(node, Loop):
+                bodies[id(node)] = rewrite((node.until, *node.step), bodies)
+            elif isinstance(node, LoopGrad):
+                bodies[id(node)] = rewrite(node.vjp, bodies)
     return rewrite((root,), bodies)[0]
+
+
+def is_loop(node: Node) -> bool:
+    """True for a node with scopes of its own (a Loop, or a LoopGrad)."""
+    return isinstance(node, (Loop, LoopGrad))
+
+
+def with_scopes(node: Node, kids: tuple[Node, ...], bodies: dict) -> Node:
+    """`node` rebuilt over its in-scope `kids`; a loop (or a loop run backwards) takes its
+    rewritten scopes from `bodies`, as `rewrite_scopes` made them."""
+    match node:
+        case Loop():
+            return with_bodies(node, kids, (bodies[id(node)],))
+        case LoopGrad():
+            return with_bodies(node, kids, (bodies[id(node.loop)], bodies[id(node)]))
+    return rebuild(node, kids)
 
 
 def _everything(root: Node) -> list[Node]:

@@ -115,9 +115,8 @@ def eliminate_masks(root: ir.Node) -> ir.Node:
         memo: dict = {}  # per scope: equal nodes of two scopes may read different states
 
         def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-            if isinstance(node, ir.Loop):
-                until, *step = bodies[id(node)]
-                return ir.Loop(kids, until, tuple(step), node.counter, node.name, node.span)
+            if ir.is_loop(node):
+                return ir.with_scopes(node, kids, bodies)
             rebuilt = ir.rebuild(node, kids)
             if isinstance(rebuilt, ir.Einsum):
                 return _rewrite(rebuilt, memo)

@@ -34,7 +34,7 @@ WEIGHT_TYPE = "Tensor"
 #: Names a model member cannot take: the Python class already uses them. Every public
 #: attribute of hilbert.models.Learner is here (a test checks it); names starting with `_`
 #: (PRIVATE) are the class's own and Python's (`__init__`, `__bool__`, …), so none may be taken.
-RESERVED = frozenset({"save", "load", "weights", "arguments"})
+RESERVED = frozenset({"save", "load", "weights", "arguments", "parameters"})
 PRIVATE = "_"
 #: The keyword a train block's Python call takes its step count by.
 STEPS = "steps"
@@ -220,12 +220,19 @@ class _ModelCompiler:
         return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
                           self.state + m.params, body, m.span, m.doc)
 
+    @staticmethod
+    def assigned(lowering: Lowering, a: s.Assign) -> ir.Node:
+        """The value `a` gives its weight: the whole right-hand side, or one component of it
+        for `(w, v) ≔ e` (the right-hand side is one node, computed once, however many)."""
+        value = lowering.expr(a.value)
+        return value if a.count == 1 else ir.Item(value, a.index, a.count, a.span)
+
     def train_definition(self, t: s.Train, inliner: Inliner) -> Definition:
         """A train block as a definition of `(*state, *own, steps)` whose body is its loop."""
         full = self.state + t.params
         lowering = self.lowering(t.params)
         name = f"{self.decl.name}.{t.name}"
-        new = {a.name: inliner.expand(lowering.expr(a.value), name) for a in t.assigns}
+        new = {a.name: inliner.expand(self.assigned(lowering, a), name) for a in t.assigns}
         return Definition(self.key(t.name), name, self.scope.module.key, "train",
                           full + (STEPS,), _counted_loop(name, full, new, t.span), t.span, t.doc)
 

@@ -212,12 +212,31 @@ class _Frame:
         self.scope = scope
         self.keeps_all = keeps_all
         self.shapes = table.scopes[scope]
-        self.label = scope[-1].name if scope else "call"
+        self.label = _label(scope)
         self.order = ir.topological(*roots)
         self.position = 0
         self.flops = 0
         self.complete = True  # every loop's step count known
         self.during: dict[int, int] = {}  # bytes a node needs while computed, beyond its value
+        self.bodies: list[_ScopeResult] = []  # the scopes of the loop at `position`, planned
+
+
+def _label(scope: Scope) -> str:
+    """How a plan names a scope: the call, a loop's name, or a loop run backwards."""
+    if not scope:
+        return "call"
+    last = scope[-1]
+    return last.name if isinstance(last, ir.Loop) else f"{last.loop.name} backwards"
+
+
+def _scopes_of(node: ir.Node, scope: Scope) -> list[tuple[Scope, list[ir.Node]]]:
+    """The scopes inside a loop node, in the order they are planned: a Loop's body; a
+    LoopGrad's forward loop's body, then its adjoints."""
+    if isinstance(node, ir.Loop):
+        return [(scope + (node,), [node.until, *node.step])]
+    assert isinstance(node, ir.LoopGrad)
+    loop = node.loop
+    return [(scope + (loop,), [loop.until, *loop.step]), (scope + (node,), list(node.vjp))]
 
 
 class _Planner:
@@ -252,14 +271,20 @@ class _Planner:
             result = self.close(frames.pop())
             if not frames:
                 return result
-            self.loop(frames[-1], result)
+            frames[-1].bodies.append(result)
 
     def advance(self, frame: _Frame) -> _Frame | None:
         """Plan `frame` onwards; the frame of a loop body to plan first, or None at its end."""
         while frame.position < len(frame.order):
             node = frame.order[frame.position]
-            if isinstance(node, ir.Loop):  # every value of a body is held through the loop
-                return _Frame(self.table, [node.until, *node.step], frame.scope + (node,), True)
+            if ir.is_loop(node):
+                scopes = _scopes_of(node, frame.scope)
+                if len(frame.bodies) < len(scopes):  # every value of a body is held through it
+                    scope, roots = scopes[len(frame.bodies)]
+                    return _Frame(self.table, roots, scope, True)
+                self.loop(frame) if isinstance(node, ir.Loop) else self.loop_grad(frame)
+                frame.bodies = []
+                continue
             self.largest = max(self.largest, _elements(frame.shapes[node]))
             if isinstance(node, ir.Einsum):
                 cost, frame.during[id(node)] = self.einsum(node, frame.shapes, frame.label)
@@ -288,12 +313,13 @@ class _Planner:
         # Every step's result but the last (the einsum's own value) may be alive at once.
         return flops, sum(s.intermediate for s in steps[:-1]) * ITEM_BYTES
 
-    def loop(self, frame: _Frame, body: _ScopeResult) -> None:
+    def loop(self, frame: _Frame) -> None:
         """Finish the loop `frame` waits at, its body planned: its total FLOPs, and the bytes
         it holds while it runs, its state twice (the state a step reads and the one it writes)
         and every value of its body (compiled code makes a body's buffers once, before it)."""
         loop = frame.order[frame.position]
         assert isinstance(loop, ir.Loop)
+        body, = frame.bodies
         state = self.table.states[frame.scope + (loop,)]
         trips = self.trips(loop)
         self.loops.append(LoopPlan(loop.name, loop.counter is not None, trips, state,
@@ -305,6 +331,31 @@ class _Planner:
         else:
             frame.flops += body.flops * trips
             frame.complete = frame.complete and body.complete
+        frame.position += 1
+
+    def loop_grad(self, frame: _Frame) -> None:
+        """Finish a loop run backwards: its forward run again, then each step's adjoints, with a
+        tape of every step's moving state (counted in the peak when the step count is known)."""
+        node = frame.order[frame.position]
+        assert isinstance(node, ir.LoopGrad)
+        forward, backward = frame.bodies
+        loop = node.loop
+        state = self.table.states[frame.scope + (loop,)]
+        adjoint = self.table.states[frame.scope + (node,)]
+        trips = self.trips(loop)
+        self.loops.append(LoopPlan(f"{loop.name} backwards", loop.counter is not None, trips,
+                                   adjoint[len(state):], forward.flops + backward.flops,
+                                   str(node.span)))
+        moving = [s for i, s in enumerate(state) if loop.step[i] != ir.State(i, None)]
+        tape = (trips or 0) * sum(_elements(s) for s in moving) * ITEM_BYTES
+        held = (2 * sum(_elements(s) for s in adjoint) * ITEM_BYTES
+                + max(forward.peak, backward.peak) + tape)
+        frame.during[id(node)] = held - _stored_bytes(node, frame.shapes, self.table, frame.scope)
+        if trips is None:
+            frame.complete = False
+        else:
+            frame.flops += (forward.flops + backward.flops) * trips
+            frame.complete = frame.complete and forward.complete and backward.complete
         frame.position += 1
 
     def trips(self, loop: ir.Loop) -> int | None:
@@ -341,6 +392,9 @@ def _stored_bytes(node: ir.Node, shapes: dict, table: ShapeTable, scope: Scope) 
     match node:
         case ir.Loop():
             return sum(_elements(s) for s in table.states[scope + (node,)]) * ITEM_BYTES
+        case ir.LoopGrad():
+            state = table.states[scope + (node,)]
+            return sum(_elements(s) for s in state[len(node.loop.init):]) * ITEM_BYTES
         case ir.Project() | ir.Param() | ir.State() | ir.Const():
             return 0
     return _elements(shapes[node]) * ITEM_BYTES

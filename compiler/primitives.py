@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,9 +15,10 @@ class Primitive:
 
     name: str
     arity: int
-    kind: str  # unary | binary | compare | reduce | size | positions | draw
+    kind: str  # unary | binary | compare | reduce | size | positions | draw | … (shapes.py)
     numpy: Callable | None
     axis: int | None = None  # for size primitives: which axis they measure
+    axis_arg: int | None = None  # the argument that must be a whole-number literal (an axis)
 
 
 def _floor(x):
@@ -35,13 +37,18 @@ PRIMITIVES: dict[str, Primitive] = {
         Primitive("tan", 1, "unary", np.tan),
         Primitive("abs", 1, "unary", np.abs),
         Primitive("floor", 1, "unary", _floor),
+        Primitive("erf", 1, "unary", special.erf),
         Primitive("max", 2, "binary", np.maximum),
         Primitive("min", 2, "binary", np.minimum),
-        Primitive("maximum", 2, "reduce", np.max),
-        Primitive("minimum", 2, "reduce", np.min),
+        Primitive("maximum", 2, "reduce", np.max, axis_arg=1),
+        Primitive("minimum", 2, "reduce", np.min, axis_arg=1),
+        Primitive("argmax", 2, "argreduce", None, axis_arg=1),
+        Primitive("argmin", 2, "argreduce", None, axis_arg=1),
         Primitive("rows", 1, "size", None, axis=0),
         Primitive("columns", 1, "size", None, axis=1),
-        Primitive("positions", 2, "positions", None),
+        Primitive("positions", 2, "positions", None, axis_arg=1),
+        Primitive("oneHot", 2, "onehot", None),
+        Primitive("concat", 3, "concat", None, axis_arg=2),
         Primitive("gaussian", 1, "draw", None),
         Primitive("uniform", 1, "draw", None),
     ]
@@ -63,15 +70,52 @@ OPERATORS: dict[str, Primitive] = {
     ">=": Primitive("ge", 2, "compare", np.greater_equal),
 }
 
-#: Ops the compiler introduces itself; no .hb text can name them.
-INTERNAL: dict[str, Primitive] = {
+#: Ops the compiler introduces itself; no .hb text can name them (x[t] and x[a:b] are syntax).
+INTERNAL: dict[str, Primitive] = {p.name: p for p in [
     # shift(x, w1, …, wm) [axis, coefs, const]: x read at axis index const + Σ coefs·(new
     # indices), zero outside x; the new axes (sizes len(w1) … len(wm)) come last. See masks.py.
-    "shift": Primitive("shift", -1, "shift", None),
-}
+    Primitive("shift", -1, "shift", None),
+    # index(x, t): x[t], the slice t along the first axis; slice(x, a, b): x[a:b].
+    Primitive("index", 2, "index", None),
+    Primitive("slice", 3, "slice", None),
+    # What derivatives are made of (compiler/derivative.py), each polymorphic in rank:
+    # sumto(g, like): g summed down to like's shape (like a scalar) or g itself (same shape);
+    # spread(g, like)[k]: g repeated along a new axis k to like's shape; sumalong(x)[k]: the
+    # sum over axis k; place(g, like, t)[block]: zeros shaped like `like` with g at slice t (or
+    # from row t on, a block); cut(g, a, b)[k, which]: the part of g along axis k that came
+    # from a (which = 0) or b (1) in concat(a, b, k); coordinate(x)[k]: each entry's index along
+    # axis k; gradient(g, of): g, once `of` is checked to be a scalar.
+    Primitive("sumto", 2, "sumto", None),
+    Primitive("spread", 2, "spread", None),
+    Primitive("sumalong", 1, "reduce", np.sum),
+    Primitive("place", 3, "place", None),
+    Primitive("cut", 3, "cut", None),
+    Primitive("coordinate", 1, "coordinate", None),
+    Primitive("gradient", 2, "gradient", None),
+]}
 
 #: Every IR op name to its row, operators and named primitives alike.
 BY_OP: dict[str, Primitive] = {**PRIMITIVES, **{p.name: p for p in OPERATORS.values()}, **INTERNAL}
 
 #: How each op is written back in .hb, for printers and messages.
-SPELLING: dict[str, str] = {p.name: sym for sym, p in OPERATORS.items()} | {"neg": "−"}
+SPELLING: dict[str, str] = ({p.name: sym for sym, p in OPERATORS.items()}
+                            | {"neg": "−", "index": "x[t]", "slice": "x[a:b]"})
+
+
+def arg_extreme(op: str, x, axis: int, span):
+    """argmax(x, k) (or argmin) as IR: a 0/1 tensor shaped like x marking, along axis k, the
+    first entry equal to the largest (smallest); a line holding NaN has no mark."""
+    from . import ir
+
+    def prim(name, *args, attrs=()):
+        return ir.Prim(name, args, attrs, span)
+
+    reduce = "maximum" if op == "argmax" else "minimum"
+    best = prim(reduce, x, attrs=(axis,))
+    marks = prim("eq", x, prim("spread", best, x, attrs=(axis,)))
+    where = prim("coordinate", x, attrs=(axis,))
+    # positions of the marked entries as they are, every other entry pushed past them all
+    pushed = prim("add", where, prim("mul", prim("sub", ir.Const(1.0, span), marks),
+                                     ir.Const(1e300, span)))
+    first = prim("minimum", pushed, attrs=(axis,))
+    return prim("eq", where, prim("spread", first, x, attrs=(axis,)))

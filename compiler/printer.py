@@ -44,8 +44,9 @@ def _scope(roots: list[ir.Node], lines: list[str], counter: list[int], indent: s
         name = names[id(node)] = f"v{counter[0]}"
         counter[0] += 1
         lines.append(f"{indent}{name} = {_equation(node, ref)}")
-        if isinstance(node, ir.Loop):
-            _scope([node.until, *node.step], lines, counter, indent + "    ", "until, step:")
+        labels = ("until, step:", "adjoints:")
+        for scope, head in zip(ir.bodies(node), labels, strict=False):
+            _scope(list(scope), lines, counter, indent + "    ", head)
     lines.append(f"{indent}{label} {', '.join(ref(r) for r in roots)}")
 
 
@@ -65,4 +66,12 @@ def _equation(node: ir.Node, ref) -> str:
         case ir.Loop(counter=c):
             counted = f" counted by s{c}" if c is not None else ""
             return f"loop {node.name}{counted} from {args}"
+        case ir.LoopGrad(loop=loop, carried=carried):
+            return f"backwards {loop.name} carrying {list(carried)} from {args}"
+        case ir.Tuple():
+            return f"tuple {args}"
+        case ir.Item(index=i, count=n):
+            return f"item {i} of {n} {args}"
+        case ir.Grad():
+            return f"grad {args}"
     raise AssertionError(f"cannot print {node!r}")

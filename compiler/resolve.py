@@ -14,7 +14,7 @@ from hilbert.grammar.source import Span
 from . import ir
 from .einsum_spec import check_spec
 from .modules import Loader, SourceModule, prelude_index
-from .primitives import OPERATORS, PRIMITIVES
+from .primitives import OPERATORS, PRIMITIVES, arg_extreme
 
 #: The precedence group of each binary operator: a chain continues within a group.
 _GROUPS = {"+": "sum", "-": "sum", "*": "product", "/": "product", "^": "power"}
@@ -164,8 +164,12 @@ class Lowering:
         self.params = params
         self.extra = extra or {}
         self.allow_draws = allow_draws
+        self.bound: list[dict[str, ir.Node]] = []  # names `let` binds, innermost last
 
     def local(self, name: str, span: Span) -> ir.Node | None:
+        for names in reversed(self.bound):
+            if name in names:
+                return names[name]
         if name in self.params:
             return ir.Local(self.params.index(name), name, span)
         return self.extra.get(name)
@@ -189,7 +193,52 @@ class Lowering:
                 return ir.Prim(OPERATORS[op].name, (self.expr(l), self.expr(r)), (), e.span)
             case s.If(cond=c, then=t, orelse=o):
                 return ir.Cond(self.expr(c), self.expr(t), self.expr(o), e.span)
+            case s.Let():
+                return self.let(e)
+            case s.Tuple(items=items):
+                return ir.Tuple(tuple(self.expr(i) for i in items), e.span)
+            case s.Index(target=x, index=i):
+                return ir.Prim("index", (self.expr(x), self.expr(i)), (), e.span)
+            case s.Slice(target=x, start=a, stop=b):
+                return ir.Prim("slice", (self.expr(x), self.expr(a), self.expr(b)), (), e.span)
+            case s.Derivative(of=of, wrt=wrt, many=many):
+                return self.derivative(of, tuple((n, e.span) for n in wrt), many, e.span)
         raise AssertionError(f"unknown syntax node {e!r}")
+
+    def let(self, e: s.Let) -> ir.Node:
+        """`let a ≔ v, (b, c) ≔ w in body`: each name stands for its value's node, so a value
+        used twice is one node (computed once), never written out again."""
+        self.bound.append({})
+        try:
+            for b in e.bindings:
+                value = self.expr(b.value)
+                if b.pattern:
+                    self.bound[-1].update({n: ir.Item(value, i, len(b.names), b.span)
+                                           for i, n in enumerate(b.names)})
+                else:
+                    self.bound[-1][b.names[0]] = value
+            return self.expr(e.body)
+        finally:
+            self.bound.pop()
+
+    def derivative(self, of: s.Expr, wrt: tuple[tuple[str, Span], ...], many: bool,
+                   span: Span) -> ir.Node:
+        """∂ of / ∂ x: x must name a parameter (or a model's weight); ∂ of / ∂ (x, y) is the
+        tuple of the derivatives, which share their forward work."""
+        value = self.expr(of)
+        variables = []
+        for name, where in wrt:
+            let_bound = any(name in names for names in self.bound)
+            variable = None if let_bound else self.local(name, where)
+            if not isinstance(variable, ir.Local):
+                what = ("a name bound by let" if let_bound else
+                        "not a parameter here" + _suggest(name, self.params))
+                raise CheckError("E322", f"∂ … / ∂ {name}: a derivative is taken with respect to "
+                                 f"a parameter of the definition (or a weight of the model), but "
+                                 f"{name} is {what}", where)
+            variables.append(variable)
+        grads = tuple(ir.Grad(value, v, span) for v in variables)
+        return ir.Tuple(grads, span) if many else grads[0]
 
     def chain(self, e: s.Binary) -> ir.Node:
         """A chain of operators of one precedence (`a + b − c + …`, or `a ^ b ^ c` to the
@@ -264,13 +313,16 @@ class Lowering:
                 "E207", f"{name} draws random numbers, which only a model's `weight … from` "
                 "may do; pass draws in as an argument instead", span)
         lowered = tuple(self.expr(a) for a in args)
-        if prim.kind in ("reduce", "positions"):
-            axis = lowered[1]
-            if not isinstance(axis, ir.Const) or not float(axis.value).is_integer() or axis.value < 0:
-                raise CheckError("E314", f"{name}'s axis must be a whole-number literal such as 0 "
-                                 "or 1", args[1].span)
-            return ir.Prim(name, lowered[:1], (int(axis.value),), span)
-        return ir.Prim(name, lowered, (), span)
+        if prim.axis_arg is None:
+            return ir.Prim(name, lowered, (), span)
+        axis = lowered[prim.axis_arg]
+        if not isinstance(axis, ir.Const) or not float(axis.value).is_integer() or axis.value < 0:
+            raise CheckError("E314", f"{name}'s axis must be a whole-number literal such as 0 "
+                             "or 1", args[prim.axis_arg].span)
+        operands = lowered[:prim.axis_arg] + lowered[prim.axis_arg + 1:]
+        if prim.kind == "argreduce":
+            return arg_extreme(name, operands[0], int(axis.value), span)
+        return ir.Prim(name, operands, (int(axis.value),), span)
 
     def definition(self, name: str, module: str | None, span: Span) -> str | None:
         """The key `name` refers to (qualified by `module`, if given), or None if no definition."""

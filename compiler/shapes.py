@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 from hilbert.grammar.errors import CheckError
 
 from . import ir
@@ -45,7 +46,7 @@ def _what(node: ir.Node) -> str:
 #: Where a node is evaluated: the loops entered from the call's own scope, outermost first
 #: (`()` is the call itself). A path, not the innermost loop alone: two loops whose bodies are
 #: equal (one loop called on two shapes of state) run equal inner loops on different shapes.
-Scope = tuple[ir.Loop, ...]
+Scope = tuple[ir.Loop | ir.LoopGrad, ...]
 
 
 @dataclass
@@ -92,16 +93,30 @@ class _Pending:
         shapes = table.scopes.setdefault(self.scope, {})
         while self.position < len(self.order):
             node = self.order[self.position]
-            if isinstance(node, ir.Loop) and node not in shapes:
-                body = self.scope + (node,)
-                if body not in table.scopes:
-                    state = tuple(shapes[a] for a in node.init)
-                    table.states[body] = state
-                    return _Pending(body, [node.until, *node.step],
-                                    lambda leaf, state=state: state[leaf.index])
+            if isinstance(node, (ir.Loop, ir.LoopGrad)) and node not in shapes:
+                inner = self.body(table, node, shapes)
+                if inner is not None:
+                    return inner
             if node not in shapes:
                 shapes[node] = _shape(table, self.scope, node, shapes, self.leaf)
             self.position += 1
+        return None
+
+    def body(self, table: ShapeTable, node: ir.Loop | ir.LoopGrad, shapes: dict) -> _Pending | None:
+        """The next scope of `node` (a Loop, or a LoopGrad: the forward loop's body, then the
+        adjoints') still to infer, with its state's shapes; None once all are known."""
+        loop = node.loop if isinstance(node, ir.LoopGrad) else node
+        body: Scope = self.scope + (loop,)
+        state = tuple(shapes[a] for a in loop.init)
+        if body not in table.scopes:
+            table.states[body] = state
+            return _Pending(body, [loop.until, *loop.step],
+                            lambda leaf, state=state: state[leaf.index])
+        adjoints: Scope = self.scope + (node,)
+        if isinstance(node, ir.LoopGrad) and adjoints not in table.scopes:
+            full = state + tuple(state[c] for c in node.carried)
+            table.states[adjoints] = full
+            return _Pending(adjoints, list(node.vjp), lambda leaf, state=full: state[leaf.index])
         return None
 
 
@@ -112,20 +127,27 @@ def _shape(table: ShapeTable, scope: Scope, node: ir.Node, shapes: dict, leaf) -
         case ir.Const():
             return ()
         case ir.Prim():
-            return _prim(node, [shapes[a] for a in node.args])
+            return _prim(node, [shapes[a] for a in node.args], shapes)
         case ir.Einsum():
             return _einsum(node, [shapes[a] for a in node.args])
         case ir.Cond():
             return _cond(node, shapes[node.cond], shapes[node.then], shapes[node.orelse])
-        case ir.Loop():
-            return ()  # its value is its final state, read through Project
+        case ir.Loop() | ir.LoopGrad():
+            return ()  # its value is its final state (its adjoints), read through Project
+        case ir.Project() if isinstance(node.loop, ir.LoopGrad):
+            return table.states[scope + (node.loop,)][node.loop.carried[node.index]]
         case ir.Project():
             return table.states[scope + (node.loop,)][node.index]
+        case ir.Tuple():
+            return ()  # only ever an entry's result: the executors hand its items to Python
     raise AssertionError(f"cannot infer the shape of {node!r}")
 
 
-def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
+def _prim(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     prim = BY_OP[node.op]
+    rule = _RULES.get(prim.kind)
+    if rule is not None:
+        return rule(node, args, shapes)
     name = SPELLING.get(node.op, node.op)
     if node.op in _OPERATORS:
         name = f"the operator {_UNICODE.get(name, name)}"
@@ -148,7 +170,7 @@ def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
         if axis >= len(args[0]):
             raise CheckError("E314", f"{name} reduces axis {axis}, but {_what(node.args[0])} is "
                              f"{describe_shape(args[0])} (axes count from 0)", node.span)
-        if args[0][axis] == 0:
+        if args[0][axis] == 0 and node.op != "sumalong":
             raise CheckError("E317", f"{name} reduces axis {axis}, but {_what(node.args[0])} is "
                              f"{describe_shape(args[0])}, empty along it, and the {name} of "
                              "nothing is undefined", node.span)
@@ -175,6 +197,138 @@ def _prim(node: ir.Prim, args: list[Shape]) -> Shape:
                              f"{describe_shape(args[0])}", node.span)
         return tuple(node.attrs[0])
     raise AssertionError(f"no shape rule for {node.op}")
+
+
+# ---------------------------------------------------------------- sequences and derivatives
+
+def static_value(node: ir.Node, shapes: dict) -> float | None:
+    """The value of a scalar known from shapes alone (numbers, rows, columns and arithmetic
+    on them), or None when it depends on data."""
+    pending: list[ir.Node] = [node]
+    values: dict[ir.Node, float] = {}
+    while pending:
+        n = pending[-1]
+        if isinstance(n, ir.Const):
+            values[n] = n.value
+        elif isinstance(n, ir.Prim) and BY_OP[n.op].kind == "size" and n.op in _STATIC_SIZE:
+            values[n] = float(shapes[n.args[0]][BY_OP[n.op].axis])
+        elif isinstance(n, ir.Prim) and n.op in _STATIC_ARITHMETIC:
+            missing = [a for a in n.args if a not in values]
+            if missing:
+                pending += missing
+                continue
+            numpy = BY_OP[n.op].numpy
+            assert numpy is not None
+            with np.errstate(all="ignore"):
+                values[n] = float(numpy(*(values[a] for a in n.args)))
+        else:
+            return None
+        pending.pop()
+    return values[node]
+
+
+_STATIC_SIZE = {"rows", "columns"}
+_STATIC_ARITHMETIC = {"add", "sub", "mul", "div", "neg", "floor", "max", "min", "pow"}
+
+
+def _whole(node: ir.Node, shapes: dict, what: str, op: ir.Node) -> int:
+    """A static whole number ≥ 0 (slice bounds, a class count), or E319 (at `op`) saying why
+    not."""
+    value = static_value(node, shapes)
+    if value is None:
+        raise CheckError("E319", f"{what} must be known from the shapes of the arguments (a "
+                         f"number, rows(…), columns(…) or arithmetic on them), but "
+                         f"{_what(node)} depends on their values", op.span)
+    if not (value >= 0 and float(value).is_integer()):
+        raise CheckError("E319", f"{what} must be a whole number, at least 0, but it is "
+                         f"{value:g}", op.span)
+    return int(value)
+
+
+def _index_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    x, t = args
+    if not x:
+        raise CheckError("E311", f"x[t] reads a slice along the first axis, but {_what(node.args[0])} "
+                         "is a scalar", node.span)
+    if t:
+        raise CheckError("E318", f"x[t] takes one position, a scalar, but {_what(node.args[1])} is "
+                         f"{describe_shape(t)}", node.span)
+    known = static_value(node.args[1], shapes)
+    if known is not None and not (0 <= known < x[0] and float(known).is_integer()):
+        raise CheckError("E318", f"x[{known:g}] is outside {_what(node.args[0])}, "
+                         f"{describe_shape(x)}: positions run from 0 to {x[0] - 1}", node.span)
+    return x[1:]
+
+
+def _slice_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    x = args[0]
+    if not x:
+        raise CheckError("E311", f"x[a:b] takes rows along the first axis, but {_what(node.args[0])} "
+                         "is a scalar", node.span)
+    start = _whole(node.args[1], shapes, "the start of a slice x[a:b]", node)
+    stop = _whole(node.args[2], shapes, "the end of a slice x[a:b]", node)
+    if not start <= stop <= x[0]:
+        raise CheckError("E318", f"x[{start}:{stop}] is outside {_what(node.args[0])}, "
+                         f"{describe_shape(x)}: a slice a:b needs 0 ≤ a ≤ b ≤ {x[0]}", node.span)
+    return (stop - start,) + x[1:]
+
+
+def _concat_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    a, b = args
+    axis = node.attrs[0]
+    if axis >= len(a) or len(a) != len(b) or a[:axis] + a[axis + 1:] != b[:axis] + b[axis + 1:]:
+        raise CheckError("E324", f"concat joins along axis {axis} tensors that agree on every "
+                         f"other axis, but {_what(node.args[0])} is {describe_shape(a)} and "
+                         f"{_what(node.args[1])} is {describe_shape(b)}", node.span)
+    return a[:axis] + (a[axis] + b[axis],) + a[axis + 1:]
+
+
+def _onehot_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    if args[1]:
+        raise CheckError("E319", f"oneHot's class count must be a scalar, but {_what(node.args[1])} "
+                         f"is {describe_shape(args[1])}", node.span)
+    return args[0] + (_whole(node.args[1], shapes, "oneHot's class count", node),)
+
+
+def _sumto_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    g, like = args
+    assert g == like or not like, f"sumto {g} to {like}"
+    return like
+
+
+def _spread_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    g, like = args
+    axis = node.attrs[0]
+    assert like[:axis] + like[axis + 1:] == g, f"spread {g} along {axis} to {like}"
+    return like
+
+
+def _place_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    return args[1]
+
+
+def _cut_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    return args[1 + node.attrs[1]]
+
+
+def _coordinate_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    return args[0]
+
+
+def _gradient_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    adjoint, of = args
+    if of:
+        raise CheckError("E320", f"∂ e / ∂ x needs a scalar e, but e is {describe_shape(of)}; "
+                         "sum it first (einsum with an empty output, as einsum(\"i->\", e) for a "
+                         "vector) or take one entry",
+                         node.span)
+    return adjoint
+
+
+_RULES = {"index": _index_rule, "slice": _slice_rule, "concat": _concat_rule,
+          "onehot": _onehot_rule, "sumto": _sumto_rule, "spread": _spread_rule,
+          "place": _place_rule, "cut": _cut_rule, "coordinate": _coordinate_rule,
+          "gradient": _gradient_rule}
 
 
 def _einsum(node: ir.Einsum, args: list[Shape]) -> Shape:
@@ -211,8 +365,8 @@ def _cond(node: ir.Cond, cond: Shape, then: Shape, orelse: Shape) -> Shape:
 def _check_loop(table: ShapeTable, body: _Pending) -> None:
     """A loop body's rules, once its shapes are known: a scalar condition, and a step that
     keeps the shape of every state component."""
-    if not body.scope:
-        return
+    if not body.scope or not isinstance(body.scope[-1], ir.Loop):
+        return  # the call's own scope, or a LoopGrad's adjoints (checked as they are made)
     loop = body.scope[-1]
     shapes, state = table.scopes[body.scope], table.states[body.scope]
     if shapes[loop.until]:

@@ -16,11 +16,7 @@ def _share_scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...
     canonical: dict[ir.Node, ir.Node] = {}
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
-        if isinstance(node, ir.Loop):
-            until, *step = bodies[id(node)]
-            node = ir.Loop(kids, until, tuple(step), node.counter, node.name, node.span)
-        else:
-            node = ir.rebuild(node, kids)
+        node = ir.with_scopes(node, kids, bodies)
         return canonical.setdefault(node, node)
 
     holder = ir.Prim("body", roots, (), roots[0].span)  # one scope, however many roots

@@ -24,7 +24,7 @@ from . import fusion, products, reference
 
 UNARY = {"exp": "np.exp({})", "ln": "np.log({})", "sqrt": "np.sqrt({})", "tanh": "np.tanh({})",
          "sin": "np.sin({})", "cos": "np.cos({})", "tan": "np.tan({})", "abs": "np.abs({})",
-         "floor": "np.floor({})", "neg": "(-{})"}
+         "floor": "np.floor({})", "erf": "K.erf({})", "neg": "(-{})"}
 BINARY = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
           "pow": "np.power({}, {})", "max": "K.fmax({}, {})", "min": "K.fmin({}, {})"}
 HOST_BINARY = {"div": "np.true_divide({}, {})", "max": "np.maximum({}, {})",
@@ -63,6 +63,7 @@ class Generated:
     source: str
     compiled: bool  # False: plain NumPy calls only, so it runs uncompiled (no call overhead)
     loops: list[ir.Loop]  # by the number compiled code names a loop with in StepCountError
+    reads: list[ir.Prim]  # by the number compiled code names an x[t] with in PositionError
     kernels: int  # fused loop nests
     products: int  # contractions that reach a matrix product
 
@@ -145,6 +146,7 @@ class Emitter:
         self.count = 0
         self.needs_compile = False
         self.loops: list[ir.Loop] = []
+        self.reads: list[ir.Prim] = []
         self.kernels = 0
         self.products = 0
         self.frame = Frame({})
@@ -172,7 +174,8 @@ class Emitter:
         if self.host and self.arithmetic:  # NumPy scalars warn on x/0; compiled code does not
             body = ["    with np.errstate(all='ignore'):"] + ["    " + line for line in body]
         source = "\n".join([f"def run({', '.join(args)}):", *body]) + "\n"
-        return Generated(source, self.needs_compile, self.loops, self.kernels, self.products)
+        return Generated(source, self.needs_compile, self.loops, self.reads, self.kernels,
+                         self.products)
 
     # ---------------------------------------------------------------- names and shapes
 
@@ -228,6 +231,12 @@ class Emitter:
                 return dims[node.then]
             case ir.Project():
                 return dims[node.loop.init[node.index]]
+            case ir.Tuple():
+                return ()
+            case ir.Prim(op="index", args=(x, _)):
+                return dims[x][1:]
+            case ir.Prim(op="slice", args=(x, start, stop)):
+                return (f"(int({self.value(stop)}) - int({self.value(start)}))",) + dims[x][1:]
             case ir.Einsum(spec=spec):
                 parsed = parse_spec(spec)
                 sizes = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)
@@ -358,8 +367,31 @@ class Emitter:
                 self.emit_loop(node)
             case "project":
                 self.bind(node, self.frame.states[node.loop][node.index])
+            case "view":
+                self.emit_view(node)
+            case "tuple":
+                self.bind(node, f"({''.join(self.value(i) + ', ' for i in node.items)})")
             case other:
                 raise AssertionError(f"code generation: cannot emit a {other} alone")
+
+    def emit_view(self, node: ir.Prim) -> None:
+        """x[t] (checked: a whole number in range, before the read) or x[a:b], as a view of
+        x; nothing may then write over x's buffer, which the view shares."""
+        x = node.args[0]
+        self.frame.owned.pop(x, None)
+        name = self.fresh("v")
+        if node.op == "index":
+            t = self.value(node.args[1])
+            size = self.dims_of(x)[0]
+            number = len(self.reads)
+            self.reads.append(node)
+            with self.out.block(f"if not ({t} >= 0.0 and {t} < {size} and np.floor({t}) == {t}):"):
+                self.out.line(f"raise K.PositionError({number}, {t}, {size})")
+            self.out.line(f"{name} = {self.value(x)}[int({t})]")
+        else:
+            start, stop = (self.value(a) for a in node.args[1:])
+            self.out.line(f"{name} = {self.value(x)}[int({start}):int({stop})]")
+        self.bind(node, name)
 
     # ---------------------------------------------------------------- entrywise code
 

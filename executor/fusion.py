@@ -69,10 +69,14 @@ def role(node: ir.Node, shapes: dict) -> str:
             if shapes[node] and broadcasting(spec):
                 return "member"
             return "contraction"
+        case ir.Tuple():
+            return "tuple"
         case ir.Prim(op=op):
             kind = BY_OP[op].kind
             if kind == "size":
                 return "size"
+            if kind in ("index", "slice"):
+                return "view"
             if kind == "reduce":
                 return "tail"
             if is_generator(node, shapes):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import sys
 from pathlib import Path
 
@@ -27,6 +28,11 @@ SMALL_PRODUCT = 4096
 class StepCountError(Exception):
     """Raised by compiled code when a counted loop's step count is bad: args (loop, value).
     The executor turns it into the HilbertError the reference executor raises."""
+
+
+class PositionError(Exception):
+    """Raised by compiled code before reading x[t] at a bad position: args (read, t, size).
+    The executor turns it into the HilbertError the reference executor raises (E510)."""
 
 
 def jit(function):
@@ -98,6 +104,10 @@ else:
     def empty(shape):
         """np.empty(shape), on huge pages when large (Linux; elsewhere plain np.empty)."""
         return np.empty(shape)
+
+
+#: The error function on one number (compiled code calls it per entry: Numba knows math.erf).
+erf = math.erf
 
 
 @compiled

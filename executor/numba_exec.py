@@ -19,13 +19,23 @@ from hilbert.compiler.primitives import BY_OP, SPELLING
 from hilbert.compiler.shapes import Scope, ShapeTable
 
 from . import cache, codegen, kernels
-from .kernels import StepCountError
+from .kernels import PositionError, StepCountError
 from .planned import _kernel as planned_einsum
-from .reference import Reference, evaluate, moving_components, needs, run_loop, step_count
+from .reference import (
+    Reference,
+    evaluate,
+    moving_components,
+    needs,
+    run_loop,
+    run_loop_grad,
+    step_count,
+)
+from .sequences import position
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
-_COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", "shift")
+_COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", "shift", "index",
+                   "slice")
 #: NUMBA_DISABLE_JIT=1: generated code runs as Python, on NumPy scalars that warn on x/0.
 _PYTHON_MODE = kernels.PYTHON_MODE
 _FLOAT64 = np.dtype(np.float64)
@@ -33,13 +43,14 @@ _FLOAT64 = np.dtype(np.float64)
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
     """Specialise and plan `entry` for `shapes`; return the program that runs it."""
-    table, plan = plan_entry(entry, shapes, optimize, "numba", values)
+    ready = plan_entry(entry, shapes, optimize, "numba", values)
+    table, plan = ready.table, ready.plan
     forced = frozenset(filter(None, os.environ.get(HOST_ENVIRONMENT, "").split(",")))
     where = Placement(table, forced)
-    runner = ScopeRunner([entry.fused], (), table, plan, optimize, where)
+    runner = ScopeRunner([ready.body], (), table, plan, optimize, where)
     if runner.whole is None or not runner.whole.generated.compiled or _PYTHON_MODE:
         # Host walks and generated code run as Python hold every value until the call ends.
-        _, plan = plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True)
+        plan = plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True).plan
     notes = tuple(f"numba: {line}" for line in runner.notes())
     plan = replace(plan, notes=plan.notes + notes) if hasattr(plan, "notes") else plan
     if runner.whole is not None:
@@ -76,13 +87,15 @@ class Placement:
                 inner = self.first_host(ir.topological(node.until, *node.step), scope + (node,))
                 if inner is not None:
                     return f"its body runs {_describe(inner[0])} on the host ({inner[1]})"
+            case ir.LoopGrad():
+                return "a loop run backwards keeps a tape of its states on the host"
             case ir.Cond():
                 inner = self.first_host(ir.topological(node.then, node.orelse), scope)
                 if inner is not None:
                     return f"a branch runs {_describe(inner[0])} on the host ({inner[1]})"
             case ir.Project():
                 if self.reason(node.loop, scope) is not None:
-                    return f"it reads loop {node.loop.name}, which runs on the host"
+                    return "it reads a loop that runs on the host"
         return None
 
     def first_host(self, nodes, scope):
@@ -133,6 +146,10 @@ class CompiledRegion:
             number, value = err.args
             step_count(self.generated.loops[number], value)  # raises the HilbertError
             raise AssertionError("a step count compiled code refused was accepted") from err
+        except PositionError as err:
+            number, value, size = err.args
+            position(self.generated.reads[number], value, size)  # raises the HilbertError
+            raise AssertionError("a position compiled code refused was accepted") from err
 
     def convert(self, values) -> list:
         """Host values as this function's arguments: compiled code is compiled for one layout
@@ -164,7 +181,7 @@ class ScopeRunner:
         self.shapes = table.scopes[scope]
         self.regions: dict[ir.Node, CompiledRegion] = {}
         self.hosted: dict[ir.Node, str] = {}
-        self.bodies: dict[ir.Loop, ScopeRunner] = {}
+        self.bodies: dict[ir.Node, list[ScopeRunner]] = {}  # host loops: each scope's runner
         self.loop_steps = 0
         self._evaluator = Reference()
         self._einsums: dict = {}
@@ -188,8 +205,13 @@ class ScopeRunner:
             self.hosted[node] = why
             stack.extend(ir.children(node))
             if isinstance(node, ir.Loop):
-                self.bodies[node] = ScopeRunner(_body_roots(node), self.scope + (node,), self.table,
-                                                self.plan, self.optimize, self.where)
+                self.bodies[node] = [self._runner(_body_roots(node), self.scope + (node,))]
+            elif isinstance(node, ir.LoopGrad):
+                self.bodies[node] = [self._runner(_body_roots(node.loop), self.scope + (node.loop,)),
+                                     self._runner(list(node.vjp), self.scope + (node,))]
+
+    def _runner(self, roots: list[ir.Node], scope) -> ScopeRunner:
+        return ScopeRunner(roots, scope, self.table, self.plan, self.optimize, self.where)
 
     def _region(self, root: ir.Node) -> codegen.Region:
         """Everything compilable `root` reads, down to leaves and host values (its inputs)."""
@@ -236,8 +258,9 @@ class ScopeRunner:
             g = region.generated
             lines.append(f"compiled: {_describe(region.region.root)} with {g.kernels} fused loop "
                          f"nest(s), {g.products} contraction(s), {len(g.loops)} loop(s)")
-        for body in self.bodies.values():
-            lines += body.notes()
+        for runners in self.bodies.values():
+            for body in runners:
+                lines += body.notes()
         return lines
 
     # ---------------------------------------------------------------- evaluation
@@ -276,8 +299,12 @@ class ScopeRunner:
                 return memo[node.then if memo[node.cond] != 0 else node.orelse]
             case ir.Loop():
                 return self._loop(node, [memo[a] for a in node.init])
+            case ir.LoopGrad():
+                return self._loop_grad(node, [memo[a] for a in ir.children(node)])
             case ir.Project():
                 return memo[node.loop][node.index]
+            case ir.Tuple():
+                return tuple(memo[a] for a in node.items)
         raise AssertionError(f"the numba executor cannot evaluate {node!r}")
 
     def _einsum(self, node: ir.Einsum, operands: list):
@@ -291,10 +318,20 @@ class ScopeRunner:
     def _loop(self, loop: ir.Loop, state: list):
         """A loop whose body holds host work: a Python loop, its body's compilable parts still
         compiled (as the reference executor runs it, step counts checked the same way)."""
-        body = self.bodies[loop]
+        body, = self.bodies[loop]
         final, steps = run_loop(loop, state, body.eval)
         self.loop_steps += steps + body.take_steps()
         return final
+
+    def _loop_grad(self, node: ir.LoopGrad, values: list):
+        """A loop run backwards: forward with a tape, then the adjoint of every step, each
+        body's compilable parts compiled (as the reference executor runs it)."""
+        forward, backward = self.bodies[node]
+        n = len(node.loop.init)
+        adjoints, steps = run_loop_grad(node, tuple(values[:n]), tuple(values[n:]), forward.eval,
+                                        backward.eval)
+        self.loop_steps += steps + forward.take_steps() + backward.take_steps()
+        return adjoints
 
     def take_steps(self) -> int:
         steps, self.loop_steps = self.loop_steps, 0

@@ -15,9 +15,9 @@ SMALL = 20_000
 class PlannedProgram:
     """A callable for one signature: `plan` says how, `__call__(values)` does it."""
 
-    def __init__(self, entry: Entry, plan):
+    def __init__(self, body, plan):
         self.plan = plan
-        self.body = entry.fused
+        self.body = body
         self._kernels = {key: _kernel(key[0], key[1], path, plan) for key, path in plan.paths.items()}
         self.evaluator = Reference(einsum=self._einsum)
 
@@ -43,5 +43,5 @@ def _kernel(spec: str, shapes, path, plan):
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None) -> PlannedProgram:
     """Specialise and plan `entry` for `shapes`; return the program that runs it."""
-    _, plan = plan_entry(entry, shapes, optimize, "numba", values)
-    return PlannedProgram(entry, plan)
+    ready = plan_entry(entry, shapes, optimize, "numba", values)
+    return PlannedProgram(ready.body, ready.plan)

@@ -9,6 +9,8 @@ from hilbert.compiler import ir
 from hilbert.compiler.primitives import BY_OP
 from hilbert.grammar.errors import RuntimeHilbertError
 
+from . import sequences
+
 #: Above 2^53, float64 cannot hold every whole number, so `t − 1` would stop counting down.
 _EXACT = 2.0 ** 53
 
@@ -120,8 +122,14 @@ class Reference:
                 return memo[node.then if memo[node.cond] != 0 else node.orelse]
             case ir.Loop():
                 return self.loop(node, tuple(memo[a] for a in node.init))
+            case ir.LoopGrad():
+                n = len(node.loop.init)
+                values = tuple(memo[a] for a in ir.children(node))
+                return self.loop_grad(node, values[:n], values[n:])
             case ir.Project():
                 return memo[node.loop][node.index]
+            case ir.Tuple():
+                return tuple(memo[a] for a in node.items)
         raise AssertionError(f"cannot evaluate {node!r}")
 
     def prim(self, node: ir.Prim, args: list):
@@ -139,7 +147,12 @@ class Reference:
                 return np.arange(np.shape(args[0])[node.attrs[0]], dtype=np.float64)
             case "shift":
                 return shift(args[0], [len(w) for w in args[1:]], *node.attrs)
-        raise AssertionError(f"the reference executor cannot run {node.op}")
+        return sequences.evaluate(node, prim.kind, args)
+
+    def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
+        final, steps = run_loop_grad(node, init, seeds, self.eval, self.eval)
+        self.loop_steps += steps
+        return final
 
     def loop(self, loop: ir.Loop, state: tuple):
         final, steps = run_loop(loop, state, self.eval)
@@ -152,18 +165,23 @@ def moving_components(loop: ir.Loop) -> list[int]:
     return [i for i, s in enumerate(loop.step) if s != ir.State(i, None) and i != loop.counter]
 
 
-def run_loop(loop: ir.Loop, state, eval_body) -> tuple[tuple, int]:
+def run_loop(loop: ir.Loop, state, eval_body, tape: list | None = None) -> tuple[tuple, int]:
     """(final state, steps run) of `loop` from `state` on the host; `eval_body(node, memo,
     state)` evaluates the body. A fresh memo each step keeps memory constant; counted loops
-    check their count first (E500) and run exactly that many steps."""
+    check their count first (E500) and run exactly that many steps. With a `tape`, the state
+    before every step is appended to it (what running the loop backwards needs)."""
     moving = moving_components(loop)
     state = list(state)
     if loop.counter is not None:
         remaining = step_count(loop, state[loop.counter])
+        if tape is not None:
+            tape_guard(loop, state, moving, remaining)
         for left in range(remaining, 0, -1):
             memo: dict = {}
             state[loop.counter] = np.float64(left)
             frozen = tuple(state)
+            if tape is not None:
+                tape.append(frozen)
             for i in moving:
                 state[i] = eval_body(loop.step[i], memo, frozen)
         state[loop.counter] = np.float64(0)
@@ -175,8 +193,41 @@ def run_loop(loop: ir.Loop, state, eval_body) -> tuple[tuple, int]:
         if eval_body(loop.until, memo, frozen) != 0:
             return frozen, steps
         steps += 1
+        if tape is not None:
+            tape_guard(loop, state, moving, steps)
+            tape.append(frozen)
         for i in moving:
             state[i] = eval_body(loop.step[i], memo, frozen)
+
+
+def tape_guard(loop: ir.Loop, state: list, moving: list[int], steps: int) -> None:
+    """E700 before a backward run's tape of `steps` states would pass the memory limit."""
+    from hilbert.compiler.plan import memory_limit
+    from hilbert.compiler.plan_text import human_bytes
+
+    per_step = sum(np.size(state[i]) for i in moving) * 8
+    limit = memory_limit()
+    if per_step * steps > limit:
+        raise RuntimeHilbertError(
+            "E700", f"running {loop.name} backwards keeps its state of every step: {steps:,} "
+            f"steps of {human_bytes(per_step)} need {human_bytes(per_step * steps)}, over the "
+            f"limit of {human_bytes(limit)} (set HILBERT_MEMORY_LIMIT to change it)", loop.span)
+
+
+def run_loop_grad(node: ir.LoopGrad, init: tuple, seeds: tuple, eval_forward,
+                  eval_body) -> tuple[tuple, int]:
+    """(adjoints of the starting state's carried components, steps run) of a LoopGrad: the loop
+    forward from `init` keeping every step's state (`eval_forward` evaluates its body), then
+    each step's adjoint in reverse (`eval_body` evaluates the vjp terms)."""
+    tape: list = []
+    _, steps = run_loop(node.loop, init, eval_forward, tape)
+    adjoints = tuple(seeds)
+    while tape:
+        before = tape.pop()
+        memo: dict = {}
+        leaves = before + adjoints
+        adjoints = tuple(eval_body(term, memo, leaves) for term in node.vjp)
+    return adjoints, steps
 
 
 class ReferenceProgram:
@@ -199,5 +250,5 @@ def prepare(entry, shapes, optimize: str = "auto", values=None) -> ReferenceProg
     """Specialise `entry` to `shapes` and return the program that runs it."""
     from hilbert.compiler.driver import plan_entry
 
-    _, plan = plan_entry(entry, shapes, optimize, "reference", values)
+    plan = plan_entry(entry, shapes, optimize, "reference", values).plan
     return ReferenceProgram(entry, shapes, plan)

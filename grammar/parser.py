@@ -17,23 +17,30 @@ from .source import Source, Span
 from .syntax import (
     Assign,
     Binary,
+    Binding,
     Call,
     Compare,
     Definition,
+    Derivative,
     If,
+    Index,
+    Let,
     Model,
     Module,
     Name,
     Negate,
     Number,
     Open,
+    Slice,
     String,
     Train,
+    Tuple,
     Weight,
 )
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
-_KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else"}
+_KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
+             "grad"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close. A
@@ -150,7 +157,13 @@ class _Builder(Transformer_NonRecursive):
     def train_decl(self, meta, children):
         name, params, *assigns = children
         span = self._span(meta)
-        return Train(str(name), params or (), tuple(assigns), span, _doc_above(self.source, span.line))
+        flat = tuple(a for group in assigns for a in (group if isinstance(group, tuple) else (group,)))
+        return Train(str(name), params or (), flat, span, _doc_above(self.source, span.line))
+
+    def assign_tuple(self, meta, children):
+        *names, _define, value = children
+        span = self._span(meta)
+        return tuple(Assign(str(n), value, span, i, len(names)) for i, n in enumerate(names))
 
     def assign(self, meta, children):
         name, _define, value = children
@@ -158,6 +171,33 @@ class _Builder(Transformer_NonRecursive):
 
     def if_expr(self, meta, children):
         return If(*children, self._span(meta))
+
+    def let_expr(self, meta, children):
+        *bindings, body = children
+        return Let(tuple(bindings), body, self._span(meta))
+
+    def bind_name(self, meta, children):
+        name, _define, value = children
+        return Binding((str(name),), False, value, self._span(meta))
+
+    def bind_tuple(self, meta, children):
+        *names, _define, value = children
+        return Binding(tuple(str(n) for n in names), True, value, self._span(meta))
+
+    def tuple_expr(self, meta, children):
+        return Tuple(tuple(children), self._span(meta))
+
+    def index(self, meta, children):
+        target, index = children
+        return Index(target, index, self._span(meta))
+
+    def slice(self, meta, children):
+        target, start, stop = children
+        return Slice(target, start, stop, self._span(meta))
+
+    def derivative(self, meta, children):
+        of, *names = (c for c in children if not (isinstance(c, Token) and c.type == "PARTIAL"))
+        return Derivative(of, tuple(str(n) for n in names), len(names) > 1, self._span(meta))
 
     def compare(self, meta, children):
         left, op, right = children
@@ -300,6 +340,7 @@ _TERMINAL_NAMES = {
     "STRING": "a string", "LPAR": "(", "RPAR": ")", "COMMA": ",", "LBRACE": "{", "RBRACE": "}",
     "LSQB": "[", "RSQB": "]", "COLON": ":", "DOT": ".", "$END": "the end of the text",
     "PLUS": "+", "MINUS": "−", "TIMES": "·", "DIVIDE": "/", "POW": "^", "CMP": "a comparison",
+    "PARTIAL": "∂", "SQUARE": "²",
 }
 
 

@@ -5,19 +5,25 @@ from __future__ import annotations
 from .syntax import (
     Assign,
     Binary,
+    Binding,
     Call,
     Compare,
     Definition,
+    Derivative,
     Expr,
     If,
+    Index,
+    Let,
     Model,
     Module,
     Name,
     Negate,
     Number,
     Open,
+    Slice,
     String,
     Train,
+    Tuple,
     Weight,
 )
 
@@ -31,7 +37,7 @@ def _spell(op: str, unicode: bool) -> str:
 
 def _level(e: Expr) -> int:
     match e:
-        case If():
+        case If() | Let():
             return 1
         case Compare():
             return 2
@@ -70,7 +76,25 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
             return f"{_wrap(l, 3, unicode)} {_spell(op, unicode)} {_wrap(r, 3, unicode)}"
         case If(cond=c, then=t, orelse=o):
             return f"if {print_expr(c, unicode)} then {print_expr(t, unicode)} else {print_expr(o, unicode)}"
+        case Let(bindings=bs, body=b):
+            return f"let {', '.join(_binding(x, unicode) for x in bs)} in {print_expr(b, unicode)}"
+        case Tuple(items=items):
+            return f"({', '.join(print_expr(i, unicode) for i in items)})"
+        case Index(target=x, index=i):
+            return f"{_wrap(x, 7, unicode)}[{print_expr(i, unicode)}]"
+        case Slice(target=x, start=a, stop=b):
+            return f"{_wrap(x, 7, unicode)}[{print_expr(a, unicode)} : {print_expr(b, unicode)}]"
+        case Derivative(of=o, wrt=names, many=many):
+            wrt = f"({', '.join(names)})" if many else names[0]
+            if unicode:
+                return f"∂ {_wrap(o, 6, unicode)} / ∂ {wrt}"
+            return f"grad({print_expr(o, unicode)}, {wrt})"
     raise AssertionError(f"unknown syntax node {e!r}")
+
+
+def _binding(b: Binding, unicode: bool) -> str:
+    names = f"({', '.join(b.names)})" if b.pattern else b.names[0]
+    return f"{names} {_spell(':=', unicode)} {print_expr(b.value, unicode)}"
 
 
 def _chain(e: Binary, unicode: bool) -> str:
@@ -123,12 +147,28 @@ def _model(m: Model, unicode: bool) -> str:
         lines.append(f"  weight {w.name} : {w.type_name}[{dims}] from {print_expr(w.init, unicode)}")
     for t in m.trains:
         lines.append(f"  def {t.name}{_params(t.params)} {{")
-        lines += [f"    {a.name} {define} {print_expr(a.value, unicode)}" for a in t.assigns]
+        lines += [f"    {_assign(group, define, unicode)}" for group in _assign_groups(t.assigns)]
         lines.append("  }")
     for d in m.methods:
         lines.append(f"  def {d.name}{_params(d.params)} {define} {print_expr(d.body, unicode)}")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _assign_groups(assigns: tuple[Assign, ...]) -> list[list[Assign]]:
+    """The assignments as written: a tuple assignment's names together."""
+    groups: list[list[Assign]] = []
+    for a in assigns:
+        if a.index > 0:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    return groups
+
+
+def _assign(group: list[Assign], define: str, unicode: bool) -> str:
+    names = group[0].name if group[0].count == 1 else f"({', '.join(a.name for a in group)})"
+    return f"{names} {define} {print_expr(group[0].value, unicode)}"
 
 
 def print_module(module: Module, unicode: bool = False) -> str:

@@ -8,8 +8,12 @@ Grammar of the tree (what the parser builds):
     Model      ::= name, params, base, weights: Weight*, trains: Train*, methods: Definition*
     Weight     ::= name, type_name, dims: (name | number)*, init: Expr
     Train      ::= name, params, assigns: Assign*
-    Assign     ::= name, value: Expr
+    Assign     ::= name, value: Expr, index, count   (`(a, b) ≔ e`: one per name)
     Expr       ::= Number | String | Name | Call | Binary | Negate | Compare | If
+                 | Let | Tuple | Index | Slice | Derivative
+    Let        ::= bindings: Binding+, body: Expr        (each binding sees those before it)
+    Binding    ::= names: name+, pattern: bool, value: Expr  (pattern: `(a, b) ≔ e`)
+    Derivative ::= of: Expr, wrt: name+, many: bool     (`∂ e / ∂ x`, `∂ e / ∂ (x, y)`)
 
 Operators are stored in their ASCII spelling, so Unicode and ASCII sources give equal trees.
 """
@@ -78,7 +82,52 @@ class If:
     span: Span = field(compare=False, repr=False)
 
 
-Expr = Number | String | Name | Call | Binary | Negate | Compare | If
+@dataclass(frozen=True, slots=True)
+class Binding:
+    names: tuple[str, ...]
+    pattern: bool  # True for `(a, b) ≔ e`, which takes a tuple apart
+    value: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Let:
+    bindings: tuple[Binding, ...]
+    body: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Tuple:
+    items: tuple[Expr, ...]
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    target: Expr
+    index: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Slice:
+    target: Expr
+    start: Expr
+    stop: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Derivative:
+    of: Expr
+    wrt: tuple[str, ...]
+    many: bool  # True for `∂ e / ∂ (x, y)`, which answers a tuple
+    span: Span = field(compare=False, repr=False)
+
+
+Expr = (Number | String | Name | Call | Binary | Negate | Compare | If | Let | Tuple | Index
+        | Slice | Derivative)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +157,14 @@ class Weight:
 
 @dataclass(frozen=True, slots=True)
 class Assign:
+    """`name ≔ value`; `(a, b) ≔ value` is one Assign per name, each taking component `index`
+    of the `count` the value answers (count 1: the whole value)."""
+
     name: str
     value: Expr
     span: Span = field(compare=False, repr=False)
+    index: int = 0
+    count: int = 1
 
 
 @dataclass(frozen=True, slots=True)

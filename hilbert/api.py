@@ -176,7 +176,9 @@ def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
 
 def _to_python(result, inputs):
     """A float for a scalar; otherwise an array the caller owns (never a view of an input,
-    nor a read-only strided view)."""
+    nor a read-only strided view); a tuple of those for a tuple."""
+    if isinstance(result, tuple):
+        return tuple(_to_python(r, inputs) for r in result)
     array = np.asarray(result, dtype=np.float64)
     if array.ndim == 0:
         return float(array)

@@ -151,7 +151,10 @@ def _dressed(function, model: CompiledModel, member: Member, extra: list[inspect
 
 
 def _answer(result):
-    """A method's result as the API gives it: a float for a scalar, else a fresh array."""
+    """A method's result as the API gives it: a float for a scalar, else a fresh array; a
+    tuple of those for a tuple."""
+    if isinstance(result, tuple):
+        return tuple(_answer(r) for r in result)
     array = np.array(result, dtype=np.float64)
     return float(array) if array.ndim == 0 else array
 
@@ -242,6 +245,10 @@ class Learner:
     def weights(self) -> dict[str, np.ndarray]:
         """Every weight by name, as read-only copies."""
         return {name: _read_only(value) for name, value in self._weights.items()}
+
+    def parameters(self) -> int:
+        """How many numbers the weights hold together (the model's parameter count)."""
+        return sum(int(w.size) for w in self._weights.values())
 
     @property
     def arguments(self) -> dict[str, float | np.ndarray]:

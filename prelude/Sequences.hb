@@ -1,0 +1,261 @@
+-- Sequences
+--
+-- Recurrent cells and attention with named shapes, after the papers (seed 003): the LSTM as
+-- PyTorch computes it (Hochreiter and Schmidhuber 1997, with the forget gate of Gers et al.),
+-- Graves' LSTM with diagonal peepholes (2013), the GRU both as Cho et al. wrote it (2014,
+-- reset before the recurrent product) and as PyTorch computes it (reset after), and scaled
+-- dot-product attention with several heads and a causal mask (Vaswani et al. 2017). A
+-- sequence is a loop over time that reads x[t], so its cost grows linearly with its length.
+--
+-- Conventions. A recurrent input x is T×B×E: time first, then the batch, then features, so
+-- x[t] is the B×E slice at step t; states h and c are B×D. The gate axis is last: an LSTM's
+-- input weights wx are E×D×4 with the gates in PyTorch's order i, f, g, o (wx[e, d, k] is
+-- PyTorch's weight_ih[k·D + d, e]); its recurrent weights wh are D×D×4 and its bias b is D×4
+-- (PyTorch's b_ih + b_hh). A GRU's gates are r, z, n in that order, with weights E×D×3 and
+-- D×D×3. Attention reads x as B×T×M, batch first; a head's weights map the model width M to
+-- key width F or value width L, and several heads stack their weights on a leading axis of N.
+-- The models at the end hold the weights (`parameters()` counts them).
+
+open Prelude.Arithmetic
+
+
+-- The LSTM
+
+-- lstmCell(x, h, c, wx, wh, b) · x inputs B×E · h state B×D · c memory B×D · wx E×D×4 · wh D×D×4 · b D×4 → (next state B×D, next memory B×D)
+-- One step: gates from x wx + h wh + b; c' = σ(f) c + σ(i) tanh(g) and h' = σ(o) tanh(c').
+def lstmCell(x, h, c, wx, wh, b) ≔ lstmFrom(einsum("be,edg->bdg", x, wx), h, c, wh, b)
+
+-- lstm(x, h, c, wx, wh, b) · x sequence T×B×E · h starting state B×D · c starting memory B×D · weights as lstmCell → (last state B×D, last memory B×D)
+-- The cell walked over the sequence, t = 0 … T − 1. Every step's input product x[t] wx is one matrix product over the whole sequence, made before the walk; each step then multiplies only h wh.
+def lstm(x, h, c, wx, wh, b) ≔ lstmSteps(rows(x), inputsOf(x, wx), h, c, wh, b)
+
+-- peepholeCell(x, h, c, wx, wh, b, p) · as lstmCell · p peepholes D×3 (for i, f, o) → (next state B×D, next memory B×D)
+-- Graves' cell: the input and forget gates also read c, the output gate reads c', each through a diagonal peephole (D numbers, not D²).
+def peepholeCell(x, h, c, wx, wh, b, p) ≔
+  let z ≔ affine(x, h, wx, wh, b),
+      c2 ≔ sigmoid(gate(z, 1) + peep(c, p, 1)) · c + sigmoid(gate(z, 0) + peep(c, p, 0)) · tanh(gate(z, 2))
+  in (sigmoid(gate(z, 3) + peep(c2, p, 2)) · tanh(c2), c2)
+
+-- peepholeLstm(x, h, c, wx, wh, b, p) · x sequence T×B×E · others as peepholeCell → (last state, last memory)
+-- The peephole cell walked over the sequence.
+def peepholeLstm(x, h, c, wx, wh, b, p) ≔ peepholeSteps(rows(x), x, h, c, wx, wh, b, p)
+
+-- Building blocks
+
+-- affine(x, h, wx, wh, b) · x B×E · h B×D · wx E×D×G · wh D×D×G · b D×G → B×D×G
+-- Every gate's pre-activation at once, x wx + h wh + b, the gate axis last (two matrix products, no transposes).
+def affine(x, h, wx, wh, b) ≔ einsum("be,edg->bdg", x, wx) + einsum("bk,kdg->bdg", h, wh) + biasOf(h, b)
+
+-- biasOf(h, b) · h B×D (only its shape is read) · b D×G → B×D×G
+-- The bias repeated down the batch.
+def biasOf(h, b) ≔ einsum("bd,dg->bdg", h ^ 0, b)
+
+-- gate(z, k) · z B×D×G · k gate number scalar → B×D
+-- Gate k of z, z[:, :, k], read through the mask [g = k] (the compiler reads the slice directly).
+def gate(z, k) ≔ einsum("bdg,g->bd", z, positions(z, 2) = k)
+
+-- peep(c, p, k) · c memory B×D · p peepholes D×3 · k number scalar → B×D
+-- The memory through peephole k, c ⊙ p[:, k] on every row.
+def peep(c, p, k) ≔ einsum("bd,dg,g->bd", c, p, positions(p, 1) = k)
+
+-- inputsOf(x, wx) · x sequence T×B×E · wx E×D×G → T×B×D×G
+-- Every step's input product x[t] wx, as one contraction over the whole sequence.
+def inputsOf(x, wx) ≔ einsum("tbe,edg->tbdg", x, wx)
+
+-- lstmSteps(n, a, h, c, wh, b) · n steps left · a input products T×B×D×4 (from inputsOf) · h B×D · c B×D · wh D×D×4 · b D×4 → (state, memory)
+-- Steps the cell n more times, reading a[T − n] next.
+def lstmSteps(n, a, h, c, wh, b) ≔
+  if n = 0 then (h, c)
+  else let (h2, c2) ≔ lstmFrom(a[rows(a) − n], h, c, wh, b) in lstmSteps(n − 1, a, h2, c2, wh, b)
+
+-- lstmFrom(a, h, c, wh, b) · a input product B×D×4 · h B×D · c B×D · wh D×D×4 · b D×4 → (next state, next memory)
+-- One step of the cell from its input product.
+def lstmFrom(a, h, c, wh, b) ≔
+  let z ≔ a + einsum("bk,kdg->bdg", h, wh) + biasOf(h, b),
+      c2 ≔ sigmoid(gate(z, 1)) · c + sigmoid(gate(z, 0)) · tanh(gate(z, 2))
+  in (sigmoid(gate(z, 3)) · tanh(c2), c2)
+
+-- peepholeSteps(n, x, h, c, wx, wh, b, p) · n steps left · others as peepholeLstm → (state, memory)
+-- Steps the peephole cell n more times.
+def peepholeSteps(n, x, h, c, wx, wh, b, p) ≔
+  if n = 0 then (h, c)
+  else let (h2, c2) ≔ peepholeCell(x[rows(x) − n], h, c, wx, wh, b, p) in peepholeSteps(n − 1, x, h2, c2, wx, wh, b, p)
+
+
+-- The GRU
+
+-- gruCell(x, h, wx, wh, bx, bh) · x inputs B×E · h state B×D · wx E×D×3 · wh D×D×3 · bx D×3 · bh D×3 → next state B×D
+-- PyTorch's GRU, reset after the recurrent product: r, z = σ(…), n = tanh(x Wn + bxn + r ⊙ (h Un + bhn)), h' = (1 − z) n + z h.
+def gruCell(x, h, wx, wh, bx, bh) ≔
+  let a ≔ einsum("be,edg->bdg", x, wx) + biasOf(h, bx),
+      u ≔ einsum("bk,kdg->bdg", h, wh) + biasOf(h, bh),
+      r ≔ sigmoid(gate(a, 0) + gate(u, 0)),
+      z ≔ sigmoid(gate(a, 1) + gate(u, 1)),
+      n ≔ tanh(gate(a, 2) + r · gate(u, 2))
+  in (1 − z) · n + z · h
+
+-- gru(x, h, wx, wh, bx, bh) · x sequence T×B×E · h starting state B×D · weights as gruCell → last state B×D
+-- PyTorch's GRU cell walked over the sequence.
+def gru(x, h, wx, wh, bx, bh) ≔ gruSteps(rows(x), x, h, wx, wh, bx, bh)
+
+-- choCell(x, h, wx, wh, b) · x inputs B×E · h state B×D · wx E×D×3 · wh D×D×3 · b D×3 → next state B×D
+-- Cho et al.'s GRU, reset before the recurrent product: n = tanh(x Wn + (r ⊙ h) Un + bn), h' = z h + (1 − z) n.
+def choCell(x, h, wx, wh, b) ≔
+  let a ≔ einsum("be,edg->bdg", x, wx) + biasOf(h, b),
+      r ≔ sigmoid(gate(a, 0) + einsum("bk,kd->bd", h, layer(wh, 0))),
+      z ≔ sigmoid(gate(a, 1) + einsum("bk,kd->bd", h, layer(wh, 1))),
+      n ≔ tanh(gate(a, 2) + einsum("bk,kd->bd", r · h, layer(wh, 2)))
+  in z · h + (1 − z) · n
+
+-- choGru(x, h, wx, wh, b) · x sequence T×B×E · h starting state B×D · weights as choCell → last state B×D
+-- Cho's GRU walked over the sequence.
+def choGru(x, h, wx, wh, b) ≔ choSteps(rows(x), x, h, wx, wh, b)
+
+-- Building blocks
+
+-- layer(w, k) · w D×D×G · k gate number scalar → D×D
+-- The weights of gate k, w[:, :, k].
+def layer(w, k) ≔ einsum("kdg,g->kd", w, positions(w, 2) = k)
+
+-- gruSteps(n, x, h, wx, wh, bx, bh) · n steps left · others as gru → state B×D
+-- Steps PyTorch's GRU cell n more times.
+def gruSteps(n, x, h, wx, wh, bx, bh) ≔
+  if n = 0 then h
+  else gruSteps(n − 1, x, gruCell(x[rows(x) − n], h, wx, wh, bx, bh), wx, wh, bx, bh)
+
+-- choSteps(n, x, h, wx, wh, b) · n steps left · others as choGru → state B×D
+-- Steps Cho's cell n more times.
+def choSteps(n, x, h, wx, wh, b) ≔
+  if n = 0 then h
+  else choSteps(n − 1, x, choCell(x[rows(x) − n], h, wx, wh, b), wx, wh, b)
+
+
+-- Attention
+
+-- attend(q, k, v) · q queries B×T×F · k keys B×S×F · v values B×S×L → B×T×L
+-- Scaled dot-product attention, softmax_s(q kᵀ / √F) v, the softmax over the keys S.
+def attend(q, k, v) ≔ einsum("bts,bsl->btl", softmaxLast(scores(q, k)), v)
+
+-- causalAttend(q, k, v) · q B×T×F · k B×T×F · v B×T×L → B×T×L
+-- Attention in which position t reads only keys s ≤ t (every query has at least itself).
+def causalAttend(q, k, v) ≔ einsum("bts,bsl->btl", softmaxLast(masked(scores(q, k))), v)
+
+-- attention(x, wq, wk, wv) · x sequence B×T×M · wq M×F · wk M×F · wv M×L → B×T×L
+-- One head of self-attention: queries, keys and values are three projections of x.
+def attention(x, wq, wk, wv) ≔ attend(project(x, wq), project(x, wk), project(x, wv))
+
+-- multiHead(x, wq, wk, wv, wo) · x sequence B×T×M · wq N×M×F · wk N×M×F · wv N×M×L · wo N×L×M → B×T×M
+-- N heads of self-attention side by side, each with its own F and L coordinates, joined by the output projection wo.
+def multiHead(x, wq, wk, wv, wo) ≔ einsum("bntl,nlo->bto", heads(x, wq, wk, wv, 0), wo)
+
+-- causalMultiHead(x, wq, wk, wv, wo) · as multiHead → B×T×M
+-- multiHead with the causal mask in every head.
+def causalMultiHead(x, wq, wk, wv, wo) ≔ einsum("bntl,nlo->bto", heads(x, wq, wk, wv, 1), wo)
+
+-- layerNormSeq(x, gain, shift) · x B×T×M · gain vector M · shift vector M → B×T×M
+-- Layer normalisation of every position over the model width (population variance, 1e-5), then the gain and shift.
+def layerNormSeq(x, gain, shift) ≔
+  let centred ≔ x − alongLast(x, einsum("btm->bt", x) / columns(x[0])),
+      spread ≔ sqrt(einsum("btm->bt", centred²) / columns(x[0]) + 1e-5)
+  in einsum("btm,m->btm", centred / alongLast(x, spread), gain) + einsum("btm,m->btm", x ^ 0, shift)
+
+-- Building blocks
+
+-- project(x, w) · x B×T×M · w M×F → B×T×F
+-- The sequence through one weight matrix.
+def project(x, w) ≔ einsum("btm,mf->btf", x, w)
+
+-- scores(q, k) · q B×T×F · k B×S×F → B×T×S
+-- Every query against every key, q kᵀ / √F.
+def scores(q, k) ≔ einsum("btf,bsf->bts", q, k) / sqrt(columns(q[0]))
+
+-- masked(s) · s scores B×T×T → B×T×T
+-- The scores with every key after its query lowered by 1e300, so its softmax weight is 0.
+def masked(s) ≔ s − 1e300 · (einsum("s,bts->bts", positions(s, 2), s ^ 0) > einsum("t,bts->bts", positions(s, 1), s ^ 0))
+
+-- alongLast(x, v) · x B×T×M (only its shape is read) · v B×T → B×T×M
+-- v repeated along the last axis.
+def alongLast(x, v) ≔ einsum("bt,btm->btm", v, x ^ 0)
+
+-- softmaxLast(s) · s B×T×S → B×T×S
+-- The softmax over the last axis, shifted by each line's maximum.
+def softmaxLast(s) ≔
+  let e ≔ exp(s − einsum("bt,bts->bts", maximum(s, 2), s ^ 0))
+  in e / einsum("bt,bts->bts", einsum("bts->bt", e), s ^ 0)
+
+-- heads(x, wq, wk, wv, causal) · x B×T×M · wq N×M×F · wk N×M×F · wv N×M×L · causal 0 or 1 → B×N×T×L
+-- Every head's attended values.
+def heads(x, wq, wk, wv, causal) ≔
+  let q ≔ einsum("btm,nmf->bntf", x, wq),
+      k ≔ einsum("bsm,nmf->bnsf", x, wk),
+      v ≔ einsum("bsm,nml->bnsl", x, wv),
+      s ≔ einsum("bntf,bnsf->bnts", q, k) / sqrt(columns(wq[0])),
+      m ≔ s − causal · 1e300 · (einsum("s,bnts->bnts", positions(s, 3), s ^ 0) > einsum("t,bnts->bnts", positions(s, 2), s ^ 0)),
+      e ≔ exp(m − einsum("bnt,bnts->bnts", maximum(m, 3), m ^ 0))
+  in einsum("bnts,bnsl->bntl", e / einsum("bnt,bnts->bnts", einsum("bnts->bnt", e), e ^ 0), v)
+
+
+-- Models
+--
+-- The weights of each network above as a `model … : Learner`, drawn uniformly from
+-- ±1/√(hidden width) (±1/√(model width) for attention) as PyTorch draws them; `parameters()`
+-- counts them. At the seed's sizes (E = 512, D = 768; M = 768, F = L = 64, 12 heads): LSTM
+-- 3,935,232, PeepholeLSTM 3,937,536, GRU 2,953,728, ChoGRU 2,951,424 (2,949,120 of them in
+-- its two matrices), Attention 147,456, MultiHeadAttention 2,359,296 (1,769,472 in the three
+-- input projections, 589,824 in wo).
+
+-- LSTM(inputs, hidden, seed) · the LSTM of lstm: run(x, h, c) walks a sequence T×B×inputs.
+model LSTM(inputs, hidden, seed) : Learner {
+  weight wx : Tensor[inputs, hidden, 4] from drawn(uniform(seed), hidden)
+  weight wh : Tensor[hidden, hidden, 4] from drawn(uniform(seed), hidden)
+  weight b  : Tensor[hidden, 4]         from drawn(uniform(seed), hidden)
+  def run(x, h, c) ≔ lstm(x, h, c, wx, wh, b)
+}
+
+-- PeepholeLSTM(inputs, hidden, seed) · Graves' LSTM with diagonal peepholes.
+model PeepholeLSTM(inputs, hidden, seed) : Learner {
+  weight wx : Tensor[inputs, hidden, 4] from drawn(uniform(seed), hidden)
+  weight wh : Tensor[hidden, hidden, 4] from drawn(uniform(seed), hidden)
+  weight b  : Tensor[hidden, 4]         from drawn(uniform(seed), hidden)
+  weight p  : Tensor[hidden, 3]         from drawn(uniform(seed), hidden)
+  def run(x, h, c) ≔ peepholeLstm(x, h, c, wx, wh, b, p)
+}
+
+-- GRU(inputs, hidden, seed) · PyTorch's GRU, two biases.
+model GRU(inputs, hidden, seed) : Learner {
+  weight wx : Tensor[inputs, hidden, 3] from drawn(uniform(seed), hidden)
+  weight wh : Tensor[hidden, hidden, 3] from drawn(uniform(seed), hidden)
+  weight bx : Tensor[hidden, 3]         from drawn(uniform(seed), hidden)
+  weight bh : Tensor[hidden, 3]         from drawn(uniform(seed), hidden)
+  def run(x, h) ≔ gru(x, h, wx, wh, bx, bh)
+}
+
+-- ChoGRU(inputs, hidden, seed) · Cho's GRU with one bias per block.
+model ChoGRU(inputs, hidden, seed) : Learner {
+  weight wx : Tensor[inputs, hidden, 3] from drawn(uniform(seed), hidden)
+  weight wh : Tensor[hidden, hidden, 3] from drawn(uniform(seed), hidden)
+  weight b  : Tensor[hidden, 3]         from drawn(uniform(seed), hidden)
+  def run(x, h) ≔ choGru(x, h, wx, wh, b)
+}
+
+-- Attention(width, key, value, seed) · one head of self-attention, without biases.
+model Attention(width, key, value, seed) : Learner {
+  weight wq : Tensor[width, key]   from drawn(uniform(seed), width)
+  weight wk : Tensor[width, key]   from drawn(uniform(seed), width)
+  weight wv : Tensor[width, value] from drawn(uniform(seed), width)
+  def run(x) ≔ attention(x, wq, wk, wv)
+}
+
+-- MultiHeadAttention(width, heads, key, value, seed) · several heads and the output projection.
+model MultiHeadAttention(width, heads, key, value, seed) : Learner {
+  weight wq : Tensor[heads, width, key]   from drawn(uniform(seed), width)
+  weight wk : Tensor[heads, width, key]   from drawn(uniform(seed), width)
+  weight wv : Tensor[heads, width, value] from drawn(uniform(seed), width)
+  weight wo : Tensor[heads, value, width] from drawn(uniform(seed), width)
+  def run(x) ≔ multiHead(x, wq, wk, wv, wo)
+  def runCausal(x) ≔ causalMultiHead(x, wq, wk, wv, wo)
+}
+
+-- drawn(u, n) · u uniform draws in [0, 1), any shape · n width scalar → same shape
+-- The draws moved to ±1/√n.
+def drawn(u, n) ≔ (2 · u − 1) / sqrt(n)
