@@ -7,6 +7,7 @@
 -- tied class.
 
 open Prelude.Neighbours
+open Prelude.Kernels
 
 -- classifyNear(z, x, g, k) · z queries m×p · x known points n×p · g classes n×c · k neighbours → one-hot m×c
 -- The class most of each query's k nearest known points belong to.
@@ -23,3 +24,7 @@ fn regressNear(z, x, y, k) ↦ knnRegress(z, x, y, k)
 -- nearestCentre(z, x, g) · z queries m×p · x known points n×p · g classes n×c → one-hot m×c
 -- The class whose mean point is nearest: c points kept instead of n.
 fn nearestCentre(z, x, g) ↦ centroidPredict(z, x, g)
+
+-- howFar(z, x) · z queries m×p · x known points n×p → m×n
+-- Every query's Euclidean distance to every known point: what the neighbours are ranked by.
+fn howFar(z, x) ↦ distances(z, x)

@@ -21,9 +21,9 @@
 -- Zero counts. safe(c) is c with every 0 replaced by 1, so total / safe(counts) is 0 for an
 -- action never taken instead of 0/0. In confident, an action never taken comes first: while a
 -- row has such actions they share the whole row equally, whatever the values say; once every
--- action has been taken, the greedy share goes to the largest upper bound
--- v + c √(ln N / n), with n the action's count and N the row's total (ln N read as 0 while
--- N ≤ 1). Counts are whole numbers ≥ 0.
+-- action has been taken, the row goes to the largest upper bound v + c √(ln N / n), with n the
+-- action's count and N the row's total (ln N read as 0 while N ≤ 1), split among ties. Counts
+-- are whole numbers ≥ 0.
 --
 -- ones is Arithmetic's, re-exported under the name the samples use: a file that opens both
 -- modules writes Arithmetic.ones or Policies.ones (the bare name is ambiguous, E202).
@@ -68,7 +68,7 @@ def marked(ids, a) ≔ oneHot(a, rows(ids))
 def actionIds(v) ≔ positions(v, 1)
 
 -- tally(t, a, w) · t a bandit's row 1×A (only its shape is read) · a arms pulled vector n · w amounts vector n → 1×A
--- What each arm received, Σ_i w_i [a_i = arm]: with w the rewards a bandit's takings, with w = ones(a) its pull counts.
+-- What each arm received, Σ_i w_i [a_i = arm]: a bandit's takings when w holds the rewards, its pull counts when w = ones(a).
 def tally(t, a, w) ≔ einsum("sa,i,ia->sa", t ^ 0, w, marked(actionIds(t), a))
 
 -- ones(x) · x any tensor (only its shape is read) → all ones, same shape

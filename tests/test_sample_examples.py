@@ -133,6 +133,8 @@ def test_nearest_neighbours_and_centroids(executor, rng):
     np.testing.assert_array_equal(near.classifyNear(z, x, g, 5), marks(chosen @ g, np.max))
     np.testing.assert_allclose(near.sharesNear(z, x, g, 5), chosen @ g / 5, rtol=1e-15)
     np.testing.assert_allclose(near.regressNear(z, x, y, 5), chosen @ y / 5, rtol=1e-13)
+    np.testing.assert_allclose(near.howFar(z, x), np.sqrt(((z[:, None, :] - x[None, :, :]) ** 2).sum(axis=2)),
+                               rtol=1e-15)
     centres = g.T @ x / g.sum(axis=0)[:, None]
     d = ((z[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
     np.testing.assert_array_equal(near.nearestCentre(z, x, g), marks(d, np.min))
