@@ -111,3 +111,22 @@ def cgResidual(a, r, p) ≔ r − cgStepSize(a, r, p) · mulVec(a, p)
 -- cgDirection(a, r, p) · arguments as cgStepSize → vector n
 -- The next search direction, r' + (r'·r' / r·r) p with r' = cgResidual(a, r, p), conjugate to p under a.
 def cgDirection(a, r, p) ≔ cgResidual(a, r, p) + dot(cgResidual(a, r, p), cgResidual(a, r, p)) / dot(r, r) · p
+
+
+-- The extremes of each row
+--
+-- lowest and highest mark, in every row of a matrix, each column that holds the row's smallest
+-- (largest) entry. Every tied column is marked, so a row can hold several ones and a constant row
+-- is marked across; argmin(t, 1) and argmax(t, 1) mark only the first. Ties are exact float64
+-- equality. A row holding NaN has no smallest or largest entry, so it gets no mark, as with
+-- argmin and argmax.
+
+-- lowest(t) · t scores n×p → 0/1 marks n×p
+-- A one in every column that holds its row's minimum, [t_ij = min_j' t_ij'], every tie marked.
+-- Instead: for a vector v, v = minimum(v, 0) marks its smallest entries (argmin(v, 0) only the first).
+def lowest(t) ≔ t = einsum("ij,i->ij", t ^ 0, minimum(t, 1))
+
+-- highest(t) · t scores n×p → 0/1 marks n×p
+-- A one in every column that holds its row's maximum, [t_ij = max_j' t_ij'], every tie marked.
+-- Instead: for a vector v, v = maximum(v, 0) marks its largest entries (argmax(v, 0) only the first).
+def highest(t) ≔ t = einsum("ij,i->ij", t ^ 0, maximum(t, 1))

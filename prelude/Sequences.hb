@@ -259,3 +259,21 @@ model MultiHeadAttention(width, heads, key, value, seed) : Learner {
 -- drawn(u, n) · u uniform draws in [0, 1), any shape · n width scalar → same shape
 -- The draws moved to ±1/√n.
 def drawn(u, n) ≔ (2 · u − 1) / sqrt(n)
+
+
+-- Proportional hazards
+--
+-- Cox's model (1972) of how fast events happen to subjects that differ: the hazard of a
+-- subject with covariates x_i is a baseline hazard times the factor exp(x_i · b), so two subjects'
+-- hazards stand in a fixed ratio at every time. hazardOf answers that factor, the hazard ratio
+-- against a subject whose covariates are all 0 (with a column of ones in x, the exponential of
+-- its coefficient is the baseline itself). The linear predictor x_i · b is clamped to
+-- [−700, 700] before the exponential, so the ratio is always finite and above 0: from
+-- e^−700 ≈ 9.9e−305 to e^700 ≈ 1.0e304 (exp overflows to infinity past 709.78, and e^−745
+-- underflows to 0). A NaN predictor stays NaN. 1 − e^(−h) is then the chance of at least one
+-- event for a hazard integrated to h.
+
+-- hazardOf(x, b) · x covariates n×p, one row per subject · b coefficients vector p → hazard ratios vector n
+-- Proportional hazards, exp(x_i · b), with x_i · b clamped to [−700, 700].
+-- Instead: for one subject, pass its covariates as a matrix of one row, [x].
+def hazardOf(x, b) ≔ exp(clipped(einsum("np,p->n", x, b), −700, 700))

@@ -80,7 +80,7 @@ SIGNATURES = {
     "norm": "v:n", "frobenius": "a:np", "sameIndex": "v:n", "solve": "a:nn:spd b:n",
     "leastSquares": "x:np y:n", "cgLoop": "t:steps a:nn:spd x:n r:n p:n tol:tiny",
     "cgStepSize": "a:nn:spd r:n p:n", "cgResidual": "a:nn:spd r:n p:n",
-    "cgDirection": "a:nn:spd r:n p:n",
+    "cgDirection": "a:nn:spd r:n p:n", "lowest": "t:np", "highest": "t:np",
 }
 
 MODULES = ("Prelude.Networks", "Prelude.Arithmetic", "Prelude.Statistics", "Prelude.LinearAlgebra")
