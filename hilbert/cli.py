@@ -162,6 +162,7 @@ def _run_command(args) -> int:
 
 
 def _flush() -> None:
+    """Flush stdout (what --help printed); a closed or full stdout is not an error here."""
     try:
         sys.stdout.flush()
     except OSError:
