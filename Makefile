@@ -29,10 +29,10 @@ test: $(STAMP) lint
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q -m nojit
 
 bench: $(BENCH_STAMP)
-	$(VENV)/bin/hilbert bench
+	$(VENV)/bin/hilbert bench --suite
 
 bench-quick: $(BENCH_STAMP)
-	$(VENV)/bin/hilbert bench --quick
+	$(VENV)/bin/hilbert bench --suite --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info

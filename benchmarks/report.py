@@ -8,21 +8,46 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.cases.base import STANDARD
+from hilbert.timing import seconds
 
 COLUMNS = STANDARD  # anchors with a column of their own; the rest go under "other anchors"
 _ALL_NAMES = ("hilbert", *STANDARD)  # fixed colours for these in every chart
 
 
 def write(results: dict, out_dir: Path) -> list[Path]:
-    """Write latest.json, latest.md and the plots into out_dir; the paths written."""
+    """Write latest.json, latest.md and the plots into out_dir; the paths written. Without
+    matplotlib the plots are skipped and the PNGs of an earlier run are left as they were
+    (latest.md and `hilbert bench` say so)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in [*out_dir.glob("times-*.png"), out_dir / "ratios.png", out_dir / "path-search.png"]:
-        stale.unlink(missing_ok=True)  # charts of an earlier run must not pose as this run's
+    drawing = plotting_available()
+    if drawing:
+        for stale in [*out_dir.glob("times-*.png"), out_dir / "ratios.png",
+                      out_dir / "path-search.png"]:
+            stale.unlink(missing_ok=True)  # charts of an earlier run must not pose as this run's
     json_path, md_path = out_dir / "latest.json", out_dir / "latest.md"
     json_path.write_text(json.dumps(results, indent=1, default=_plain) + "\n", encoding="utf-8")
-    plots = write_plots(results, out_dir)
-    md_path.write_text(markdown(results, [p.name for p in plots]), encoding="utf-8")
+    plots = write_plots(results, out_dir) if drawing else []
+    md_path.write_text(markdown(results, [p.name for p in plots], skipped=not drawing),
+                       encoding="utf-8")
     return [json_path, md_path, *plots]
+
+
+def plotting_available() -> bool:
+    """True when matplotlib can be imported (the plots need it)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def plots_skipped(out_dir: Path) -> str:
+    """What to tell a person whose run drew no plots because matplotlib is missing."""
+    old = sorted(p.name for p in out_dir.glob("*.png"))
+    kept = (f"; the PNG files already in {out_dir} ({', '.join(old)}) are from an earlier run "
+            "and were left as they were" if old else "")
+    return ("plots skipped: matplotlib is not installed (pip install matplotlib, or "
+            f"pip install -e '.[plot]' in a checkout){kept}")
 
 
 def _plain(value):
@@ -33,16 +58,6 @@ def _plain(value):
 
 # --------------------------------------------------------------------------------------------
 # Markdown
-
-
-def seconds(value: float | None) -> str:
-    """A duration with a unit a person reads at a glance: 812 ns, 14.2 µs, 3.07 ms, 1.25 s."""
-    if value is None:
-        return "–"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value / 1e-9:.3g} ns"
 
 
 def _cell(entry: dict | None) -> str:
@@ -156,8 +171,9 @@ def _problems(results: dict) -> list[str]:
     return lines
 
 
-def markdown(results: dict, plots: list[str]) -> str:
-    """latest.md: when and where, the main table, targets, metrics, what was skipped, plots."""
+def markdown(results: dict, plots: list[str], skipped: bool = False) -> str:
+    """latest.md: when and where, the main table, targets, metrics, what was skipped, plots
+    (or, when `skipped`, why there are none)."""
     m = results["machine"]
     blas = m.get("blas", {})
     threads = blas.get("threads")
@@ -191,6 +207,9 @@ def markdown(results: dict, plots: list[str]) -> str:
     ]
     if plots:
         lines += ["## Plots", "", *(f"![{p}]({p})" for p in plots), ""]
+    elif skipped:
+        lines += ["## Plots", "", "None drawn: matplotlib is not installed (`pip install "
+                  "matplotlib`). PNG files beside this one are from an earlier run.", ""]
     return "\n".join(lines)
 
 
@@ -200,14 +219,12 @@ def markdown(results: dict, plots: list[str]) -> str:
 
 def write_plots(results: dict, out_dir: Path) -> list[Path]:
     """times-<group>.png (grouped bars of median time, log scale), ratios.png (hilbert /
-    anchor, log scale, a line at 1) and path-search.png; nothing without matplotlib."""
-    try:
-        import matplotlib
+    anchor, log scale, a line at 1) and path-search.png. Needs matplotlib."""
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     written = []
     groups = dict.fromkeys(c["group"] for c in results["cases"])
     for group in groups:

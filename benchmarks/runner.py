@@ -5,21 +5,16 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import gc
 import json
-import math
 import os
 import platform
 import queue
 import resource
-import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from datetime import datetime, timezone
 from importlib import metadata
@@ -31,11 +26,10 @@ import numpy as np
 from benchmarks.anchors import to_array
 from benchmarks.cases import ALL, Case, Config, Setup, Skip, select
 from benchmarks.cases.base import OURS, ROOT, Target, last_words
+from hilbert.progress import Progress
+from hilbert.timing import describe, summarise, time_interleaved, time_repeat
 
 RESULTS = ROOT / "benchmarks" / "results"
-# A pause before each timed repeat, so thread pools that spin after their last call (OpenMP in
-# PyTorch, XLA's) go idle before the next contestant runs rather than competing with it.
-SETTLE_S = 0.002
 LIBRARIES = ("numpy", "opt_einsum", "numba", "scipy", "lark", "torch", "jax", "jaxlib",
              "matplotlib", "einsum_benchmark", "threadpoolctl", "hilbert")
 
@@ -45,15 +39,19 @@ LIBRARIES = ("numpy", "opt_einsum", "numba", "scipy", "lark", "torch", "jax", "j
 
 
 def main(cases: list[str], quick: bool = False, executor: str = "numba",
-         out_dir: str | Path | None = None, optional: bool = True) -> int:
-    """Run the chosen cases (all for none) and write results/latest.{json,md} and the plots.
-    Exit code 0; 1 when some contestant's output disagreed with ours; 2 for an unknown case."""
+         out_dir: str | Path | None = None, optional: bool = True, listing: bool = False) -> int:
+    """Run the chosen cases (all for none) and write results/latest.{json,md} and the plots;
+    with `listing`, only print the chosen cases. Exit code 0; 1 when some contestant's output
+    disagreed with ours; 2 for an unknown case."""
     try:
         chosen = select(cases)
     except KeyError as err:
-        print(f"hilbert bench: no case matches {err.args[0]!r}; the cases are:\n  "
-              + "\n  ".join(f"{c.name:<18} {c.group:<14} {c.title}" for c in ALL), file=sys.stderr)
+        print(f"hilbert bench: no case matches {err.args[0]!r}; the cases are:\n"
+              + case_list(ALL), file=sys.stderr)
         return 2
+    if listing:
+        print(case_list(chosen))
+        return 0
     config = Config(quick=quick, executor=executor, optional=optional)
     results = run(chosen, config)
     from benchmarks import report
@@ -62,7 +60,14 @@ def main(cases: list[str], quick: bool = False, executor: str = "numba",
     written = report.write(results, target)
     print(report.markdown_table(results))
     print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    if not report.plotting_available():
+        print(report.plots_skipped(target), file=sys.stderr)
     return exit_code(results)
+
+
+def case_list(cases) -> str:
+    """The cases one a line: name, group, and what it measures (`hilbert bench --list`)."""
+    return "\n".join(f"  {c.name:<20} {c.group:<14} {c.title}" for c in cases)
 
 
 def exit_code(results: dict) -> int:
@@ -80,7 +85,7 @@ def run(cases: list[Case], config: Config, progress: Progress | None = None) -> 
     peak = peak_gemm_gflops(config) if any(c.blas_bound for c in cases) else None
     records = []
     for i, case in enumerate(cases):
-        progress.case(i, case.name)
+        progress.item(i, case.name)
         load = _load_average()
         try:
             records.append(run_case(case, config, progress, peak))
@@ -128,7 +133,7 @@ def run_case(case: Case, config: Config, progress: Progress, peak: float | None)
     try:
         setup = case.build(config)
     except Exception as err:  # noqa: BLE001 - a broken case is an entry, not a crash
-        record.update(status="error", error=_describe(err))
+        record.update(status="error", error=describe(err))
         record["ours"].update(status="error", reason=record["error"])
         record["targets"] = evaluate_targets(case.targets, record)
         return record
@@ -146,7 +151,7 @@ def run_case(case: Case, config: Config, progress: Progress, peak: float | None)
 
 
 def _broken_case(case: Case, err: Exception) -> dict:
-    reason = f"the runner failed on this case: {_describe(err)}"
+    reason = f"the runner failed on this case: {describe(err)}"
     ours = _contestant(OURS, "ours") | {"status": "error", "reason": reason}
     return {"name": case.name, "group": case.group, "title": case.title,
             "measures": case.measures, "status": "error", "error": reason, "params": {},
@@ -177,18 +182,18 @@ def _timed(setup: Setup, config: Config, record: dict, progress: Progress,
         except Skip as skip:
             entry.update(status="skipped", reason=str(skip))
         except Exception as err:  # noqa: BLE001
-            entry.update(status="error", reason=_describe(err))
+            entry.update(status="error", reason=describe(err))
     outputs = {}
     for name, call in list(calls.items()):
         progress.step(f"checking {name}")
         try:
             outputs[name] = call()  # the first warm-up call (JIT compilation happens here)
         except Exception as err:  # noqa: BLE001
-            _entry(record, name).update(status="error", reason=_describe(err))
+            _entry(record, name).update(status="error", reason=describe(err))
             del calls[name]
     if setup.compare:
         cross_check(outputs, setup, record)
-    timings, failed = time_interleaved(calls, config, progress)
+    timings, failed = time_interleaved(calls, config.schedule, progress)
     for name, reason in failed.items():
         _entry(record, name).update(status="error", reason=reason)
     for name, stats in timings.items():
@@ -206,7 +211,7 @@ def _measured(setup: Setup, config: Config, record: dict, progress: Progress) ->
     try:
         measured = setup.measure(config)
     except Exception as err:  # noqa: BLE001
-        record.update(status="error", error=_describe(err))
+        record.update(status="error", error=describe(err))
         record["ours"].update(status="error", reason=record["error"])
         return
     record["metrics"].update(measured.metrics)
@@ -256,75 +261,7 @@ def cross_check(outputs: dict[str, Any], setup: Setup, record: dict) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Timing
-
-
-def time_interleaved(calls: dict[str, Callable[[], Any]], config: Config,
-                     progress: Progress) -> tuple[dict[str, dict], dict[str, str]]:
-    """Per contestant: a calibration (a second warm-up that picks how many calls one repeat
-    loops over, so a repeat lasts ≥ min_time), then repeats taken in turn across contestants
-    so slow drifts of the machine hit everyone alike. Returns summaries of seconds per call,
-    and the contestants that failed while being timed, with the reason."""
-    plans: dict[str, tuple[int, int]] = {}
-    failed: dict[str, str] = {}
-    for name, call in calls.items():
-        progress.step(f"calibrating {name}")
-        try:
-            number, per_call = calibrate(call, config.min_time)
-        except Exception as err:  # noqa: BLE001
-            failed[name] = f"failed while calibrating: {_describe(err)}"
-            continue
-        repeats = config.repeats
-        if repeats * number * per_call > config.budget_s:
-            repeats = max(config.min_repeats, int(config.budget_s / (number * per_call)))
-        plans[name] = (number, repeats)
-    times: dict[str, list[float]] = {name: [] for name in plans}
-    for r in range(max((p[1] for p in plans.values()), default=0)):
-        for name, (number, repeats) in plans.items():
-            if r >= repeats or name in failed:
-                continue
-            progress.step(f"timing {name} ({r + 1}/{repeats})")
-            time.sleep(SETTLE_S)
-            try:
-                times[name].append(time_repeat(calls[name], number) / number)
-            except Exception as err:  # noqa: BLE001
-                failed[name] = f"failed while being timed: {_describe(err)}"
-    summaries = {name: summarise(values, plans[name][0])
-                 for name, values in times.items() if name not in failed}
-    return summaries, failed
-
-
-def calibrate(call: Callable[[], Any], min_time: float) -> tuple[int, float]:
-    """(calls per repeat, seconds per call) after one more warm-up call."""
-    per_call = time_repeat(call, 1)
-    if per_call >= min_time:
-        return 1, per_call
-    number = max(1, min(10**6, math.ceil(min_time / max(per_call, 1e-7))))
-    per_call = time_repeat(call, number) / number  # also a warm-up; refines the estimate
-    return max(1, min(10**6, math.ceil(min_time / max(per_call, 1e-9)))), per_call
-
-
-def time_repeat(call: Callable[[], Any], number: int) -> float:
-    """Seconds for `number` calls, the garbage collector paused (as timeit does)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        begun = time.perf_counter()
-        for _ in range(number):
-            call()
-        return time.perf_counter() - begun
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def summarise(times: list[float], number: int) -> dict:
-    """Median and spread of per-call seconds."""
-    ordered = sorted(times)
-    quartiles = statistics.quantiles(ordered, n=4) if len(ordered) > 1 else [ordered[0]] * 3
-    return {"median_s": statistics.median(ordered), "min_s": ordered[0], "max_s": ordered[-1],
-            "iqr_s": quartiles[2] - quartiles[0], "repeats": len(ordered), "number": number,
-            "times_s": ordered}
+# Ratios, derived figures and targets
 
 
 def _ratios(record: dict) -> None:
@@ -453,7 +390,7 @@ def _probe_main(name: str, quick: bool, executor: str) -> int:
         print(json.dumps({"error": f"MemoryError: {err or 'out of memory'} (the probe may use "
                                    f"{limit / 2**30:.1f} GiB)"}), flush=True)
     except Exception as err:  # noqa: BLE001
-        print(json.dumps({"error": _describe(err)}), flush=True)
+        print(json.dumps({"error": describe(err)}), flush=True)
     return 0
 
 
@@ -587,55 +524,14 @@ def peak_gemm_gflops(config: Config) -> float:
     return 2.0 * n**3 / best / 1e9
 
 
-# --------------------------------------------------------------------------------------------
-# Progress
-
-
-class Progress:
-    """A one-line progress bar on stderr when it is a terminal; plain lines otherwise."""
-
-    def __init__(self, total: int, stream=None, enabled: bool | None = None):
-        self.stream = stream or sys.stderr
-        self.bar = self.stream.isatty() if enabled is None else enabled
-        self.total, self.index, self.name = total, 0, ""
-        self.begun = time.perf_counter()
-
-    def case(self, index: int, name: str) -> None:
-        self.index, self.name = index, name
-        if not self.bar:
-            print(f"[{index + 1}/{self.total}] {name}", file=self.stream, flush=True)
-        self.step("")
-
-    def step(self, label: str) -> None:
-        if not self.bar:
-            return
-        width = shutil.get_terminal_size((100, 20)).columns
-        filled = int(24 * self.index / max(self.total, 1))
-        elapsed = int(time.perf_counter() - self.begun)
-        text = (f"[{'#' * filled}{'.' * (24 - filled)}] {self.index + 1}/{self.total} "
-                f"{elapsed // 60}:{elapsed % 60:02d} {self.name}" + (f" · {label}" if label else ""))
-        self.stream.write("\r" + text[:width - 1].ljust(width - 1))
-        self.stream.flush()
-
-    def close(self) -> None:
-        elapsed = time.perf_counter() - self.begun
-        if self.bar:
-            self.stream.write("\r" + " " * (shutil.get_terminal_size((100, 20)).columns - 1) + "\r")
-        print(f"{self.total} case(s) in {elapsed:.0f} s", file=self.stream, flush=True)
-
-
-def _describe(err: BaseException) -> str:
-    """An exception in one line: its type and message (HilbertError's first line is enough)."""
-    text = str(err).strip().splitlines()
-    where = "" if text else " at " + traceback.format_exception(err)[-2].strip()[:200]
-    return f"{type(err).__name__}: {text[0] if text else ''}{where}"[:500]
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.runner")
-    parser.add_argument("cases", nargs="*")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--executor", default="numba")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.runner",
+                                     description="Run the benchmark suite.")
+    parser.add_argument("cases", nargs="*", help="case names, group names or globs (all if none)")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer repeats and smaller sizes (under 3 minutes on 2 cores)")
+    parser.add_argument("--executor", default="numba", help="the executor hilbert runs on")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--probe", metavar="CASE", help=argparse.SUPPRESS)
     parser.add_argument("--no-optional", action="store_true",
                         help="skip the PyTorch and JAX anchors")
@@ -643,4 +539,4 @@ if __name__ == "__main__":
     if options.probe:
         sys.exit(_probe_main(options.probe, options.quick, options.executor))
     sys.exit(main(options.cases, options.quick, options.executor,
-                  optional=not options.no_optional))
+                  optional=not options.no_optional, listing=options.list))

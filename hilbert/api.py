@@ -130,6 +130,19 @@ class Function:
             return self._prepare(shapes, values).plan
         return self.program(shapes).plan
 
+    def benchmark(self, /, *args, optimize=None, repeat: int = 5, **kwargs):
+        """Time this function for each path optimiser in `optimize` (by default auto, greedy,
+        dp and auto-hq): planning, first call and warm call, beside numpy.einsum(optimize=True)
+        and opt_einsum.contract_expression on the same einsums. Arguments as for `plan`:
+        shapes (tuples of ints, drawn from a standard normal) or values. Returns a
+        hilbert.bench.BenchResult: print it for the table, or call its `to_dict()`.
+
+        >>> f.benchmark((64, 32), (32, 128), optimize=["greedy", "dp"])   # doctest: +SKIP
+        """
+        from .bench import benchmark
+
+        return benchmark(self, args, kwargs, optimize, repeat)
+
     def _shape_note(self, shapes) -> str:
         parts = ", ".join(f"{p}: {'×'.join(map(str, s)) or 'scalar'}"
                           for p, s in zip(self.entry.params, shapes, strict=True))

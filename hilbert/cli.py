@@ -13,7 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbert.bench import DEFAULT_OPTIMISERS
+from hilbert.compiler.plan import OPTIMISERS
 from hilbert.grammar.errors import HilbertError
+from hilbert.lexer import colour
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -32,38 +35,113 @@ _MOST_ELEMENTS = 2**63
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hilbert", description="Compile and run .hb tensor "
                                      "mathematics.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="compile files and report every diagnostic")
-    check.add_argument("files", nargs="+", type=Path)
-    run = sub.add_parser("run", help="call a function of a file with arguments")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    check = sub.add_parser("check", help="compile files and report every diagnostic",
+                           description="Compile each file (and what it opens) and report every "
+                           "diagnostic.")
+    check.add_argument("files", nargs="+", type=Path, metavar="FILE", help="a .hb file")
+    run = sub.add_parser("run", help="call a function of a file with arguments",
+                         description="Call a function (or any definition) of a file and print "
+                         "its result as JSON.")
     # argparse reads "-inf" or "-1e3" as an unknown option unless its negative-number pattern
     # matches; `run` has no option that looks like a number, so widen the pattern.
     run._negative_number_matcher = _NEGATIVE_VALUE
-    run.add_argument("file", type=Path)
-    run.add_argument("function")
-    run.add_argument("args", nargs="*", help="numbers, JSON lists, or .npy/.csv paths")
-    run.add_argument("--executor", default="numba", choices=["numba", "reference"])
-    plan = sub.add_parser("plan", help="print the plan of a function for given shapes")
-    plan.add_argument("file", type=Path)
-    plan.add_argument("function")
-    plan.add_argument("--shape", action="append", default=[], metavar="NAME=4x2",
-                      help="a parameter's shape (omit for a scalar)")
-    plan.add_argument("--optimize", default=None, help="opt_einsum path optimiser")
+    run.add_argument("file", type=Path, metavar="FILE", help="the .hb file")
+    run.add_argument("function", metavar="FN", help="a function or definition of FILE")
+    run.add_argument("args", nargs="*", metavar="ARG",
+                     help="numbers, JSON lists, or .npy/.csv paths, one per parameter")
+    _executor_option(run)
+    plan = sub.add_parser("plan", help="print the plan of a function for given shapes",
+                          description="Print how a function will compute for given argument "
+                          "shapes: contraction paths, FLOPs, loops, memory.")
+    plan.add_argument("file", type=Path, metavar="FILE", help="the .hb file")
+    plan.add_argument("function", metavar="FN", help="a function or definition of FILE")
+    _shape_option(plan, "a parameter's shape (omit for a scalar)")
+    plan.add_argument("--optimize", default=None, metavar="NAME",
+                      help=f"the opt_einsum path optimiser (one of: {', '.join(OPTIMISERS)}; "
+                      "default auto)")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
-    bench = sub.add_parser("bench", help="run the benchmark suite (needs a source checkout)")
-    bench.add_argument("cases", nargs="*")
-    bench.add_argument("--quick", action="store_true")
-    bench.add_argument("--executor", default="numba", choices=["numba", "reference"])
-    sub.add_parser("demo", help="run the seed's examples beside their verified outputs")
+    _bench_parser(sub)
+    sub.add_parser("demo", help="run the seed's examples beside their verified outputs",
+                   description="Run every example of the Networks seed beside its verified "
+                   "output.")
+    for command in sub.choices.values():
+        command.add_argument("--color", default="auto", choices=["auto", "always", "never"],
+                             help="colour plans and errors: auto (when writing to a terminal "
+                             "and NO_COLOR is not set), always, or never")
     return parser
+
+
+def _executor_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--executor", default="numba", choices=["numba", "reference"],
+                        help="what runs the code: numba (compiled, the default) or reference "
+                        "(the NumPy interpreter)")
+
+
+def _shape_option(parser: argparse.ArgumentParser, text: str) -> None:
+    parser.add_argument("--shape", action="append", default=[], metavar="NAME=4x2", help=text)
+
+
+def _bench_parser(sub) -> None:
+    bench = sub.add_parser(
+        "bench", help="time a function of yours for each path optimiser, or run the suite",
+        usage="hilbert bench FILE FN [--shape NAME=4x2]… [--value NAME=V]… [--optimize LIST] "
+              "[--repeat N] [--json OUT] [--plot OUT.png]\n"
+              "       hilbert bench --suite [CASE…] [--quick] | hilbert bench --list",
+        description="Time FN of FILE, for each path optimiser, beside numpy.einsum(optimize="
+                    "True) and opt_einsum.contract_expression on the same einsums: planning, "
+                    "first call and warm call, with FLOPs, the largest intermediate and ratios. "
+                    "With --suite, run the built-in benchmark suite (a source checkout) instead.")
+    bench.add_argument("targets", nargs="*", metavar="FILE FN | CASE",
+                       help="a .hb file and one of its functions; with --suite, case names, "
+                       "group names or globs (every case if none)")
+    _shape_option(bench, "a parameter's shape; its values are drawn from a standard normal "
+                  "(seed 0). A parameter given neither --shape nor --value is a random scalar")
+    bench.add_argument("--value", action="append", default=[], metavar="NAME=V",
+                       help="a parameter's value, read as `hilbert run` reads arguments: "
+                       "for step counts and other values that matter")
+    bench.add_argument("--optimize", metavar="LIST",
+                       help="path optimisers to compare, separated by commas (default "
+                       f"{','.join(DEFAULT_OPTIMISERS)}; any of: {', '.join(OPTIMISERS)})")
+    bench.add_argument("--repeat", type=int, metavar="N",
+                       help="timed repeats of the warm call per contestant, each looping "
+                       "calls for at least 50 ms (default 5)")
+    bench.add_argument("--json", metavar="OUT",
+                       help="also write the results as JSON to OUT (- prints JSON instead of "
+                       "the table)")
+    bench.add_argument("--plot", metavar="OUT.png",
+                       help="also draw the times as a bar chart (needs matplotlib)")
+    bench.add_argument("--suite", action="store_true",
+                       help="run the built-in benchmark suite instead (needs a source checkout; "
+                       "writes benchmarks/results/)")
+    bench.add_argument("--list", action="store_true", help="list the suite's cases and stop")
+    bench.add_argument("--quick", action="store_true",
+                       help="with --suite: fewer repeats and smaller sizes (under 3 minutes "
+                       "on 2 cores)")
+    _executor_option(bench)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     try:
-        return _main(argv)
+        args = _parser().parse_args(argv)
+    except SystemExit as stop:  # --help, or a usage error argparse has reported
+        _flush()
+        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    except KeyboardInterrupt:
+        _complain("hilbert: interrupted")
+        return EXIT_INTERRUPTED
+    return _run_command(args)
+
+
+def _run_command(args) -> int:
+    """Run the command; every failure becomes a message on stderr and an exit code."""
+    try:
+        code = _COMMANDS[args.command](args)
+        sys.stdout.flush()  # so a failing write is reported here, not as Python exits
+        return code
     except HilbertError as err:
-        _complain(str(err))
+        _complain(colour(str(err), sys.stderr, args.color))
         return EXIT_ERROR
     except UsageError as err:
         _complain(f"hilbert: {err}")
@@ -83,15 +161,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
 
 
-def _main(argv: list[str] | None) -> int:
+def _flush() -> None:
+    """Flush stdout (what --help printed); a closed or full stdout is not an error here."""
     try:
-        args = _parser().parse_args(argv)
-    except SystemExit as stop:  # --help, or a usage error argparse has reported
         sys.stdout.flush()
-        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
-    code = _COMMANDS[args.command](args)
-    sys.stdout.flush()  # so a failing write is reported here, not as Python exits
-    return code
+    except OSError:
+        _silence_stdout()
 
 
 class UsageError(Exception):
@@ -134,7 +209,7 @@ def _check(args) -> int:
             for name in module.definitions:  # entries are built on first use: build them all
                 module.function(name)
         except HilbertError as err:
-            _complain(str(err))
+            _complain(colour(str(err), sys.stderr, args.color))
             failed += 1
         else:
             functions = len(module.names) - len(module.models)
@@ -281,18 +356,100 @@ def _plan(args) -> int:
     if args.optimize:
         function = function.using(optimize=args.optimize)
     plan = function.plan(*shapes)
-    print(json.dumps(plan.to_dict(), indent=2) if args.json else str(plan))
+    print(json.dumps(plan.to_dict(), indent=2) if args.json else
+          colour(str(plan), sys.stdout, args.color))
     return EXIT_OK
 
 
 def _bench(args) -> int:
+    if args.suite or args.list:
+        return _bench_suite(args)
+    if args.quick:
+        raise UsageError("--quick is for the suite: hilbert bench --suite --quick")
+    if len(args.targets) != 2:
+        raise UsageError("hilbert bench needs a file and a function (hilbert bench FILE FN "
+                         "--shape NAME=4x2 …), or --suite for the benchmark suite")
+    optimisers = _optimiser_list(args.optimize or ",".join(DEFAULT_OPTIMISERS))
+    repeat = 5 if args.repeat is None else args.repeat
+    if repeat < 1:
+        raise UsageError(f"--repeat {repeat}: give a whole number ≥ 1")
+    function = _function(Path(args.targets[0]), args.targets[1], args.executor)
+    arguments = _bench_arguments(function, args.shape, args.value)
+    result = function.benchmark(*arguments, optimize=optimisers, repeat=repeat)
+    _bench_outputs(result, args.json, args.plot)
+    return EXIT_ERROR if result.mismatched else EXIT_OK
+
+
+def _optimiser_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in OPTIMISERS]
+    if not names or unknown:
+        raise UsageError(f"--optimize {text!r}: name path optimisers separated by commas, "
+                         f"from: {', '.join(OPTIMISERS)}")
+    return names
+
+
+def _bench_arguments(function, shapes: list[str], values: list[str]) -> list:
+    """One argument per parameter: a shape (a tuple, drawn at random) or a value."""
+    given: dict[str, object] = {}
+    for name, value in [parse_shape(s) for s in shapes] + [_named_value(v) for v in values]:
+        if name in given:
+            raise UsageError(f"{name} is given twice (by --shape or --value)")
+        given[name] = value
+    unknown = set(given) - set(function.entry.params)
+    if unknown:
+        raise UsageError(f"{function.entry.name} has no parameter(s) "
+                         f"{', '.join(sorted(unknown))}")
+    return [given.get(p, ()) for p in function.entry.params]
+
+
+def _named_value(text: str) -> tuple[str, object]:
+    name, equals, value = text.partition("=")
+    if not name or not equals or not value:
+        raise UsageError(f"--value {text!r}: write NAME=VALUE, as NAME=100 or NAME=[1, 2]")
+    return name, parse_value(value)
+
+
+def _bench_outputs(result, json_path: str | None, plot_path: str | None) -> None:
+    """The table (or JSON on stdout), then the files asked for."""
+    data = json.dumps(result.to_dict(), indent=1)
+    print(data if json_path == "-" else str(result))
+    if json_path not in (None, "-"):
+        _write_text(Path(json_path), data + "\n")
+        _complain(f"wrote {json_path}")
+    if plot_path is not None:
+        try:
+            result.plot(plot_path)
+        except ImportError as err:
+            kept = " (the file already there was left as it was)" if Path(plot_path).exists() else ""
+            _complain(f"hilbert bench: plot skipped: {err}; {plot_path} was not written{kept}")
+        else:
+            _complain(f"wrote {plot_path}")
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def _bench_suite(args) -> int:
+    given = [flag for flag, value in (("--shape", args.shape), ("--value", args.value),
+                                      ("--json", args.json), ("--plot", args.plot),
+                                      ("--repeat", args.repeat), ("--optimize", args.optimize))
+             if value is not None and value != []]
+    if given:
+        raise UsageError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for timing a "
+                         "function of yours (hilbert bench FILE FN …), not for the suite")
     root = Path(__file__).resolve().parent.parent
     if not (root / "benchmarks" / "runner.py").is_file():
-        raise UsageError("hilbert bench needs a source checkout (benchmarks/ was not found)")
+        raise UsageError("hilbert bench --suite needs a source checkout (benchmarks/ was not "
+                         "found)")
     sys.path.insert(0, str(root))
     from benchmarks.runner import main as bench_main
 
-    return bench_main(args.cases, quick=args.quick, executor=args.executor)
+    return bench_main(args.targets, quick=args.quick, executor=args.executor, listing=args.list)
 
 
 def _demo(args) -> int:

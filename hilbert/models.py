@@ -35,6 +35,7 @@ from hilbert.grammar.errors import HilbertError, ModelError, RuntimeHilbertError
 
 from .api import Function
 from .arguments import bind_arguments
+from .progress import run_in_chunks
 
 
 class ModelUseError(ModelError, AttributeError):
@@ -123,9 +124,16 @@ def _train_method(model: CompiledModel, member: Member):
         own = self._bind(member, args, kwargs)
         count = _step_count(model, member, steps)
         with self._lock:  # read, step and write as one: calls from two threads both count
-            state = self._execute(member, self._state() + own + (np.array(float(count)),))
-            new = {w.name: _private(state[position])
-                   for position, w in enumerate(model.weights, start=1) if w.name in member.assigned}
+            state, weights = self._state(), len(model.weights)
+
+            def run(chunk: int) -> None:  # `chunk` steps from `state`; its weights move on
+                nonlocal state
+                final = self._execute(member, state + own + (np.array(float(chunk)),))
+                state = tuple(_private(w) for w in final[1:1 + weights]) + state[weights:]
+
+            run_in_chunks(count, run, f"{model.name}.{member.name}")  # progress between chunks
+            new = {w.name: state[position]
+                   for position, w in enumerate(model.weights) if w.name in member.assigned}
             self._weights = self._weights | new  # replaced whole, never changed in place
 
     steps = inspect.Parameter(STEPS, inspect.Parameter.KEYWORD_ONLY, default=1)

@@ -3,8 +3,8 @@
 -- The entrywise functions the rest of the Prelude is built from: the rectifier, the logistic
 -- sigmoid and its relatives, the row-wise softmax, one gradient-descent step, the probability
 -- floor, and the two ways of repeating a vector across a matrix. Every definition here is
--- entrywise or row-wise and written on the primitives of LANGUAGE.md: `einsum`, `exp`, `ln`,
--- `tanh`, `abs`, `max`, `min`, `maximum`, comparisons and `^ 0`.
+-- entrywise or row-wise and written on the primitives of the language (docs/language.md §5):
+-- `einsum`, `exp`, `ln`, `tanh`, `abs`, `max`, `min`, `maximum`, comparisons and `^ 0`.
 --
 -- Conventions. Entrywise operators need operands of the same shape or one scalar; nothing
 -- broadcasts. To repeat a vector across a matrix say so: `lifted(a, v)` repeats an n-vector

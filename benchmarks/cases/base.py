@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hilbert.timing import Schedule
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
@@ -59,6 +61,11 @@ class Config:
         """Seconds of timed repeats one contestant may use before its repeats are cut (never
         below `min_repeats`)."""
         return self.pick(30.0, 1.5)
+
+    @property
+    def schedule(self) -> Schedule:
+        """These settings as the timing loop takes them."""
+        return Schedule(self.min_time, self.repeats, self.min_repeats, self.budget_s)
 
     @property
     def probe_timeout_s(self) -> float:
