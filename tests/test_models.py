@@ -726,5 +726,5 @@ def test_a_weight_or_parameter_called_steps_is_refused_when_the_model_trains():
     for text in ("model M : Learner { weight steps : Tensor[] from 0  def train() { steps ≔ steps + 1 } }",
                  "model M(steps) : Learner { weight w : Tensor[] from 0  def train() { w ≔ w + 1 } }"):
         with pytest.raises(hilbert.HilbertError) as raised:
-            hilbert.compile_source(text).M
+            hilbert.compile_source(text)
         assert raised.value.code == "E800" and "steps" in raised.value.message
