@@ -40,7 +40,8 @@ def differentiate(of: ir.Node, wrt: ir.Node, span: Span) -> ir.Node:
 
     Requires inlined IR (no Call, Item or Grad) with `wrt` a Local or State leaf; ensures a
     node of wrt's shape, wrapped in the `gradient` op that checks, once shapes are known,
-    that `of` is a scalar (E320).
+    that `of` is a scalar (E320) — before the derivative's own ops, so a shape error names
+    what the user wrote.
     """
     if isinstance(of, ir.Tuple):
         raise CheckError("E320", f"∂ … / ∂ {_name(wrt)}: a gradient is taken of a scalar, but "
@@ -48,7 +49,7 @@ def differentiate(of: ir.Node, wrt: ir.Node, span: Span) -> ir.Node:
                          span)
     of = share(of)
     adjoint = Sweep(span).run([(of, ir.Const(1.0, span))], [wrt])[0]
-    return ir.Prim("gradient", (adjoint, of), (), span)
+    return ir.Prim("gradient", (of, adjoint), (), span)  # `of` first: its shapes are checked first
 
 
 def _name(node: ir.Node) -> str:

@@ -146,6 +146,12 @@ class _ModelCompiler:
         _unique(d.name, [(p, "parameter", d.span) for p in d.params]
                 + [(w.name, "weight", w.span) for w in d.weights]
                 + [(m.name, "method", m.span) for m in (*d.trains, *d.methods)])
+        for name, kind, span in ([(p, "parameter", d.span) for p in d.params]
+                                 + [(w.name, "weight", w.span) for w in d.weights]):
+            if name == STEPS and d.trains:
+                raise ModelError("E800", f"{d.name} cannot have a {kind} called {STEPS}: its "
+                                 f"train blocks take the number of steps by that name "
+                                 f"(train(…, {STEPS}=N)); rename the {kind}", span)
         for w in d.weights:
             self.check_weight(w)
         for member in (*d.trains, *d.methods):

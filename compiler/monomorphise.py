@@ -74,7 +74,7 @@ def _coordinate(node: ir.Prim, shapes: list[Shape]) -> ir.Node:
 
 
 def _gradient(node: ir.Prim, shapes: list[Shape]) -> ir.Node:
-    return node.args[0]  # `of` was checked to be a scalar when the shapes were inferred
+    return node.args[1]  # `of` was checked to be a scalar when the shapes were inferred
 
 
 _LOWER: dict[str, Callable[[ir.Prim, list[Shape]], ir.Node]] = {

@@ -84,7 +84,7 @@ INTERNAL: dict[str, Primitive] = {p.name: p for p in [
     # sum over axis k; place(g, like, t)[block]: zeros shaped like `like` with g at slice t (or
     # from row t on, a block); cut(g, a, b)[k, which]: the part of g along axis k that came
     # from a (which = 0) or b (1) in concat(a, b, k); coordinate(x)[k]: each entry's index along
-    # axis k; gradient(g, of): g, once `of` is checked to be a scalar.
+    # axis k; gradient(of, g): g, once `of` is checked to be a scalar.
     Primitive("sumto", 2, "sumto", None),
     Primitive("spread", 2, "spread", None),
     Primitive("sumalong", 1, "reduce", np.sum),

@@ -316,7 +316,7 @@ def _coordinate_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
 
 
 def _gradient_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
-    adjoint, of = args
+    of, adjoint = args
     if of:
         raise CheckError("E320", f"∂ e / ∂ x needs a scalar e, but e is {describe_shape(of)}; "
                          "sum it first (einsum with an empty output, as einsum(\"i->\", e) for a "

@@ -63,7 +63,7 @@ class Generated:
     source: str
     compiled: bool  # False: plain NumPy calls only, so it runs uncompiled (no call overhead)
     loops: list[ir.Loop]  # by the number compiled code names a loop with in StepCountError
-    reads: list[ir.Prim]  # by the number compiled code names an x[t] with in PositionError
+    reads: list[ir.Prim]  # by the number compiled code names an x[t] or a oneHot in its errors
     kernels: int  # fused loop nests
     products: int  # contractions that reach a matrix product
 
@@ -235,6 +235,8 @@ class Emitter:
                 return ()
             case ir.Prim(op="index", args=(x, _)):
                 return dims[x][1:]
+            case ir.Prim(op="oneHot", args=(labels, classes)):
+                return dims[labels] + (f"int({self.value(classes)})",)
             case ir.Prim(op="slice", args=(x, start, stop)):
                 return (f"(int({self.value(stop)}) - int({self.value(start)}))",) + dims[x][1:]
             case ir.Einsum(spec=spec):
@@ -369,6 +371,8 @@ class Emitter:
                 self.bind(node, self.frame.states[node.loop][node.index])
             case "view":
                 self.emit_view(node)
+            case "onehot":
+                self.emit_one_hot(node)
             case "tuple":
                 self.bind(node, f"({''.join(self.value(i) + ', ' for i in node.items)})")
             case other:
@@ -392,6 +396,36 @@ class Emitter:
             start, stop = (self.value(a) for a in node.args[1:])
             self.out.line(f"{name} = {self.value(x)}[int({start}):int({stop})]")
         self.bind(node, name)
+
+    def emit_one_hot(self, node: ir.Prim) -> None:
+        """oneHot(labels, k): every label checked to be a whole number 0 … k − 1 (or the
+        reference executor's E511 is raised), then a row of zeros with one 1 per label."""
+        labels, classes = node.args
+        number = len(self.reads)
+        self.reads.append(node)
+        k = self.fresh("k")
+        self.out.line(f"{k} = int({self.value(classes)})")
+        dims = self.dims_of(node)
+        out = self.alloc(node, dims)
+        count = " * ".join(dims[:-1]) or "1"
+        flat_labels = self.fresh("l")
+        self.out.line(f"{flat_labels} = {self._flat(labels)}")
+        flat_out = f"{out}.reshape(({count}, {k}))"
+        i, v = self.fresh("i"), self.fresh("v")
+        with self.out.block(f"for {i} in range({count}):"):
+            self.out.line(f"{v} = {flat_labels}[{i}]")
+            with self.out.block(f"if not ({v} >= 0.0 and {v} < {k} and np.floor({v}) == {v}):"):
+                self.out.line(f"raise K.LabelError({number}, {v}, {k})")
+            self.out.line(f"{flat_out}[{i}, :] = 0.0")
+            self.out.line(f"{flat_out}[{i}, int({v})] = 1.0")
+        self.bind(node, out)
+
+    def _flat(self, node: ir.Node) -> str:
+        """`node`'s value as a vector of its entries (a scalar as a vector of one)."""
+        if not self.shape(node):
+            return f"np.full(1, {self.value(node)})"
+        size = " * ".join(self.dims_of(node))
+        return f"{self.value(node)}.reshape(({size},))"
 
     # ---------------------------------------------------------------- entrywise code
 

@@ -77,6 +77,8 @@ def role(node: ir.Node, shapes: dict) -> str:
                 return "size"
             if kind in ("index", "slice"):
                 return "view"
+            if kind == "onehot":
+                return "onehot"
             if kind == "reduce":
                 return "tail"
             if is_generator(node, shapes):

@@ -35,6 +35,11 @@ class PositionError(Exception):
     The executor turns it into the HilbertError the reference executor raises (E510)."""
 
 
+class LabelError(Exception):
+    """Raised by compiled code for a oneHot label that is not a whole number 0 … k − 1: args
+    (read, label, k). The executor turns it into the reference executor's E511."""
+
+
 def jit(function):
     """`function` compiled the way all of hilbert's code is: NumPy's error model (x/0 is inf,
     not an exception), no GIL (threads run compiled code at once), no bounds checks (indices

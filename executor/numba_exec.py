@@ -19,7 +19,7 @@ from hilbert.compiler.primitives import BY_OP, SPELLING
 from hilbert.compiler.shapes import Scope, ShapeTable
 
 from . import cache, codegen, kernels
-from .kernels import PositionError, StepCountError
+from .kernels import LabelError, PositionError, StepCountError
 from .planned import _kernel as planned_einsum
 from .reference import (
     Reference,
@@ -30,12 +30,12 @@ from .reference import (
     run_loop_grad,
     step_count,
 )
-from .sequences import position
+from .sequences import one_hot, position
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
 _COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", "shift", "index",
-                   "slice")
+                   "slice", "onehot")
 #: NUMBA_DISABLE_JIT=1: generated code runs as Python, on NumPy scalars that warn on x/0.
 _PYTHON_MODE = kernels.PYTHON_MODE
 _FLOAT64 = np.dtype(np.float64)
@@ -150,6 +150,10 @@ class CompiledRegion:
             number, value, size = err.args
             position(self.generated.reads[number], value, size)  # raises the HilbertError
             raise AssertionError("a position compiled code refused was accepted") from err
+        except LabelError as err:
+            number, value, classes = err.args
+            one_hot(self.generated.reads[number], np.array([value]), classes)  # raises E511
+            raise AssertionError("a label compiled code refused was accepted") from err
 
     def convert(self, values) -> list:
         """Host values as this function's arguments: compiled code is compiled for one layout
@@ -352,9 +356,10 @@ class WholeProgram:
         self.region = region
         self.function = region.function
         self.positions = tuple(n.index for n in region.region.inputs)
-        # plain NumPy calls on the parameters as they are: nothing to convert
+        # plain NumPy calls on the parameters as they are: nothing to convert, no checked
+        # read whose error the region translates (x[t], oneHot)
         self.direct = (self.positions == tuple(range(arity)) and not region.scalars
-                       and not region.generated.compiled)
+                       and not region.generated.compiled and not region.generated.reads)
         self._steps = 0
 
     def __call__(self, values):

@@ -305,3 +305,22 @@ def test_every_op_has_a_derivative_rule():
 
     never = {"gaussian", "uniform", "argmax", "argmin"}
     assert set(BY_OP) - never <= set(RULES)
+
+
+def test_cross_entropy_gradient_is_softmax_minus_one_hot(executor):
+    """oneHot inside a derivative compiles on numba (it once ran only on the reference)."""
+    module = hilbert.compile_source("""
+open Prelude.Losses
+fn g(z, labels) ↦ ∂ crossEntropy(z, labels) / ∂ z
+""", executor=executor)
+    z = np.array([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]])
+    labels = np.array([2.0, 0.0])
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    np.testing.assert_allclose(module.g(z, labels), (p - np.eye(3)[[2, 0]]) / 2, rtol=1e-12)
+
+
+def test_a_shape_error_under_a_derivative_names_the_einsum_written():
+    with pytest.raises(hilbert.HilbertError) as raised:
+        hilbert.compile_source('fn f(z) ↦ ∂ einsum("i->", z · z) / ∂ z').f(2.0)
+    assert raised.value.code == "E306" and 'einsum "i->"' in raised.value.message

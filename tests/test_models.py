@@ -720,3 +720,11 @@ def test_the_weight_limit_is_hilbert_memory_limit(monkeypatch):
     with pytest.raises(HilbertError) as err:
         Huge(400, seed=1)  # 1.2 MiB
     assert err.value.code == "E802" and "over the limit of 1.0 MiB" in err.value.message
+
+
+def test_a_weight_or_parameter_called_steps_is_refused_when_the_model_trains():
+    for text in ("model M : Learner { weight steps : Tensor[] from 0  def train() { steps ≔ steps + 1 } }",
+                 "model M(steps) : Learner { weight w : Tensor[] from 0  def train() { w ≔ w + 1 } }"):
+        with pytest.raises(hilbert.HilbertError) as raised:
+            hilbert.compile_source(text)
+        assert raised.value.code == "E800" and "steps" in raised.value.message
