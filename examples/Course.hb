@@ -5,11 +5,13 @@
 -- gradients, the dual-number example, the activations' derivatives, the digits network, the
 -- losses and their numerics, batch normalisation, the optimiser arithmetic and the schedule.
 -- Every derivative is taken with ∂ and every optimiser step is the Prelude's, so a number
--- here is the language's answer, not a transcription. The derivatives are written in ∂'s
--- ASCII spelling, grad(e, x) for ∂ e / ∂ x: the printer writes ∂ back as grad(…), which
--- reads as a call, so a file using ∂ does not yet print and parse back to the same tree. The circle classifier that ends the
+-- here is the language's answer, not a transcription. The circle classifier that ends the
 -- seed is examples/CircleClassifier.hb; examples/course.py prints everything beside the
 -- seed, and docs/course.md lists the numbers with notes.
+--
+-- The derivatives are written in ∂'s ASCII spelling, grad(e, x) for ∂ e / ∂ x: the printer
+-- writes ∂ back as grad(…), which reads as a call, so a file using ∂ does not yet print and
+-- parse back to the same tree (the test suite checks that every shipped file does).
 --
 -- Conventions. Batches are n×d matrices, one example per row (the seed's batch form);
 -- weights are d_in×d_out and biases vectors d_out. All arithmetic is float64: where the seed's

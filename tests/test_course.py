@@ -44,6 +44,11 @@ def gelu(z):
     return 0.5 * z * (1 + erf(z / math.sqrt(2)))
 
 
+def gelu_slope(z):
+    """Φ(z) + z φ(z), GELU's derivative by the product rule."""
+    return (1 + erf(z / math.sqrt(2))) / 2 + z * np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+
+
 def sigmoid(z):
     return 1 / (1 + np.exp(-z))
 
@@ -94,12 +99,12 @@ def test_activation_derivative_table(executor):
     z = np.array([-3.0, 0.0, 1.0, 2.0, 5.0])
     slopes = dict(zip(ACTIVATION_TABLE, course(executor).activationSlopes(z), strict=True))
     s = sigmoid(z)
-    density = np.exp(-z ** 2 / 2) / math.sqrt(2 * math.pi)
     calculus = {"sigmoid": s * (1 - s), "tanh": 1 - np.tanh(z) ** 2, "relu": (z > 0) * 1.0,
-                "gelu": (1 + erf(z / math.sqrt(2))) / 2 + z * density, "silu": s + z * s * (1 - s)}
+                "gelu": gelu_slope(z), "silu": s + z * s * (1 - s)}
     for name, want in ACTIVATION_TABLE.items():
         np.testing.assert_allclose(slopes[name], want, **printed(want, 4), err_msg=name)
-        np.testing.assert_allclose(slopes[name], calculus[name], rtol=1e-12, atol=1e-15, err_msg=name)
+        np.testing.assert_allclose(slopes[name], calculus[name], rtol=1e-12, atol=1e-15,
+                                   err_msg=name)
     assert slopes["relu"][1] == 0.0  # PyTorch's choice at the kink
 
 
@@ -177,7 +182,8 @@ def test_binary_cross_entropy_needs_no_clamp(executor):
     assert module.binaryCrossEntropyByHand([[17.0]], [[0.0]]) == pytest.approx(exact, abs=1e-8)
     # once σ(z) rounds to 1 the naive form is infinite (PyTorch would clamp it to 100)
     assert module.binaryCrossEntropyByHand([[40.0]], [[0.0]]) == math.inf
-    assert module.binaryCrossEntropyOf([[40.0]], [[0.0]]) == pytest.approx(40 + math.exp(-40), rel=1e-15)
+    from_logits = module.binaryCrossEntropyOf([[40.0]], [[0.0]])
+    assert from_logits == pytest.approx(40 + math.exp(-40), rel=1e-15)
 
 
 def test_huber_residual_of_three(executor):
@@ -250,9 +256,10 @@ def test_momentum_is_a_low_pass_filter(executor):
 def iteration_radius(kind: str, rate: float, mu: float) -> float:
     """The spectral radius of one step of each optimiser on f(θ) = θ²/2 (λ = 1), from its
     update written as a 2×2 matrix on (θ, v)."""
+    # rows: θ' and v'. Heavy ball: v' = μv + θ, θ' = θ − ηv'. Nesterov: θ' = θ − η(θ + μv').
     step = {"sgd": [[1 - rate, 0], [0, 0]],
-            "momentum": [[1 - rate, -rate * mu], [1, mu]],                 # v' = μv + θ; θ' = θ − ηv'
-            "nesterov": [[1 - rate * (1 + mu), -rate * mu * mu], [1, mu]]}[kind]   # θ' = θ − η(g + μv')
+            "momentum": [[1 - rate, -rate * mu], [1, mu]],
+            "nesterov": [[1 - rate * (1 + mu), -rate * mu * mu], [1, mu]]}[kind]
     return max(abs(np.linalg.eigvals(np.array(step, dtype=float))))
 
 
@@ -298,7 +305,8 @@ def test_warmup_cosine_schedule(executor):
     module = course(executor)
     for step in SCHEDULE_STEPS:
         assert module.courseSchedule(step) == pytest.approx(schedule_closed_form(step), rel=1e-12)
-    assert module.courseSchedule(500) == 3e-3 and module.courseSchedule(10000) == pytest.approx(3e-5)
+    assert module.courseSchedule(500) == 3e-3
+    assert module.courseSchedule(10000) == pytest.approx(3e-5, rel=1e-12)
 
 
 def test_warmup_cosine_matches_torch_sequential_lr():
@@ -354,8 +362,6 @@ def numpy_circle_loop(params: list, x, labels, orders, epochs, clip=1.0):
 def numpy_circle_gradients(params, x, labels):
     """Cross-entropy of the 2→h→h→2 GELU network and its gradients, by the chain rule."""
     w1, b1, w2, b2, w3, b3 = params
-    density = lambda z: np.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
-    slope = lambda z: (1 + erf(z / math.sqrt(2))) / 2 + z * density(z)  # noqa: E731
     z1 = x @ w1 + b1
     h1 = gelu(z1)
     z2 = h1 @ w2 + b2
@@ -368,8 +374,8 @@ def numpy_circle_gradients(params, x, labels):
     d3 = np.exp(log_shares)
     d3[np.arange(n), labels] -= 1
     d3 /= n
-    d2 = d3 @ w3.T * slope(z2)
-    d1 = d2 @ w2.T * slope(z1)
+    d2 = d3 @ w3.T * gelu_slope(z2)
+    d1 = d2 @ w2.T * gelu_slope(z1)
     return loss, [x.T @ d1, d1.sum(0), h1.T @ d2, d2.sum(0), h2.T @ d3, d3.sum(0)]
 
 
@@ -384,6 +390,15 @@ def hilbert_circle_loop(module, initial, x, labels, orders, epochs):
             losses.append(net.loss(x[batch], labels[batch]))
             net.train(x[batch], labels[batch], epoch)
     return losses, net
+
+
+NAMES = ("w1", "b1", "w2", "b2", "w3", "b3")
+
+
+def linear_init(rng) -> list:
+    """Parameters drawn as nn.Linear draws them, uniform on ±1/√d_in, stored d_in×d_out."""
+    shapes = [((2, 32), 2), ((32,), 2), ((32, 32), 32), ((32,), 32), ((32, 2), 32), ((2,), 32)]
+    return [rng.uniform(-1, 1, shape) / math.sqrt(d_in) for shape, d_in in shapes]
 
 
 def circle_data(rng):
@@ -406,25 +421,23 @@ def test_circle_classifier_standardises_with_training_statistics(executor, rng):
 
 def test_circle_classifier_loop_agrees_with_numpy(executor, rng):
     x, labels = circle_data(rng)
-    initial = [rng.uniform(-b, b, shape) for b, shape in
-               ((0.7, (2, 32)), (0.7, (32,)), (0.18, (32, 32)), (0.18, (32,)), (0.18, (32, 2)), (0.18, (2,)))]
+    initial = linear_init(rng)
     orders = [rng.permutation(TRAIN) for _ in range(EPOCHS)]
     ours, net = hilbert_circle_loop(circle(executor), initial, x, labels, orders, EPOCHS)
     want, params = numpy_circle_loop(initial, x, labels, orders, EPOCHS)
     np.testing.assert_allclose(ours, want, rtol=1e-10)
-    for name, value in zip(("w1", "b1", "w2", "b2", "w3", "b3"), params, strict=True):
+    for name, value in zip(NAMES, params, strict=True):
         np.testing.assert_allclose(getattr(net, name), value, rtol=1e-10, atol=1e-12, err_msg=name)
     assert ours[-1] < 0.5 * ours[0]                         # and it learns
-    shares = x[TRAIN:] @ params[0]                          # accuracy by NumPy on the validation set
-    logits = gelu(gelu(shares + params[1]) @ params[2] + params[3]) @ params[4] + params[5]
+    hidden = gelu(gelu(x[TRAIN:] @ params[0] + params[1]) @ params[2] + params[3])
+    logits = hidden @ params[4] + params[5]                 # accuracy by NumPy
     assert net.accuracyOn(x[TRAIN:], labels[TRAIN:]) == np.mean(logits.argmax(1) == labels[TRAIN:])
 
 
 def test_circle_classifier_clips_the_global_gradient_norm(executor, rng):
     x, labels = circle_data(rng)
     # weights four times nn.Linear's scale give a gradient norm well above the threshold 1
-    initial = [4 * rng.uniform(-b, b, shape) for b, shape in
-               ((0.7, (2, 32)), (0.7, (32,)), (0.18, (32, 32)), (0.18, (32,)), (0.18, (32, 2)), (0.18, (2,)))]
+    initial = [4 * w for w in linear_init(rng)]
     net = circle(executor).CircleClassifier(32, 0)
     net.restart(*initial)
     _, grads = numpy_circle_gradients(initial, x[:64], labels[:64].astype(int))
@@ -435,7 +448,7 @@ def test_circle_classifier_clips_the_global_gradient_norm(executor, rng):
     order = [np.arange(192)]
     _, clipped = numpy_circle_loop(initial, x, labels, order, 1)
     _, unclipped = numpy_circle_loop(initial, x, labels, order, 1, clip=math.inf)
-    for name, want, other in zip(("w1", "b1", "w2", "b2", "w3", "b3"), clipped, unclipped, strict=True):
+    for name, want, other in zip(NAMES, clipped, unclipped, strict=True):
         np.testing.assert_allclose(getattr(net, name), want, rtol=1e-11, atol=1e-14, err_msg=name)
         assert np.abs(want - other).max() > 1e-7, name       # clipping made a difference
 
