@@ -85,8 +85,10 @@ class Specialised:
 
 
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
-               executor: str = "numba", values: tuple | None = None) -> Specialised:
-    """Specialise the fused entry to `shapes` and plan it (paths, loops, memory guard)."""
+               executor: str = "numba", values: tuple | None = None,
+               limit: int | None = None) -> Specialised:
+    """Specialise the fused entry to `shapes` and plan it (paths, loops, memory guard at
+    `limit` bytes, HILBERT_MEMORY_LIMIT's by default)."""
     specialise(entry, shapes)                                 # rules checked on the source's IR
     table = specialise(entry, shapes, fused=True)             # shapes of what will run
     body = monomorphise(entry.fused, table)                   # derivatives' ops as einsums
@@ -94,7 +96,7 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
         body = eliminate_masks(fuse(body))                    # fused with their neighbours
         table = infer_shapes(body, shapes)
     plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor,
-                     values)                                  # paths, costs, memory guard
+                     values, limit)                           # paths, costs, memory guard
     dump("plan", plan)
     return Specialised(body, table, plan)
 
