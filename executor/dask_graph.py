@@ -20,6 +20,7 @@ import dask.array as da
 import numpy as np
 import opt_einsum
 from hilbert.compiler import ir
+from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.plan import Plan, memory_limit
 from hilbert.compiler.plan_text import human_bytes
 from hilbert.compiler.primitives import BY_OP
@@ -88,7 +89,7 @@ class DaskGraph:
         self.sketch = Sketch({})
         self.loop_steps = 0
         self.limit = memory_limit()
-        self._kernels: dict[tuple[int, ir.Node], Kernel] = {}
+        self._kernels: dict[tuple[int, ir.Node], Kernel | None] = {}
 
     def run(self, root: ir.Node, leaves: tuple):
         """The value of `root` (lazy where it reads a dask array) for parameter values `leaves`."""
@@ -117,26 +118,29 @@ class DaskGraph:
                 memo[node.cond] = np.float64(self.number(memo[node.cond]))
             return needs(node, memo)
         if self._fused(node, scope):
-            return self._kernel(node, scope).inputs
+            return self._kernels[(id(scope), node)].inputs  # type: ignore[union-attr]
         return ir.children(node)
 
     def _fused(self, node: ir.Node, scope) -> bool:
-        """True for an entrywise node with an array value: the root of a blockwise kernel."""
+        """True for the root of a blockwise kernel: an entrywise node with an array value
+        whose region holds more than itself (one operation is as fast as dask's ufunc)."""
         return (isinstance(node, ir.Prim) and BY_OP[node.op].kind in _ENTRYWISE
-                and self.table.scopes[scope][node] != ())
+                and self.table.scopes[scope][node] != () and self._kernel(node, scope) is not None)
 
-    def _kernel(self, root: ir.Node, scope) -> Kernel:
+    def _kernel(self, root: ir.Node, scope) -> Kernel | None:
         key = (id(scope), root)
         if key not in self._kernels:
             self._kernels[key] = self._make_kernel(root, scope)
         return self._kernels[key]
 
-    def _make_kernel(self, root: ir.Node, scope) -> Kernel:
+    def _make_kernel(self, root: ir.Node, scope) -> Kernel | None:
         """The entrywise region under `root`: every entrywise node it reads (constants inline),
-        its inputs everything else. Its code is the numba executor's for the same region."""
+        its inputs everything else; None for a region of one operation. Its code is the numba
+        executor's for the same region."""
         shapes = self.table.scopes[scope]
         inputs: list[ir.Node] = []
         seen: set[ir.Node] = set()
+        operations = 0
         stack = [root]
         while stack:
             node = stack.pop()
@@ -146,9 +150,12 @@ class DaskGraph:
             if isinstance(node, ir.Const):
                 continue
             if isinstance(node, ir.Prim) and BY_OP[node.op].kind in _ENTRYWISE:
+                operations += 1
                 stack.extend(reversed(node.args))
             else:
                 inputs.append(node)
+        if operations < 2:
+            return None
         generated = codegen.generate(codegen.Region(root, tuple(inputs), scope), self.table,
                                      self.optimize)
         scalars = frozenset(i for i, n in enumerate(inputs) if shapes[n] == ())
@@ -169,7 +176,8 @@ class DaskGraph:
             case ir.Const(value=v):
                 return np.float64(v)
             case ir.Prim() if self._fused(node, scope):
-                kernel = self._kernel(node, scope)
+                kernel = self._kernels[(id(scope), node)]
+                assert kernel is not None
                 return self._blockwise(kernel, [memo[n] for n in kernel.inputs],
                                        self.table.scopes[scope][node])
             case ir.Prim():
@@ -227,7 +235,8 @@ class DaskGraph:
         path = list(self.plan.paths.get((node.spec, shapes)) or [tuple(range(len(operands)))])
         if not any(lazy(o) for o in operands):
             return opt_einsum.contract(node.spec, *operands, optimize=path)
-        arrays = [da.asarray(o) for o in operands]
+        terms = parse_spec(node.spec).inputs
+        arrays = [_diagonal_chunks(term, da.asarray(o)) for term, o in zip(terms, operands, strict=True)]
         return opt_einsum.contract(node.spec, *arrays, optimize=path, backend="dask")
 
     def _prim(self, node: ir.Prim, args: list, scope):
@@ -320,7 +329,7 @@ class DaskGraph:
         """(final state, steps run), as the reference executor runs a loop, but each step's
         new state persisted together (computed where the scheduler runs it, kept there)."""
         moving = moving_components(loop)
-        state = list(state)
+        state = list(dask.persist(*state))  # what every step reads is made (or sent) once
         if loop.counter is not None:
             remaining = step_count(loop, self.number(state[loop.counter]))
             if tape is not None:
@@ -385,6 +394,18 @@ class DaskGraph:
         values = [self.eval(root, memo, leaves, scope) for root in roots]
         self.sketch.steps[name] = count_tasks(values)
         return tuple(_stand_in(v) for v in values)
+
+
+def _diagonal_chunks(term: str, array: da.Array) -> da.Array:
+    """`array` with the axes of a repeated letter (a diagonal, as in "ii->i") cut alike: dask
+    reads a diagonal block by block only when the blocks are square."""
+    first: dict[str, int] = {}
+    wanted = {}
+    for axis, letter in enumerate(term):
+        if letter in first:
+            wanted[axis] = array.chunks[first[letter]]
+        first.setdefault(letter, axis)
+    return array.rechunk(wanted) if wanted else array
 
 
 def _shift_block(block: np.ndarray, sizes: list[int], attrs: tuple) -> np.ndarray:
