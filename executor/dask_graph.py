@@ -226,7 +226,7 @@ class DaskGraph:
                 args += [v, () if lazy(v) else None]
             else:
                 args += [da.asarray(v), index]
-        return da.blockwise(kernel.function, index, *args, dtype=np.float64,
+        return da.blockwise(kernel.function, index, *args, dtype=np.float64, token="hilbert-kernel",
                             meta=np.empty((0,) * len(shape)))
 
     def _einsum(self, node: ir.Einsum, operands: list):
@@ -329,11 +329,11 @@ class DaskGraph:
         """(final state, steps run), as the reference executor runs a loop, but each step's
         new state persisted together (computed where the scheduler runs it, kept there)."""
         moving = moving_components(loop)
-        state = list(dask.persist(*state))  # what every step reads is made (or sent) once
+        state = list(settled(state))  # what every step reads is made (or sent) once
         if loop.counter is not None:
             remaining = step_count(loop, self.number(state[loop.counter]))
             if tape is not None:
-                tape_guard(loop, state, moving, remaining)
+                tape_guard(loop, _sizes_only(state), moving, remaining)
             for left in range(remaining, 0, -1):
                 state[loop.counter] = np.float64(left)
                 self._step(loop, state, moving, {}, tape)
@@ -346,7 +346,7 @@ class DaskGraph:
                 return tuple(state), steps
             steps += 1
             if tape is not None:
-                tape_guard(loop, state, moving, steps)
+                tape_guard(loop, _sizes_only(state), moving, steps)
             self._step(loop, state, moving, memo, tape)
 
     def _step(self, loop: ir.Loop, state: list, moving: list[int], memo: dict,
@@ -355,7 +355,7 @@ class DaskGraph:
         if tape is not None:
             tape.append(frozen)
         new = [self.eval(loop.step[i], memo, frozen, loop) for i in moving]
-        for i, value in zip(moving, dask.persist(*new), strict=True):
+        for i, value in zip(moving, settled(new), strict=True):
             state[i] = value
 
     def _loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
@@ -371,8 +371,8 @@ class DaskGraph:
         while tape:
             before = tape.pop()
             memo: dict = {}
-            adjoints = dask.persist(*[self.eval(term, memo, before + adjoints, node)
-                                      for term in node.vjp])
+            adjoints = settled([self.eval(term, memo, before + adjoints, node)
+                                for term in node.vjp])
         self.loop_steps += steps
         return adjoints
 
@@ -394,6 +394,26 @@ class DaskGraph:
         values = [self.eval(root, memo, leaves, scope) for root in roots]
         self.sketch.steps[name] = count_tasks(values)
         return tuple(_stand_in(v) for v in values)
+
+
+def settled(values) -> tuple:
+    """`values` computed and kept where they were computed (dask arrays backed by blocks in
+    memory, or by a cluster's futures), waiting until they are: a loop's next step starts
+    from a finished state, and nothing else a call submits runs ahead of it and piles up."""
+    values = dask.persist(*values)
+    try:
+        from distributed import futures_of, wait
+    except ImportError:  # only the local scheduler, whose persist has already waited
+        return values
+    futures = futures_of([v for v in values if lazy(v)])
+    if futures:  # a cluster's: persist only submitted them
+        wait(futures)
+    return values
+
+
+def _sizes_only(state: list) -> list:
+    """The state as arrays of its sizes that hold nothing (what the tape's guard reads)."""
+    return [np.broadcast_to(np.float64(0), v.shape) if lazy(v) else v for v in state]
 
 
 def _diagonal_chunks(term: str, array: da.Array) -> da.Array:

@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("file", type=Path)
     run.add_argument("function")
     run.add_argument("args", nargs="*", help="numbers, JSON lists, or .npy/.csv paths")
-    run.add_argument("--executor", default="numba", choices=["numba", "reference"])
+    run.add_argument("--executor", default="numba", choices=["numba", "reference", "dask"])
     plan = sub.add_parser("plan", help="print the plan of a function for given shapes")
     plan.add_argument("file", type=Path)
     plan.add_argument("function")
@@ -50,6 +50,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="a parameter's shape (omit for a scalar)")
     plan.add_argument("--optimize", default=None, help="opt_einsum path optimiser")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument("--executor", default="numba", choices=["numba", "reference", "dask"],
+                      help="the executor whose plan to show (dask: blocks and task graph)")
+    plan.add_argument("--chunks", action="append", default=[], metavar="[NAME=]ROWS",
+                      help="dask: rows per block of the first array argument, or of NAME")
     bench = sub.add_parser("bench", help="run the benchmark suite (needs a source checkout)")
     bench.add_argument("cases", nargs="*")
     bench.add_argument("--quick", action="store_true")
@@ -267,7 +271,7 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 
 def _plan(args) -> int:
-    function = _function(args.file, args.function)
+    function = _function(args.file, args.function, args.executor)
     named = [parse_shape(s) for s in args.shape]
     given = dict(named)
     if len(given) < len(named):
@@ -280,9 +284,29 @@ def _plan(args) -> int:
     shapes = [given.get(p, ()) for p in function.entry.params]
     if args.optimize:
         function = function.using(optimize=args.optimize)
+    if args.chunks:
+        function = function.using(chunks=_chunks(args.chunks, args.executor))
     plan = function.plan(*shapes)
     print(json.dumps(plan.to_dict(), indent=2) if args.json else str(plan))
     return EXIT_OK
+
+
+def _chunks(given: list[str], executor: str):
+    """--chunks ROWS (the first array argument) or --chunks NAME=ROWS, each repeatable."""
+    if executor != "dask":
+        raise UsageError("--chunks is for --executor dask")
+    named: dict[str, int] = {}
+    for text in given:
+        name, _, rows = text.rpartition("=")
+        if not _SIZE.fullmatch(rows) or int(rows) < 1 or len(rows) > 18:
+            raise UsageError(f"--chunks {text!r:.40}: write ROWS or NAME=ROWS, rows a whole "
+                             "number ≥ 1")
+        named[name] = int(rows)
+    if "" in named:
+        if len(named) > 1:
+            raise UsageError("--chunks: give ROWS alone, or NAME=ROWS for each array to cut")
+        return named[""]
+    return named
 
 
 def _bench(args) -> int:
