@@ -78,6 +78,7 @@ class DaskProgram:
         self.chunks = chunks
         self.compute = compute
         self.loop_steps = 0
+        self._kernels: dict = {}  # the blockwise kernels every run shares
         self._plan = ready.plan
         self._blocks = chunking(entry, ready.plan.signature, chunks)
 
@@ -109,7 +110,7 @@ class DaskProgram:
 
     def _graph(self, symbolic: bool) -> DaskGraph:
         return DaskGraph(self.table, self._plan, self.optimize, self.entry.definition.span,
-                         symbolic)
+                         symbolic, self._kernels)
 
     def _stand_ins(self) -> tuple:
         """What a symbolic run starts from: the plan's values, or unknown numbers and arrays."""

@@ -80,7 +80,7 @@ class DaskGraph:
     """Evaluates one signature's planned IR on dask arrays (see the module docstring)."""
 
     def __init__(self, table: ShapeTable, plan: Plan, optimize: str, span: Span,
-                 symbolic: bool = False):
+                 symbolic: bool = False, kernels: dict | None = None):
         self.table = table
         self.plan = plan
         self.optimize = optimize
@@ -89,7 +89,8 @@ class DaskGraph:
         self.sketch = Sketch({})
         self.loop_steps = 0
         self.limit = memory_limit()
-        self._kernels: dict[tuple[int, ir.Node], Kernel | None] = {}
+        # kernels by scope and root, shared by every run of one program (`kernels`)
+        self._kernels: dict[tuple[int, ir.Node], Kernel | None] = {} if kernels is None else kernels
 
     def run(self, root: ir.Node, leaves: tuple):
         """The value of `root` (lazy where it reads a dask array) for parameter values `leaves`."""
