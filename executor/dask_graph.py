@@ -54,10 +54,19 @@ class BlockKernel:
 
     def __call__(self, *blocks):
         run = cache.function(self.source, self.compiled)
-        args = [np.float64(b) if i in self.scalars else np.array(b, dtype=np.float64, order="C")
+        args = [np.float64(b) if i in self.scalars else _compiled_layout(b)
                 for i, b in enumerate(blocks)]
         with np.errstate(all="ignore"):
             return run(*args)[0]
+
+
+def _compiled_layout(block) -> np.ndarray:
+    """`block` as compiled code is compiled for (C-ordered, writable float64; it writes no
+    input): copied only when it is not that already (a read-only or strided block)."""
+    if (type(block) is np.ndarray and block.dtype == np.float64 and block.flags.c_contiguous
+            and block.flags.writeable):
+        return block
+    return np.array(block, dtype=np.float64, order="C")
 
 
 @dataclass(frozen=True)
