@@ -87,11 +87,12 @@ class Specialised:
 
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
                executor: str = "numba", values: tuple | None = None,
-               keeps_all: bool | None = None) -> Specialised:
+               keeps_all: bool | None = None, limit: int | None = None) -> Specialised:
     """Specialise `entry` to `shapes` and plan what `executor` runs (paths, loops, memory
-    guard): the reference executor runs the literal IR and keeps every value of a scope, the
-    numba executor runs the fused IR and frees a value after its last reader (`keeps_all`
-    says otherwise: a call with work on the host keeps what the host computes)."""
+    guard at `limit` bytes, HILBERT_MEMORY_LIMIT's by default): the reference executor runs
+    the literal IR and keeps every value of a scope, the numba executor runs the fused IR and
+    frees a value after its last reader (`keeps_all` says otherwise: a call with work on the
+    host keeps what the host computes)."""
     source = specialise(entry, shapes)                        # rules checked on the source's IR
     reference = executor == "reference"
     body = entry.body if reference else entry.fused
@@ -101,7 +102,7 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
         body = lowered if reference else eliminate_masks(fuse(lowered))  # fused with the rest
         table = infer_shapes(body, shapes)
     plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor, values,
-                     keeps_all=reference if keeps_all is None else keeps_all)
+                     limit, keeps_all=reference if keeps_all is None else keeps_all)
     dump("plan", plan)
     return Specialised(body, table, plan)
 

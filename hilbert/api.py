@@ -16,7 +16,7 @@ import numpy as np
 from hilbert.compiler.driver import CompiledModule, Entry, annotate, compile_module
 from hilbert.compiler.modules import Loader
 from hilbert.compiler.plan import Plan, check_optimiser
-from hilbert.executor import get_executor
+from hilbert.executor import check_options, get_executor
 from hilbert.grammar.errors import ArgumentError, HilbertError
 from hilbert.grammar.syntax import Open
 
@@ -38,18 +38,22 @@ class Function:
     parameter name); it returns an ndarray, or a Python float for a scalar result."""
 
     def __init__(self, entry: Entry, module: CompiledModule, executor: str,
-                 optimize: str = "auto", programs: dict | None = None):
+                 optimize: str = "auto", programs: dict | None = None,
+                 options: dict | None = None):
         self.entry = entry
         self.module = module
         self.executor = executor
         self.optimize = optimize
+        self.options = dict(options or {})  # the executor's own (dask: chunks, compute)
         self.plans_made = 0  # specialisations so far (a second call of a signature makes none)
-        # Programs by executor and optimiser, then by argument shapes (shared with `using`),
-        # least recently used first.
+        # Programs by executor, optimiser and options, then by argument shapes (shared with
+        # `using`), least recently used first.
         self._programs: dict[tuple, OrderedDict] = {} if programs is None else programs
         self._by_shapes: OrderedDict[tuple, object] = self._programs.setdefault(
-            (executor, optimize), OrderedDict())
+            (executor, optimize, repr(sorted(self.options.items()))), OrderedDict())
         self._limit = _program_limit()
+        # an executor that binds the arguments itself (dask keeps dask arrays lazy), or None
+        self._call = getattr(get_executor(executor), "call", None)
         self._arity = len(entry.params)
         self._lock = threading.Lock()
         self.__name__ = entry.name
@@ -60,13 +64,18 @@ class Function:
             self.__signature__ = inspect.Signature(
                 [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in entry.params])
 
-    def using(self, executor: str | None = None, optimize: str | None = None) -> Function:
-        """This function with another executor or path optimiser, e.g. `f.using("reference")(x)`."""
+    def using(self, executor: str | None = None, optimize: str | None = None,
+              **options) -> Function:
+        """This function with another executor, path optimiser or executor options, e.g.
+        `f.using("reference")(x)` or `f.using("dask", chunks=1000)(x)` (docs/dask.md)."""
         if optimize is not None:
             check_optimiser(optimize, self.entry.definition.span)
-        get_executor(executor or self.executor)  # unknown names fail here, not at the call
+        if executor in (None, self.executor):
+            options = self.options | options  # the same executor keeps the options it had
+        # unknown names and options fail here, not at the call
+        check_options(executor or self.executor, options, self.entry.definition.span)
         return Function(self.entry, self.module, executor or self.executor,
-                        optimize or self.optimize, self._programs)
+                        optimize or self.optimize, self._programs, options)
 
     def _docstring(self) -> str:
         d = self.entry.definition
@@ -78,6 +87,8 @@ class Function:
         return f"<hilbert {d.kind} {d.name}({', '.join(d.params)}) at {d.span}>"
 
     def __call__(self, /, *args, **kwargs):
+        if self._call is not None:
+            return self._call(self, args, kwargs)
         if kwargs or len(args) != self._arity or not _all_ready(args):
             args = bind_arguments(self.entry, args, kwargs)
         shapes = tuple([a.shape for a in args])
@@ -116,7 +127,8 @@ class Function:
 
     def _prepare(self, shapes, values=None):
         try:
-            program = get_executor(self.executor).prepare(self.entry, shapes, self.optimize, values)
+            program = get_executor(self.executor).prepare(self.entry, shapes, self.optimize, values,
+                                                          **self.options)
         except HilbertError as err:
             raise annotate(err, self.module.resolved).with_note(self._shape_note(shapes)) from None
         self.plans_made += 1

@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("function", metavar="FN", help="a function or definition of FILE")
     run.add_argument("args", nargs="*", metavar="ARG",
                      help="numbers, JSON lists, or .npy/.csv paths, one per parameter")
-    _executor_option(run)
+    _executor_option(run, dask=True)
     plan = sub.add_parser("plan", help="print the plan of a function for given shapes",
                           description="Print how a function will compute for given argument "
                           "shapes: contraction paths, FLOPs, loops, memory.")
@@ -61,6 +61,10 @@ def _parser() -> argparse.ArgumentParser:
                       help=f"the opt_einsum path optimiser (one of: {', '.join(OPTIMISERS)}; "
                       "default auto)")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    _executor_option(plan, dask=True, text="the executor whose plan to show (dask: blocks and "
+                     "task graph)")
+    plan.add_argument("--chunks", action="append", default=[], metavar="[NAME=]ROWS",
+                      help="dask: rows per block of the first array argument, or of NAME")
     _bench_parser(sub)
     sub.add_parser("demo", help="run the seed's examples beside their verified outputs",
                    description="Run every example of the Networks seed beside its verified "
@@ -72,10 +76,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _executor_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--executor", default="numba", choices=["numba", "reference"],
-                        help="what runs the code: numba (compiled, the default) or reference "
-                        "(the NumPy interpreter)")
+def _executor_option(parser: argparse.ArgumentParser, dask: bool = False,
+                     text: str = "what runs the code: numba (compiled, the default), reference "
+                     "(the NumPy interpreter) or dask (blocks, on a cluster: the dask extra)") -> None:
+    choices = ["numba", "reference", "dask"] if dask else ["numba", "reference"]
+    if not dask:
+        text = text.replace(" or dask (blocks, on a cluster: the dask extra)", "").replace(
+            "the default), reference", "the default) or reference")
+    parser.add_argument("--executor", default="numba", choices=choices, help=text)
 
 
 def _shape_option(parser: argparse.ArgumentParser, text: str) -> None:
@@ -342,7 +350,7 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 
 def _plan(args) -> int:
-    function = _function(args.file, args.function)
+    function = _function(args.file, args.function, args.executor)
     named = [parse_shape(s) for s in args.shape]
     given = dict(named)
     if len(given) < len(named):
@@ -355,10 +363,30 @@ def _plan(args) -> int:
     shapes = [given.get(p, ()) for p in function.entry.params]
     if args.optimize:
         function = function.using(optimize=args.optimize)
+    if args.chunks:
+        function = function.using(chunks=_chunks(args.chunks, args.executor))
     plan = function.plan(*shapes)
     print(json.dumps(plan.to_dict(), indent=2) if args.json else
           colour(str(plan), sys.stdout, args.color))
     return EXIT_OK
+
+
+def _chunks(given: list[str], executor: str):
+    """--chunks ROWS (the first array argument) or --chunks NAME=ROWS, each repeatable."""
+    if executor != "dask":
+        raise UsageError("--chunks is for --executor dask")
+    named: dict[str, int] = {}
+    for text in given:
+        name, _, rows = text.rpartition("=")
+        if not _SIZE.fullmatch(rows) or int(rows) < 1 or len(rows) > 18:
+            raise UsageError(f"--chunks {text!r:.40}: write ROWS or NAME=ROWS, rows a whole "
+                             "number ≥ 1")
+        named[name] = int(rows)
+    if "" in named:
+        if len(named) > 1:
+            raise UsageError("--chunks: give ROWS alone, or NAME=ROWS for each array to cut")
+        return named[""]
+    return named
 
 
 def _bench(args) -> int:

@@ -1,0 +1,456 @@
+"""Planned IR as dask.array operations: the graph the dask executor builds for one call.
+
+Each node becomes a dask array (or stays a NumPy number when it reads no array): contractions
+follow the plan's opt_einsum path with dask's tensordot and einsum; every maximal entrywise
+region is one blockwise map of the numba executor's generated kernel for it (one task per
+block, whatever the region's size); reductions, slices and joins are dask's own. Loops run on
+the client step by step, the new state persisted after every step, so the graph never grows
+with the number of steps. A symbolic run builds the graphs without computing anything, for
+the plan: an `if` builds both branches and a loop a single step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+
+import dask
+import dask.array as da
+import numpy as np
+import opt_einsum
+from hilbert.compiler import ir
+from hilbert.compiler.einsum_spec import parse_spec
+from hilbert.compiler.plan import Plan, memory_limit
+from hilbert.compiler.plan_text import human_bytes
+from hilbert.compiler.primitives import BY_OP
+from hilbert.compiler.shapes import ShapeTable
+from hilbert.grammar.errors import RuntimeHilbertError
+from hilbert.grammar.source import Span
+
+from . import cache, codegen, sequences
+from .reference import evaluate, moving_components, needs, shift, step_count, tape_guard
+
+_ENTRYWISE = ("unary", "binary", "compare")
+#: A task holds its input blocks, its result and a temporary at once: each block of a value may
+#: use at most this share of HILBERT_MEMORY_LIMIT.
+BLOCK_SHARE = 4
+
+
+def lazy(value) -> bool:
+    """True for a dask array (a value the cluster holds or will compute)."""
+    return isinstance(value, da.Array)
+
+
+@dataclass(frozen=True)
+class BlockKernel:
+    """A fused entrywise region's generated function applied to one block of each input. Only
+    its source travels with a task: each worker process compiles it once (or loads it from
+    hilbert's disk cache), as the numba executor does."""
+
+    source: str
+    compiled: bool
+    scalars: frozenset[int]
+
+    def __call__(self, *blocks):
+        run = cache.function(self.source, self.compiled)
+        args = [np.float64(b) if i in self.scalars else _compiled_layout(b)
+                for i, b in enumerate(blocks)]
+        with np.errstate(all="ignore"):
+            return run(*args)[0]
+
+
+def _compiled_layout(block) -> np.ndarray:
+    """`block` as compiled code is compiled for (C-ordered, writable float64; it writes no
+    input): copied only when it is not that already (a read-only or strided block)."""
+    if (type(block) is np.ndarray and block.dtype == np.float64 and block.flags.c_contiguous
+            and block.flags.writeable):
+        return block
+    return np.array(block, dtype=np.float64, order="C")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A region's kernel and the nodes whose values it takes, in order."""
+
+    function: BlockKernel
+    inputs: tuple[ir.Node, ...]
+
+
+@dataclass
+class Sketch:
+    """What a symbolic run saw: tasks per step of each loop, the largest block."""
+
+    steps: dict[str, int]
+    largest: int = 0
+
+
+class DaskGraph:
+    """Evaluates one signature's planned IR on dask arrays (see the module docstring)."""
+
+    def __init__(self, table: ShapeTable, plan: Plan, optimize: str, span: Span,
+                 symbolic: bool = False, kernels: dict | None = None):
+        self.table = table
+        self.plan = plan
+        self.optimize = optimize
+        self.span = span  # where errors point when a node has no span of its own
+        self.symbolic = symbolic
+        self.sketch = Sketch({})
+        self.loop_steps = 0
+        self.limit = memory_limit()
+        # kernels by scope and root, shared by every run of one program (`kernels`)
+        self._kernels: dict[tuple[int, ir.Node], Kernel | None] = {} if kernels is None else kernels
+
+    def run(self, root: ir.Node, leaves: tuple):
+        """The value of `root` (lazy where it reads a dask array) for parameter values `leaves`."""
+        with np.errstate(all="ignore"):
+            return self.eval(root, {}, leaves, None)
+
+    def eval(self, node: ir.Node, memo: dict, leaves: tuple, scope):
+        return evaluate(node, memo, leaves, partial(self._inputs, scope=scope),
+                        partial(self._value, scope=scope))
+
+    def number(self, value, stand_in: float = 0.0) -> float:
+        """A scalar's value now: a lazy one is computed (a symbolic run takes `stand_in`)."""
+        if lazy(value):
+            if self.symbolic:
+                return stand_in
+            value = value.compute()
+        return float(value)
+
+    # ---------------------------------------------------------------- what a node needs
+
+    def _inputs(self, node: ir.Node, memo: dict, scope) -> tuple[ir.Node, ...]:
+        if isinstance(node, ir.Cond):
+            if self.symbolic:
+                return (node.cond, node.then, node.orelse)
+            if node.cond in memo:  # computed once, kept as a number for the branch choice
+                memo[node.cond] = np.float64(self.number(memo[node.cond]))
+            return needs(node, memo)
+        if self._fused(node, scope):
+            return self._kernels[(id(scope), node)].inputs  # type: ignore[union-attr]
+        return ir.children(node)
+
+    def _fused(self, node: ir.Node, scope) -> bool:
+        """True for the root of a blockwise kernel: an entrywise node with an array value
+        whose region holds more than itself (one operation is as fast as dask's ufunc)."""
+        return (isinstance(node, ir.Prim) and BY_OP[node.op].kind in _ENTRYWISE
+                and self.table.scopes[scope][node] != () and self._kernel(node, scope) is not None)
+
+    def _kernel(self, root: ir.Node, scope) -> Kernel | None:
+        key = (id(scope), root)
+        if key not in self._kernels:
+            self._kernels[key] = self._make_kernel(root, scope)
+        return self._kernels[key]
+
+    def _make_kernel(self, root: ir.Node, scope) -> Kernel | None:
+        """The entrywise region under `root`: every entrywise node it reads (constants inline),
+        its inputs everything else; None for a region of one operation. Its code is the numba
+        executor's for the same region."""
+        shapes = self.table.scopes[scope]
+        inputs: list[ir.Node] = []
+        seen: set[ir.Node] = set()
+        operations = 0
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if isinstance(node, ir.Const):
+                continue
+            if isinstance(node, ir.Prim) and BY_OP[node.op].kind in _ENTRYWISE:
+                operations += 1
+                stack.extend(reversed(node.args))
+            else:
+                inputs.append(node)
+        if operations < 2:
+            return None
+        generated = codegen.generate(codegen.Region(root, tuple(inputs), scope), self.table,
+                                     self.optimize)
+        scalars = frozenset(i for i, n in enumerate(inputs) if shapes[n] == ())
+        return Kernel(BlockKernel(generated.source, generated.compiled, scalars), tuple(inputs))
+
+    # ---------------------------------------------------------------- values
+
+    def _value(self, node: ir.Node, memo: dict, leaves: tuple, scope):
+        value = self._compute(node, memo, leaves, scope)
+        if lazy(value):
+            self._guard(node, value)
+        return value
+
+    def _compute(self, node: ir.Node, memo: dict, leaves: tuple, scope):
+        match node:
+            case ir.Param(index=i) | ir.State(index=i):
+                return leaves[i]
+            case ir.Const(value=v):
+                return np.float64(v)
+            case ir.Prim() if self._fused(node, scope):
+                kernel = self._kernels[(id(scope), node)]
+                assert kernel is not None
+                return self._blockwise(kernel, [memo[n] for n in kernel.inputs],
+                                       self.table.scopes[scope][node])
+            case ir.Prim():
+                return self._prim(node, [memo[a] for a in node.args], scope)
+            case ir.Einsum():
+                return self._einsum(node, [memo[a] for a in node.args])
+            case ir.Cond():
+                if self.symbolic:
+                    return memo[node.then]
+                return memo[node.then if memo[node.cond] != 0 else node.orelse]
+            case ir.Loop():
+                return self._loop(node, tuple(memo[a] for a in node.init))
+            case ir.LoopGrad():
+                n = len(node.loop.init)
+                values = tuple(memo[a] for a in ir.children(node))
+                return self._loop_grad(node, values[:n], values[n:])
+            case ir.Project():
+                return memo[node.loop][node.index]
+            case ir.Tuple():
+                return tuple(memo[a] for a in node.items)
+        raise AssertionError(f"the dask executor cannot evaluate {node!r}")
+
+    def _guard(self, node: ir.Node, value: da.Array) -> None:
+        """E700 before any block of `value` would pass its share of the memory limit."""
+        block = [max(sizes, default=0) for sizes in value.chunks]
+        size = math.prod(block) * 8
+        self.sketch.largest = max(self.sketch.largest, size)
+        if size * BLOCK_SHARE <= self.limit:
+            return
+        shape = "×".join(map(str, block)) or "scalar"
+        raise RuntimeHilbertError(
+            "E700", f"{self.plan.function} would hold blocks of {shape} ({human_bytes(size)}) "
+            f"on a dask worker, over a {BLOCK_SHARE}th of the memory limit of "
+            f"{human_bytes(self.limit)} (a task holds its inputs and its result at once): give "
+            "smaller chunks, or set HILBERT_MEMORY_LIMIT", node.span or self.span)
+
+    def _blockwise(self, kernel: Kernel, values: list, shape: tuple[int, ...]):
+        """The kernel on every block: arrays block by block (their chunks made to agree),
+        scalars whole. On host values alone it runs once, on the client."""
+        if not any(lazy(v) for v in values):
+            return kernel.function(*values)
+        index = tuple(range(len(shape)))
+        args: list = []
+        for v in values:
+            if np.ndim(v) == 0:
+                args += [v, () if lazy(v) else None]
+            else:
+                args += [da.asarray(v), index]
+        return da.blockwise(kernel.function, index, *args, dtype=np.float64, token="hilbert-kernel",
+                            meta=np.empty((0,) * len(shape)))
+
+    def _einsum(self, node: ir.Einsum, operands: list):
+        """Along the plan's path: pairwise tensordot (BLAS on each block) or einsum steps."""
+        shapes = tuple(np.shape(o) for o in operands)
+        path = list(self.plan.paths.get((node.spec, shapes)) or [tuple(range(len(operands)))])
+        if not any(lazy(o) for o in operands):
+            return opt_einsum.contract(node.spec, *operands, optimize=path)
+        terms = parse_spec(node.spec).inputs
+        arrays = [_diagonal_chunks(term, da.asarray(o)) for term, o in zip(terms, operands, strict=True)]
+        return opt_einsum.contract(node.spec, *arrays, optimize=path, backend="dask")
+
+    def _prim(self, node: ir.Prim, args: list, scope):
+        prim = BY_OP[node.op]
+        match prim.kind:
+            case "unary" | "binary":
+                return prim.numpy(*args)
+            case "compare":
+                return prim.numpy(*args).astype(np.float64)
+            case "reduce":
+                return prim.numpy(args[0], axis=node.attrs[0])
+            case "size":
+                return np.float64(np.shape(args[0])[prim.axis])
+            case "positions":
+                return np.arange(np.shape(args[0])[node.attrs[0]], dtype=np.float64)
+            case "shift":
+                return self._shift(node, args)
+        if not any(lazy(a) for a in args):
+            return sequences.evaluate(node, prim.kind, args)
+        return self._sequence(node, prim.kind, args, self.table.scopes[scope][node])
+
+    def _shift(self, node: ir.Prim, args: list):
+        """A shifted read: along its axis each block needs the whole line, so that axis is made
+        one chunk; the new axes come last, one chunk each."""
+        x, sizes = args[0], [len(w) for w in args[1:]]
+        axis = node.attrs[0]
+        if not lazy(x):
+            return shift(x, sizes, *node.attrs)
+        whole = x.rechunk({axis: -1})
+        kept = [c for i, c in enumerate(whole.chunks) if i != axis]
+        return da.map_blocks(_shift_block, whole, sizes, node.attrs, dtype=np.float64,
+                             drop_axis=axis, new_axis=list(range(len(kept), len(kept) + len(sizes))),
+                             chunks=tuple(kept) + tuple((n,) for n in sizes),
+                             meta=np.empty((0,) * (len(kept) + len(sizes))))
+
+    def _sequence(self, node: ir.Prim, kind: str, args: list, shape: tuple[int, ...]):
+        """x[t], x[a:b], concat, oneHot and the derivative ops on lazy values (positions and
+        counts are computed first: they say which blocks to read)."""
+        match kind:
+            case "index":
+                x, t = args
+                return x[sequences.position(node, self.number(t), x.shape[0])]
+            case "slice":
+                x, start, stop = args
+                first = int(self.number(start))
+                return x[first:int(self.number(stop, first + shape[0]))]
+            case "concat":
+                return da.concatenate([da.asarray(args[0]), da.asarray(args[1])], axis=node.attrs[0])
+            case "onehot":
+                labels, k = da.asarray(args[0]), int(self.number(args[1], shape[-1]))
+                return labels.map_blocks(partial(sequences.one_hot, node), k, dtype=np.float64,
+                                         new_axis=labels.ndim, chunks=labels.chunks + ((k,),))
+            case "sumto":
+                g, like = args
+                return g if np.shape(g) == np.shape(like) else da.sum(g)
+            case "spread":
+                g, like = args
+                return da.broadcast_to(da.expand_dims(da.asarray(g), node.attrs[0]), np.shape(like))
+            case "place":
+                return self._place(node, *args)
+            case "coordinate":
+                x, axis = args[0], node.attrs[0]
+                line = [1] * x.ndim
+                line[axis] = x.shape[axis]
+                steps = da.arange(x.shape[axis], dtype=np.float64).reshape(line)
+                return da.broadcast_to(steps, x.shape, chunks=x.chunks)
+        return sequences.evaluate(node, kind, args)  # cut and gradient: slicing and identity
+
+    def _place(self, node: ir.Prim, g, like, start):
+        """Zeros shaped like `like` with g at row `start` (or from it on, a block), as a join of
+        zeros, g and zeros, so no block is written after it is made."""
+        rows = np.shape(like)[0]
+        at = int(self.number(start))
+        part = da.asarray(g) if node.attrs[0] else da.expand_dims(da.asarray(g), 0)
+        rest = tuple(np.shape(like)[1:])
+        before = da.zeros((at, *rest), chunks=(-1, *part.chunks[1:]))
+        after = da.zeros((rows - at - part.shape[0], *rest), chunks=(-1, *part.chunks[1:]))
+        return da.concatenate([before, part, after], axis=0)
+
+    # ---------------------------------------------------------------- loops
+
+    def _loop(self, loop: ir.Loop, init: tuple):
+        if self.symbolic:
+            return self._sketch_loop(loop, init)
+        final, steps = self._run_loop(loop, init)
+        self.loop_steps += steps
+        return final
+
+    def _run_loop(self, loop: ir.Loop, state, tape: list | None = None) -> tuple[tuple, int]:
+        """(final state, steps run), as the reference executor runs a loop, but each step's
+        new state persisted together (computed where the scheduler runs it, kept there)."""
+        moving = moving_components(loop)
+        state = list(settled(state))  # what every step reads is made (or sent) once
+        if loop.counter is not None:
+            remaining = step_count(loop, self.number(state[loop.counter]))
+            if tape is not None:
+                tape_guard(loop, _sizes_only(state), moving, remaining)
+            for left in range(remaining, 0, -1):
+                state[loop.counter] = np.float64(left)
+                self._step(loop, state, moving, {}, tape)
+            state[loop.counter] = np.float64(0)
+            return tuple(state), remaining
+        steps = 0
+        while True:
+            memo: dict = {}
+            if self.number(self.eval(loop.until, memo, tuple(state), loop)) != 0:
+                return tuple(state), steps
+            steps += 1
+            if tape is not None:
+                tape_guard(loop, _sizes_only(state), moving, steps)
+            self._step(loop, state, moving, memo, tape)
+
+    def _step(self, loop: ir.Loop, state: list, moving: list[int], memo: dict,
+              tape: list | None) -> None:
+        frozen = tuple(state)
+        if tape is not None:
+            tape.append(frozen)
+        new = [self.eval(loop.step[i], memo, frozen, loop) for i in moving]
+        for i, value in zip(moving, settled(new), strict=True):
+            state[i] = value
+
+    def _loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
+        """The loop forward with a tape of its persisted states, then every step's adjoint
+        backwards, each persisted in turn."""
+        if self.symbolic:
+            self._sketch_loop(node.loop, init)
+            leaves = tuple(init) + tuple(seeds)
+            return self._sketch(f"{node.loop.name} backwards", node.vjp, leaves, node)
+        tape: list = []
+        _, steps = self._run_loop(node.loop, init, tape)
+        adjoints = tuple(seeds)
+        while tape:
+            before = tape.pop()
+            memo: dict = {}
+            adjoints = settled([self.eval(term, memo, before + adjoints, node)
+                                for term in node.vjp])
+        self.loop_steps += steps
+        return adjoints
+
+    def _sketch_loop(self, loop: ir.Loop, init: tuple) -> tuple:
+        """One step built, not run: its tasks counted; the state after it stands for the final."""
+        state = list(init)
+        if loop.counter is not None:
+            state[loop.counter] = np.float64(1)
+        roots = [loop.step[i] for i in moving_components(loop)]
+        if loop.counter is None:
+            roots.append(loop.until)
+        values = self._sketch(loop.name, roots, tuple(state), loop)
+        for i, value in zip(moving_components(loop), values, strict=False):
+            state[i] = value
+        return tuple(state)
+
+    def _sketch(self, name: str, roots, leaves: tuple, scope) -> tuple:
+        memo: dict = {}
+        values = [self.eval(root, memo, leaves, scope) for root in roots]
+        self.sketch.steps[name] = count_tasks(values)
+        return tuple(_stand_in(v) for v in values)
+
+
+def settled(values) -> tuple:
+    """`values` computed and kept where they were computed (dask arrays backed by blocks in
+    memory, or by a cluster's futures), waiting until they are: a loop's next step starts
+    from a finished state, and nothing else a call submits runs ahead of it and piles up."""
+    values = dask.persist(*values)
+    try:
+        from distributed import futures_of, wait
+    except ImportError:  # only the local scheduler, whose persist has already waited
+        return values
+    futures = futures_of([v for v in values if lazy(v)])
+    if futures:  # a cluster's: persist only submitted them
+        wait(futures)
+    return values
+
+
+def _sizes_only(state: list) -> list:
+    """The state as arrays of its sizes that hold nothing (what the tape's guard reads)."""
+    return [np.broadcast_to(np.float64(0), v.shape) if lazy(v) else v for v in state]
+
+
+def _diagonal_chunks(term: str, array: da.Array) -> da.Array:
+    """`array` with the axes of a repeated letter (a diagonal, as in "ii->i") cut alike: dask
+    reads a diagonal block by block only when the blocks are square."""
+    first: dict[str, int] = {}
+    wanted = {}
+    for axis, letter in enumerate(term):
+        if letter in first:
+            wanted[axis] = array.chunks[first[letter]]
+        first.setdefault(letter, axis)
+    return array.rechunk(wanted) if wanted else array
+
+
+def _shift_block(block: np.ndarray, sizes: list[int], attrs: tuple) -> np.ndarray:
+    return np.ascontiguousarray(shift(block, sizes, *attrs))
+
+
+def _stand_in(value):
+    """A lazy value of the same shape and chunks that costs one task per block to make."""
+    return da.zeros(value.shape, chunks=value.chunks) if lazy(value) else value
+
+
+def count_tasks(values) -> int:
+    """Tasks in the graph of the lazy ones among `values`, after dask's optimisation (which
+    fuses chains of blockwise work into one task per block); 0 when none is lazy."""
+    keys: set = set()
+    for value in dask.optimize(*[v for v in values if lazy(v)]):
+        keys.update(value.__dask_graph__().keys())
+    return len(keys)
