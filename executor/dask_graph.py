@@ -104,7 +104,7 @@ class DaskGraph:
     def run(self, root: ir.Node, leaves: tuple):
         """The value of `root` (lazy where it reads a dask array) for parameter values `leaves`."""
         with np.errstate(all="ignore"):
-            return self.eval(root, {}, leaves, None)
+            return self.eval(root, {}, leaves, ())
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple, scope):
         return evaluate(node, memo, leaves, partial(self._inputs, scope=scope),
@@ -128,7 +128,7 @@ class DaskGraph:
                 memo[node.cond] = np.float64(self.number(memo[node.cond]))
             return needs(node, memo)
         if self._fused(node, scope):
-            return self._kernels[(id(scope), node)].inputs  # type: ignore[union-attr]
+            return self._kernels[(scope, node)].inputs  # type: ignore[union-attr]
         return ir.children(node)
 
     def _fused(self, node: ir.Node, scope) -> bool:
@@ -138,7 +138,7 @@ class DaskGraph:
                 and self.table.scopes[scope][node] != () and self._kernel(node, scope) is not None)
 
     def _kernel(self, root: ir.Node, scope) -> Kernel | None:
-        key = (id(scope), root)
+        key = (scope, root)
         if key not in self._kernels:
             self._kernels[key] = self._make_kernel(root, scope)
         return self._kernels[key]
@@ -186,7 +186,7 @@ class DaskGraph:
             case ir.Const(value=v):
                 return np.float64(v)
             case ir.Prim() if self._fused(node, scope):
-                kernel = self._kernels[(id(scope), node)]
+                kernel = self._kernels[(scope, node)]
                 assert kernel is not None
                 return self._blockwise(kernel, [memo[n] for n in kernel.inputs],
                                        self.table.scopes[scope][node])
@@ -199,11 +199,11 @@ class DaskGraph:
                     return memo[node.then]
                 return memo[node.then if memo[node.cond] != 0 else node.orelse]
             case ir.Loop():
-                return self._loop(node, tuple(memo[a] for a in node.init))
+                return self._loop(node, tuple(memo[a] for a in node.init), scope)
             case ir.LoopGrad():
                 n = len(node.loop.init)
                 values = tuple(memo[a] for a in ir.children(node))
-                return self._loop_grad(node, values[:n], values[n:])
+                return self._loop_grad(node, values[:n], values[n:], scope)
             case ir.Project():
                 return memo[node.loop][node.index]
             case ir.Tuple():
@@ -328,17 +328,20 @@ class DaskGraph:
 
     # ---------------------------------------------------------------- loops
 
-    def _loop(self, loop: ir.Loop, init: tuple):
+    def _loop(self, loop: ir.Loop, init: tuple, scope: tuple):
         if self.symbolic:
-            return self._sketch_loop(loop, init)
-        final, steps = self._run_loop(loop, init)
+            return self._sketch_loop(loop, init, scope)
+        final, steps = self._run_loop(loop, init, scope)
         self.loop_steps += steps
         return final
 
-    def _run_loop(self, loop: ir.Loop, state, tape: list | None = None) -> tuple[tuple, int]:
+    def _run_loop(self, loop: ir.Loop, state, scope: tuple,
+                  tape: list | None = None) -> tuple[tuple, int]:
         """(final state, steps run), as the reference executor runs a loop, but each step's
-        new state persisted together (computed where the scheduler runs it, kept there)."""
+        new state persisted together (computed where the scheduler runs it, kept there).
+        `scope` is where the loop is; its body is the scope `scope + (loop,)`."""
         moving = moving_components(loop)
+        body = scope + (loop,)
         state = list(settled(state))  # what every step reads is made (or sent) once
         if loop.counter is not None:
             remaining = step_count(loop, self.number(state[loop.counter]))
@@ -346,47 +349,47 @@ class DaskGraph:
                 tape_guard(loop, _sizes_only(state), moving, remaining)
             for left in range(remaining, 0, -1):
                 state[loop.counter] = np.float64(left)
-                self._step(loop, state, moving, {}, tape)
+                self._step(loop, state, moving, {}, tape, body)
             state[loop.counter] = np.float64(0)
             return tuple(state), remaining
         steps = 0
         while True:
             memo: dict = {}
-            if self.number(self.eval(loop.until, memo, tuple(state), loop)) != 0:
+            if self.number(self.eval(loop.until, memo, tuple(state), body)) != 0:
                 return tuple(state), steps
             steps += 1
             if tape is not None:
                 tape_guard(loop, _sizes_only(state), moving, steps)
-            self._step(loop, state, moving, memo, tape)
+            self._step(loop, state, moving, memo, tape, body)
 
     def _step(self, loop: ir.Loop, state: list, moving: list[int], memo: dict,
-              tape: list | None) -> None:
+              tape: list | None, body: tuple) -> None:
         frozen = tuple(state)
         if tape is not None:
             tape.append(frozen)
-        new = [self.eval(loop.step[i], memo, frozen, loop) for i in moving]
+        new = [self.eval(loop.step[i], memo, frozen, body) for i in moving]
         for i, value in zip(moving, settled(new), strict=True):
             state[i] = value
 
-    def _loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
+    def _loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple, scope: tuple):
         """The loop forward with a tape of its persisted states, then every step's adjoint
         backwards, each persisted in turn."""
         if self.symbolic:
-            self._sketch_loop(node.loop, init)
+            self._sketch_loop(node.loop, init, scope)
             leaves = tuple(init) + tuple(seeds)
-            return self._sketch(f"{node.loop.name} backwards", node.vjp, leaves, node)
+            return self._sketch(f"{node.loop.name} backwards", node.vjp, leaves, scope + (node,))
         tape: list = []
-        _, steps = self._run_loop(node.loop, init, tape)
+        _, steps = self._run_loop(node.loop, init, scope, tape)
         adjoints = tuple(seeds)
         while tape:
             before = tape.pop()
             memo: dict = {}
-            adjoints = settled([self.eval(term, memo, before + adjoints, node)
+            adjoints = settled([self.eval(term, memo, before + adjoints, scope + (node,))
                                 for term in node.vjp])
         self.loop_steps += steps
         return adjoints
 
-    def _sketch_loop(self, loop: ir.Loop, init: tuple) -> tuple:
+    def _sketch_loop(self, loop: ir.Loop, init: tuple, scope: tuple) -> tuple:
         """One step built, not run: its tasks counted; the state after it stands for the final."""
         state = list(init)
         if loop.counter is not None:
@@ -394,7 +397,7 @@ class DaskGraph:
         roots = [loop.step[i] for i in moving_components(loop)]
         if loop.counter is None:
             roots.append(loop.until)
-        values = self._sketch(loop.name, roots, tuple(state), loop)
+        values = self._sketch(loop.name, roots, tuple(state), scope + (loop,))
         for i, value in zip(moving_components(loop), values, strict=False):
             state[i] = value
         return tuple(state)
