@@ -30,9 +30,10 @@ from .share import share
 #: A guard: the `if` conditions (and which way each went) a contribution came through.
 Guard = tuple[tuple[ir.Node, bool], ...]
 
-#: Internal ops only derivatives make; finding one in what is differentiated means a
-#: derivative of a derivative.
-_DERIVED = {"gradient", "sumto", "spread", "place", "cut"}
+#: What a derivative's value is read through: every derivative is wrapped in a `gradient` op
+#: (or is a loop run backwards), so meeting one on the way to the variable means a derivative
+#: of a derivative.
+_DERIVED = {"gradient"}
 
 
 def differentiate(of: ir.Node, wrt: ir.Node, span: Span) -> ir.Node:

