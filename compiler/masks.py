@@ -109,8 +109,11 @@ def _outer(node: ir.Einsum, parts: list[Affine | None]) -> Affine | None:
 
 
 def eliminate_masks(root: ir.Node) -> ir.Node:
-    """Requires fused IR; ensures no einsum reads a mask [Σ c·index + b = 0] on a letter that is
-    summed and read by one other operand: that operand is read shifted (`shift`) instead."""
+    """Requires shared IR, before fusion (whether an einsum reads a mask is decided on the
+    einsum as written, so every executor gives it one meaning); ensures no einsum reads a mask
+    [Σ c·index + b = 0] on a letter that is summed and read by one other operand: that operand
+    is read shifted (`shift`, zero outside it) instead, so its entries outside the window are
+    never read, inf and NaN included (docs/semantics.md, "Index masks")."""
     memo: dict = {}
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:

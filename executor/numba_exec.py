@@ -18,8 +18,9 @@ from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
 from hilbert.compiler.shapes import ShapeTable
 
-from . import cache, codegen, kernels
+from . import cache, codegen, interrupt, kernels
 from .kernels import StepCountError
+from .numerics import detached, first_quietly, quietly
 from .planned import _kernel as planned_einsum
 from .reference import Reference, evaluate, moving_components, needs, run_loop, step_count
 
@@ -134,6 +135,13 @@ class CompiledRegion:
             cache.warn("compiled code from the disk cache failed to load; compiling in memory")
             self.function = cache.in_memory(self.source)
             return self.function(*args)
+
+    def run(self, args: list):
+        """(value, loop steps run): the function called on `args`, stopped by Ctrl-C within
+        one loop step when it has loops (executor/interrupt.py)."""
+        if self.generated.loops:
+            return interrupt.call(self, args)
+        return self(args)
 
     def convert(self, values) -> list:
         """Host values as this function's arguments."""
@@ -257,7 +265,7 @@ class ScopeRunner:
         if region is not None:
             values = [leaves[n.index] if isinstance(n, (ir.Param, ir.State)) else memo[n]
                       for n in region.region.inputs]
-            value, steps = region(region.convert(values))
+            value, steps = region.run(region.convert(values))
             self.loop_steps += steps
             return value
         match node:
@@ -318,7 +326,7 @@ class WholeProgram:
 
     def __call__(self, values):
         if self.direct and not self.check:  # plain NumPy calls, nothing to convert
-            return self.function(*values)[0]
+            return detached(first_quietly(self.function, values), values)
         args = [values[i] for i in self.positions]
         for i in self.region.scalars:
             args[i] = args[i][()]
@@ -326,10 +334,12 @@ class WholeProgram:
             for i, v in enumerate(args):
                 if type(v) is np.ndarray and not v.flags.writeable:
                     args[i] = v.copy()
-        value, steps = self.region(args)
+            value, steps = self.region.run(args)
+        else:  # NumPy calls on the host: inf and NaN are values, not warnings
+            value, steps = quietly(self.region, args)
         if steps:
             self._steps += steps
-        return value
+        return detached(value, values)
 
     @property
     def loop_steps(self) -> int:
@@ -344,8 +354,7 @@ class HostProgram:
         self.runner = runner
 
     def __call__(self, values):
-        with np.errstate(all="ignore"):
-            return self.runner.run(tuple(values))
+        return detached(quietly(self.runner.run, tuple(values)), values)
 
     @property
     def loop_steps(self) -> int:
