@@ -75,18 +75,18 @@ def detached(result, inputs):
     >>> np.shares_memory(detached(x.T, (x,)), x)
     False
     """
-    if isinstance(result, tuple):
-        return tuple(detached(r, inputs) for r in result)
-    if type(result) is not np.ndarray or not result.ndim:
-        return result
-    if result.flags.owndata:  # a fresh buffer, unless it is an argument itself
+    if type(result) is np.ndarray:
+        if result.base is None:  # it owns its buffer: fresh, unless it is an argument itself
+            for a in inputs:
+                if a is result:
+                    return result.copy()
+            return result
         for a in inputs:
-            if a is result:
+            if type(a) is np.ndarray and _shares(result, a):
                 return result.copy()
         return result
-    for a in inputs:
-        if isinstance(a, np.ndarray) and _shares(result, a):
-            return result.copy()
+    if type(result) is tuple:
+        return tuple(detached(r, inputs) for r in result)
     return result
 
 
