@@ -100,7 +100,7 @@ class _Watcher:
             _set_handler(signal.SIGINT, handler)
             return None
         try:
-            previous = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
+            previous = signal.set_wakeup_fd(self.write)
         except ValueError:
             _set_handler(signal.SIGINT, handler)
             return None

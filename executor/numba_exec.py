@@ -20,7 +20,7 @@ from hilbert.compiler.shapes import ShapeTable
 
 from . import cache, codegen, interrupt, kernels
 from .kernels import StepCountError
-from .numerics import detached, first_quietly, quietly
+from .numerics import detached, fresh_first, quietly
 from .planned import _kernel as planned_einsum
 from .reference import Reference, evaluate, moving_components, needs, run_loop, step_count
 
@@ -326,7 +326,7 @@ class WholeProgram:
 
     def __call__(self, values):
         if self.direct and not self.check:  # plain NumPy calls, nothing to convert
-            return detached(first_quietly(self.function, values), values)
+            return fresh_first(self.function, values)
         args = [values[i] for i in self.positions]
         for i in self.region.scalars:
             args[i] = args[i][()]

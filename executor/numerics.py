@@ -52,17 +52,23 @@ def quietly(function, *args):
         _ERROR_STATE.reset(token)
 
 
-def first_quietly(function, args):
-    """function(*args)[0], as `quietly` runs it: the fast path of a call that is NumPy calls
-    alone (one Python call less than `quietly(function, *args)[0]`)."""
+def fresh_first(function, args):
+    """detached(quietly(function, *args)[0], args) in one Python call: the fast path of a call
+    that is NumPy calls alone (a small product's whole call costs 2 µs; each call in Python
+    costs 0.1)."""
     if _ERROR_STATE is None:  # pragma: no cover (older NumPy)
-        with np.errstate(all="ignore"):
-            return function(*args)[0]
+        return detached(quietly(function, *args)[0], args)
     token = _ERROR_STATE.set(_IGNORE)
     try:
-        return function(*args)[0]
+        result = function(*args)[0]
     finally:
         _ERROR_STATE.reset(token)
+    if type(result) is np.ndarray and result.base is None:
+        for a in args:
+            if a is result:
+                return result.copy()
+        return result
+    return detached(result, args)
 
 
 def detached(result, inputs):
