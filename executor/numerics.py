@@ -87,8 +87,8 @@ def detached(result, inputs):
                 if a is result:
                     return result.copy()
             return result
-        for a in inputs:
-            if type(a) is np.ndarray and _shares(result, a):
+        for a in inputs:  # (a view of a scalar argument is a scalar)
+            if type(a) is np.ndarray and (a.ndim or not result.ndim) and _shares(result, a):
                 return result.copy()
         return result
     if type(result) is tuple:
@@ -97,8 +97,11 @@ def detached(result, inputs):
 
 
 def _shares(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether a and b share memory; when that is too hard to decide exactly, assume they do
-    (a copy too many is harmless)."""
+    """Whether a and b share memory: their bounds first (cheap, and apart for nearly every
+    result), then exactly; when that is too hard to decide, assume they do (a copy too many
+    is harmless)."""
+    if not np.may_share_memory(a, b):
+        return False
     try:
         return bool(np.shares_memory(a, b, max_work=10_000))
     except np.exceptions.TooHardError:
