@@ -71,9 +71,10 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
     return CompiledModule(str(root), entries, exported, resolved, models)
 
 
-def specialise(entry: Entry, shapes: tuple[Shape, ...], fused: bool = False) -> ShapeTable:
-    """Infer every shape of `entry` for these argument shapes (shape rules enforced here)."""
-    return infer_shapes(entry.fused if fused else entry.body, shapes)
+def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:
+    """Infer every shape of `entry` as written for these argument shapes (the shape rules are
+    enforced here, so an error names what the user wrote)."""
+    return infer_shapes(entry.body, shapes)
 
 
 @dataclass(frozen=True)
@@ -93,13 +94,13 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
     the literal IR and keeps every value of a scope, the numba executor runs the fused IR and
     frees a value after its last reader (`keeps_all` says otherwise: a call with work on the
     host keeps what the host computes)."""
-    source = specialise(entry, shapes)                        # rules checked on the source's IR
+    specialise(entry, shapes)                                 # rules checked on the source's IR
     reference = executor == "reference"
-    body = entry.body if reference else entry.fused
-    table = source if reference else specialise(entry, shapes, fused=True)
+    body = entry.masked if reference else entry.fused         # what the executor runs
+    table = infer_shapes(body, shapes)
     lowered = monomorphise(body, table)                       # derivatives' ops as einsums
     if lowered is not body:
-        body = lowered if reference else eliminate_masks(fuse(lowered))  # fused with the rest
+        body = lowered if reference else fuse(eliminate_masks(lowered))  # fused with the rest
         table = infer_shapes(body, shapes)
     plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor, values,
                      limit, keeps_all=reference if keeps_all is None else keeps_all)

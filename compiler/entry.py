@@ -16,12 +16,14 @@ from .tuples import check_settled
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A callable definition, inlined: `body` is IR over Param(0…n−1) (what the reference
-    executor runs) and `fused` the same after fusion (what planned executors run)."""
+    """A callable definition, inlined: `body` is IR over Param(0…n−1) as written (shape rules
+    are checked on it), `masked` the same with index masks read as shifts (what the reference
+    executor runs) and `fused` that after fusion (what planned executors run)."""
 
     name: str
     params: tuple[str, ...]
     body: ir.Node
+    masked: ir.Node
     fused: ir.Node
     definition: Definition = field(compare=False)
 
@@ -33,9 +35,9 @@ def build_entry(d: Definition, inliner: Inliner) -> Entry:
     check_settled(body)
     dump("inline", body)
     body = share(body)                                        # equal work done once
-    fused = fuse(body)                                        # einsum chains -> one einsum
-    fused = eliminate_masks(fused)                            # [s = t + j] masks -> shifts
+    masked = eliminate_masks(body)                            # [s = t + j] masks -> shifts
+    fused = fuse(masked)                                      # einsum chains -> one einsum
     dump("fuse", fused)
-    return Entry(d.name, d.params, body, fused, d)
+    return Entry(d.name, d.params, body, masked, fused, d)
 
 

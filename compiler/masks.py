@@ -109,8 +109,11 @@ def _outer(node: ir.Einsum, parts: list[Affine | None]) -> Affine | None:
 
 
 def eliminate_masks(root: ir.Node) -> ir.Node:
-    """Requires fused IR; ensures no einsum reads a mask [Σ c·index + b = 0] on a letter that is
-    summed and read by one other operand: that operand is read shifted (`shift`) instead."""
+    """Requires shared IR, before fusion (whether an einsum reads a mask is decided on the
+    einsum as written, so every executor gives it one meaning); ensures no einsum reads a mask
+    [Σ c·index + b = 0] on a letter that is summed and read by one other operand: that operand
+    is read shifted (`shift`, zero outside it) instead, so its entries outside the window are
+    never read, inf and NaN included (docs/semantics.md, "Index masks")."""
     def scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]:
         memo: dict = {}  # per scope: equal nodes of two scopes may read different states
 
@@ -128,9 +131,13 @@ def eliminate_masks(root: ir.Node) -> ir.Node:
 
 
 def _mask(node: ir.Node, memo: dict) -> Affine | None:
+    """The affine form a 0/1 mask tests for zero: [a = b] over positions (or against a number,
+    such as [g = k], which picks one slice)."""
     if isinstance(node, ir.Prim) and node.op == "eq":
         a, b = (affine(x, memo) for x in node.args)
-        if a is not None and b is not None and len(a.coefs) == len(b.coefs) and a.coefs:
+        if a is None or b is None or not (a.coefs or b.coefs):
+            return None
+        if len(a.coefs) == len(b.coefs) or not a.coefs or not b.coefs:
             return _combine(a, b, -1.0)
     return None
 

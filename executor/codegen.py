@@ -26,9 +26,11 @@ UNARY = {"exp": "np.exp({})", "ln": "np.log({})", "sqrt": "np.sqrt({})", "tanh":
          "sin": "np.sin({})", "cos": "np.cos({})", "tan": "np.tan({})", "abs": "np.abs({})",
          "floor": "np.floor({})", "erf": "K.erf({})", "neg": "(-{})"}
 BINARY = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
-          "pow": "np.power({}, {})", "max": "K.fmax({}, {})", "min": "K.fmin({}, {})"}
+          "pow": "K.power({}, {})", "max": "K.fmax({}, {})", "min": "K.fmin({}, {})"}
+#: Uncompiled code computes on NumPy float64 scalars, where np.power already has the meaning
+#: K.power gives compiled code (numerics.power).
 HOST_BINARY = {"div": "np.true_divide({}, {})", "max": "np.maximum({}, {})",
-               "min": "np.minimum({}, {})"}
+               "min": "np.minimum({}, {})", "pow": "np.power({}, {})"}
 COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 REDUCE = {"maximum": ("K.fmax", "-np.inf"), "minimum": ("K.fmin", "np.inf")}
 #: The largest step count a counted loop accepts (what the reference executor accepts too):
@@ -94,24 +96,84 @@ class Frame:
     recomputed: set = field(default_factory=set)  # members kernels compute again, not read back
 
 
+#: Python compiles at most 20 nested `for`/`while`/`with` blocks in one function.
+NESTED_BLOCKS = 20
+
+
 class Writer:
-    """Lines of Python at an indentation depth."""
+    """Lines of Python at an indentation depth, counting the loop blocks open (`loops`)."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.depth = 1
+        self.loops = 0
+        self._open: list[str] = []  # headers of the blocks open, innermost last
 
     def line(self, text: str) -> None:
         self.lines.append("    " * self.depth + text)
 
-    @contextmanager
-    def block(self, header: str):
+    def open(self, header: str) -> None:
+        """Start a block; `close` ends it."""
         self.line(header)
         self.depth += 1
+        self.loops += header.startswith(("for ", "while ", "with "))
+        self._open.append(header)
+
+    def close(self) -> None:
+        header = self._open.pop()
+        self.depth -= 1
+        self.loops -= header.startswith(("for ", "while ", "with "))
+
+    @contextmanager
+    def block(self, header: str):
+        self.open(header)
         try:
             yield
         finally:
-            self.depth -= 1
+            self.close()
+
+    def room(self) -> int:
+        """How many more loop blocks may be nested here."""
+        return NESTED_BLOCKS - self.loops
+
+    def nest(self, dims: tuple[str, ...] | list[str], index: list[str], before=None) -> int:
+        """Open one loop per axis (sizes `dims`, indices `index`); `before[k]` are lines to
+        run before loop k. A nest deeper than Python allows runs its outer axes as one flat
+        loop whose counter is split into their indices (those axes may have no `before`).
+        Returns how many outer axes were merged so; `unnest` closes what this opened."""
+        rank = len(dims)
+        merged = self.merged(rank)
+        for k in range(rank):
+            assert not (0 < k < merged and before and before[k]), "code generation: flat nest"
+            for text in (before[k] if before else ()):
+                self.line(text)
+            if k >= merged:
+                self.open(f"for {index[k]} in range({dims[k]}):")
+            elif k == 0:
+                self._flat(dims[:merged], index[:merged])
+        return merged
+
+    def merged(self, rank: int) -> int:
+        """How many outer axes a nest of `rank` loops opened here runs as one flat loop."""
+        return 0 if rank <= self.room() else min(rank, rank - self.room() + 1)
+
+    def _flat(self, dims, index) -> None:
+        flat, rest = f"{index[0]}_flat", f"{index[0]}_rest"
+        self.open(f"for {flat} in range({' * '.join(dims)}):")
+        self.line(f"{rest} = {flat}")
+        for k in reversed(range(1, len(dims))):
+            self.line(f"{index[k]} = {rest} % {dims[k]}")
+            self.line(f"{rest} = {rest} // {dims[k]}")
+        self.line(f"{index[0]} = {rest}")
+
+    def unnest(self, rank: int, merged: int, after=None) -> None:
+        """Close the loops `nest` opened; `after[k]` are lines to run after loop k."""
+        for k in reversed(range(rank)):
+            assert not (0 < k < merged and after and after[k]), "code generation: flat nest"
+            if k >= merged or k == 0:
+                self.close()
+            for text in (after[k] if after else ()):
+                self.line(text)
 
 
 def generate(region: Region, table: ShapeTable, optimize: str) -> Generated:
@@ -152,7 +214,6 @@ class Emitter:
         self.frame = Frame({})
         self.identity: list[str] = []
         self.pending: list[str] = []  # statements an expression needs first (shift positions)
-        self.arithmetic = False  # scalar arithmetic emitted (NumPy scalars may warn)
         self.block = Block()
 
     # ---------------------------------------------------------------- the function
@@ -171,8 +232,10 @@ class Emitter:
         self.ensure([region.root])
         self.out.line(f"return {self.value(region.root)}, steps")
         body = _without_unused_sizes(self.out.lines)
-        if self.host and self.arithmetic:  # NumPy scalars warn on x/0; compiled code does not
-            body = ["    with np.errstate(all='ignore'):"] + ["    " + line for line in body]
+        # (uncompiled code computes on NumPy scalars, which warn on x/0: its callers run it
+        # under numerics.quietly, as they run every other NumPy call on the host)
+        if self.loops:  # loops leave when stop[0] is set (executor/interrupt.py: Ctrl-C)
+            args.append("stop")
         source = "\n".join([f"def run({', '.join(args)}):", *body]) + "\n"
         return Generated(source, self.needs_compile, self.loops, self.reads, self.kernels,
                          self.products)
@@ -438,7 +501,6 @@ class Emitter:
         name = self.fresh("v")
         self.out.line(f"{name} = {self.expr(node, [], {})}")
         self.bind(node, name)
-        self.arithmetic = True
 
     def expr(self, node: ir.Node, index: list[str], temps: dict) -> str:
         """An expression for `node`'s value at `index` (its own axes), reading inputs there."""
@@ -574,7 +636,8 @@ class Emitter:
             return f"{target} += {x}" if combine == "+" else f"{target} = {combine}({target}, {x})"
 
         depth = len(kept)
-        if kept == list(range(depth)):
+        # a local per leading index, unless the nest runs those axes as one flat loop
+        if kept == list(range(depth)) and not 0 < depth < self.out.merged(len(index)):
             acc = self.fresh("acc")
             before[depth].append(f"{acc} = {start}")
             body.append(update(acc))
@@ -590,18 +653,10 @@ class Emitter:
         self.bind(tail, out)
 
     def _nest(self, dims, index, before, after, body) -> None:
-        rank = len(dims)
-        for k in range(rank):
-            for text in before[k]:
-                self.out.line(text)
-            self.out.line(f"for {index[k]} in range({dims[k]}):")
-            self.out.depth += 1
+        merged = self.out.nest(dims, index, before)
         for text in body:
             self.out.line(text)
-        for k in reversed(range(rank)):
-            self.out.depth -= 1
-            for text in after[k]:
-                self.out.line(text)
+        self.out.unnest(len(dims), merged, after)
 
     # ---------------------------------------------------------------- control
 
@@ -666,6 +721,8 @@ class Emitter:
     def _loop_body(self, loop: ir.Loop, number_: int, state: list[str], moving: list[int],
                    arrays: list[int]) -> None:
         left, turns = f"left{number_}", f"turns{number_}"
+        with self.out.block("if K.stop_requested(stop):"):  # Ctrl-C: the result is discarded
+            self.out.line("break")
         if loop.counter is not None:
             with self.out.block(f"if {left} == 0:"):
                 self.out.line("break")

@@ -17,6 +17,7 @@ import numpy as np
 from numba import config, njit, types
 
 from . import disk
+from .interrupt import requested as stop_requested  # noqa: F401 (generated loops call it)
 
 #: NUMBA_DISABLE_JIT=1: everything runs as plain Python (slowly), for debugging and tests.
 PYTHON_MODE = bool(getattr(config, "DISABLE_JIT", False))
@@ -125,6 +126,19 @@ def fmax(a, b):
 def fmin(a, b):
     """np.minimum on scalars: NaN if either is NaN."""
     return a if (a <= b or a != a) else b
+
+
+@compiled
+def power(x, y):
+    """np.power on float64 scalars: NumPy's own ways for the exponents 2, ½ and −1 (x·x, √x,
+    1/x, so (−∞)^½ is NaN), C's pow otherwise (see executor/numerics.py)."""
+    if y == 2.0:
+        return x * x
+    if y == 0.5:
+        return np.sqrt(x)
+    if y == -1.0:
+        return 1.0 / x
+    return np.power(x, y)
 
 
 @compiled

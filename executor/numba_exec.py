@@ -18,8 +18,9 @@ from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
 from hilbert.compiler.shapes import Scope, ShapeTable
 
-from . import cache, codegen, kernels
+from . import cache, codegen, interrupt, kernels
 from .kernels import LabelError, PositionError, StepCountError
+from .numerics import detached, fresh_first, quietly
 from .planned import _kernel as planned_einsum
 from .reference import (
     Reference,
@@ -155,6 +156,13 @@ class CompiledRegion:
             one_hot(self.generated.reads[number], np.array([value]), classes)  # raises E511
             raise AssertionError("a label compiled code refused was accepted") from err
 
+    def run(self, args: list):
+        """(value, loop steps run): the function called on `args`, stopped by Ctrl-C within
+        one loop step when it has loops (executor/interrupt.py)."""
+        if self.generated.loops:
+            return interrupt.call(self, args)
+        return self(args)
+
     def convert(self, values) -> list:
         """Host values as this function's arguments: compiled code is compiled for one layout
         only, so any other array (another order or dtype, a strided or read-only view, a
@@ -289,7 +297,7 @@ class ScopeRunner:
         if region is not None:
             values = [leaves[n.index] if isinstance(n, (ir.Param, ir.State)) else memo[n]
                       for n in region.region.inputs]
-            value, steps = region(region.convert(values))
+            value, steps = region.run(region.convert(values))
             self.loop_steps += steps
             return value
         match node:
@@ -365,12 +373,16 @@ class WholeProgram:
         self._steps = 0
 
     def __call__(self, values):
-        if self.direct:
-            return self.function(*values)[0]
-        value, steps = self.region(self.region.convert([values[i] for i in self.positions]))
+        if self.direct:  # plain NumPy calls on the parameters as they are
+            return fresh_first(self.function, values)
+        args = self.region.convert([values[i] for i in self.positions])
+        if self.region.generated.compiled:
+            value, steps = self.region.run(args)
+        else:  # NumPy calls on the host: inf and NaN are values, not warnings
+            value, steps = quietly(self.region, args)
         if steps:
             self._steps += steps
-        return value
+        return detached(value, values)
 
     @property
     def loop_steps(self) -> int:
@@ -385,8 +397,7 @@ class HostProgram:
         self.runner = runner
 
     def __call__(self, values):
-        with np.errstate(all="ignore"):
-            return self.runner.run(tuple(values))
+        return detached(quietly(self.runner.run, tuple(values)), values)
 
     @property
     def loop_steps(self) -> int:

@@ -223,10 +223,7 @@ def _loop_nest(em, taken: list[Operand], output: str, sizes: dict, node) -> Oper
     else:
         out = target = em.fresh("v")
         em.out.line(f"{out} = 0.0")
-    depth = em.out.depth
-    for ch in letters:
-        em.out.line(f"for {index[ch]} in range({sizes[ch]}):")
-        em.out.depth += 1
+    merged = em.out.nest([sizes[ch] for ch in letters], [index[ch] for ch in letters])
     em.out.line(f"{target} {'+=' if summing or not output else '='} {product}")
-    em.out.depth = depth
+    em.out.unnest(len(letters), merged)
     return Operand(out, output, dims)

@@ -10,6 +10,7 @@ from hilbert.compiler.primitives import BY_OP
 from hilbert.grammar.errors import RuntimeHilbertError
 
 from . import sequences
+from .numerics import detached, power, quietly
 
 #: Above 2^53, float64 cannot hold every whole number, so `t − 1` would stop counting down.
 _EXACT = 2.0 ** 53
@@ -42,7 +43,7 @@ def shift(x: np.ndarray, sizes: list[int], axis: int, coefs: tuple, const: float
     taken = np.take(x, np.where(valid, index, 0).astype(np.intp), axis=axis)
     taken = np.moveaxis(taken, list(range(axis, axis + len(sizes))),
                         list(range(taken.ndim - len(sizes), taken.ndim)))
-    return taken * valid
+    return np.where(valid, taken, 0.0)  # not taken · valid: outside x is 0 even where x is inf
 
 
 def _sliding(x: np.ndarray, sizes: list[int], axis: int, coefs: list[int], const: int):
@@ -97,8 +98,9 @@ class Reference:
         self.loop_steps = 0  # loop iterations run so far (an instrument for tests and plans)
 
     def run(self, root: ir.Node, args: tuple[np.ndarray, ...]):
-        with np.errstate(all="ignore"):
-            return self.eval(root, {}, args)
+        """The value of `root` for these arguments, NumPy's warnings kept quiet (inf and NaN
+        are values), never sharing memory with an argument."""
+        return detached(quietly(self.eval, root, {}, args), args)
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple):
         """The value of `node` (memoised in `memo`)."""
@@ -136,7 +138,7 @@ class Reference:
         prim = BY_OP[node.op]
         match prim.kind:
             case "unary" | "binary":
-                return prim.numpy(*args)
+                return power(*args) if node.op == "pow" else prim.numpy(*args)
             case "compare":
                 return prim.numpy(*args).astype(np.float64)
             case "reduce":
@@ -231,10 +233,11 @@ def run_loop_grad(node: ir.LoopGrad, init: tuple, seeds: tuple, eval_forward,
 
 
 class ReferenceProgram:
-    """The reference executor's callable for one signature (unfused IR, plain numpy.einsum)."""
+    """The reference executor's callable for one signature: the IR as written, index masks
+    read as shifts (docs/semantics.md), nothing fused, plain numpy.einsum."""
 
     def __init__(self, entry, shapes, plan):
-        self.body = entry.body
+        self.body = entry.masked
         self.plan = plan
         self.evaluator = Reference()
 

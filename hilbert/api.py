@@ -213,14 +213,9 @@ def _to_python(result, inputs):
 
 
 def _views_an_input(array: np.ndarray, inputs) -> bool:
-    """True if `array` is an input or a view into one (compiled results own buffers whose
-    base is not an ndarray: those are fresh)."""
-    base = array
-    while isinstance(base, np.ndarray):
-        if any(base is v for v in inputs):
-            return True
-        base = base.base
-    return False
+    """True if `array` shares memory with an input (is one, or a view of one however reached:
+    a view of a view has no `.base` chain to the input)."""
+    return any(isinstance(v, np.ndarray) and np.shares_memory(array, v) for v in inputs)
 
 
 class Module:

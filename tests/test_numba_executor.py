@@ -323,6 +323,53 @@ def test_einsums_agree_with_numpy(spec):
     assert_agree(mod.f(*operands), np.einsum(spec, *operands))
 
 
+# Python compiles at most 20 nested loop blocks per function: deeper nests are flattened.
+
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def deep(rank: int, seed: int) -> np.ndarray:
+    """A rank-`rank` array of a few dozen entries (sizes 1, 2 and 3, so every axis counts)."""
+    sizes = [(1, 2, 1, 3)[k % 4] for k in range(rank)]
+    return np.random.default_rng(seed).normal(size=sizes)
+
+
+@pytest.mark.parametrize("rank", range(19, 27))
+def test_deep_nests_run_and_agree_with_numpy(rank):
+    """An entrywise kernel and a transpose of rank 19 to 26 (one compiled function each)."""
+    spec = LETTERS[:rank]
+    mod = hilbert.compile_source(f'fn f(x) ↦ einsum("{spec}->{spec[::-1]}", exp(x) · 2 + x)')
+    x = deep(rank, rank)
+    assert_agree(mod.f(x), np.einsum(f"{spec}->{spec[::-1]}", np.exp(x) * 2 + x))
+
+
+def test_an_outer_product_of_rank_10_and_11_runs():
+    left, right = LETTERS[:10], LETTERS[10:21]
+    spec = f"{left},{right}->{left + right}"
+    mod = hilbert.compile_source(f'fn outer(x, y) ↦ einsum("{spec}", x, y)')
+    x, y = deep(10, 1), deep(11, 2)
+    assert_agree(mod.outer(x, y), np.einsum(spec, x, y))
+
+
+def test_rank_22_reductions_run():
+    """A sum keeping 2 leading axes (which the flat loop merges) and a maximum keeping 21
+    (a local per leading index, inside the flat loop)."""
+    spec = LETTERS[:22]
+    mod = hilbert.compile_source(f'fn rows(x) ↦ einsum("{spec}->{spec[:2]}", exp(x))\n'
+                                 'fn largest(x) ↦ maximum(x, 21)')
+    x = deep(22, 3)
+    assert_agree(mod.rows(x), np.einsum(f"{spec}->{spec[:2]}", np.exp(x)))
+    assert_agree(mod.largest(x), np.max(x, axis=21))
+
+
+def test_a_rank_20_loop_state_runs():
+    """A loop's `while` is one more nested block around its rank-20 kernels."""
+    mod = hilbert.compile_source("def halve(t, x) ≔ if t = 0 then x else halve(t − 1, x · 0.5 + 1)\n"
+                                 "fn halved(t, x) ↦ halve(t, x)")
+    x = deep(20, 4)
+    assert_agree(mod.halved(3.0, x), ((x * 0.5 + 1) * 0.5 + 1) * 0.5 + 1)
+
+
 def test_blas_products_need_no_copies():
     """Xᵀ D and D Wᵀ read the transposed operand in place (BLAS takes it as F-ordered)."""
     mod = hilbert.compile_source('fn f(x, d) ↦ exp(einsum("np,nh->ph", x, d))\n'
@@ -453,7 +500,7 @@ ALLOWED = {"def", "run", "return", "steps", "for", "in", "range", "if", "else", 
            "transpose", "ascontiguousarray", "empty", "dot", "product_into", "copy_into",
            "StepCountError", "fmax", "fmin", "float64", "inf", "nan", "exp", "log", "sqrt",
            "tanh", "sin", "cos", "tan", "abs", "floor", "power", "import", "from", "hilbert",
-           "executor", "kernels", "as", "numpy", "with", "errstate", "all", "ignore"}
+           "executor", "kernels", "as", "numpy", "stop", "stop_requested"}
 GENERATED = re.compile(r"[a-zA-Z]{1,5}\d+(_\d+)?")
 
 

@@ -243,17 +243,31 @@ def loops():
     return compiled(LOOPS)
 
 
+def numpy_descend(t, r, a, x, b):
+    for _ in range(t):
+        x = x - r * (a.T @ (a @ x - b))
+    return x
+
+
+def numpy_halve(x, k):
+    while np.sum(np.abs(x)) >= k:
+        x = x / 2
+    return x
+
+
 @settings(PROPERTY, max_examples=12)
 @given(st.integers(1, 3), st.integers(1, 3), st.integers(0, 30), st.integers(0, 2**32 - 1))
 def test_executors_agree_on_loops_and_chains(loops, n, p, steps, seed):
+    """Every executor against NumPy written here (so also against each other)."""
     rng = np.random.default_rng(seed)
     a, x, b = rng.standard_normal((n, p)), rng.standard_normal(p), rng.standard_normal(n)
     m = rng.standard_normal((p, p))
-    calls = [("solve", (steps, 0.05, a, x, b)), ("twice", (steps, 0.05, a, x, b)),
-             ("shrink", (a, 0.1)), ("chain", (a, m, m, m)), ("gated", (1.0, a, m)),
-             ("gated", (-1.0, a, m))]
-    for name, args in calls:
-        want = getattr(loops["reference"], name)(*args)
+    descended = numpy_descend(steps, 0.05, a, x, b)
+    calls = [("solve", (steps, 0.05, a, x, b), descended),
+             ("twice", (steps, 0.05, a, x, b), 2 * descended),
+             ("shrink", (a, 0.1), numpy_halve(a, 0.1)), ("chain", (a, m, m, m), a @ m @ (m @ m)),
+             ("gated", (1.0, a, m), a @ m), ("gated", (-1.0, a, m), a @ m.T)]
+    for name, args, want in calls:
         for executor, mod in loops.items():
             np.testing.assert_allclose(getattr(mod, name)(*args), want, **TOLERANCE,
                                        err_msg=f"{executor}: {name}")
@@ -262,18 +276,126 @@ def test_executors_agree_on_loops_and_chains(loops, n, p, steps, seed):
 NETWORKS = {name: hilbert.open("Prelude.Networks", executor=name) for name in EXECUTORS}
 
 
+def numpy_mlp_fit(t, r, x, y, w1, w2):
+    """Prelude.Networks' mlpFit: t steps of full-batch descent on ½n‖relu(X W1) W2 − Y‖²."""
+    for _ in range(t):
+        pre = x @ w1
+        out_delta = (np.maximum(pre, 0) @ w2 - y) / len(x)
+        hid_delta = (out_delta @ w2.T) * (pre > 0)
+        w1, w2 = w1 - r * (x.T @ hid_delta), w2 - r * (np.maximum(pre, 0).T @ out_delta)
+    return np.maximum(x @ w1, 0) @ w2
+
+
+def numpy_layer_norm(a):
+    centred = a - a.mean(axis=1, keepdims=True)
+    return centred / np.sqrt((centred**2).mean(axis=1, keepdims=True) + 1e-5)
+
+
+def numpy_attention(q, k, v, d):
+    scores = q @ k.T / np.sqrt(d)
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True) @ v
+
+
+def numpy_windows(x, width):
+    """x[i, t + j] for t < L and j < width, 0 past the end of the row."""
+    padded = np.concatenate([x, np.zeros((len(x), width))], axis=1)
+    return np.stack([padded[:, j:j + x.shape[1]] for j in range(width)], axis=2)
+
+
 @settings(PROPERTY, max_examples=12)
 @given(st.integers(1, 5), st.integers(1, 4), st.integers(1, 4), st.integers(0, 2**32 - 1))
 def test_executors_agree_on_the_prelude(n, p, q, seed):
+    """Every executor against NumPy written here."""
     rng = np.random.default_rng(seed)
     x, y = rng.standard_normal((n, p)), rng.standard_normal((n, 1))
     w1, w2 = rng.standard_normal((p, q)) * 0.5, rng.standard_normal((q, 1)) * 0.5
-    calls = [("dense", (x, w1)), ("layerNorm", (x,)), ("mlpFit", (7, 0.1, x, y, w1, w2)),
-             ("attentionOf", (x, x, y, float(p))),
-             ("convolve", (rng.standard_normal((n, p + 3)), rng.standard_normal(min(q, 3)))),
-             ("maxPool", (rng.standard_normal((n, p + 3)), np.ones(min(q, 3))))]
-    for name, args in calls:
-        want = NETWORKS["reference"].function(name)(*args)
+    signal, kernel = rng.standard_normal((n, p + 3)), rng.standard_normal(min(q, 3))
+    calls = [("dense", (x, w1), x @ w1), ("layerNorm", (x,), numpy_layer_norm(x)),
+             ("mlpFit", (7, 0.1, x, y, w1, w2), numpy_mlp_fit(7, 0.1, x, y, w1, w2)),
+             ("attentionOf", (x, x, y, float(p)), numpy_attention(x, x, y, float(p))),
+             ("convolve", (signal, kernel), numpy_windows(signal, len(kernel)) @ kernel),
+             ("maxPool", (signal, np.ones(min(q, 3))),
+              numpy_windows(signal, min(q, 3)).max(axis=2))]
+    for name, args, want in calls:
         for executor, mod in NETWORKS.items():
             np.testing.assert_allclose(mod.function(name)(*args), want, **TOLERANCE,
                                        err_msg=f"{executor}: {name}")
+
+
+# BLAS-sized programs: the numba executor's matrix products (BLAS above 4096 multiply-adds,
+# loops below), transposed operands read in place, batched products and loops around them.
+
+BLAS_SPECS = [
+    ("bij,bjk->bik", "bij bjk"),          # batched
+    ("ji,jk->ik", "ji jk"),               # transposed left operand
+    ("ij,kj->ik", "ij kj"),               # transposed right operand
+    ("ji,kj->ki", "ji kj"),               # both, output swapped
+    ("iaj,ajk->ik", "iaj ajk"),           # two summed axes between kept ones
+    ("ajb,bjc->ca", "ajb bjc"),           # summed axes in the middle, output transposed
+    ("ij,ij->", "ij ij"),                 # scalar output
+    ("ij,jk,ki->", "ij jk ki"),           # a chain down to a scalar
+    ("ij,jk,kl->il", "ij jk kl"),         # a chain, path chosen by the planner
+    ("bij,bkj->bki", "bij bkj"),          # batched, transposed, output reordered
+]
+
+
+@st.composite
+def blas_cases(draw):
+    """A spec of BLAS_SPECS with sizes 9 to 300 per axis (at most about 4M multiply-adds)."""
+    spec, terms = draw(st.sampled_from(BLAS_SPECS))
+    letters = sorted(set(terms.replace(" ", "")))
+    sizes = {ch: draw(st.integers(9, 300)) for ch in letters}
+    while np.prod([sizes[ch] for ch in letters], dtype=float) > 4e6:
+        largest = max(sizes, key=sizes.get)
+        sizes[largest] = max(9, sizes[largest] // 2)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return spec, [rng.standard_normal(tuple(sizes[ch] for ch in term)) for term in terms.split()]
+
+
+@settings(PROPERTY, max_examples=30)
+@given(blas_cases())
+def test_blas_sized_einsums_agree_with_numpy_and_the_reference(case):
+    """Each spec alone (the numba executor calls NumPy for a lone contraction) and inside
+    compiled code (its own BLAS calls on views: `tanh` of the product)."""
+    spec, operands = case
+    params = ", ".join(f"a{i}" for i in range(len(operands)))
+    mods = compiled(f'fn f({params}) ↦ einsum("{spec}", {params})\n'
+                    f'fn g({params}) ↦ tanh(einsum("{spec}", {params}))')
+    want = np.einsum(spec, *operands)
+    for name, expected in (("f", want), ("g", np.tanh(want))):
+        reference = getattr(mods["reference"], name)(*operands)
+        np.testing.assert_allclose(reference, expected, **TOLERANCE, err_msg=f"reference {name}: {spec}")
+        np.testing.assert_allclose(getattr(mods["numba"], name)(*operands), reference,
+                                   **TOLERANCE, err_msg=f"numba {name}: {spec}")
+
+
+BLAS_LOOPS = """
+def descend(t, r, a, x, b) ≔
+  if t = 0 then x else descend(t − 1, r, a, x − r · einsum("ji,jk->ik", a, einsum("ij,jk->ik", a, x) − b), b)
+fn solve(t, r, a, x, b) ↦ descend(t, r, a, x, b)
+def powered(t, m, x) ≔ if t = 0 then x else powered(t − 1, m, tanh(einsum("ij,bjk->bik", m, x)))
+fn power(t, m, x) ↦ powered(t, m, x)
+"""
+
+
+@settings(PROPERTY, max_examples=6)
+@given(st.integers(9, 300), st.integers(9, 120), st.integers(9, 40), st.integers(0, 2**32 - 1))
+def test_blas_sized_loops_agree_with_numpy_and_the_reference(n, p, k, seed):
+    """Loops with matrix products (and batched ones) inside, at BLAS sizes."""
+    rng = np.random.default_rng(seed)
+    a, x, b = rng.standard_normal((n, p)), rng.standard_normal((p, k)), rng.standard_normal((n, k))
+    m, batch = rng.standard_normal((p, p)) / p, rng.standard_normal((3, p, k))
+    rate = 0.5 / np.linalg.norm(a, 2) ** 2
+    want_solve = numpy_descend(5, rate, a, x, b)
+    want_power = batch
+    for _ in range(5):
+        want_power = np.tanh(np.einsum("ij,bjk->bik", m, want_power))
+    mods = compiled(BLAS_LOOPS)
+    for executor in EXECUTORS:
+        np.testing.assert_allclose(mods[executor].solve(5, rate, a, x, b), want_solve, **TOLERANCE,
+                                   err_msg=f"{executor}: solve")
+        np.testing.assert_allclose(mods[executor].power(5, m, batch), want_power, **TOLERANCE,
+                                   err_msg=f"{executor}: power")
+    np.testing.assert_allclose(mods["numba"].solve(5, rate, a, x, b),
+                               mods["reference"].solve(5, rate, a, x, b), **TOLERANCE)
