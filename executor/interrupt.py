@@ -18,13 +18,17 @@ fast path pays nothing, and a watched call pays about 2 µs.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import threading
+from pathlib import Path
 
 import numpy as np
 from numba import config, njit, types
 from numba.extending import intrinsic
+
+from . import disk
 
 try:
     from _signal import signal as _set_handler  # signal.signal costs 5 µs (enum lookups)
@@ -55,10 +59,13 @@ else:
 
         return types.int64(flags), codegen
 
-    @njit(nogil=True, cache=True)
-    def requested(stop) -> bool:
+    def _requested(stop) -> bool:
         """Whether stop[0] asks compiled loops to stop (another thread sets it)."""
         return _load_atomic(stop) != 0
+
+    # kept in hilbert's private cache directory, as every compiled kernel is (executor/disk.py)
+    requested = disk.keep(njit(_requested, nogil=True),
+                          hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16])
 
 
 class _Watcher:
