@@ -170,3 +170,15 @@ model Pair(n) : Learner {
     scaled, two = module.Pair(3).both(np.array([1.0, 2.0, 3.0]))
     np.testing.assert_array_equal(scaled, [1.0, 2.0, 3.0])
     assert two == 2.0
+
+
+def test_the_size_limit_counts_work_once_however_often_it_is_written(executor):
+    """Issue 13, item 5: 300 calls of a 60-operation definition on the same argument are one
+    computation, so the definition is far under the 10,000-operation limit (E701), which
+    counts what calls add after equal work is shared."""
+    big = " + ".join(f"exp(x · {i})" for i in range(60))
+    source = f"def big(x) ≔ {big}\nfn f(x) ↦ " + " + ".join(["big(x)"] * 300)
+    x = np.array([0.1, -0.2])
+    want = 300 * sum(np.exp(x * i) for i in range(60))
+    np.testing.assert_allclose(hilbert.compile_source(source, executor=executor).f(x), want,
+                               rtol=1e-12)
