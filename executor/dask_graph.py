@@ -29,7 +29,17 @@ from hilbert.grammar.errors import RuntimeHilbertError
 from hilbert.grammar.source import Span
 
 from . import cache, codegen, sequences
-from .reference import evaluate, moving_components, needs, shift, step_count, tape_guard
+from .numerics import power
+from .reference import (
+    TABLE_KINDS,
+    evaluate,
+    moving_components,
+    needs,
+    shift,
+    step_count,
+    table_prim,
+    tape_guard,
+)
 
 _ENTRYWISE = ("unary", "binary", "compare")
 #: A task holds its input blocks, its result and a temporary at once: each block of a value may
@@ -250,23 +260,13 @@ class DaskGraph:
         return opt_einsum.contract(node.spec, *arrays, optimize=path, backend="dask")
 
     def _prim(self, node: ir.Prim, args: list, scope):
-        prim = BY_OP[node.op]
-        match prim.kind:
-            case "unary" | "binary":
-                return prim.numpy(*args)
-            case "compare":
-                return prim.numpy(*args).astype(np.float64)
-            case "reduce":
-                return prim.numpy(args[0], axis=node.attrs[0])
-            case "size":
-                return np.float64(np.shape(args[0])[prim.axis])
-            case "positions":
-                return np.arange(np.shape(args[0])[node.attrs[0]], dtype=np.float64)
-            case "shift":
-                return self._shift(node, args)
+        kind = BY_OP[node.op].kind
         if not any(lazy(a) for a in args):
-            return sequences.evaluate(node, prim.kind, args)
-        return self._sequence(node, prim.kind, args, self.table.scopes[scope][node])
+            return table_prim(node, args) if kind in TABLE_KINDS else sequences.evaluate(
+                node, kind, args)
+        if kind in TABLE_KINDS:
+            return table_prim(node, args, _lazy_power, self._shift)
+        return self._sequence(node, kind, args, self.table.scopes[scope][node])
 
     def _shift(self, node: ir.Prim, args: list):
         """A shifted read: along its axis each block needs the whole line, so that axis is made
@@ -439,6 +439,17 @@ def _diagonal_chunks(term: str, array: da.Array) -> da.Array:
             wanted[axis] = array.chunks[first[letter]]
         first.setdefault(letter, axis)
     return array.rechunk(wanted) if wanted else array
+
+
+def _lazy_power(x, y):
+    """x ^ y with the meaning of executor/numerics.py's power, block by block."""
+    operands = [da.asarray(v) if np.ndim(v) else v for v in (x, y)]
+    return da.map_blocks(_quiet_power, *operands, dtype=np.float64)
+
+
+def _quiet_power(x, y):
+    with np.errstate(all="ignore"):  # inf and NaN are values here, as everywhere
+        return power(x, y)
 
 
 def _shift_block(block: np.ndarray, sizes: list[int], attrs: tuple) -> np.ndarray:

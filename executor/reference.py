@@ -61,6 +61,35 @@ def _sliding(x: np.ndarray, sizes: list[int], axis: int, coefs: list[int], const
     return np.lib.stride_tricks.as_strided(base, shape, strides, writeable=False)
 
 
+#: The kinds of op `table_prim` evaluates (the rest: executor/sequences.py).
+TABLE_KINDS = frozenset({"unary", "binary", "compare", "reduce", "size", "positions", "shift"})
+
+
+def _shifted(node: ir.Prim, args: list):
+    return shift(args[0], [len(w) for w in args[1:]], *node.attrs)
+
+
+def table_prim(node: ir.Prim, args: list, raise_to=power, shifted=_shifted):
+    """The value of an op of the primitives' table from its arguments' values, NumPy's way;
+    `raise_to(x, y)` is x ^ y and `shifted(node, args)` a shifted read (the dask executor
+    gives its own, for arrays in blocks)."""
+    prim = BY_OP[node.op]
+    match prim.kind:
+        case "unary" | "binary":
+            return raise_to(*args) if node.op == "pow" else prim.numpy(*args)  # type: ignore[misc]
+        case "compare":
+            return prim.numpy(*args).astype(np.float64)  # type: ignore[misc]
+        case "reduce":
+            return prim.numpy(args[0], axis=node.attrs[0])  # type: ignore[misc]
+        case "size":
+            return np.float64(np.shape(args[0])[prim.axis])
+        case "positions":
+            return np.arange(np.shape(args[0])[node.attrs[0]], dtype=np.float64)
+        case "shift":
+            return shifted(node, args)
+    raise AssertionError(f"{node.op} is not an op of the primitives' table")
+
+
 def needs(node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
     """What `node` needs evaluated first; for an `if`, its condition, then one branch."""
     if isinstance(node, ir.Cond):
@@ -135,21 +164,9 @@ class Reference:
         raise AssertionError(f"cannot evaluate {node!r}")
 
     def prim(self, node: ir.Prim, args: list):
-        prim = BY_OP[node.op]
-        match prim.kind:
-            case "unary" | "binary":
-                return power(*args) if node.op == "pow" else prim.numpy(*args)
-            case "compare":
-                return prim.numpy(*args).astype(np.float64)
-            case "reduce":
-                return prim.numpy(args[0], axis=node.attrs[0])
-            case "size":
-                return np.float64(np.shape(args[0])[prim.axis])
-            case "positions":
-                return np.arange(np.shape(args[0])[node.attrs[0]], dtype=np.float64)
-            case "shift":
-                return shift(args[0], [len(w) for w in args[1:]], *node.attrs)
-        return sequences.evaluate(node, prim.kind, args)
+        if BY_OP[node.op].kind in TABLE_KINDS:
+            return table_prim(node, args)
+        return sequences.evaluate(node, BY_OP[node.op].kind, args)
 
     def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
         final, steps = run_loop_grad(node, init, seeds, self.eval, self.eval)
