@@ -145,3 +145,46 @@ CASES = [
                                ("gru", "GRU (Sequences.gru)", gru))
     for steps in (100, 400)
 ]
+
+
+def circle_step(config: Config) -> Setup:
+    """One training step of the course seed's circle classifier (2→32→32→2, GELU, cross-entropy
+    on logits, clip_grad_norm 1.0, AdamW): hilbert's examples/CircleClassifier.hb model against
+    the same step in torch eager float64. Each call is a step from the weights the last left
+    (the contestants train apart), so outputs are not compared here: tests/test_course.py
+    checks hilbert's steps against NumPy and torch."""
+    from benchmarks.cases.base import example
+
+    rng = np.random.default_rng(22)
+    x = rng.uniform(-1, 1, (64, 2))
+    labels = ((x ** 2).sum(1) < 0.5).astype(float)
+    model = example("CircleClassifier", config).CircleClassifier(32, 0)
+
+    def make_torch():
+        torch = A.torch_module()
+        torch.manual_seed(0)
+        nn = torch.nn
+        net = nn.Sequential(nn.Linear(2, 32), nn.GELU(), nn.Linear(32, 32), nn.GELU(),
+                            nn.Linear(32, 2)).double()
+        opt = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=1e-2)
+        tx, tl = torch.from_numpy(x), torch.from_numpy(labels).long()
+
+        def step():
+            loss = torch.nn.functional.cross_entropy(net(tx), tl)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+            return loss.item()
+        return step
+
+    return Setup(
+        ours=lambda: model.train(x, labels, 0.0),
+        anchors=[A._optional(config, Anchor(TORCH, make_torch,
+                                            "torch eager float64: forward, backward, clip, AdamW"))],
+        params={"batch": "64×2", "widths": "2→32→32→2"}, compare=False)
+
+
+CASES.append(Case("circle-step", "sequences", "one training step of the course's circle classifier",
+                  "forward, ∂ of the cross-entropy for six parameters, clipping and AdamW: one call",
+                  circle_step, (Target("ahead of torch float64 eager", TORCH, 1.0),)))
