@@ -1,6 +1,11 @@
-"""Shared fixtures: the executors every differential test runs on, and .hb files in tmp_path."""
+"""Shared fixtures: the executors every differential test runs on, and .hb files in tmp_path;
+the example scripts imported as modules."""
 
+import importlib.util
+import sys
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -9,6 +14,16 @@ import pytest
 EXECUTORS = ("reference", "numba")
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@cache
+def example_script(name: str) -> ModuleType:
+    """examples/<name>.py imported as a module (its main() is not run)."""
+    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(params=EXECUTORS)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import erf
 
 import hilbert
-from tests.conftest import ROOT
+from tests.conftest import ROOT, example_script
 
 EXAMPLES = ROOT / "examples"
 
@@ -310,19 +309,8 @@ def test_warmup_cosine_schedule(executor):
 
 
 def test_warmup_cosine_matches_torch_sequential_lr():
-    torch = pytest.importorskip("torch")
-    from torch.optim.lr_scheduler import CosineAnnealingLR, LinearLR, SequentialLR
-
-    opt = torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=3e-3)
-    sched = SequentialLR(opt, milestones=[500], schedulers=[
-        LinearLR(opt, start_factor=1e-3, end_factor=1.0, total_iters=500),
-        CosineAnnealingLR(opt, T_max=10_000 - 500, eta_min=3e-5)])
-    rates = []
-    with warnings.catch_warnings():  # the rates need no optimiser steps, which torch warns about
-        warnings.simplefilter("ignore", UserWarning)
-        for _ in range(10_001):
-            rates.append(opt.param_groups[0]["lr"])
-            sched.step()
+    pytest.importorskip("torch")
+    rates = example_script("course").torch_schedule(10_001)  # torch's SequentialLR(LinearLR, CosineAnnealingLR)
     module = course("numba")
     for step in SCHEDULE_STEPS:
         assert module.courseSchedule(step) == pytest.approx(rates[step], rel=1e-10)

@@ -2,14 +2,12 @@
 Bandit, QTable, Sarsa, Reserve, Credit, and the scripts bandit.py and cliff_walk.py): each is
 loaded and what it computes is checked against NumPy written here, on both executors."""
 
-import importlib.util
-import sys
 import zlib
 from functools import cache
 
 import numpy as np
 import pytest
-from conftest import EXECUTORS, ROOT
+from conftest import EXECUTORS, ROOT, example_script
 from test_prelude_samples import marks, nearest, split, ucb_policy
 
 import hilbert
@@ -20,15 +18,6 @@ EXAMPLES = ROOT / "examples"
 @cache
 def example(name: str, executor: str):
     return hilbert.load(EXAMPLES / f"{name}.hb", executor=executor)
-
-
-@cache
-def script(name: str):
-    """An example script imported as a module (its main() is not run)."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module", params=EXECUTORS)
@@ -265,7 +254,7 @@ def chances(q_row: np.ndarray, eps: float) -> np.ndarray:
 def test_the_cliff_walk_is_the_numpy_walk(executor, kind):
     """cliff_walk.run against the same walk with its table kept by NumPy, drawing from the same
     generator: the same actions, returns and table."""
-    walk = script("cliff_walk")
+    walk = example_script("cliff_walk")
     world = walk.Cliff(3, 5)
     table, returns = walk.run(kind, world, episodes=6, seed=4, executor=executor)
     draws, q, expected = np.random.default_rng(4), np.zeros((world.states, 4)), []
@@ -287,14 +276,14 @@ def test_the_cliff_walk_is_the_numpy_walk(executor, kind):
 
 
 def test_the_cliff_walk_prints_both_learners(capsys):
-    assert script("cliff_walk").main(["--episodes", "3", "--rows", "2", "--columns", "4"]) == 0
+    assert example_script("cliff_walk").main(["--episodes", "3", "--rows", "2", "--columns", "4"]) == 0
     out = capsys.readouterr().out
     assert "Q-learning: greedy path" in out and "SARSA: greedy path" in out and "S C C G" in out
 
 
 @pytest.mark.parametrize("ucb", [None, 0.8])
 def test_the_bandit_script_is_the_numpy_bandit(executor, ucb):
-    bandit, arms = script("bandit").play([0.1, 0.5, 0.9], pulls=25, seed=5, eps=0.2, start=1.0,
+    bandit, arms = example_script("bandit").play([0.1, 0.5, 0.9], pulls=25, seed=5, eps=0.2, start=1.0,
                                          ucb=ucb, executor=executor)
     draws, total, counts, expected = np.random.default_rng(5), np.zeros(3), np.zeros(3), []
     for _ in range(25):
@@ -309,6 +298,6 @@ def test_the_bandit_script_is_the_numpy_bandit(executor, ucb):
 
 
 def test_the_bandit_script_prints_its_estimates(capsys):
-    assert script("bandit").main(["--pulls", "12", "--ucb", "1"]) == 0
+    assert example_script("bandit").main(["--pulls", "12", "--ucb", "1"]) == 0
     out = capsys.readouterr().out
     assert "12 pulls, UCB with c = 1.0" in out and out.count("\n") == 5
