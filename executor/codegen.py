@@ -22,9 +22,12 @@ from hilbert.compiler.shapes import Scope, ShapeTable
 
 from . import fusion, products, reference
 
-UNARY = {"exp": "np.exp({})", "ln": "np.log({})", "sqrt": "np.sqrt({})", "tanh": "np.tanh({})",
+#: exp, ln and tanh are executor/vmath.py's (arithmetic LLVM vectorises, not calls to libm).
+UNARY = {"exp": "K.exp({})", "ln": "K.log({})", "sqrt": "np.sqrt({})", "tanh": "K.tanh({})",
          "sin": "np.sin({})", "cos": "np.cos({})", "tan": "np.tan({})", "abs": "np.abs({})",
          "floor": "np.floor({})", "erf": "K.erf({})", "neg": "(-{})"}
+#: Uncompiled code calls NumPy's own (a compiled function called from Python costs more).
+HOST_UNARY = {"exp": "np.exp({})", "ln": "np.log({})", "tanh": "np.tanh({})"}
 BINARY = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
           "pow": "K.power({}, {})", "max": "K.fmax({}, {})", "min": "K.fmin({}, {})"}
 #: Uncompiled code computes on NumPy float64 scalars, where np.power already has the meaning
@@ -512,7 +515,8 @@ class Emitter:
             case ir.Prim() if fusion.is_ones(node):
                 return "1.0"
             case ir.Prim(op=op, args=args) if op in UNARY:
-                return UNARY[op].format(self.at(args[0], index, temps))
+                unary = HOST_UNARY.get(op, UNARY[op]) if self.host else UNARY[op]
+                return unary.format(self.at(args[0], index, temps))
             case ir.Prim(op="pow", args=(base, ir.Const(value=2.0))):
                 x = self.at(base, index, temps)
                 return f"({x} * {x})"

@@ -16,8 +16,9 @@ import llvmlite.binding as llvm
 import numpy as np
 from numba import config, njit, types
 
-from . import disk
+from . import disk, vmath
 from .interrupt import requested as stop_requested  # noqa: F401 (generated loops call it)
+from .vmath import exp, log, tanh  # noqa: F401 (generated code calls them: vectorised maths)
 
 #: NUMBA_DISABLE_JIT=1: everything runs as plain Python (slowly), for debugging and tests.
 PYTHON_MODE = bool(getattr(config, "DISABLE_JIT", False))
@@ -77,9 +78,9 @@ def _numpy_dgemm() -> tuple[int, bool] | None:
 _DGEMM = _numpy_dgemm()
 #: Which BLAS compiled code multiplies with (part of the disk cache's key).
 BLAS = "numpy-cblas" + ("-ilp64" if _DGEMM and _DGEMM[1] else "") if _DGEMM else "numba-dot"
-#: What the kernels' machine code depends on: this file, NumPy and the BLAS it calls.
-STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {np.__version__} "
-         f"{BLAS}")
+#: What the kernels' machine code depends on: this file, vmath.py, NumPy and the BLAS it calls.
+STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP} "
+         f"{np.__version__} {BLAS}")
 
 
 def compiled(function):

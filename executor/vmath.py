@@ -1,0 +1,259 @@
+"""exp, log and tanh as straight-line float arithmetic that LLVM vectorises inside loop nests.
+
+Numba compiles `np.exp(x)` on one number to a call of the C library's `exp`, and LLVM cannot
+vectorise a loop that calls a function without a vector maths library. Intel's SVML would be
+one, but the llvmlite wheels on PyPI are built without it (`llvmlite.binding.targets.has_svml()`
+is False), so installing `intel-cmplr-lib-rt` changes nothing. These functions are written as
+arithmetic instead, with no branches (special values are chosen with selects) and no calls,
+so once Numba inlines them into a generated loop LLVM runs them on four entries at a time
+(256-bit vectors, which LLVM prefers on this machine's AVX-512 CPU), as NumPy's ufuncs do:
+
+- exp: x = k·ln 2 + r with |r| ≤ ½ ln 2 (ln 2 split in two so k·ln2_hi is exact),
+  e^r = 1 + r + r²·(½ + r·Q(r)), the 1 + r kept exact (Fast2Sum) and rounded once at the end,
+  then multiplied by 2^k built from its bits (two factors, so subnormal results round once).
+- log: x = 2^k·m with m in [√½, √2) (from the bits; subnormals scaled by 2^54 first),
+  f = m − 1, s = f / (2 + f), log m = f − f²/2 + s·(f²/2 + z·G(z)) with z = s², plus k·ln 2.
+- tanh: |x| < 0.3: x + x³·P(x²); above: 1 − 2 / (e^{2|x|} + 1) with e^{2|x|} carried as a
+  double-double and the division corrected with an FMA, so only the last step rounds.
+
+Q, G and P are near-minimax polynomials: `mpmath.chebyfit` at 60 digits over the reduced
+ranges ([−½ ln 2, ½ ln 2] for Q of degree 9, [0, (3 − 2√2)²] for G of degree 6, [0, 0.09] for
+P of degree 7, each widened by 0.1%), rounded to float64. Measured against NumPy on this
+machine (tests/test_vector_math.py, which allows 2 ulp): within 1 ulp of NumPy everywhere
+and about 95% of results equal, within an ulp of the true value; ±0, ±∞, NaN, log of 0 and
+of negatives, and the overflow and underflow thresholds give NumPy's values exactly.
+
+Importing this module also asks LLVM to vectorise loops that sum in order
+(`-force-ordered-reductions`): a softmax's row sum (acc += e^x) would otherwise keep the
+whole loop scalar on x86, exp included. The sum is still added strictly left to right, so
+results are bit for bit those of the scalar loop; only the exps around it run in vector lanes.
+
+Under NUMBA_DISABLE_JIT=1 (everything run as Python) these names are NumPy's own functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir as llvm_ir
+from numba import config, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from . import disk
+
+#: NUMBA_DISABLE_JIT=1: the functions below are NumPy's (intrinsics cannot run as Python).
+PYTHON_MODE = bool(getattr(config, "DISABLE_JIT", False))
+#: What this module's machine code depends on (part of kernels.STAMP, the cache key).
+STAMP = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+# ln 2 = LN2_HI + LN2_LO, LN2_HI with 42 significant bits: k·LN2_HI is exact for |k| < 2^11.
+LN2_HI = 0.6931471805598903
+LN2_LO = 5.497923018708371e-14
+LOG2_E = 1.4426950408889634
+#: 1.5·2^52: adding it rounds a number below 2^51 to a whole one, which its low bits then hold.
+SHIFTER = 6755399441055744.0
+SHIFTER_BITS = 0x4338000000000000
+# e^x overflows above 709.78… and is 0 below −745.13…: clamped just outside, 2^k does the rest.
+EXP_ABOVE = 710.0
+EXP_BELOW = -746.0
+#: The smallest normal float64; below it log scales its argument by 2^54 first.
+TINY = 2.2250738585072014e-308
+#: The bits of √½: x's bits minus these, shifted right by 52, are k with m = x·2^−k in [√½, √2).
+SQRT_HALF_BITS = 0x3FE6A09E667F3BCD
+#: Below this |x|, tanh is its odd polynomial; above, 1 − 2 / (e^{2|x|} + 1).
+TANH_SMALL = 0.3
+#: Beyond this |x|, tanh(x) is ±1 in float64 (from 19.06 on): e^{2|x|} stays finite.
+TANH_ONE = 20.0
+
+# (e^r − 1 − r − r²/2) / r³ on |r| ≤ ½ ln 2, lowest degree first.
+_Q = (0.16666666666666669, 0.041666666666666664, 0.008333333333330039, 0.0013888888888886537,
+      0.00019841269863171557, 2.4801587317228724e-05, 2.7557268276905696e-06,
+      2.7557282838800484e-07, 2.5100472505694996e-08, 2.09112987659402e-09)
+# (2·atanh(s)/s − 2) / z, z = s², on 0 ≤ z ≤ (3 − 2√2)².
+_G = (0.666666666666667, 0.3999999999989889, 0.28571428626253836, 0.22222211089379496,
+      0.1818289243253687, 0.15331611722055008, 0.14617807153417325)
+# (tanh(x) − x) / x³ as a polynomial in y = x², 0 ≤ y ≤ 0.09.
+_P = (-0.3333333333333333, 0.13333333333329436, -0.053968253959158, 0.021869487726147795,
+      -0.008863200040230624, 0.003591281030651438, -0.0014445686042322276,
+      0.0005108524105890769)
+
+if not PYTHON_MODE:
+    # Sums in a loop (acc += x) are added in order, but vectorise the rest of the loop.
+    llvm.set_option("hilbert", "-force-ordered-reductions=true")
+
+
+def _compiled(function):
+    """`function` compiled as all of hilbert's code is (executor/kernels.jit: NumPy's error
+    model, no GIL, no bounds checks), its machine code kept in the private disk cache."""
+    return disk.keep(njit(function, nogil=True, error_model="numpy", boundscheck=False),
+                     STAMP)
+
+
+@intrinsic
+def bits_of(typingctx, x):
+    """The IEEE bits of a float64, as an int64 (a bit cast: no conversion)."""
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], types.float64)
+        return builder.bitcast(value, llvm_ir.IntType(64))
+
+    return types.int64(x), codegen
+
+
+@intrinsic
+def float_of(typingctx, bits):
+    """The float64 whose IEEE bits are `bits` (an int64; a bit cast)."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], types.int64)
+        return builder.bitcast(value, llvm_ir.DoubleType())
+
+    return types.float64(bits), codegen
+
+
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a·b + c rounded once (llvm.fma: one vfmadd instruction where the CPU has FMA)."""
+    if not all(isinstance(t, types.Float) for t in (a, b, c)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        values = [context.cast(builder, v, t, types.float64)
+                  for v, t in zip(args, signature.args, strict=True)]
+        double = llvm_ir.DoubleType()
+        kind = llvm_ir.FunctionType(double, [double, double, double])
+        return builder.call(cgutils.get_or_insert_function(builder.module, kind, "llvm.fma.f64"),
+                            values)
+
+    return types.float64(a, b, c), codegen
+
+
+@_compiled
+def _power_of_two(k):
+    """2^k as a float64 for −1022 ≤ k ≤ 1023 (from its exponent bits)."""
+    return float_of((k + 1023) << 52)
+
+
+@_compiled
+def _exp_parts(x):
+    """(p, c, k) with e^x ≈ (p + c)·2^k, p rounded to nearest and c what it left out (to about
+    2^−60 of p), for |x| ≤ 746."""
+    shifted = fma(x, LOG2_E, SHIFTER)  # x·log2 e rounded to a whole number k, in the low bits
+    kf = shifted - SHIFTER
+    hi = fma(-kf, LN2_HI, x)  # exact: k·LN2_HI is exact and close to x
+    lo = kf * LN2_LO
+    r = hi - lo
+    q = fma(r, _Q[9], _Q[8])
+    q = fma(r, q, _Q[7])
+    q = fma(r, q, _Q[6])
+    q = fma(r, q, _Q[5])
+    q = fma(r, q, _Q[4])
+    q = fma(r, q, _Q[3])
+    q = fma(r, q, _Q[2])
+    q = fma(r, q, _Q[1])
+    q = fma(r, q, _Q[0])
+    tail = (r * r) * fma(r, q, 0.5)
+    s = 1.0 + hi
+    c = ((1.0 - s) + hi) + (tail - lo)  # (1 − s) + hi: what s lost of 1 + hi (Fast2Sum)
+    rounded = s + c
+    return rounded, (s - rounded) + c, bits_of(shifted) - SHIFTER_BITS
+
+
+@_compiled
+def exp(x):
+    """e^x, within an ulp of NumPy's np.exp; NumPy's values at 0, ±∞, NaN and the thresholds.
+
+    >>> exp(1.0)
+    2.718281828459045
+    """
+    clamped = x if x < EXP_ABOVE else EXP_ABOVE
+    clamped = clamped if clamped > EXP_BELOW else EXP_BELOW
+    p, _, k = _exp_parts(clamped)
+    half = k >> 1
+    y = p * _power_of_two(half) * _power_of_two(k - half)
+    return y if x == x else x
+
+
+@_compiled
+def log(x):
+    """ln x, within an ulp of NumPy's np.log: −∞ at ±0, NaN below 0, ∞ at ∞, NaN at NaN.
+
+    >>> log(2.0)
+    0.6931471805599453
+    """
+    tiny = x < TINY
+    scaled = x * 18014398509481984.0 if tiny else x  # 2^54: subnormals become normal
+    bits = bits_of(scaled)
+    k = (bits - SQRT_HALF_BITS) >> 52
+    f = float_of(bits - (k << 52)) - 1.0  # m − 1, exact for m in [√½, √2)
+    kf = np.float64(k) - (54.0 if tiny else 0.0)
+    s = f / (2.0 + f)
+    z = s * s
+    g = fma(z, _G[6], _G[5])
+    g = fma(z, g, _G[4])
+    g = fma(z, g, _G[3])
+    g = fma(z, g, _G[2])
+    g = fma(z, g, _G[1])
+    g = fma(z, g, _G[0])
+    half_square = 0.5 * f * f
+    y = kf * LN2_HI + (f - (half_square - (s * (half_square + z * g) + kf * LN2_LO)))
+    y = -np.inf if x == 0.0 else y
+    y = np.nan if x < 0.0 else y
+    return y if x < np.inf else x  # ∞ and NaN are their own logarithms
+
+
+@_compiled
+def _tanh_small(a):
+    """tanh a for 0 ≤ a < 0.3: a + a³·P(a²)."""
+    y = a * a
+    p = fma(y, _P[7], _P[6])
+    p = fma(y, p, _P[5])
+    p = fma(y, p, _P[4])
+    p = fma(y, p, _P[3])
+    p = fma(y, p, _P[2])
+    p = fma(y, p, _P[1])
+    p = fma(y, p, _P[0])
+    return fma(a * y, p, a)
+
+
+@_compiled
+def _tanh_large(a):
+    """tanh a for 0.3 ≤ a ≤ 20: 1 − 2 / (e^{2a} + 1), rounded once at the end."""
+    p, c, k = _exp_parts(2.0 * a)
+    scale = _power_of_two(k)
+    big, small = p * scale, c * scale  # e^{2a} ≈ big + small, big ≥ 1
+    d = big + 1.0
+    d_error = (1.0 - (d - big)) + small  # e^{2a} + 1 ≈ d + d_error
+    q = 2.0 / d
+    q_error = (fma(-q, d, 2.0) - q * d_error) * (0.5 * q)  # 2 / (d + d_error) ≈ q + q_error
+    u = 1.0 - q
+    u_error = (1.0 - u) - q  # Fast2Sum: u + u_error = 1 − q exactly
+    return u + (u_error - q_error)
+
+
+@_compiled
+def tanh(x):
+    """tanh x, within 2 ulp of NumPy's np.tanh; ±0 kept, ±1 at ±∞, NaN at NaN.
+
+    >>> tanh(0.5)
+    0.46211715726000974
+    """
+    a = abs(x)
+    clamped = a if a < TANH_ONE else TANH_ONE
+    small, large = _tanh_small(a), _tanh_large(clamped)  # both, then a select: no branch
+    t = small if a < TANH_SMALL else large
+    bits = bits_of(x)
+    signed = float_of(bits_of(t) | ((bits >> 63) << 63))  # t with x's sign (−0 stays −0)
+    return signed if x == x else x
+
+
+if PYTHON_MODE:
+    exp, log, tanh = np.exp, np.log, np.tanh  # type: ignore[assignment]  # noqa: F811
