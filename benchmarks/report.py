@@ -90,7 +90,8 @@ def markdown_table(results: dict) -> str:
     return "\n".join(rows)
 
 
-def _targets_table(results: dict) -> str:
+def targets_table(results: dict) -> str:
+    """Each case's targets: what, the measured value, met or not (and why not)."""
     rows = ["| case | target | value | met |", "|---|---|---|---|"]
     for case in results["cases"]:
         for target in case["targets"]:
@@ -107,6 +108,11 @@ def _targets_table(results: dict) -> str:
             why = f" ({target['why']})" if target["why"] else ""
             rows.append(f"| `{case['name']}` | {target['text']} | {shown} | {met}{why} |")
     return "\n".join(rows)
+
+
+def versions_line(machine: dict) -> str:
+    """The libraries' versions recorded with a run, as one line."""
+    return ", ".join(f"{k} {v}" for k, v in machine["versions"].items() if v)
 
 
 def _metrics(results: dict) -> list[str]:
@@ -179,7 +185,6 @@ def markdown(results: dict, plots: list[str], skipped: bool = False) -> str:
     threads = blas.get("threads")
     if threads is None and blas.get("threadpools"):
         threads = ", ".join(f"{p['internal_api']} {p['num_threads']}" for p in blas["threadpools"])
-    versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)
     git = m.get("git") or {}
     lines = [
         f"# Benchmark results ({results['mode']} run)", "",
@@ -192,14 +197,14 @@ def markdown(results: dict, plots: list[str], skipped: bool = False) -> str:
         f"- executor: `{results['executor']}` (runs `{results['executor_module']}`)"
         + (f" · checkout {git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}"
            if git else ""),
-        f"- versions: Python {m['python']}, {versions}",
+        f"- versions: Python {m['python']}, {versions_line(m)}",
         f"- load average (1 min) before / after: {_load(results)}", "",
         *_busy(results),
         "Times are medians of per-call seconds after warm-up. **(×r)** is the ratio hilbert / "
         "anchor: below 1 hilbert is faster, above 1 it is slower. Outputs were cross-checked "
         "with numpy.allclose before timing.", "",
         markdown_table(results), "",
-        "## Targets (DESIGN.md §6)", "", _targets_table(results), "",
+        "## Targets (DESIGN.md §6)", "", targets_table(results), "",
         "## Metrics", "", *(_metrics(results) or ["(none)"]), "",
         *_path_search(results),
         "## Skipped, errors, mismatches", "", *(_problems(results) or ["(none)"]), "",

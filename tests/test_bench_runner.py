@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # benchmarks/ lives in the checkout, it is not installed
     sys.path.insert(0, str(ROOT))
 
-from benchmarks import report, runner  # noqa: E402
+from benchmarks import readme, report, runner  # noqa: E402
 from benchmarks.cases import Case, Config, Setup, Skip, Target  # noqa: E402
 from benchmarks.cases.base import Anchor, last_words  # noqa: E402
 
@@ -155,3 +155,34 @@ def test_main_runs_a_registered_case_end_to_end(tmp_path):
     assert code == 0 and data["cases"][0]["name"] == "call-overhead"
     assert data["cases"][0]["ours"]["status"] == "ok"
     assert {a["name"] for a in data["cases"][0]["anchors"]} >= {"numpy", "np.einsum", "torch"}
+
+
+def test_the_readme_table_is_the_committed_run():
+    """README.md's performance table is what benchmarks/readme.py makes from the committed
+    results: no figure in it was typed by hand, and it names the run's date, machine and commit."""
+    results = json.loads(readme.RESULTS.read_text(encoding="utf-8"))
+    text = readme.README.read_text(encoding="utf-8")
+    assert readme.section(results) in text
+    assert results["machine"]["git"]["commit"] in readme.section(results)
+    every_anchor = {a["name"] for case in results["cases"] for a in case["anchors"]}
+    assert {"numpy", "torch", "jax.jit", "oe.expression"} <= every_anchor
+
+
+def test_the_readme_table_lists_every_anchor_and_ratio():
+    fake = {"mode": "full", "created": "2026-12-01T09:00:00+00:00", "executor": "numba",
+            "wall_s": 600.0, "load_after": 0.5,
+            "machine": {"cpu": "CPU", "cores_usable": 2, "memory_gib": 8, "python": "3.11",
+                        "versions": {"numpy": "2"}, "git": {"commit": "abc1234", "dirty": False},
+                        "blas": {"name": "openblas"}, "load_before": 0.1},
+            "cases": [{"name": "c", "title": "a case", "targets": [],
+                       "ours": {"status": "ok", "median_s": 2e-3},
+                       "anchors": [{"name": "numpy", "note": "", "status": "ok",
+                                    "median_s": 1e-3, "ratio": 2.0},
+                                   {"name": "torch", "note": "", "status": "skipped",
+                                    "median_s": None, "ratio": None}]}]}
+    block = readme.section(fake)
+    assert "commit abc1234" in block and "2026-12-01" in block
+    assert "| `c` | a case | 2 ms | numpy 1 ms **×2.00** · torch: skipped | – |" in block
+    assert readme.rewrite(f"x\n{readme.BEGIN}\nold\n{readme.END}\ny", fake).startswith("x\n" + block)
+    with pytest.raises(ValueError):
+        readme.rewrite("no markers", fake)
