@@ -68,6 +68,8 @@ class Generated:
     reads: list[ir.Prim]  # by the number compiled code names an x[t] or a oneHot in its errors
     kernels: int  # fused loop nests
     products: int  # contractions that reach a matrix product
+    copies: int = 0  # operands (or results) a product copies into another axis order
+    looped: int = 0  # products run as a loop of products over views (batch letters and others)
 
 
 @dataclass
@@ -94,6 +96,8 @@ class Frame:
     states: dict = field(default_factory=dict)  # loop -> names of its state variables
     owned: dict = field(default_factory=dict)  # node -> the buffer it alone holds
     recomputed: set = field(default_factory=set)  # members kernels compute again, not read back
+    fixed: set = field(default_factory=set)  # loop state this loop never changes
+    copied: dict = field(default_factory=dict)  # copies of fixed state, made before the loop
 
 
 #: Python compiles at most 20 nested `for`/`while`/`with` blocks in one function.
@@ -211,6 +215,9 @@ class Emitter:
         self.reads: list[ir.Prim] = []
         self.kernels = 0
         self.products = 0
+        self.copies = 0
+        self.looped = 0
+        self.numbers: dict[str, int] = {}  # the letter sizes of the einsum being emitted
         self.frame = Frame({})
         self.identity: list[str] = []
         self.pending: list[str] = []  # statements an expression needs first (shift positions)
@@ -238,7 +245,7 @@ class Emitter:
             args.append("stop")
         source = "\n".join([f"def run({', '.join(args)}):", *body]) + "\n"
         return Generated(source, self.needs_compile, self.loops, self.reads, self.kernels,
-                         self.products)
+                         self.products, self.copies, self.looped)
 
     # ---------------------------------------------------------------- names and shapes
 
@@ -705,7 +712,9 @@ class Emitter:
             hoist += [f"A{number_}_{i} = K.empty(({shape}))", f"B{number_}_{i} = K.empty(({shape}))"]
         self.out.line(f"{turns} = 0")
         body = outer.scope + (loop,)
-        self.frame = Frame(self.table.scopes[body], body, hoist=hoist)
+        self.frame = Frame(self.table.scopes[body], body, hoist=hoist,
+                           fixed={ir.State(i, None) for i in range(len(state))
+                                  if i not in moving and i != loop.counter})
         for i, name in enumerate(state):
             self.bind(ir.State(i, None), name)
             self.frame.dims[ir.State(i, None)] = state_dims[i]
