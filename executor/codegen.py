@@ -323,6 +323,9 @@ class Emitter:
                 if kind == "shift":
                     x = dims[args[0]]
                     return x[:attrs[0]] + x[attrs[0] + 1:] + tuple(dims[w][0] for w in args[1:])
+                if kind == "take":
+                    x = dims[args[0]]
+                    return x[:attrs[0]] + x[attrs[0] + 1:]
                 if kind == "size":
                     return ()
                 return next((dims[a] for a in args if dims[a]), ())
@@ -506,7 +509,11 @@ class Emitter:
             self.bind(node, number(folded))
             return
         name = self.fresh("v")
-        self.out.line(f"{name} = {self.expr(node, [], {})}")
+        self.pending = []
+        text = self.expr(node, [], {})
+        for line in self.pending:  # the position a scalar take or shift reads
+            self.out.line(line)
+        self.out.line(f"{name} = {text}")
         self.bind(node, name)
 
     def expr(self, node: ir.Node, index: list[str], temps: dict) -> str:
@@ -516,6 +523,8 @@ class Emitter:
                 return f"np.float64({index[0]})"
             case ir.Prim(op="shift"):
                 return self._shifted(node, index, temps)
+            case ir.Prim(op="take"):
+                return self._taken(node, index, temps)
             case ir.Prim() if fusion.is_ones(node):
                 return "1.0"
             case ir.Prim(op=op, args=args) if op in UNARY:
@@ -571,6 +580,21 @@ class Emitter:
         inner = outer[:axis] + [f"int({name})"] + outer[axis:]
         size = self.dims_of(x)[axis]
         return f"({self.at(x, inner, temps)} if 0.0 <= {name} < {size} else 0.0)"
+
+    def _taken(self, node: ir.Prim, index: list[str], temps: dict) -> str:
+        """take: x read along `axis` at the s with coef·s + const = t, zero when there is none
+        (s not whole, out of range, NaN): the mask's own test, on scalars only, so LLVM makes
+        it once, outside the loop nest."""
+        x, at = node.args
+        axis, coef, const = node.attrs
+        t, p, ok = self.fresh("t"), self.fresh("p"), self.fresh("ok")
+        size = self.dims_of(x)[axis]
+        self.pending.append(f"{t} = {self.value(at)}")
+        self.pending.append(f"{p} = ({t} - {number(const)}) * {number(coef)}")
+        self.pending.append(f"{ok} = 0.0 <= {p} < {size} and np.floor({p}) == {p} "
+                            f"and {number(coef)} * {p} + {number(const)} == {t}")
+        inner = index[:axis] + [f"int({p})"] + index[axis:]
+        return f"({self.at(x, inner, temps)} if {ok} else 0.0)"
 
     def emit_group(self, group: fusion.Group) -> None:
         """One loop nest: every member computed once per index, stored if read outside,
