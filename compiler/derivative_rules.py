@@ -195,8 +195,8 @@ RULES: dict[str, Rule] = {
     **{op: _zero for op in ("floor", "eq", "ne", "lt", "gt", "le", "ge", "rows", "columns",
                             "positions", "coordinate", "oneHot")},
     # place and cut only ever appear inside a derivative (of x[t], of concat), read through
-    # its `gradient` op, which refuses first; shift appears only after differentiation
-    **{op: _gradient for op in ("gradient", "place", "cut", "shift")},
+    # its `gradient` op, which refuses first; shift and take appear only after differentiation
+    **{op: _gradient for op in ("gradient", "place", "cut", "shift", "take")},
 }
 
 

@@ -400,19 +400,24 @@ def topological(*roots: Node) -> list[Node]:
     return order
 
 
-def rewrite_scopes(root: Node, rewrite) -> Node:
+def rewrite_scopes(root: Node, rewrite, owners: bool = False) -> Node:
     """Rewrite `root`'s scope and every loop body in it, innermost bodies first, without
     recursion however deep loops nest. `rewrite(roots, bodies)` returns the rewritten roots of
     one scope; `bodies[id(loop)]` holds the rewritten (until, *step) of each loop of the
-    original IR, ready when the scope holding that loop is rewritten."""
+    original IR, ready when the scope holding that loop is rewritten. `owners`: rewrite is
+    called as `rewrite(roots, bodies, owner)`, owner being the Loop (or LoopGrad, for its vjp
+    terms) whose scope it is, None for `root`'s."""
     bodies: dict[int, tuple[Node, ...]] = {}
     for node in _everything(root):  # children, bodies included, before parents
         if id(node) not in bodies:
             if isinstance(node, Loop):
-                bodies[id(node)] = rewrite((node.until, *node.step), bodies)
+                roots = (node.until, *node.step)
             elif isinstance(node, LoopGrad):
-                bodies[id(node)] = rewrite(node.vjp, bodies)
-    return rewrite((root,), bodies)[0]
+                roots = node.vjp
+            else:
+                continue
+            bodies[id(node)] = rewrite(roots, bodies, node) if owners else rewrite(roots, bodies)
+    return (rewrite((root,), bodies, None) if owners else rewrite((root,), bodies))[0]
 
 
 def is_loop(node: Node) -> bool:

@@ -470,9 +470,16 @@ def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: Shap
     arguments = sum(_elements(s) for s in signature) * ITEM_BYTES
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
                 tuple(planner.groups), call.flops if call.complete else None, planner.largest * ITEM_BYTES,
-                arguments + call.peak, executor, optimize, planner.paths)
+                arguments + call.peak, executor, optimize, planner.paths, _mask_notes(root))
     _guard(plan, root, table, limit if limit is not None else memory_limit())
     return plan
+
+
+def _mask_notes(root: ir.Node) -> tuple[str, ...]:
+    """What the masks pass made of a one-hot of a value, for the user (docs/semantics.md)."""
+    return tuple(f"masks: the einsum at {node.span} reads one slice at a value (the one-hot "
+                 "mask is not built; zeros where the value is no position)"
+                 for node in ir._everything(root) if isinstance(node, ir.Prim) and node.op == "take")
 
 
 def _guard(plan: Plan, root: ir.Node, table: ShapeTable, limit: int) -> None:

@@ -75,6 +75,10 @@ INTERNAL: dict[str, Primitive] = {p.name: p for p in [
     # shift(x, w1, …, wm) [axis, coefs, const]: x read at axis index const + Σ coefs·(new
     # indices), zero outside x; the new axes (sizes len(w1) … len(wm)) come last. See masks.py.
     Primitive("shift", -1, "shift", None),
+    # take(x, t)[axis, coef, const]: x at the position s along `axis` with coef·s + const = t
+    # (coef ±1, const whole; that axis dropped), zeros where there is none: an einsum against
+    # the one-hot [coef·s + const = t] of a scalar t. See masks.py.
+    Primitive("take", 2, "take", None),
     # index(x, t): x[t], the slice t along the first axis; slice(x, a, b): x[a:b].
     Primitive("index", 2, "index", None),
     Primitive("slice", 3, "slice", None),

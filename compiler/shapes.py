@@ -315,6 +315,13 @@ def _coordinate_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     return args[0]
 
 
+def _take_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    x, at = args
+    axis = node.attrs[0]
+    assert not at and axis < len(x), f"take {at} along axis {axis} of {x}"
+    return x[:axis] + x[axis + 1:]
+
+
 def _gradient_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     of, adjoint = args
     if of:
@@ -328,7 +335,7 @@ def _gradient_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
 _RULES = {"index": _index_rule, "slice": _slice_rule, "concat": _concat_rule,
           "onehot": _onehot_rule, "sumto": _sumto_rule, "spread": _spread_rule,
           "place": _place_rule, "cut": _cut_rule, "coordinate": _coordinate_rule,
-          "gradient": _gradient_rule}
+          "gradient": _gradient_rule, "take": _take_rule}
 
 
 def _einsum(node: ir.Einsum, args: list[Shape]) -> Shape:

@@ -71,6 +71,8 @@ class Generated:
     reads: list[ir.Prim]  # by the number compiled code names an x[t] or a oneHot in its errors
     kernels: int  # fused loop nests
     products: int  # contractions that reach a matrix product
+    copies: int = 0  # operands (or results) a product copies into another axis order
+    looped: int = 0  # products run as a loop of products over views (batch letters and others)
 
 
 @dataclass
@@ -97,6 +99,8 @@ class Frame:
     states: dict = field(default_factory=dict)  # loop -> names of its state variables
     owned: dict = field(default_factory=dict)  # node -> the buffer it alone holds
     recomputed: set = field(default_factory=set)  # members kernels compute again, not read back
+    fixed: set = field(default_factory=set)  # loop state this loop never changes
+    copied: dict = field(default_factory=dict)  # copies of fixed state, made before the loop
 
 
 #: Python compiles at most 20 nested `for`/`while`/`with` blocks in one function.
@@ -214,6 +218,9 @@ class Emitter:
         self.reads: list[ir.Prim] = []
         self.kernels = 0
         self.products = 0
+        self.copies = 0
+        self.looped = 0
+        self.numbers: dict[str, int] = {}  # the letter sizes of the einsum being emitted
         self.frame = Frame({})
         self.identity: list[str] = []
         self.pending: list[str] = []  # statements an expression needs first (shift positions)
@@ -241,7 +248,7 @@ class Emitter:
             args.append("stop")
         source = "\n".join([f"def run({', '.join(args)}):", *body]) + "\n"
         return Generated(source, self.needs_compile, self.loops, self.reads, self.kernels,
-                         self.products)
+                         self.products, self.copies, self.looped)
 
     # ---------------------------------------------------------------- names and shapes
 
@@ -319,6 +326,9 @@ class Emitter:
                 if kind == "shift":
                     x = dims[args[0]]
                     return x[:attrs[0]] + x[attrs[0] + 1:] + tuple(dims[w][0] for w in args[1:])
+                if kind == "take":
+                    x = dims[args[0]]
+                    return x[:attrs[0]] + x[attrs[0] + 1:]
                 if kind == "size":
                     return ()
                 return next((dims[a] for a in args if dims[a]), ())
@@ -502,7 +512,11 @@ class Emitter:
             self.bind(node, number(folded))
             return
         name = self.fresh("v")
-        self.out.line(f"{name} = {self.expr(node, [], {})}")
+        self.pending = []
+        text = self.expr(node, [], {})
+        for line in self.pending:  # the position a scalar take or shift reads
+            self.out.line(line)
+        self.out.line(f"{name} = {text}")
         self.bind(node, name)
 
     def expr(self, node: ir.Node, index: list[str], temps: dict) -> str:
@@ -512,6 +526,8 @@ class Emitter:
                 return f"np.float64({index[0]})"
             case ir.Prim(op="shift"):
                 return self._shifted(node, index, temps)
+            case ir.Prim(op="take"):
+                return self._taken(node, index, temps)
             case ir.Prim() if fusion.is_ones(node):
                 return "1.0"
             case ir.Prim(op=op, args=args) if op in UNARY:
@@ -568,6 +584,21 @@ class Emitter:
         inner = outer[:axis] + [f"int({name})"] + outer[axis:]
         size = self.dims_of(x)[axis]
         return f"({self.at(x, inner, temps)} if 0.0 <= {name} < {size} else 0.0)"
+
+    def _taken(self, node: ir.Prim, index: list[str], temps: dict) -> str:
+        """take: x read along `axis` at the s with coef·s + const = t, zero when there is none
+        (s not whole, out of range, NaN): the mask's own test, on scalars only, so LLVM makes
+        it once, outside the loop nest."""
+        x, at = node.args
+        axis, coef, const = node.attrs
+        t, p, ok = self.fresh("t"), self.fresh("p"), self.fresh("ok")
+        size = self.dims_of(x)[axis]
+        self.pending.append(f"{t} = {self.value(at)}")
+        self.pending.append(f"{p} = ({t} - {number(const)}) * {number(coef)}")
+        self.pending.append(f"{ok} = 0.0 <= {p} < {size} and np.floor({p}) == {p} "
+                            f"and {number(coef)} * {p} + {number(const)} == {t}")
+        inner = index[:axis] + [f"int({p})"] + index[axis:]
+        return f"({self.at(x, inner, temps)} if {ok} else 0.0)"
 
     def emit_group(self, group: fusion.Group) -> None:
         """One loop nest: every member computed once per index, stored if read outside,
@@ -709,7 +740,9 @@ class Emitter:
             hoist += [f"A{number_}_{i} = K.empty(({shape}))", f"B{number_}_{i} = K.empty(({shape}))"]
         self.out.line(f"{turns} = 0")
         body = outer.scope + (loop,)
-        self.frame = Frame(self.table.scopes[body], body, hoist=hoist)
+        self.frame = Frame(self.table.scopes[body], body, hoist=hoist,
+                           fixed={ir.State(i, None) for i in range(len(state))
+                                  if i not in moving and i != loop.counter})
         for i, name in enumerate(state):
             self.bind(ir.State(i, None), name)
             self.frame.dims[ir.State(i, None)] = state_dims[i]

@@ -289,6 +289,8 @@ class DaskGraph:
             case "index":
                 x, t = args
                 return x[sequences.position(node, self.number(t), x.shape[0])]
+            case "take":
+                return sequences.take(args[0], self.number(args[1], np.nan), *node.attrs)
             case "slice":
                 x, start, stop = args
                 first = int(self.number(start))

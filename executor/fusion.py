@@ -85,8 +85,8 @@ def role(node: ir.Node, shapes: dict) -> str:
                 return "generator"
             if kind in _ENTRYWISE:
                 return "member" if shapes[node] else "scalar"
-            if kind == "shift":
-                return "member"
+            if kind in ("shift", "take"):  # a scalar read (of a vector) is one statement
+                return "member" if shapes[node] else "scalar"
     raise AssertionError(f"no compiled role for {node!r}")
 
 
@@ -108,7 +108,7 @@ def value_kids(node: ir.Node) -> tuple[ir.Node, ...]:
 def reads(node: ir.Node, shapes: dict) -> list[tuple[ir.Node, bool]]:
     """Each value a member or tail reads, with whether it reads it at its own index."""
     match node:
-        case ir.Prim(op="shift"):
+        case ir.Prim(op="shift" | "take"):
             return [(node.args[0], False)]
         case ir.Prim(op=op) if BY_OP[op].kind == "reduce":
             return [(node.args[0], True)]

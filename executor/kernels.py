@@ -176,20 +176,28 @@ if _DGEMM is not None:
     @compiled
     def gemm(a, b, out):
         """out = a · b through NumPy's BLAS (out C-ordered; a, b row- or column-major)."""
+        return gemm_beta(a, b, out, 0.0)
+
+    @compiled
+    def gemm_beta(a, b, out, beta):
+        """out = a · b + beta · out through NumPy's BLAS: a, b row- or column-major views
+        (either side may be a strided unit axis), out a row-major view (rows may be strided)."""
         m, k = a.shape
         n = b.shape[1]
         if m == 0 or n == 0:
             return out
         if k == 0:
-            out[:, :] = 0.0
+            if beta == 0.0:
+                out[:, :] = 0.0
             return out
         ta, lda = _layout(a)
         tb, ldb = _layout(b)
-        if ta == 0 or tb == 0:  # strided views: never made by generated code, but be correct
-            return small_product_into(a, b, out)
+        tc, ldc = _layout(out)
+        if ta == 0 or tb == 0 or tc != 111:  # never made by generated code, but be correct
+            return _small_beta(a, b, out, beta)
         # (no copies here: BLAS gets raw addresses, so every array must outlive the call)
-        _cblas_dgemm(101, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0,
-                     out.ctypes.data, max(1, out.strides[0] // 8))
+        _cblas_dgemm(101, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, beta,
+                     out.ctypes.data, ldc)
         return out
 else:
     @compiled
@@ -197,6 +205,27 @@ else:
         """out = a · b through BLAS (Numba's np.dot)."""
         np.dot(a, b, out)
         return out
+
+    @compiled
+    def gemm_beta(a, b, out, beta):
+        """out = a · b + beta · out (Numba's np.dot, then the sum)."""
+        if beta == 0.0:
+            out[:, :] = np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        else:
+            out[:, :] += np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        return out
+
+
+@compiled
+def _small_beta(a, b, out, beta):
+    """out = a · b + beta · out as plain loops (any strides)."""
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            total = out[i, j] * beta if beta != 0.0 else 0.0
+            for p in range(a.shape[1]):
+                total += a[i, p] * b[p, j]
+            out[i, j] = total
+    return out
 
 
 @compiled

@@ -35,7 +35,7 @@ from .sequences import one_hot, position
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
-_COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", "shift", "index",
+_COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", "shift", "take", "index",
                    "slice", "onehot")
 #: NUMBA_DISABLE_JIT=1: generated code runs as Python, on NumPy scalars that warn on x/0.
 _PYTHON_MODE = kernels.PYTHON_MODE

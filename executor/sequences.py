@@ -32,6 +32,22 @@ def one_hot(node: ir.Prim, labels: np.ndarray, classes) -> np.ndarray:
     return (labels[..., None] == np.arange(k)).astype(np.float64)
 
 
+def take(x, at, axis: int, coef: float = 1.0, const: float = 0.0):
+    """x at the position s along `axis` where coef·s + const = at (coef ±1, const a whole
+    number; that axis dropped), or zeros where there is none: what an einsum against the
+    one-hot [coef·s + const = at] reads (docs/semantics.md, "Index masks"). The candidate s is
+    tested the way the mask tests it, so a value that is not whole, NaN or out of range gives
+    zeros; nothing else of x is read, so its inf and NaN elsewhere do not matter."""
+    value = float(at)
+    s = (value - const) * coef
+    size = np.shape(x)[axis]
+    if 0.0 <= s < size and math.floor(s) == s and coef * s + const == value:
+        if isinstance(x, np.ndarray):
+            return np.take(x, int(s), axis=axis)
+        return x[(slice(None),) * axis + (int(s),)]  # a lazy (dask) array: a view of its blocks
+    return np.zeros(np.shape(x)[:axis] + np.shape(x)[axis + 1:])
+
+
 def evaluate(node: ir.Prim, kind: str, args: list):
     """The value of `node` (of one of the kinds below) from its arguments' values."""
     attrs = node.attrs
@@ -77,4 +93,6 @@ def evaluate(node: ir.Prim, kind: str, args: list):
                                    np.shape(x))
         case "gradient":
             return args[1]
+        case "take":
+            return take(args[0], args[1], *attrs)
     raise AssertionError(f"no NumPy meaning for {node.op}")

@@ -68,6 +68,22 @@ def batched_matmul(config: Config) -> Setup:
     return einsum_setup(config, "bij,bjk->bik", [x, y])
 
 
+def strided_slices(config: Config) -> Setup:
+    a, b, c = config.pick((300, 64, 300), (200, 64, 200))
+    rng = np.random.default_rng(33)
+    x, v = rng.standard_normal((a, b, c)), rng.standard_normal(b)
+    return einsum_setup(config, "abc,b->ac", [x, v],
+                        "a summed axis in the middle: one matrix-vector product per a, no copy")
+
+
+def one_copy(config: Config) -> Setup:
+    i, j, k, x = config.pick((100, 60, 80, 40), (50, 40, 60, 20))
+    rng = np.random.default_rng(34)
+    a, b = rng.standard_normal((j, i, k)), rng.standard_normal((k, j, x))
+    return einsum_setup(config, "jik,kjx->ix", [a, b],
+                        "the summed letters apart in one operand: copied once, never twice")
+
+
 def small_multi(config: Config) -> Setup:
     rng = np.random.default_rng(31)
     ops = [rng.standard_normal((4, 4)) for _ in range(4)]
@@ -110,6 +126,10 @@ def _from_einsum_benchmark(kind: str):
             return eb_structured.lattice((3, 4), d_min=2, d_max=4, seed=7)
         case "tree":
             return eb_structured.tree(16, d_min=3, d_max=8, n_outer=2, seed=7)
+        case "tree-30":
+            return eb_structured.tree(30, d_min=3, d_max=8, n_outer=2, seed=7)
+        case "random-regular-big":
+            return eb_random.regular(12, 3, d_min=4, d_max=8, seed=7)
     raise ValueError(f"no einsum_benchmark generator {kind!r}")
 
 
@@ -120,8 +140,10 @@ def _fallback(kind: str) -> tuple[str, list, str]:
         dims = np.random.default_rng(7).integers(16, 161, size=9)
         spec = ",".join(f"{chr(97 + i)}{chr(98 + i)}" for i in range(8)) + "->ai"
         return spec, [(int(dims[i]), int(dims[i + 1])) for i in range(8)], "hand-built chain"
-    n, reg, n_out = {"random-regular": (12, 3, 0), "lattice": (12, 4, 0), "tree": (16, 2, 2)}[kind]
-    spec, shapes = rand_equation(n, reg, n_out=n_out, d_min=2, d_max=4, seed=7)
+    n, reg, n_out, d_max = {"random-regular": (12, 3, 0, 4), "lattice": (12, 4, 0, 4),
+                            "tree": (16, 2, 2, 4), "tree-30": (30, 2, 2, 8),
+                            "random-regular-big": (12, 3, 0, 8)}[kind]
+    spec, shapes = rand_equation(n, reg, n_out=n_out, d_min=2, d_max=d_max, seed=7)
     return spec, [tuple(s) for s in shapes], ("opt_einsum.testing.rand_equation (einsum_benchmark "
                                               "is not installed)")
 
@@ -200,6 +222,10 @@ CASES = [
            "the same at N = 40 (2.6 M-element integrals); unplanned einsum is hopeless here"),
     _multi("batched-matmul", "batched matmul", batched_matmul,
            "bij,bjk->bik: a batch axis kept through a BLAS contraction"),
+    _multi("strided-slices", "a summed axis in the middle", strided_slices,
+           "abc,b->ac: a matrix-vector product per slice a, reading each in place"),
+    _multi("one-copy", "summed letters apart", one_copy,
+           "jik,kjx->ix: j and k apart in the first operand, so one operand is copied, once"),
     _multi("small-multi", "small multi-operand latency", small_multi,
            "four 4×4 operands: the cost is per-call overhead and path handling"),
     _multi("matrix-chain", "matrix chain", matrix_chain,
@@ -212,6 +238,11 @@ CASES = [
            "a 3×4 lattice tensor network contracted to a scalar"),
     _multi("eb-tree", "Einsum Benchmark: tree", generated("tree"),
            "a tree-shaped tensor network with two open indices"),
+    _multi("eb-tree-30", "Einsum Benchmark: tree of 30", generated("tree-30"),
+           "a tree-shaped tensor network of 30 tensors with two open indices"),
+    _multi("eb-random-regular-big", "Einsum Benchmark: random regular, larger",
+           generated("random-regular-big"),
+           "a random 3-regular network of 12 tensors, axes of 4 to 8, contracted to a scalar"),
     Case("path-search", "planning", "path search time, 2 to 10 operands",
          "time to plan a fresh signature of one einsum with n operands, against "
          "opt_einsum.contract_path with the same optimiser ('auto')", path_search,

@@ -62,10 +62,10 @@ def max_pool(config: Config) -> Setup:
         params={"x": f"{b}×{length}", "window": width})
 
 
-def recurrent(config: Config) -> Setup:
-    b, steps, w = 64, config.pick(200, 50), 32
+def recurrent(config: Config, b: int = 64, w: int = 32, lengths: tuple[int, int] = (200, 50)) -> Setup:
+    length = config.pick(*lengths)
     rng = np.random.default_rng(14)
-    x = rng.standard_normal((b, steps))
+    x = rng.standard_normal((b, length))
     wh, wx = rng.standard_normal((w, w)) / np.sqrt(w), rng.standard_normal(w)
     h0 = np.zeros((b, w))
     unrolled = example("Fits", config).unrolled
@@ -74,8 +74,14 @@ def recurrent(config: Config) -> Setup:
         anchors=[A.numpy_anchor(A.recurrent_numpy, x, wh, wx, h0, note="NumPy loop"),
                  A.torch_anchor(config, A.recurrent_torch, x, wh, wx, h0, note="eager loop"),
                  A.jax_anchor(config, A.recurrent_jax, x, wh, wx, h0, note="jit + fori_loop")],
-        params={"x": f"{b}×{steps}", "wh": f"{w}×{w}"}, flops=2.0 * steps * b * w * (w + 1),
+        params={"x": f"{b}×{length}", "wh": f"{w}×{w}"}, flops=2.0 * length * b * w * (w + 1),
         rtol=1e-6)
+
+
+def recurrent_long(config: Config) -> Setup:
+    """A long sequence through a narrow state: each step's read of x at the counter must cost
+    one column (compiler/masks.py, `take`), not the whole sequence."""
+    return recurrent(config, b=8, w=8, lengths=(4000, 1000))
 
 
 def autoencoder(config: Config) -> Setup:
@@ -139,6 +145,8 @@ CASES = [
           "windows gathered by a 0/1 window tensor, then a maximum over the window axis"),
     _case("recurrent", "recurrent network (Fits.unrolled)", recurrent,
           "a loop over time with a small contraction and tanh per step"),
+    _case("recurrent-long", "recurrent network, long sequence (Fits.unrolled)", recurrent_long,
+          "the sequence read at the loop counter: one column per step, linear in T"),
     _case("autoencoder", "linear autoencoder fit (Fits.squeezed)", autoencoder,
           "twin loops (codeLoop/buildLoop) that should run as one fit"),
     _case("critic-loss", "critic loss (Fits.criticLossOf)", critic_loss,

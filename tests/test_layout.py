@@ -1,0 +1,200 @@
+"""Layout planning of pairwise products (executor/products.py): which operand is copied, which
+letters are looped over, and that every layout computes what numpy.einsum and the reference
+executor compute, compiled and on the host, on finite data and on inf and NaN."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hilbert.executor import products
+from hilbert.executor.products import layout
+
+import hilbert
+
+RTOL = 1e-12
+
+
+def agree(got, want, rtol: float = RTOL) -> None:
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    assert got.shape == want.shape
+    finite = np.abs(want[np.isfinite(want)])
+    scale = float(finite.max()) if finite.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, equal_nan=True)
+
+
+def contract(spec: str, executor: str = "numba"):
+    arity = spec.split("->")[0].count(",") + 1
+    names = ", ".join(f"t{i}" for i in range(arity))
+    source = f'fn contract({names}) ↦ einsum("{spec}", {names})\n'
+    return hilbert.compile_source(source, executor=executor).contract
+
+
+def operands(spec: str, sizes: dict[str, int], seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    terms = spec.split("->")[0].split(",")
+    return [rng.standard_normal(tuple(sizes[ch] for ch in term)) for term in terms]
+
+
+# ---------------------------------------------------------------- the planner alone
+
+
+def test_a_summed_axis_in_the_middle_is_a_product_per_slice_not_a_copy():
+    """"abc,b->ac" (issue 14: the whole operand was copied): one matrix-vector product per a,
+    each reading a[i] transposed in place."""
+    plan = layout("abc", "b", "ac", {"a": 300, "b": 64, "c": 300}, free=False)
+    assert plan.loops == ("a",) and plan.copies("abc", "b") == 0
+    assert layout("abc", "b", "ac", {"a": 300, "b": 64, "c": 300}, False, host=True).loops == ("a",)
+
+
+def test_batch_letters_are_looped_over_without_copies():
+    sizes = {"b": 64, "i": 128, "j": 128, "k": 128}
+    for a, b, out in (("bij", "bjk", "bik"), ("bjk", "bij", "bik"), ("bij", "bkj", "kbi"),
+                      ("ibj", "jbk", "bik")):
+        for host in (False, True):
+            plan = layout(a, b, out, sizes, free=False, host=host)
+            assert "b" in plan.loops
+            assert plan.copies(a, b) == 0 or (host and out == "kbi"), (a, b, out, plan)
+
+
+def test_no_copy_is_made_twice():
+    """"jik,kjx->ix" copied jik once for nothing, then again in the order kjx needs."""
+    plan = layout("kjx", "jik", "ix", {"i": 10, "j": 20, "k": 30, "x": 5}, free=False)
+    assert plan.copies("kjx", "jik") <= 1
+
+
+def test_a_summed_letter_may_be_looped_over_and_accumulated():
+    """"jab,jb->a": the summed j sits apart from b in the first operand; looping over j
+    (each product accumulating into the result) reads both in place."""
+    sizes = {"j": 50, "a": 400, "b": 400}
+    plan = layout("jab", "jb", "a", sizes, free=False)
+    assert plan.loops == ("j",) and plan.copies("jab", "jb") == 0
+    assert "j" not in layout("jab", "jb", "a", sizes, free=False, host=True).loops
+
+
+def test_a_free_result_takes_the_order_that_needs_no_rearranging():
+    plan = layout("ik", "kj", "ji", {"i": 40, "j": 50, "k": 60}, free=True)
+    assert not plan.rearranged and plan.copies("ik", "kj") == 0
+
+
+LETTERS = "abcdefgh"
+
+
+def random_products(count: int, seed: int):
+    """Pairwise products with letters of every role (batch, rows, columns, summed) in random
+    orders, and random sizes from 1 up."""
+    rng = np.random.default_rng(seed)
+    made = 0
+    while made < count:
+        letters = list(rng.permutation(list(LETTERS))[:rng.integers(3, 7)])
+        roles = rng.integers(0, 4, size=len(letters))  # 0 batch, 1 rows, 2 columns, 3 summed
+        if not (roles == 3).any():
+            continue
+        a = [ch for ch, r in zip(letters, roles, strict=True) if r in (0, 1, 3)]
+        b = [ch for ch, r in zip(letters, roles, strict=True) if r in (0, 2, 3)]
+        out = [ch for ch, r in zip(letters, roles, strict=True) if r in (0, 1, 2)]
+        if not out:
+            continue
+        a, b, out = ("".join(rng.permutation(x)) for x in (a, b, out))
+        sizes = {ch: int(rng.choice([1, 2, 3, 5, 17])) for ch in letters}
+        yield f"{a},{b}->{out}", sizes
+        made += 1
+
+
+def simulate(plan: products.Layout, a_term: str, b_term: str, out_term: str, a, b):
+    """What the emitted code computes for `plan`, in NumPy: the checks the planner promises
+    (each operand read in place is a view of whole merged axes) made as assertions."""
+    if plan.a != a_term:
+        a = np.ascontiguousarray(a.transpose([a_term.index(ch) for ch in plan.a]))
+    if plan.b != b_term:
+        b = np.ascontiguousarray(b.transpose([b_term.index(ch) for ch in plan.b]))
+    sizes = {ch: n for term, x in ((plan.a, a), (plan.b, b)) for ch, n in zip(term, x.shape, strict=True)}
+    out = np.zeros(tuple(sizes[ch] for ch in plan.output))
+    for index in itertools.product(*(range(sizes[ch]) for ch in plan.loops)):
+        at = dict(zip(plan.loops, index, strict=True))
+        left = _matrix(a, plan.a, at, plan.rows, plan.summed, sizes)
+        right = _matrix(b, plan.b, at, plan.summed, plan.cols, sizes)
+        target = _matrix(out, plan.output, at, plan.rows, plan.cols, sizes)
+        target += left @ right
+    if plan.rearranged:
+        out = out.transpose([plan.output.index(ch) for ch in out_term])
+    return out
+
+
+def _matrix(x, term, at, first, second, sizes):
+    """x at the loop indices `at` as a first×second matrix that must be a view of x."""
+    picked = x[(*(at.get(ch, slice(None)) for ch in term), ...)]  # a 0-d view, not a scalar
+    kept = [ch for ch in term if ch not in at]
+    moved = picked.transpose([kept.index(ch) for ch in first + second])
+    shape = (int(np.prod([sizes[ch] for ch in first])), int(np.prod([sizes[ch] for ch in second])))
+    view = moved.reshape(shape)
+    assert np.shares_memory(view, x) or view.size == 0, "a reading the planner made is a copy"
+    return view
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("host", [False, True])
+def test_every_planned_layout_computes_the_einsum(host):
+    for spec, sizes in random_products(300, seed=7 + host):
+        inputs, out = spec.split("->")
+        a_term, b_term = inputs.split(",")
+        x, y = operands(spec, sizes, seed=1)
+        for free in (False, True):
+            plan = layout(a_term, b_term, out, sizes, free=free, host=host)
+            got = simulate(plan, a_term, b_term, out, x, y)
+            want = np.einsum(f"{a_term},{b_term}->{out if not free else plan.output}", x, y)
+            agree(got, want)
+
+
+# ---------------------------------------------------------------- the generated code
+
+CASES = [
+    ("abc,b->ac", {"a": 30, "b": 64, "c": 70}),  # a matrix-vector product per a
+    ("jab,jb->a", {"j": 9, "a": 80, "b": 90}),  # a summed letter looped over, accumulating
+    ("bij,bjk->bik", {"b": 5, "i": 40, "j": 30, "k": 20}),  # batched
+    ("bij,bkj->kbi", {"b": 5, "i": 40, "j": 30, "k": 20}),  # batched, the result rearranged
+    ("ibj,jbk->kib", {"b": 3, "i": 20, "j": 30, "k": 40}),  # batch letters in the middle
+    ("jik,kjx->ix", {"i": 10, "j": 20, "k": 30, "x": 5}),  # one copy, not two
+    ("ijk,jk->i", {"i": 2, "j": 3, "k": 4}),  # a summed block and a unit side
+    ("abc,cd->bad", {"a": 4, "b": 1, "c": 3, "d": 2}),  # sizes of one
+    ("bij,bjk->bik", {"b": 300, "i": 3, "j": 2, "k": 3}),  # many small products
+]
+
+
+@pytest.mark.parametrize("spec, sizes", CASES, ids=[c[0] for c in CASES])
+def test_generated_layouts_agree_with_numpy_and_the_reference(spec, sizes):
+    args = operands(spec, sizes)
+    got = contract(spec)(*args)
+    agree(got, np.einsum(spec, *args))
+    agree(got, contract(spec, "reference")(*args))
+
+
+@pytest.mark.parametrize("spec, sizes", CASES[:5], ids=[c[0] for c in CASES[:5]])
+def test_generated_layouts_agree_on_inf_and_nan(spec, sizes):
+    args = operands(spec, sizes, seed=3)
+    args[0].flat[::7] = np.inf
+    args[1].flat[::5] = np.nan
+    agree(contract(spec)(*args), contract(spec, "reference")(*args))
+
+
+def test_a_summed_axis_in_the_middle_copies_nothing():
+    program = contract("abc,b->ac").program(((300, 64, 300), (64,)))
+    assert "ascontiguousarray" not in program.region.source
+    assert program.region.generated.copies == 0 and program.region.generated.looped == 1
+
+
+def test_a_large_batched_product_runs_uncompiled_as_one_matmul():
+    program = contract("bij,bjk->bik").program(((64, 128, 128), (64, 128, 128)))
+    assert not program.region.generated.compiled
+    assert "np.matmul" in program.region.source and "ascontiguousarray" not in program.region.source
+
+
+def test_small_batched_products_are_compiled_loops():
+    program = contract("bij,bjk->bik").program(((300, 3, 2), (300, 2, 3)))
+    assert program.region.generated.compiled and "np.matmul" not in program.region.source
+
+
+def test_the_dead_copy_is_gone():
+    program = contract("jik,kjx->ix").program(((20, 10, 30), (30, 20, 5)))
+    assert program.region.source.count("ascontiguousarray") == 1
