@@ -125,7 +125,7 @@ class CompiledRegion:
     given (scalars are passed as NumPy floats, arrays as C-ordered writable float64 arrays)."""
 
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str):
-        generated = codegen.generate(region, table, optimize)
+        generated = codegen.generate(region, table, optimize, exact=True)
         self.region = region
         self.source = generated.source
         self.generated = generated

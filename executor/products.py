@@ -363,12 +363,25 @@ def _single(em, a: Operand, b: Operand, plan: Layout, sizes: dict, node, dims) -
     left, right = _factors(a, b, plan, sizes)
     first, second = _result_sides(plan)
     m, n = (_size([sizes[ch] for ch in side]) for side in (first, second))
-    name = _multiply(em, left.at(left.base, {}), right.at(right.base, {}), node, dims, (m, n))
+    known = _known(em, first, plan.summed, second)
+    name = _multiply(em, left.at(left.base, {}), right.at(right.base, {}), node, dims, (m, n),
+                     known)
     return Operand(name, plan.output, dims)
 
 
-def _multiply(em, left: str, right: str, node, dims: tuple[str, ...], shape) -> str:
-    """left · right into the output of `node` (a new buffer when None), viewed as m×n."""
+def _known(em, rows, summed, cols) -> tuple[int, int, int] | None:
+    """The product's m, k and n as numbers when the code is written for exact sizes
+    (`em.exact`: a tiny program), else None (the code reads them from the arrays)."""
+    if not em.exact:
+        return None
+    m, k, n = (math.prod(em.numbers[ch] for ch in side) for side in (rows, summed, cols))
+    return m, k, n
+
+
+def _multiply(em, left: str, right: str, node, dims: tuple[str, ...], shape,
+              known: tuple[int, int, int] | None = None) -> str:
+    """left · right into the output of `node` (a new buffer when None), viewed as m×n;
+    `known`: m, k and n as numbers (exact-size code)."""
     m, n = shape
     natural = len(dims) == 2 and dims == (m, n)
     if em.host:
@@ -379,15 +392,23 @@ def _multiply(em, left: str, right: str, node, dims: tuple[str, ...], shape) -> 
         return name
     out = em.alloc(node, dims)
     view = out if natural else f"{out}.reshape(({m}, {n}))"
-    _product_into(em, left, right, view)
+    _product_into(em, left, right, view, known)
     return out
 
 
-def _product_into(em, left: str, right: str, out: str) -> None:
+def _product_into(em, left: str, right: str, out: str,
+                  known: tuple[int, int, int] | None = None) -> None:
     """out = left · right: BLAS when large, else plain loops (BLAS's set-up costs more than a
-    4×2 product). The test is written here so small products pay no BLAS dispatch."""
+    4×2 product). The test is written here so small products pay no BLAS dispatch; with the
+    sizes `known`, only the branch they take is written, with constant loop bounds."""
     a, b, c = em.fresh("ma"), em.fresh("mb"), em.fresh("mc")
     em.out.line(f"{a}, {b}, {c} = {left}, {right}, {out}")
+    if known is not None:
+        if math.prod(known) > SMALL_PRODUCT:
+            em.out.line(f"K.gemm({a}, {b}, {c})")
+        else:
+            _small_loops(em, a, b, c, None, known)
+        return
     with em.out.block(f"if {a}.shape[0] * {a}.shape[1] * {b}.shape[1] > K.SMALL_PRODUCT:"):
         em.out.line(f"K.gemm({a}, {b}, {c})")
     with em.out.block("else:"):
@@ -398,15 +419,18 @@ def _product_into(em, left: str, right: str, out: str) -> None:
         _small_loops(em, a, b, c, None)
 
 
-def _small_loops(em, a: str, b: str, c: str, more: str | None) -> None:
+def _small_loops(em, a: str, b: str, c: str, more: str | None,
+                 known: tuple[int, int, int] | None = None) -> None:
     """c = a · b as plain loops written into the generated code; c += a · b where the
-    condition `more` holds."""
+    condition `more` holds. With m, k and n `known`, the bounds are constants (LLVM then
+    unrolls and vectorises the loops of a tiny product)."""
     i, j, k, total = em.fresh("i"), em.fresh("j"), em.fresh("k"), em.fresh("acc")
-    with em.out.block(f"for {i} in range({a}.shape[0]):"):
-        with em.out.block(f"for {j} in range({b}.shape[1]):"):
+    rows, inner, cols = known or (f"{a}.shape[0]", f"{a}.shape[1]", f"{b}.shape[1]")
+    with em.out.block(f"for {i} in range({rows}):"):
+        with em.out.block(f"for {j} in range({cols}):"):
             em.out.line(f"{total} = 0.0" if more is None else
                         f"{total} = {c}[{i}, {j}] if {more} else 0.0")
-            with em.out.block(f"for {k} in range({a}.shape[1]):"):
+            with em.out.block(f"for {k} in range({inner}):"):
                 em.out.line(f"{total} += {a}[{i}, {k}] * {b}[{k}, {j}]")
             em.out.line(f"{c}[{i}, {j}] = {total}")
 
@@ -435,11 +459,20 @@ def _looped(em, a: Operand, b: Operand, plan: Layout, sizes: dict, node, dims) -
     x, y, z = em.fresh("ma"), em.fresh("mb"), em.fresh("mc")
     matrices = (view.at(base, index) for view, base in zip((left, right, target), bases, strict=True))
     em.out.line(f"{x}, {y}, {z} = {', '.join(matrices)}")
-    with em.out.block(f"if {x}.shape[0] * {x}.shape[1] * {y}.shape[1] > K.SMALL_PRODUCT:"):
-        em.out.line(f"K.gemm({x}, {y}, {z})" if more is None else
-                    f"K.gemm_beta({x}, {y}, {z}, 1.0 if {more} else 0.0)")
-    with em.out.block("else:"):
-        _small_loops(em, x, y, z, more)
+    gemm = (f"K.gemm({x}, {y}, {z})" if more is None else
+            f"K.gemm_beta({x}, {y}, {z}, 1.0 if {more} else 0.0)")
+    first, second = _result_sides(plan)
+    known = _known(em, first, plan.summed, second)
+    if known is not None:
+        if each > SMALL_PRODUCT:
+            em.out.line(gemm)
+        else:
+            _small_loops(em, x, y, z, more, known)
+    else:
+        with em.out.block(f"if {x}.shape[0] * {x}.shape[1] * {y}.shape[1] > K.SMALL_PRODUCT:"):
+            em.out.line(gemm)
+        with em.out.block("else:"):
+            _small_loops(em, x, y, z, more)
     em.out.unnest(len(plan.loops), merged)
     return Operand(out, plan.output, dims)
 

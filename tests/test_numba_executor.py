@@ -155,15 +155,33 @@ def test_every_definition_has_a_signature_here():
 @pytest.mark.parametrize("name", ["layerNorm", "attentionOf", "mlpFit", "recurrent", "solve",
                                   "convolve", "maxPool", "covarianceMatrix"])
 def test_other_sizes_share_the_compiled_code(prelude, name):
+    """Above codegen.TINY entries, code reads its sizes from the arrays: one compilation
+    serves every size."""
     module = next(m for m, n in _every_definition() if n == name)
     fast, ref = prelude["numba"][module].function(name), prelude["reference"][module].function(name)
-    sizes = {ch: s + 2 for ch, s in SIZES.items()}
-    args, other = arguments(name), arguments(name, seed=8, sizes=sizes)
-    assert_agree(fast(*other), ref(*other))
+    args, other = (arguments(name, seed=seed, sizes=dict(SIZES, n=rows, b=rows))  # n×p > TINY
+                   for seed, rows in ((7, 90), (8, 92)))
+    for given in (args, other):
+        assert_agree(fast(*given), ref(*given))
     first = fast.program(tuple(np.shape(a) for a in args))
     second = fast.program(tuple(np.shape(a) for a in other))
     assert first is not second
     assert first.region.function is second.region.function  # one compilation, any sizes
+
+
+@pytest.mark.parametrize("name", ["mlpFit", "recurrent", "attentionOf", "convolve"])
+def test_tiny_programs_are_written_for_their_exact_sizes(prelude, name):
+    """No array over codegen.TINY entries: the sizes are constants in the code (so LLVM
+    unrolls its loops), each shape has its own code, and each agrees with the reference."""
+    module = next(m for m, n in _every_definition() if n == name)
+    fast, ref = prelude["numba"][module].function(name), prelude["reference"][module].function(name)
+    programs = []
+    for seed, grow in ((7, 0), (8, 1)):
+        given = arguments(name, seed=seed, sizes={ch: s + grow for ch, s in SIZES.items()})
+        assert_agree(fast(*given), ref(*given))
+        programs.append(fast.program(tuple(np.shape(a) for a in given)))
+    assert all(".shape[" not in p.region.source for p in programs)
+    assert programs[0].region.function is not programs[1].region.function
 
 
 # ---------------------------------------------------------------- the seed's examples

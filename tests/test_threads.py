@@ -15,8 +15,9 @@ THREADS = 8
 
 
 def _inputs(name: str, size: int, rng: np.random.Generator) -> tuple:
-    """Arguments of `name` at a size that differs per thread (so each has its own program)."""
-    n, p = 3 + size, 2 + size % 3
+    """Arguments of `name` at a size that differs per thread (so each has its own program),
+    above codegen.TINY entries (so that they share compiled code)."""
+    n, p = 130 + size, 2 + size % 3
     if name == "mlpFit":
         return (25.0, 0.05, rng.normal(size=(n, p)), rng.normal(size=(n, 2)),
                 rng.normal(size=(p, 4)) * 0.3, rng.normal(size=(4, 2)) * 0.3)
