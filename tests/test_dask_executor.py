@@ -27,10 +27,12 @@ MODULES = tuple(f"Prelude.{p.stem}" for p in sorted(PRELUDE.glob("*.hb")))
 
 SIZES = {"n": 6, "p": 3, "h": 4, "q": 2, "m": 5, "e": 3, "c": 2, "k": 3, "b": 4, "L": 7,
          "K": 2, "T": 4, "w": 3, "z": 2, "d": 3, "B": 5, "E": 3, "D": 2, "G": 4, "H": 3,
-         "F": 3, "S": 4, "M": 3, "N": 2, "l": 2}
+         "F": 3, "S": 4, "M": 3, "N": 2, "l": 2, "1": 1}
 
 #: Parameters of the Prelude modules test_numba_executor.py has no table for, written as its
-#: SIGNATURES are (letters from SIZES, or a kind of scalar); `labels:n:labels` are class numbers.
+#: SIGNATURES are (letters from SIZES, or a kind of scalar); `:labels` are whole numbers
+#: 0 … k−1 (class numbers, ids, counts); `:marks` are 0/1, one 1 in every row of a matrix
+#: (one-hot) or anywhere in a vector (flags).
 SIGNATURES = NUMBA_SIGNATURES | {
     # Losses
     "logSoftmax": "z:nk", "crossEntropy": "z:nk labels:n:labels",
@@ -70,23 +72,63 @@ SIGNATURES = NUMBA_SIGNATURES | {
     "causalMultiHead": "x:BTM wq:NMF wk:NMF wv:NMl wo:NlM", "layerNormSeq": "x:BTM gain:M shift:M",
     "project": "x:BTM w:MF", "scores": "q:BTF k:BSF", "masked": "s:BTT", "alongLast": "x:BTM v:BT",
     "softmaxLast": "s:BTS", "heads": "x:BTM wq:NMF wk:NMF wv:NMl causal:unit",
-    "drawn": "u:np:unit n:positive",
+    "drawn": "u:np:unit n:positive", "hazardOf": "x:np b:p",
+    # Multivariate (gram is LinearAlgebra's, above)
+    "coefficients": "x:np y:n", "moment": "x:np y:n", "withIntercept": "x:np",
+    "columnScales": "x:np", "scaledColumns": "x:np", "onesColumn": "x:np", "apply": "x:np b:p",
+    "fitted": "x:np y:n", "residuals": "x:np y:n", "rSquared": "x:np y:n",
+    # Kernels: m queries, n known points (softmaxRows is Arithmetic's, above)
+    "sqDistances": "z:mp x:np", "distances": "z:mp x:np", "cityBlock": "z:mp x:np",
+    "linearKernel": "z:mp x:np", "gaussianKernel": "z:mp x:np w:positive",
+    "polynomialKernel": "z:mp x:np c:unit d:index",
+    # Neighbours: k = 3 classes, one per known point; two neighbours
+    "knnClassify": "z:mp x:np g:nk:marks k:index", "knnShares": "z:mp x:np g:nk:marks k:index",
+    "knnRegress": "z:mp x:np y:n k:index", "knnVotes": "z:mp x:np g:nk:marks k:index",
+    "nearestOf": "z:mp x:np k:index", "pickNearest": "t:index d:mn chosen:mn:marks",
+    "centroidPredict": "z:mp x:np g:nk:marks", "centroids": "x:np g:nk:marks",
+    "classSizes": "g:nk:marks",
+    # Policies: S = 4 states, k = 3 actions, counts 0 … 2 (ones is Arithmetic's, above)
+    "exploring": "v:Sk eps:unit", "confident": "v:Sk c:positive n:Sk:labels",
+    "greedyShares": "v:Sk", "upperBounds": "v:Sk c:positive n:Sk:labels",
+    "marked": "ids:k:ids a:n:labels", "actionIds": "v:Sk", "tally": "t:1k a:n:labels w:n",
+    "safe": "c:Sk:labels",
+    # Temporal: a table of S = 4 states and k = 3 actions, a batch of n steps
+    "qTarget": "q:Sk s2:nS:marks rw:n gamma:unit done:n:marks",
+    "sarsaTarget": "q:Sk s2:nS:marks a2:nk:marks rw:n gamma:unit done:n:marks",
+    "expectedSarsaTarget": "q:Sk s2:nS:marks policy:Sk:unit rw:n gamma:unit done:n:marks",
+    "nudged": "q:Sk s:nS:marks a:nk:marks target:n rate:unit", "stateIds": "q:Sk",
+    "rowMost": "q:Sk", "greedyOf": "q:Sk", "taken": "q:Sk s:nS:marks a:nk:marks",
+    # Fields: entrywise over vectors of positive rates and sizes
+    "safetyLoading": "c:n:unit lam:n:unit m:n:unit", "adjustment": "c:n:unit lam:n:unit m:n:unit",
+    "lundberg": "u:n:unit c:n:unit lam:n:unit m:n:unit",
+    "ruinChance": "u:n:unit c:n:unit lam:n:unit m:n:unit", "surplusAfter": "u:n c:n t:n:unit s:n",
 }
 FAILS_BY_DESIGN = {"meanPool"}  # the seed's rank error, on every executor
 RTOL = 1e-12
 
 
 def arguments(name: str, seed: int = 11) -> list:
-    """Arguments for `name` from its signature (class numbers for `labels`; three steps for a
-    loop, each a round trip to the scheduler)."""
+    """Arguments for `name` from its signature (whole numbers for `labels`, 0/1 for `marks`;
+    three steps for a loop, each a round trip to the scheduler)."""
     rng = np.random.default_rng(seed)
     out = []
     for spec in SIGNATURES[name].split():
-        if spec.endswith(":labels"):
-            out.append(rng.integers(0, SIZES["k"], SIZES[spec.split(":")[1]]).astype(float))
+        if spec.endswith((":labels", ":marks")):
+            out.append(_whole(spec, rng))
         else:
             out.append(3.0 if spec.endswith(":steps") else argument(spec, rng, SIZES))
     return out
+
+
+def _whole(spec: str, rng: np.random.Generator) -> np.ndarray:
+    """Labels 0 … k−1, or marks: one-hot rows of a matrix, 0/1 entries of a vector."""
+    _, letters, kind = spec.split(":")
+    shape = tuple(SIZES[ch] for ch in letters)
+    if kind == "labels":
+        return rng.integers(0, SIZES["k"], shape).astype(float)
+    if len(shape) == 2:
+        return np.eye(shape[1])[rng.integers(0, shape[1], shape[0])]
+    return rng.integers(0, 2, shape).astype(float)
 
 
 def _every_definition():
@@ -130,6 +172,9 @@ def test_every_definition_has_a_signature_here():
     names = {n for _, n in EVERY}
     assert len(MODULES) >= 8 and len(names) > 150
     assert names - FAILS_BY_DESIGN <= set(SIGNATURES)
+    for module, name in EVERY:  # an entry per parameter (a name two modules define: both alike)
+        params = hilbert.open(module).function(name).entry.params
+        assert len(SIGNATURES[name].split()) == len(params), f"{module}.{name}: {params}"
 
 
 # ---------------------------------------------------------------- every Prelude definition

@@ -243,6 +243,10 @@ LINEAR_ALGEBRA = {
     "cgStepSize": Case(lambda g: dict(a=spd(g, 3), r=normal(g, 3), p=normal(g, 3))),
     "cgResidual": Case(lambda g: dict(a=spd(g, 3), r=normal(g, 3), p=normal(g, 3))),
     "cgDirection": Case(lambda g: dict(a=spd(g, 3), r=normal(g, 3), p=normal(g, 3))),
+    "lowest": Excluded("its answer is 0/1 marks of each row's smallest entries: piecewise "
+                       "constant"),
+    "highest": Excluded("its answer is 0/1 marks of each row's largest entries: piecewise "
+                        "constant"),
 }
 
 _FIT = {"t": LOOP_COUNT}
@@ -443,7 +447,166 @@ SEQUENCES = {
     "heads": Case(lambda g: dict({k: v for k, v in _heads(g).items() if k != "wo"}, causal=1),
                   {"causal": "a 0/1 switch: the causal mask on or off"}),
     "drawn": Case(lambda g: dict(u=unit(g, 2, 3), n=4.0)),
+    # x · b is within ±3 here, far inside the clamp at ±700
+    "hazardOf": Case(lambda g: dict(x=normal(g, 4, 3), b=0.5 * normal(g, 3))),
 }
+
+
+# ---------------------------------------------------------------- the samples' modules
+
+_MARKS = "0/1 marks (one-hot rows, or flags): not a real-valued input"
+_PICKS = "read only through nearest-point picks (argmin): piecewise constant"
+_IDS = "ids (whole numbers): only compared"
+_COUNTS = "counts (whole numbers ≥ 0 by the module's contract)"
+_NEIGHBOURS = "a count of neighbours (a whole number)"
+_GREEDY = "read only through marks of each row's largest entries: piecewise constant"
+
+
+def marks(g: np.random.Generator, n: int, k: int) -> np.ndarray:
+    """n one-hot rows over k columns."""
+    return np.eye(k)[g.integers(0, k, n)]
+
+
+def flags(g: np.random.Generator, n: int) -> np.ndarray:
+    """n entries of 0 or 1, both present."""
+    return np.resize([0.0, 1.0], n)[g.permutation(n)]
+
+
+def untied(g: np.random.Generator, s: int, a: int) -> np.ndarray:
+    """An s×a table whose every row's largest entry leads its second by at least 0.05, so a
+    stencil never moves the row's maximum to another column."""
+    q = g.normal(size=(s, a))
+    while True:
+        top = np.sort(q, axis=1)
+        close = top[:, -1] - top[:, -2] < 0.05
+        if not close.any():
+            return q
+        q[close] = g.normal(size=(close.sum(), a))
+
+
+def apart(g: np.random.Generator, m: int, n: int, p: int) -> dict:
+    """Queries z (m×p) and points x (n×p) whose every coordinate difference z_ik − x_jk is at
+    least 0.05 from 0 (the kink of abs)."""
+    x = g.normal(size=(n, p))
+    z = np.column_stack([off_kinks(g, (m,), list(x[:, k]), lo=-2.0, hi=2.0) for k in range(p)])
+    return dict(z=z, x=x)
+
+
+def design(g: np.random.Generator, n: int, p: int) -> np.ndarray:
+    """n rows of p − 1 random columns and a column of ones last (the intercept)."""
+    return np.column_stack([normal(g, n, p - 1), np.ones(n)])
+
+
+def _fund(g: np.random.Generator) -> dict:
+    """Three funds, entrywise: the premium c is 1.5 to 3 times the expected claims λ m, so the
+    safety loading is at least 0.5 and the adjustment 1/m − λ/c at least 0.22 (away from the
+    kinks of max(·, 0) and relu)."""
+    lam, m = g.uniform(0.3, 0.8, 3), g.uniform(0.8, 1.5, 3)
+    return dict(u=g.uniform(0.5, 2.0, 3), c=lam * m * g.uniform(1.5, 3.0, 3), lam=lam, m=m)
+
+
+def _steps(g: np.random.Generator) -> dict:
+    """A table of 4 states and 3 actions and a batch of 5 steps, some ending their episode."""
+    return dict(q=untied(g, 4, 3), s=marks(g, 5, 4), a=marks(g, 5, 3), s2=marks(g, 5, 4),
+                a2=marks(g, 5, 3), rw=normal(g, 5), gamma=0.9, done=flags(g, 5))
+
+
+def _take(*names: str) -> Draw:
+    return lambda g: {k: v for k, v in _steps(g).items() if k in names}
+
+
+_NEAREST = {"z": _PICKS, "x": _PICKS, "k": _NEIGHBOURS}
+
+
+def _voters(g: np.random.Generator) -> dict:
+    """3 queries, 5 known points, weights for 2 classes (non-negative, as the module allows), k = 2."""
+    return dict(z=normal(g, 3, 2), x=normal(g, 5, 2), g=unit(g, 5, 2), k=2)
+
+
+MULTIVARIATE = {
+    "coefficients": Case(lambda g: dict(x=normal(g, 5, 3), y=normal(g, 5))),
+    "gram": Case(lambda g: dict(x=normal(g, 4, 3))),
+    "moment": Case(lambda g: dict(x=normal(g, 4, 3), y=normal(g, 4))),
+    "withIntercept": Case(lambda g: dict(x=normal(g, 4, 2))),
+    "columnScales": Case(lambda g: dict(x=normal(g, 4, 3))),
+    "scaledColumns": Case(lambda g: dict(x=normal(g, 4, 3))),
+    "onesColumn": Excluded(SHAPE_ONLY),
+    "apply": Case(lambda g: dict(x=normal(g, 4, 3), b=normal(g, 3))),
+    "fitted": Case(lambda g: dict(x=design(g, 5, 3), y=normal(g, 5))),
+    "residuals": Case(lambda g: dict(x=design(g, 5, 3), y=normal(g, 5))),
+    "rSquared": Case(lambda g: dict(x=design(g, 5, 3), y=normal(g, 5))),
+}
+
+KERNELS = {
+    "sqDistances": Case(lambda g: dict(z=normal(g, 3, 2), x=normal(g, 4, 2))),
+    "distances": Case(lambda g: dict(z=normal(g, 3, 2), x=normal(g, 4, 2))),
+    "cityBlock": Case(lambda g: apart(g, 3, 4, 2)),
+    "linearKernel": Case(lambda g: dict(z=normal(g, 3, 2), x=normal(g, 4, 2))),
+    "gaussianKernel": Case(lambda g: dict(z=normal(g, 3, 2), x=normal(g, 4, 2), w=1.3)),
+    # positive points and offset: the base z·x + c is positive, so its power is smooth in d too
+    "polynomialKernel": Case(lambda g: dict(z=unit(g, 3, 2), x=unit(g, 4, 2), c=0.5, d=3.0)),
+    "softmaxRows": Case(lambda g: dict(m=normal(g, 3, 4))),
+}
+
+NEIGHBOURS = {
+    "knnClassify": Excluded("its answer is 0/1 marks of the largest votes: piecewise constant "
+                            "in z, x and g; k is a count of neighbours"),
+    "knnShares": Case(_voters, _NEAREST),
+    "knnRegress": Case(lambda g: dict(z=normal(g, 3, 2), x=normal(g, 5, 2), y=normal(g, 5), k=2),
+                       _NEAREST),
+    "knnVotes": Case(_voters, _NEAREST),
+    "nearestOf": Excluded("its answer is 0/1 marks of nearest-point picks (argmin): piecewise "
+                          "constant in z and x; k is a count of neighbours"),
+    "pickNearest": Excluded("t is a loop count, d is read only through argmin picks (piecewise "
+                            "constant), and chosen holds 0/1 marks (weighed by 1e300: a "
+                            "stencil step leaves its domain)"),
+    "centroidPredict": Excluded("its answer is 0/1 marks of the nearest centroids: piecewise "
+                                "constant in z, x and g"),
+    "centroids": Case(lambda g: dict(x=normal(g, 5, 2), g=unit(g, 5, 3))),
+    "classSizes": Case(lambda g: dict(g=unit(g, 5, 3))),
+}
+
+POLICIES = {
+    "exploring": Case(lambda g: dict(v=normal(g, 2, 3), eps=0.2), {"v": _GREEDY}),
+    "confident": Excluded("its answer is a policy of marks (the untried actions, or the largest "
+                          "upper bounds): piecewise constant in v and c; n are counts"),
+    "greedyShares": Excluded("its answer is marks of each row's largest entries, shared: "
+                             "piecewise constant"),
+    "upperBounds": Case(lambda g: dict(v=normal(g, 2, 3), c=1.5,
+                                       n=g.integers(1, 5, (2, 3)).astype(float)),
+                        {"n": _COUNTS}),
+    "marked": Excluded("only the length of ids is read, and a holds ids (whole numbers)"),
+    "actionIds": Excluded(SHAPE_ONLY),
+    "tally": Case(lambda g: dict(t=np.zeros((1, 3)), a=np.array([0.0, 2.0, 1.0, 2.0, 0.0]),
+                                 w=normal(g, 5)), {"t": SHAPE_ONLY, "a": _IDS}),
+    "ones": Excluded(SHAPE_ONLY),
+    "safe": Excluded(_COUNTS),
+}
+
+TEMPORAL = {
+    "qTarget": Case(_take("q", "s2", "rw", "gamma", "done"), {"s2": _MARKS, "done": _MARKS}),
+    "sarsaTarget": Case(_take("q", "s2", "a2", "rw", "gamma", "done"),
+                        {"s2": _MARKS, "a2": _MARKS, "done": _MARKS}),
+    "expectedSarsaTarget": Case(lambda g: dict(_take("q", "s2", "rw", "gamma", "done")(g),
+                                               policy=shares(g, 4, 3)),
+                                {"s2": _MARKS, "done": _MARKS}),
+    "nudged": Case(lambda g: dict(_take("q", "s", "a")(g), target=normal(g, 5), rate=0.3),
+                   {"s": _MARKS, "a": _MARKS}),
+    "stateIds": Excluded(SHAPE_ONLY),
+    "rowMost": Case(lambda g: dict(q=untied(g, 4, 3))),
+    "greedyOf": Excluded(_GREEDY),
+    "taken": Case(_take("q", "s", "a"), {"s": _MARKS, "a": _MARKS}),
+}
+
+FIELDS = {
+    "safetyLoading": Case(lambda g: {k: v for k, v in _fund(g).items() if k != "u"}),
+    "adjustment": Case(lambda g: {k: v for k, v in _fund(g).items() if k != "u"}),
+    "lundberg": Case(_fund),
+    "ruinChance": Case(_fund),
+    "surplusAfter": Case(lambda g: dict(u=normal(g, 3), c=normal(g, 3), t=positive(g, 3),
+                                        s=normal(g, 3))),
+}
+
 
 #: Every Prelude module, its definitions' cases.
 TABLE: dict[str, dict[str, Case | Excluded | tuple[Case, ...]]] = {
@@ -455,6 +618,12 @@ TABLE: dict[str, dict[str, Case | Excluded | tuple[Case, ...]]] = {
     "Norms": NORMS,
     "Optimisers": OPTIMISERS,
     "Sequences": SEQUENCES,
+    "Multivariate": MULTIVARIATE,
+    "Kernels": KERNELS,
+    "Neighbours": NEIGHBOURS,
+    "Policies": POLICIES,
+    "Temporal": TEMPORAL,
+    "Fields": FIELDS,
 }
 
 #: The models of the Prelude: each one's methods call a definition the table checks.
@@ -654,6 +823,8 @@ HEAVY_ON_NUMBA: dict[tuple[str, str], float] = {
     ("Sequences", "lstm"): 14.7, ("Sequences", "peepholeLstm"): 18.2,
     ("Sequences", "peepholeSteps"): 2.5, ("Sequences", "gru"): 14.4,
     ("Sequences", "choGru"): 15.1, ("Sequences", "gruSteps"): 2.4,
+    **{("Multivariate", name): 10.8 for name in ("coefficients", "fitted", "residuals",
+                                                 "rSquared")},
 }
 
 
