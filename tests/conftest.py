@@ -1,9 +1,14 @@
 """Shared fixtures: the executors every differential test runs on, and .hb files in tmp_path."""
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+# The suite checks compiled code: each loop-free call builds its code at its first call, before
+# it runs (docs/testing.md). test_tiered.py checks the tiers themselves, under each setting.
+os.environ.setdefault("HILBERT_COMPILE", "eager")
 
 #: Every executor a compiled function can run on; differential tests cover each.
 EXECUTORS = ("reference", "numba")
