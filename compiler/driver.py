@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -17,7 +19,7 @@ from .masks import eliminate_masks
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
 from .monomorphise import monomorphise
-from .plan import Plan, make_plan
+from .plan import Plan, contraction, guard, make_plan, memory_limit
 from .recursion import check_recursion
 from .resolve import Definition, Resolved, resolve
 from .shapes import Shape, ShapeTable, infer_shapes
@@ -79,11 +81,22 @@ def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:
 
 @dataclass(frozen=True)
 class Specialised:
-    """An entry made ready for one signature: the IR an executor runs, its shapes, its plan."""
+    """An entry made ready for one signature: the IR an executor runs, its shapes, its plan.
+    `derived` is for what an executor works out from these alone, kept with them so that a
+    plan given again (plan_entry keeps plans) is prepared again at no cost."""
 
     body: ir.Node
     table: ShapeTable
     plan: Plan
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+#: How many plans `plan_entry` keeps (per entry, signature and settings), least recently used
+#: dropped first: a new function for an entry (`using`, a program dropped and made again, a
+#: model's methods) plans nothing it planned before.
+PLANS_KEPT = 512
+_plans: OrderedDict[tuple, tuple[Entry, Specialised]] = OrderedDict()
+_plans_lock = threading.Lock()
 
 
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
@@ -93,19 +106,46 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
     guard at `limit` bytes, HILBERT_MEMORY_LIMIT's by default): the reference executor runs
     the literal IR and keeps every value of a scope, the numba executor runs the fused IR and
     frees a value after its last reader (`keeps_all` says otherwise: a call with work on the
-    host keeps what the host computes)."""
-    specialise(entry, shapes)                                 # rules checked on the source's IR
+    host keeps what the host computes). Plans made without values are kept (PLANS_KEPT) and
+    given again, the memory guard applied anew, when the same entry is planned alike."""
     reference = executor == "reference"
+    keeps = reference if keeps_all is None else keeps_all
+    limit = memory_limit() if limit is None else limit
+    key = (id(entry), shapes, optimize, executor, keeps)
+    if values is None:
+        with _plans_lock:
+            found = _plans.get(key)
+            if found is not None and found[0] is entry:  # (an id is reused only once freed)
+                _plans.move_to_end(key)
+                ready = found[1]
+                guard(ready.plan, ready.body, ready.table, limit)
+                dump("plan", ready.plan)
+                return ready
+    table = specialise(entry, shapes)                         # rules checked on the source's IR
     body = entry.masked if reference else entry.fused         # what the executor runs
-    table = infer_shapes(body, shapes)
+    if body is not entry.body:
+        table = infer_shapes(body, shapes)
     lowered = monomorphise(body, table)                       # derivatives' ops as einsums
     if lowered is not body:
         body = lowered if reference else fuse(eliminate_masks(lowered))  # fused with the rest
         table = infer_shapes(body, shapes)
     plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor, values,
-                     limit, keeps_all=reference if keeps_all is None else keeps_all)
+                     limit, keeps_all=keeps)
     dump("plan", plan)
-    return Specialised(body, table, plan)
+    ready = Specialised(body, table, plan)
+    if values is None:
+        with _plans_lock:
+            _plans[key] = (entry, ready)
+            while len(_plans) > PLANS_KEPT:
+                _plans.popitem(last=False)
+    return ready
+
+
+def forget_plans() -> None:
+    """Drop every kept plan and path, so the next planning searches afresh (for timing it)."""
+    with _plans_lock:
+        _plans.clear()
+    contraction.cache_clear()
 
 
 def annotate(err: HilbertError, resolved: Resolved) -> HilbertError:

@@ -124,6 +124,11 @@ def memory_limit() -> int:
             raise ArgumentError("E600", f"HILBERT_MEMORY_LIMIT={text!r} is not a size in bytes; "
                                 "write it as 8G, 500M, 64K or 1e9", nowhere("HILBERT_MEMORY_LIMIT"))
         return int(limit)
+    return _half_of_memory()
+
+
+@lru_cache(maxsize=1)
+def _half_of_memory() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
     except (ValueError, OSError, AttributeError):
@@ -471,7 +476,7 @@ def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: Shap
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
                 tuple(planner.groups), call.flops if call.complete else None, planner.largest * ITEM_BYTES,
                 arguments + call.peak, executor, optimize, planner.paths, _mask_notes(root))
-    _guard(plan, root, table, limit if limit is not None else memory_limit())
+    guard(plan, root, table, limit if limit is not None else memory_limit())
     return plan
 
 
@@ -482,7 +487,9 @@ def _mask_notes(root: ir.Node) -> tuple[str, ...]:
                  for node in ir._everything(root) if isinstance(node, ir.Prim) and node.op == "take")
 
 
-def _guard(plan: Plan, root: ir.Node, table: ShapeTable, limit: int) -> None:
+def guard(plan: Plan, root: ir.Node, table: ShapeTable, limit: int) -> None:
+    """E700 (naming the einsum that needs the most, if one does) when `plan`'s peak memory is
+    over `limit` bytes; `root` and `table` are what was planned."""
     if plan.peak_bytes <= limit:
         return
     from .plan_text import human_bytes

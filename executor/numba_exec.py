@@ -4,24 +4,34 @@ through BLAS, entrywise work in fused loop nests), with a per-node fallback to t
 What cannot be compiled (a primitive with no compiled form, or one forced to the host by
 HILBERT_NUMBA_HOST=op,op) runs as the planned NumPy executor would; every maximal compilable
 part around it still runs compiled, and the plan's notes say which nodes ran where and why.
+
+Calls run in tiers (docs/architecture.md, "Tiers"): a call without loops never waits for
+Numba. It runs at once as the planned executor (executor/planned.py) runs it, on the host,
+while its code is generated and compiled in a background thread (from the HILBERT_COMPILE-th
+call of its signature), then swapped in. A call with loops is compiled before it first runs.
 """
 
 from __future__ import annotations
 
+import copy
 import os
-from dataclasses import replace
+import queue
+import threading
+from collections.abc import Callable
 
 import numpy as np
 from hilbert.compiler import ir
-from hilbert.compiler.driver import Entry, plan_entry
+from hilbert.compiler.driver import Entry, Specialised, plan_entry
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
 from hilbert.compiler.shapes import Scope, ShapeTable
+from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
+from hilbert.grammar.source import nowhere
 
 from . import cache, codegen, interrupt, kernels
 from .kernels import LabelError, PositionError, StepCountError
 from .numerics import detached, fresh_first, quietly
-from .planned import _kernel as planned_einsum
+from .planned import PlannedProgram, einsum_kernel
 from .reference import (
     Reference,
     evaluate,
@@ -40,22 +50,110 @@ _COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", 
 #: NUMBA_DISABLE_JIT=1: generated code runs as Python, on NumPy scalars that warn on x/0.
 _PYTHON_MODE = kernels.PYTHON_MODE
 _FLOAT64 = np.dtype(np.float64)
+#: Environment variable saying when a loop-free call's generated code is built (compiled and
+#: swapped in): "eager" (at the first call, before it runs), "never" (calls stay on the host),
+#: or N (in a background thread from the N-th call of a signature). See COMPILE_AFTER.
+COMPILE_ENVIRONMENT = "HILBERT_COMPILE"
+#: The call of a signature from which its code is built in the background, by default: a
+#: signature called once is never compiled (a call made once costs the host's milliseconds,
+#: not Numba's seconds); one called again is compiled while the calls go on on the host.
+COMPILE_AFTER = 2
+#: What a loop-free program's plan says before its code is built.
+TIERED = ("the first calls run on the host (each einsum along its path as NumPy/BLAS pairwise "
+          "steps, entrywise work in NumPy) until the generated code is built and swapped in "
+          f"({COMPILE_ENVIRONMENT} says when: by default in a background thread from call "
+          f"{COMPILE_AFTER})")
+#: What a tiered program's plan says once its code is built.
+BUILT = "the generated code is built: calls run on it"
+#: What a program with loops says: it never runs on the host while it compiles.
+LOOPED = "compiled before the first call: loops run compiled or not at all"
 
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
-    """Specialise and plan `entry` for `shapes`; return the program that runs it."""
+    """Specialise and plan `entry` for `shapes`; return the program that runs it: tiered when
+    it has no loops (nothing is generated or compiled here), else compiled at its first call."""
     ready = plan_entry(entry, shapes, optimize, "numba", values)
-    table, plan = ready.table, ready.plan
     forced = frozenset(filter(None, os.environ.get(HOST_ENVIRONMENT, "").split(",")))
-    where = Placement(table, forced)
-    runner = ScopeRunner([ready.body], (), table, plan, optimize, where)
-    if runner.whole is None or not runner.whole.generated.compiled or _PYTHON_MODE:
-        # Host walks and generated code run as Python hold every value until the call ends.
-        plan = plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True).plan
-    notes = tuple(f"numba: {line}" for line in runner.notes())
-    plan = replace(plan, notes=plan.notes + notes) if hasattr(plan, "notes") else plan
+
+    def replan() -> Plan:  # host walks and generated code run as Python hold every value
+        return plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True).plan
+
+    if not ready.plan.loops:  # (every loop is planned, however deep)
+        return TieredProgram(_tiers(ready, optimize, forced), replan, len(entry.params),
+                             compile_when())
+    runner = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
+                         Placement(ready.table, forced))
+    plan = replan() if _holds_every_value(runner) else ready.plan
+    return _second_tier(runner, _noted(plan, (LOOPED, *runner.notes())), len(entry.params))
+
+
+class Tiers:
+    """What every program of one loop-free signature shares, made once per plan (and kept
+    with it): the host tier's program, and the runner of the second tier (made when first
+    asked for), with the code it generates. A loop-free runner holds no state of a call."""
+
+    def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str]):
+        self.host = PlannedProgram(ready.body, _noted(ready.plan, (TIERED,)))
+        self._ready = ready
+        self._optimize = optimize
+        self._forced = forced
+        self._runner: ScopeRunner | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def runner(self) -> ScopeRunner:
+        with self._lock:
+            if self._runner is None:
+                ready = self._ready
+                self._runner = ScopeRunner([ready.body], (), ready.table, ready.plan,
+                                           self._optimize, Placement(ready.table, self._forced))
+            return self._runner
+
+
+def _tiers(ready: Specialised, optimize: str, forced: frozenset[str]) -> Tiers:
+    key = ("numba tiers", optimize, forced)
+    made = ready.derived.get(key)
+    if made is None:
+        made = ready.derived.setdefault(key, Tiers(ready, optimize, forced))
+    return made
+
+
+def compile_when() -> int | None:
+    """HILBERT_COMPILE as the call of a signature from which its code is built (0: eager, at
+    the first call before it runs; None: never), or an ArgumentError (E600)."""
+    text = os.environ.get(COMPILE_ENVIRONMENT, "").strip().lower()
+    if text in ("", "background"):
+        return COMPILE_AFTER
+    if text == "eager":
+        return 0
+    if text == "never":
+        return None
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise ArgumentError("E600", f"{COMPILE_ENVIRONMENT}={text!r} is not a tier setting: write "
+                        "eager, never, or the call from which to compile in the background "
+                        f"(a whole number ≥ 1; {COMPILE_AFTER} by default)",
+                        nowhere(COMPILE_ENVIRONMENT))
+
+
+def _holds_every_value(runner: ScopeRunner) -> bool:
+    """Whether `runner`'s program keeps every value until the call ends: a host walk, or
+    generated code that runs as Python (it holds its locals)."""
+    return runner.whole is None or not runner.whole.generated.compiled or _PYTHON_MODE
+
+
+def _noted(plan: Plan, lines) -> Plan:
+    """`plan` with `lines` added to its notes (a copy: dataclasses.replace costs 10 µs)."""
+    noted = copy.copy(plan)
+    object.__setattr__(noted, "notes", plan.notes + tuple(f"numba: {line}" for line in lines))
+    return noted
+
+
+def _second_tier(runner: ScopeRunner, plan: Plan, arity: int):
+    """The program of generated code for `runner`: one function of the parameters, or a host
+    walk calling compiled regions."""
     if runner.whole is not None:
-        return WholeProgram(runner.whole, plan, len(entry.params))
+        return WholeProgram(runner.whole, plan, arity)
     return HostProgram(runner, plan)
 
 
@@ -125,14 +223,53 @@ class CompiledRegion:
     given (scalars are passed as NumPy floats, arrays as C-ordered writable float64 arrays)."""
 
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str):
-        generated = codegen.generate(region, table, optimize, exact=True)
         self.region = region
-        self.source = generated.source
-        self.generated = generated
-        self.function = cache.function(generated.source, generated.compiled)
+        self._table = table
+        self._optimize = optimize
+        self._generated: codegen.Generated | None = None
+        self._function = None
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
                              if not table.scopes[region.scope][n])
         self.arrays = tuple(i for i in range(len(region.inputs)) if i not in self.scalars)
+
+    @property
+    def generated(self) -> codegen.Generated:
+        """The region's code, generated when first asked for (a call on the host needs none)."""
+        if self._generated is None:
+            self._generated = codegen.generate(self.region, self._table, self._optimize,
+                                              exact=True)
+        return self._generated
+
+    @property
+    def source(self) -> str:
+        return self.generated.source
+
+    @property
+    def function(self):
+        """The generated function (a Numba dispatcher when its code needs compiling), made
+        once; Numba compiles it at its first call, or when `compile` says."""
+        if self._function is None:
+            self._function = cache.function(self.generated.source, self.generated.compiled)
+        return self._function
+
+    @function.setter
+    def function(self, value) -> None:
+        self._function = value
+
+    def compile(self) -> None:
+        """Compile the function now, for the argument types `convert` gives (loaded from the
+        disk cache when it holds them), so that its first call runs compiled code at once."""
+        function = self.function
+        if not self.generated.compiled or not hasattr(function, "compile"):
+            return  # plain NumPy calls, or NUMBA_DISABLE_JIT: nothing to compile
+        from numba import types
+
+        shapes = self._table.scopes[self.region.scope]
+        signature = [types.Array(types.float64, len(shapes[n]), "C") if shapes[n]
+                     else types.float64 for n in self.region.inputs]
+        if self.generated.loops:
+            signature.append(types.Array(types.int64, 1, "C"))  # interrupt's stop flag
+        function.compile(tuple(signature))
 
     def __call__(self, args):
         """(value, loop steps run) for these input values (as `convert` makes them). Anything
@@ -325,8 +462,7 @@ class ScopeRunner:
         key = (node.spec, tuple(np.shape(o) for o in operands))
         kernel = self._einsums.get(key)
         if kernel is None:
-            path = self.plan.paths.get(key) or [tuple(range(len(operands)))]
-            kernel = self._einsums[key] = planned_einsum(node.spec, key[1], path, self.plan)
+            kernel = self._einsums[key] = einsum_kernel(node.spec, key[1], self.optimize)
         return kernel(*operands)
 
     def _loop(self, loop: ir.Loop, state: list):
@@ -361,6 +497,8 @@ def _body_roots(loop: ir.Loop) -> list[ir.Node]:
 class WholeProgram:
     """A call that is one generated function of the parameters: the fast path."""
 
+    tier = "compiled"  # (the tier every call of it runs on: TieredProgram's second)
+
     def __init__(self, region: CompiledRegion, plan: Plan, arity: int):
         self.plan = plan
         self.region = region
@@ -392,6 +530,8 @@ class WholeProgram:
 class HostProgram:
     """A call with host work: the host walks the call, compiled regions do the rest."""
 
+    tier = "compiled"
+
     def __init__(self, runner: ScopeRunner, plan: Plan):
         self.plan = plan
         self.runner = runner
@@ -402,3 +542,191 @@ class HostProgram:
     @property
     def loop_steps(self) -> int:
         return self.runner.loop_steps
+
+
+class TieredProgram:
+    """A loop-free call in two tiers. The first, from the first call: the planned program on
+    the host (executor/planned.py), which needs nothing compiled. The second: the generated
+    code (one compiled function, or plain NumPy calls when nothing needs compiling), built
+    when HILBERT_COMPILE says (`compile_when`) and swapped in once built, so a call never
+    waits for Numba unless asked to. `tier` is the tier the latest call ran on ("host" or
+    "compiled"); both give the same results but for the last bits' rounding
+    (docs/semantics.md, "Tiers")."""
+
+    def __init__(self, tiers: Tiers, replan: Callable[[], Plan], arity: int, when: int | None):
+        self.host = tiers.host
+        self.host_calls = 0  # calls run on the host so far (counted loosely under threads)
+        self._tiers = tiers
+        self._replan = replan
+        self._arity = arity
+        self._when = when
+        self._plan = self.host.plan
+        self._second: WholeProgram | HostProgram | None = None  # generated, not yet built
+        self._fast: WholeProgram | HostProgram | None = None  # built and swapped in
+        self._lock = threading.RLock()  # (build holds it while it generates the code)
+        self._done = threading.Event()  # set when the build has ended, built or not
+        self.queued = False  # handed to the background builder
+        self._error: BaseException | None = None
+
+    @property
+    def plan(self) -> Plan:
+        """The plan, its notes saying which tier calls run on (and, once the code is generated,
+        what it holds)."""
+        return self._plan
+
+    def __call__(self, values):
+        fast = self._fast
+        if fast is not None:
+            return fast(values)
+        return self._first_tier(values)
+
+    @property
+    def tier(self) -> str | None:
+        """The tier calls run on now ("host" or "compiled"), None before the first call: the
+        tier of the latest call, but for one that ran while the code was being swapped in."""
+        if self._fast is not None:
+            return "compiled"
+        return "host" if self.host_calls else None
+
+    @property
+    def built(self) -> bool:
+        """Whether the generated code is built and calls run on it."""
+        return self._fast is not None
+
+    def _first_tier(self, values):
+        if self._error is not None:  # the build failed: as a call that compiles would
+            raise self._error
+        when = self._when
+        if when is not None and not self._done.is_set():
+            if when == 0:
+                if self.build() is not None:
+                    return self(values)
+            elif self.host_calls + 1 >= when and not self.queued:
+                self._start()
+        self.host_calls += 1
+        return self.host(values)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self.queued or self._done.is_set():
+                return
+            self.queued = True
+        _BUILDER.submit(self)
+
+    def build_quietly(self) -> None:
+        """`build`, its error kept for the next call to raise (the background thread's way)."""
+        try:
+            self.build()
+        except Exception:  # noqa: BLE001, S110 (kept in self._error: the next call raises it)
+            pass
+
+    def build(self):
+        """Generate the code, compile it for this signature and swap it in, in this thread (the
+        background thread calls this; so may anyone who wants the compiled tier now). Returns
+        the program calls now run on, or None when they stay on the host (the generated code
+        would hold more memory than the limit allows; the plan's notes say so). A build that
+        fails raises here, and at every later call (as a call that compiles would); one that
+        is interrupted (Ctrl-C) is tried again by the next call that builds."""
+        with self._lock:
+            if self._done.is_set():
+                return self._fast
+            try:
+                fast = self._built()
+            except Exception as err:
+                self._error = err
+                self._done.set()
+                raise
+            self._done.set()
+            return fast
+
+    def _built(self):
+        second = self.generated()
+        plan = second.plan
+        runner = self._tiers.runner
+        if _holds_every_value(runner):  # planned again, as such: within the memory limit?
+            try:
+                plan = _noted(self._replan(), (TIERED, BUILT, *_notes(runner)))
+            except RuntimeHilbertError as err:
+                if err.code != "E700":
+                    raise
+                self._plan = _noted(self.host.plan, (f"calls stay on the host: the generated "
+                                                     f"code would hold every value of a call "
+                                                     f"({err.message})",))
+                return None
+        for region in _regions(runner):
+            region.compile()
+        second.plan = self._plan = plan
+        self._fast = second
+        return second
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until a build started (by a call, or `build`) has ended; whether it has."""
+        return self._done.wait(timeout)
+
+    def generated(self) -> WholeProgram | HostProgram:
+        """The second tier's program (its code generated now if it was not yet; nothing is
+        compiled here)."""
+        with self._lock:
+            if self._second is None:
+                plan = _noted(self.host.plan, (BUILT, *_notes(self._tiers.runner)))
+                self._second = _second_tier(self._tiers.runner, plan, self._arity)
+            return self._second
+
+    @property
+    def region(self) -> CompiledRegion:
+        """The generated function of a call that is one (as WholeProgram's), generated now if it
+        was not yet."""
+        second = self.generated()
+        assert isinstance(second, WholeProgram), "a call with host work has no one region"
+        return second.region
+
+    @property
+    def runner(self) -> ScopeRunner:
+        return self._tiers.runner
+
+    @property
+    def loop_steps(self) -> int:
+        return 0
+
+
+class _Builder:
+    """The background thread that builds queued programs one after another (Numba compiles one
+    function at a time whatever the threads), started with the first program queued. It is a
+    daemon: a process may end while it compiles (what it was writing to the disk cache is
+    written whole or not at all, executor/disk.py)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[TieredProgram] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, program: TieredProgram) -> None:
+        self._queue.put(program)
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="hilbert-compile",
+                                                daemon=True)
+                self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            self._queue.get().build_quietly()
+
+
+_BUILDER = _Builder()
+
+
+def _notes(runner: ScopeRunner) -> tuple[str, ...]:
+    return tuple(runner.notes())
+
+
+def _regions(runner: ScopeRunner) -> list[CompiledRegion]:
+    """Every compiled region of a runner and of the runners of its host loops' bodies."""
+    found: list[CompiledRegion] = []
+    pending = [runner]
+    while pending:
+        current = pending.pop()
+        found += current.regions.values()
+        for bodies in current.bodies.values():
+            pending += bodies
+    return found

@@ -1,47 +1,147 @@
-"""The planned executor: fused IR, einsums along their opt_einsum paths (BLAS where it can)."""
+"""The planned executor: fused IR on the host, each einsum along its planned path as NumPy/BLAS
+pairwise steps, entrywise work in NumPy. It is the numba executor's first tier (a call that
+runs at once, with nothing to compile) and its way of running what has no compiled form."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
-import opt_einsum
+from hilbert.compiler import ir
 from hilbert.compiler.driver import Entry, plan_entry
+from hilbert.compiler.einsum_spec import parse_spec
+from hilbert.compiler.plan import ContractStep, Plan, contraction
 
-from .reference import Reference
+from .numerics import detached, quietly
+from .reference import Reference, evaluate, needs
 
-#: Below this many FLOPs an einsum runs as one numpy.einsum call: planning it costs more.
-SMALL = 20_000
+#: Below this many FLOPs a pairwise step that BLAS could do runs as numpy.einsum instead: a
+#: tensordot costs a few microseconds of reshapes and transposes before its product.
+BLAS_FLOPS = 8192
 
 
 class PlannedProgram:
-    """A callable for one signature: `plan` says how, `__call__(values)` does it."""
+    """A callable for one signature of loop-free IR: `plan` says how, `__call__(values)` does
+    it. Each value is let go after its last reader, as compiled code does, so a call holds what
+    the plan's peak counts (`keeps_all=False`), not every value it made."""
 
-    def __init__(self, body, plan):
+    def __init__(self, body: ir.Node, plan: Plan):
+        assert not plan.loops, "the planned executor runs loop-free IR"
         self.plan = plan
         self.body = body
-        self._kernels = {key: _kernel(key[0], key[1], path, plan) for key, path in plan.paths.items()}
-        self.evaluator = Reference(einsum=self._einsum)
-
-    def _einsum(self, node, operands):
-        key = (node.spec, tuple(np.shape(o) for o in operands))
-        return self._kernels[key](*operands)
+        self._readers: dict[ir.Node, int] | None = None  # counted at the first call
+        self._kernels: dict[tuple, Callable] = {}
+        self._evaluator = Reference()
 
     def __call__(self, values):
-        return self.evaluator.run(self.body, values)
+        return detached(quietly(self._run, tuple(values)), values)
 
     @property
     def loop_steps(self) -> int:
-        return self.evaluator.loop_steps
+        return 0
+
+    def _run(self, leaves: tuple):
+        if self._readers is None:
+            self._readers = _readers(self.body)
+        left = dict(self._readers)  # readers still to come, per value
+        memo: dict = {}
+
+        def value(node: ir.Node, memo: dict, leaves: tuple):
+            result = self._value(node, memo, leaves)
+            for kid in _read(node, memo):
+                count = left.get(kid)
+                if count is not None:
+                    if count == 1:
+                        del left[kid], memo[kid]  # its last reader has read it
+                    else:
+                        left[kid] = count - 1
+            return result
+
+        return evaluate(self.body, memo, leaves, needs, value)
+
+    def _value(self, node: ir.Node, memo: dict, leaves: tuple):
+        match node:
+            case ir.Param(index=i):
+                return leaves[i]
+            case ir.Const(value=v):
+                return np.float64(v)
+            case ir.Einsum():
+                return self.einsum(node.spec, [memo[a] for a in node.args])
+            case ir.Prim():
+                return self._evaluator.prim(node, [memo[a] for a in node.args])
+            case ir.Cond():
+                return memo[node.then if memo[node.cond] != 0 else node.orelse]
+            case ir.Tuple():
+                return tuple(memo[a] for a in node.items)
+        raise AssertionError(f"the planned executor cannot evaluate {node!r}")
+
+    def einsum(self, spec: str, operands: list):
+        """`spec` on `operands` along the plan's path for their shapes."""
+        key = (spec, tuple(np.shape(o) for o in operands))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._kernels[key] = einsum_kernel(spec, key[1], self.plan.optimize)
+        return kernel(*operands)
 
 
-def _kernel(spec: str, shapes, path, plan):
-    flops = next((e.flops for e in plan.einsums if e.spec == spec and e.shapes == shapes), 0)
-    if flops < SMALL or len(shapes) == 1:
-        return lambda *ops: np.einsum(spec, *ops)
-    expression = opt_einsum.contract_expression(spec, *shapes, optimize=list(path))
-    return expression
+def _readers(body: ir.Node) -> dict[ir.Node, int]:
+    """How many distinct nodes read each computed value of `body` (its root, parameters and
+    constants are never let go, so they are not counted)."""
+    readers: dict[ir.Node, int] = {}
+    for node in ir.topological(body):
+        for kid in set(ir.children(node)):
+            if not isinstance(kid, (ir.Param, ir.Const)):
+                readers[kid] = readers.get(kid, 0) + 1
+    readers.pop(body, None)
+    return readers
+
+
+def _read(node: ir.Node, memo: dict) -> set[ir.Node]:
+    """The children `node` read when it was computed: an `if` reads its condition and the
+    branch taken (a value only the other branch reads is held to the end of the call)."""
+    if isinstance(node, ir.Cond):
+        return {node.cond, node.then if memo[node.cond] != 0 else node.orelse}
+    return set(ir.children(node))
+
+
+def einsum_kernel(spec: str, shapes: tuple, optimize: str) -> Callable:
+    """A function of the operands computing `spec` along the path `optimize` plans for `shapes`
+    (the planner's cached search): pairwise steps as opt_einsum's contract_expression runs
+    them, tensordot where BLAS pays and numpy.einsum for the rest."""
+    path, steps = contraction(spec, shapes, optimize)
+    if len(steps) == 1 and len(path[0]) == len(shapes):
+        return _step(spec, steps[0])  # one step over every operand: the spec itself
+    functions = [_step(step.spec, step) for step in steps]
+    order = [sorted(positions, reverse=True) for positions in path]
+
+    def run(*operands):
+        pending = list(operands)
+        for positions, function in zip(order, functions, strict=True):
+            taken = [pending.pop(i) for i in positions]
+            pending.append(function(*taken))
+        return pending[0]
+
+    return run
+
+
+def _step(spec: str, step: ContractStep) -> Callable:
+    """One pairwise (or single-operand) step: a tensordot when opt_einsum would call BLAS and
+    the step is large enough for it to pay, else numpy.einsum."""
+    blas = step.blas and "EINSUM" not in step.blas and step.flops >= BLAS_FLOPS
+    parsed = parse_spec(spec)
+    if not blas or len(parsed.inputs) != 2:
+        return lambda *operands: np.einsum(spec, *operands)
+    left, right = parsed.inputs
+    removed = sorted(set(left + right) - set(parsed.output), key=left.find)
+    axes = (tuple(left.find(ch) for ch in removed), tuple(right.find(ch) for ch in removed))
+    result = "".join(ch for ch in left + right if ch not in removed)
+    if result == parsed.output:
+        return lambda a, b: np.tensordot(a, b, axes=axes)
+    order = tuple(result.index(ch) for ch in parsed.output)
+    return lambda a, b: np.tensordot(a, b, axes=axes).transpose(order)
 
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None) -> PlannedProgram:
-    """Specialise and plan `entry` for `shapes`; return the program that runs it."""
+    """Specialise and plan `entry` for `shapes` (loop-free); return the program that runs it."""
     ready = plan_entry(entry, shapes, optimize, "numba", values)
     return PlannedProgram(ready.body, ready.plan)

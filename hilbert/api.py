@@ -56,6 +56,7 @@ class Function:
         self._call = getattr(get_executor(executor), "call", None)
         self._arity = len(entry.params)
         self._lock = threading.Lock()
+        self._last = None  # the program the latest call ran (its `tier` says on what)
         self.__name__ = entry.name
         self.__qualname__ = entry.name
         self.__doc__ = self._docstring()
@@ -99,6 +100,7 @@ class Function:
             program = None
         if program is None:
             program = self.program(shapes)
+        self._last = program
         try:
             result = program(args)
         except HilbertError as err:
@@ -109,6 +111,14 @@ class Function:
                     return result.copy()
             return result
         return _to_python(result, args)
+
+    @property
+    def tier(self) -> str | None:
+        """The tier the latest call ran on: on the numba executor "host" (the planned path as
+        NumPy/BLAS steps, while the generated code is not yet built) or "compiled" (the
+        generated code); None before the first call and on other executors
+        (docs/architecture.md, "Tiers")."""
+        return getattr(self._last, "tier", None)
 
     def program(self, shapes: tuple[tuple[int, ...], ...]):
         """The executable for these argument shapes, specialised and planned once per signature

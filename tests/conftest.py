@@ -2,6 +2,7 @@
 the example scripts imported as modules."""
 
 import importlib.util
+import os
 import sys
 from functools import cache
 from pathlib import Path
@@ -9,6 +10,10 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+
+# The suite checks compiled code: each loop-free call builds its code at its first call, before
+# it runs (docs/testing.md). test_tiered.py checks the tiers themselves, under each setting.
+os.environ.setdefault("HILBERT_COMPILE", "eager")
 
 #: Every executor a compiled function can run on; differential tests cover each.
 EXECUTORS = ("reference", "numba")

@@ -4,6 +4,7 @@ matrix chains, Einsum Benchmark generator instances, and path search time."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -158,11 +159,10 @@ def generated(kind: str):
 
 
 # --------------------------------------------------------------------------------------------
-# Path search time (issue 4): planning a fresh signature, against opt_einsum.contract_path
+# Path search time (issue 4), and planning kept (issue 14, item 5)
 
 
 def path_search(config: Config) -> Setup:
-    import opt_einsum
     from opt_einsum.testing import rand_equation
 
     import hilbert
@@ -173,42 +173,273 @@ def path_search(config: Config) -> Setup:
     for n in counts:
         for i in range(per):
             spec, shapes = rand_equation(n, 3, n_out=2, d_min=2, d_max=8, seed=1000 * n + i)
-            module = hilbert.compile_source(einsum_source(spec, n), name=f"<search {n}.{i}>",
-                                            executor=config.executor)
-            problems.append((n, spec, [tuple(s) for s in shapes], module.contract))
+            text = einsum_source(spec, n)
+            module = hilbert.compile_source(text, name=f"<search {n}.{i}>", executor=config.executor)
+            again = hilbert.compile_source(text, name=f"<search {n}.{i}>", executor=config.executor)
+            problems.append(_Problem(n, spec, [tuple(s) for s in shapes], module.contract,
+                                     module, again.contract))
 
     def measure(config: Config) -> Measured:
-        times: dict[str, list[float]] = {"hilbert": [], "opt_einsum.contract_path": []}
-        per_n: dict[int, dict[str, list[float]]] = {n: {"hilbert": [], "opt_einsum": []}
-                                                    for n in counts}
-        errors, equal = {}, []
-        for n, spec, shapes, function in problems:
-            begun = time.perf_counter()
-            _, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize="auto")
-            theirs = time.perf_counter() - begun
-            times["opt_einsum.contract_path"].append(theirs)
-            per_n[n]["opt_einsum"].append(theirs)
-            begun = time.perf_counter()
-            flops, how = plan_flops(function, shapes)  # a fresh signature: the first plan
-            ours = time.perf_counter() - begun
-            if flops is None:
-                errors["hilbert"] = how
-                continue
-            times["hilbert"].append(ours)
-            per_n[n]["hilbert"].append(ours)
-            equal.append(flops == int(info.opt_cost))
-        metrics = {"planned_with": how, "flops_equal": all(equal) if equal else None,
-                   "flops_equal_count": f"{sum(equal)}/{len(equal)}",
-                   "median_s_by_operands": {str(n): {k: float(np.median(v)) if v else None
-                                                     for k, v in d.items()}
-                                            for n, d in per_n.items()}}
-        return Measured(times, errors, metrics)
+        return _measure_planning(problems, counts, config)
 
     return Setup(ours=None, measure=measure, compare=False,
                  params={"operands": ", ".join(map(str, counts)), "specs per count": per,
                          "generator": "opt_einsum.testing.rand_equation(n, 3, n_out=2)"},
-                 notes=["each spec is planned once, at its first signature (no cache can "
-                        "help); hilbert time includes specialisation and the plan's bookkeeping"])
+                 notes=["hilbert: each spec planned afresh by a new function with fn.plan, "
+                        "every kept plan and path forgotten first (forget_plans), against "
+                        "opt_einsum.contract_path ('auto'); its time includes specialisation, "
+                        "the plan's bookkeeping and preparing the program (the numba executor "
+                        "generates no code to plan); medians of repeats per spec",
+                        "repeated: the same spec on the same shapes planned again by a new "
+                        "Function of the same definition (the plan is kept), against "
+                        "contract_path given the same path; same_text: by a function compiled "
+                        "again from the same text (a new definition: its paths are kept, its "
+                        "plan is made again)"])
+
+
+@dataclass
+class _Problem:
+    n: int
+    spec: str
+    shapes: list
+    function: object
+    module: object
+    again: object  # the same text compiled again: a new definition
+
+
+def _median_of(call, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        begun = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - begun)
+    return float(np.median(times))
+
+
+def _measure_planning(problems: list[_Problem], counts, config: Config) -> Measured:
+    import opt_einsum
+    from hilbert.compiler.driver import forget_plans
+
+    from hilbert.api import Function
+
+    times: dict[str, list[float]] = {"hilbert": [], "opt_einsum.contract_path": []}
+    per_n: dict[int, dict[str, list[float]]] = {
+        n: {"hilbert": [], "opt_einsum": [], "repeated": [], "same_path": []} for n in counts}
+    errors: dict[str, str] = {}
+    equal, fresh_ratios, repeated, same_text = [], [], [], []
+    repeats = config.pick(9, 5)
+    how = "Function.plan"
+    for p in problems:
+        path, info = opt_einsum.contract_path(p.spec, *p.shapes, shapes=True, optimize="auto")
+        theirs = _median_of(lambda p=p: opt_einsum.contract_path(
+            p.spec, *p.shapes, shapes=True, optimize="auto"), repeats)
+        same_path = _median_of(lambda p=p, path=path: opt_einsum.contract_path(
+            p.spec, *p.shapes, shapes=True, optimize=path), repeats)
+        try:
+            plan = p.function.plan(*p.shapes)  # (its first plan, untimed: imports, first uses)
+
+            def fresh(p=p):
+                forget_plans()  # nothing kept: the path is searched and the plan made afresh
+                Function(p.function.entry, p.module._compiled, p.function.executor).plan(*p.shapes)
+
+            ours = _median_of(fresh, repeats)
+            news = [Function(p.function.entry, p.module._compiled, p.function.executor)
+                    for _ in range(repeats)]
+            again = _median_of(lambda p=p, news=news: news.pop().plan(*p.shapes), repeats)
+            retyped = _median_of(lambda p=p: p.again.plan(*p.shapes), 1)
+        except Exception as err:  # noqa: BLE001 - an unfinished planner must not stop the suite
+            errors["hilbert"] = f"planning failed: {type(err).__name__}: {err}"
+            continue
+        times["opt_einsum.contract_path"].append(theirs)
+        times["hilbert"].append(ours)
+        equal.append(plan.flops == int(info.opt_cost))
+        fresh_ratios.append(ours / theirs)
+        repeated.append(again / same_path)
+        same_text.append(retyped / same_path)
+        for key, value in (("hilbert", ours), ("opt_einsum", theirs), ("repeated", again),
+                           ("same_path", same_path)):
+            per_n[p.n][key].append(value)
+
+    def median(values):
+        return float(np.median(values)) if values else None
+
+    metrics = {"planned_with": how, "flops_equal": all(equal) if equal else None,
+               "flops_equal_count": f"{sum(equal)}/{len(equal)}",
+               "fresh_ratio": median(fresh_ratios),
+               "repeated_ratio": median(repeated),
+               "repeated_ratio_max": float(np.max(repeated)) if repeated else None,
+               "same_text_ratio": median(same_text),
+               "median_s_by_operands": {str(n): {k: median(v) for k, v in d.items()}
+                                        for n, d in per_n.items()}}
+    return Measured(times, errors, metrics)
+
+
+# --------------------------------------------------------------------------------------------
+# First calls (issue 14, item 1): every einsum_benchmark generator's instances up to 64
+# operands (those whose axes fit the 52 letters a .hb einsum has), each measured in a fresh
+# process so that nothing this one compiled or planned helps
+
+
+def first_call_instances() -> list[tuple[str, str, list[tuple[int, ...]]]]:
+    """(name, spec, shapes) of each generator's instances: a small one and the largest that fits
+    64 operands and 52 axis letters. quantum_computing.maxcut needs quimb and is left out."""
+    from einsum_benchmark.generators import language_model as lm
+    from einsum_benchmark.generators import quantum_computing as qc
+    from einsum_benchmark.generators import random as rn
+    from einsum_benchmark.generators import structured as st
+
+    made = {
+        "matrix-chain-8": st.matrix_chain(8, 16, 160, seed=7),
+        "matrix-chain-51": st.matrix_chain(51, 16, 160, seed=7),
+        "regular-12": rn.regular(12, 3, d_min=2, d_max=4, seed=7),
+        "regular-34": rn.regular(34, 3, d_min=2, d_max=4, seed=7),
+        "lattice-3x4": st.lattice((3, 4), d_min=2, d_max=4, seed=7),
+        "lattice-5x5": st.lattice((5, 5), d_min=2, d_max=4, seed=7),
+        "tree-16": st.tree(16, d_min=3, d_max=8, n_outer=2, seed=7),
+        "tree-48": st.tree(48, d_min=3, d_max=8, n_outer=2, seed=7),
+        "network-16": rn.connected_network(16, 3, number_of_output_indices=2, min_axis_size=2,
+                                           max_axis_size=6, seed=7),
+        "network-32": rn.connected_network(32, 3, number_of_output_indices=2, min_axis_size=2,
+                                           max_axis_size=6, seed=7),
+        "hypernetwork-16": rn.connected_hypernetwork(16, 2.5, max_tensor_order=5,
+                                                     max_edge_order=3, number_of_output_indices=2,
+                                                     min_axis_size=2, max_axis_size=4, seed=7),
+        "hypernetwork-32": rn.connected_hypernetwork(32, 2.5, max_tensor_order=5,
+                                                     max_edge_order=3, number_of_output_indices=2,
+                                                     min_axis_size=2, max_axis_size=4, seed=7),
+        "mps-8": qc.matrix_product_state(8, phys_dim_min=4, phys_dim_max=16, bond_dim=8, seed=7),
+        "mps-16": qc.matrix_product_state(16, phys_dim_min=4, phys_dim_max=16, bond_dim=8, seed=7),
+        "lm-first-last-1": lm.p_first_and_last(1, 4, 6),
+        "lm-first-last-2": lm.p_first_and_last(2, 4, 6),
+        "lm-sliding-1": lm.sliding_likelihood(1, 4, 6, 8),
+        "lm-sliding-2": lm.sliding_likelihood(2, 4, 6, 8),
+    }
+    return [(name, made_[0], [tuple(int(d) for d in s) for s in made_[1]])
+            for name, made_ in made.items()]
+
+
+def first_calls(reverse: bool) -> None:
+    """In a fresh process: for each instance, a prebuilt contract_expression's first call, and
+    hilbert's first call (planning included) and first call after planning, each on a new
+    function; one JSON line of seconds per instance. `reverse`: hilbert goes first."""
+    import json
+
+    import opt_einsum
+
+    import hilbert
+
+    warm = hilbert.compile_source(einsum_source("ij,jk->ik", 2)).contract  # (imports, first
+    warm(np.ones((2, 2)), np.ones((2, 2)))                                 # uses of NumPy)
+    opt_einsum.contract_expression("ij,jk->ik", (2, 2), (2, 2))(np.ones((2, 2)), np.ones((2, 2)))
+    report = {name: _first_call_of(spec, shapes, reverse)
+              for name, spec, shapes in first_call_instances()}
+    print(json.dumps(report), flush=True)
+
+
+def _first_call_of(spec: str, shapes: list, reverse: bool) -> dict:
+    import opt_einsum
+
+    import hilbert
+
+    rng = np.random.default_rng(40)
+    ops = [rng.uniform(0.1, 1.0, size=s) for s in shapes]
+    text = einsum_source(spec, len(shapes))
+    full, planned = (hilbert.compile_source(text).contract for _ in range(2))
+    seconds: dict[str, float] = {}
+
+    def timed(key, call):
+        begun = time.perf_counter()
+        value = call()
+        seconds[key] = time.perf_counter() - begun
+        return value
+
+    def theirs():
+        expression = timed("oe_build_s", lambda: opt_einsum.contract_expression(spec, *shapes))
+        return timed("oe_first_s", lambda: expression(*ops))
+
+    def ours():
+        value = timed("hb_first_call_s", lambda: full(*ops))
+        timed("hb_plan_s", lambda: planned.plan(*shapes))
+        timed("hb_first_exec_s", lambda: planned(*ops))
+        return value
+
+    if reverse:
+        mine, want = ours(), theirs()
+    else:
+        want, mine = theirs(), ours()
+    scale = max(float(np.max(np.abs(want))), 1e-300)
+    return seconds | {"operands": len(shapes), "tier": full.tier,
+                      "max_rel_diff": float(np.max(np.abs(mine - want))) / scale}
+
+
+def first_call(config: Config) -> Setup:
+    import einsum_benchmark  # noqa: F401 (a Skip-like error entry when missing)
+
+    instances = first_call_instances()
+
+    def measure(config: Config) -> Measured:
+        return _measure_first_calls(config, [name for name, _, _ in instances])
+
+    return Setup(ours=None, measure=measure, compare=False,
+                 params={"instances": len(instances),
+                         "operands": f"{min(len(s) for _, _, s in instances)}–"
+                                     f"{max(len(s) for _, _, s in instances)}",
+                         "processes": config.pick(7, 3)},
+                 notes=["each repeat is a fresh process (HILBERT_COMPILE=2, the default): per "
+                        "instance, a new function's first call (planning included, "
+                        "hb_first_call_s) and another's first call after fn.plan "
+                        "(hb_first_exec_s: the call itself, as a prebuilt expression's), beside "
+                        "opt_einsum.contract_expression built (oe_build_s) then called once "
+                        "(oe_first_s); the order alternates between repeats",
+                        "hilbert's time: the first call after planning; the anchor's: a "
+                        "prebuilt contract_expression's first call (medians over instances of "
+                        "per-instance medians)",
+                        "quantum_computing.maxcut is left out (it needs quimb); instances with "
+                        "more than 52 axes cannot be one .hb einsum (axes are letters)"])
+
+
+def _measure_first_calls(config: Config, names: list[str]) -> Measured:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from benchmarks.cases.base import ROOT
+
+    runs: list[dict] = []
+    env = dict(os.environ, HILBERT_COMPILE="2")
+    for repeat in range(config.pick(7, 3)):
+        code = f"from benchmarks.cases.multi import first_calls; first_calls({repeat % 2 == 1})"
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            return Measured({}, {"hilbert": done.stderr.strip().splitlines()[-1]})
+        runs.append(json.loads(done.stdout.splitlines()[-1]))
+    by_instance = {}
+    for name in names:
+        keys = ("oe_build_s", "oe_first_s", "hb_first_call_s", "hb_plan_s", "hb_first_exec_s")
+        median = {k: float(np.median([r[name][k] for r in runs])) for k in keys}
+        median["first_exec_ratio"] = median["hb_first_exec_s"] / median["oe_first_s"]
+        median["first_call_ratio"] = median["hb_first_call_s"] / (median["oe_build_s"]
+                                                                  + median["oe_first_s"])
+        median["tier"] = runs[0][name]["tier"]
+        median["max_rel_diff"] = max(r[name]["max_rel_diff"] for r in runs)
+        by_instance[name] = median
+    rows = by_instance.values()
+    times = {"hilbert": [m["hb_first_exec_s"] for m in rows],
+             "oe.expression": [m["oe_first_s"] for m in rows]}
+    metrics = {
+        "worst_first_exec_ratio": max(m["first_exec_ratio"] for m in rows),
+        "median_first_exec_ratio": float(np.median([m["first_exec_ratio"] for m in rows])),
+        "worst_first_call_s": max(m["hb_first_call_s"] for m in rows),
+        "median_first_call_ratio": float(np.median([m["first_call_ratio"] for m in rows])),
+        "worst_first_call_ratio": max(m["first_call_ratio"] for m in rows),
+        "all_on_host": all(m["tier"] == "host" for m in rows),
+        "worst_rel_diff": max(m["max_rel_diff"] for m in rows),
+        "by_instance": {k: {n: round(v, 7) if isinstance(v, float) else v
+                            for n, v in m.items()} for k, m in by_instance.items()},
+    }
+    return Measured(times, {}, metrics)
 
 
 def _multi(name, title, build, measures, isolate=True, targets=(_SAME_FLOPS, _AS_FAST)):
@@ -245,6 +476,17 @@ CASES = [
            "a random 3-regular network of 12 tensors, axes of 4 to 8, contracted to a scalar"),
     Case("path-search", "planning", "path search time, 2 to 10 operands",
          "time to plan a fresh signature of one einsum with n operands, against "
-         "opt_einsum.contract_path with the same optimiser ('auto')", path_search,
-         (_SAME_FLOPS,)),
+         "opt_einsum.contract_path with the same optimiser ('auto'); planning the same spec "
+         "again, against contract_path given the same path", path_search,
+         (_SAME_FLOPS, Target("repeated planning ≤ 1.2× contract_path (same path)",
+                              metric="repeated_ratio", max_value=1.2))),
+    Case("first-call", "multi-operand", "first calls of Einsum Benchmark instances",
+         "the first call of every einsum_benchmark generator instance up to 64 operands, each "
+         "in a fresh process, against a prebuilt contract_expression's first call", first_call,
+         (Target("first call ≤ 2× a prebuilt contract_expression's first call",
+                 metric="worst_first_exec_ratio", max_value=2.0),
+          Target("first call, planning included, ≤ 200 ms", metric="worst_first_call_s",
+                 max_value=0.2),
+          Target("first calls run on the host (nothing compiled)", metric="all_on_host",
+                 expect=True))),
 ]

@@ -1,0 +1,416 @@
+"""Tiered execution on the numba executor (docs/architecture.md, "Tiers"): a loop-free call runs
+at once on the host (each einsum along its planned path as NumPy/BLAS steps, entrywise work in
+NumPy) while its code is generated and compiled in a background thread, then swapped in; a
+call with loops is compiled before it first runs. Both tiers agree with the reference
+executor and NumPy, inf and NaN included; plans are kept per entry and signature.
+
+The rest of the suite builds every call's code at its first call (conftest.py sets
+HILBERT_COMPILE=eager); these tests set the tier setting themselves. Structure is checked by
+the programs' state and Numba's compile events, never by timing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import tracemalloc
+
+import numpy as np
+import opt_einsum
+import pytest
+from hilbert.compiler import driver
+from hilbert.compiler.plan import contraction
+from hilbert.executor import numba_exec, planned
+from numba.core import event
+from opt_einsum.testing import rand_equation
+
+import hilbert
+
+#: One einsum that is no plain product (a scalar out of four operands), one with a diagonal,
+#: and entrywise work around a product: each needs Numba to compile.
+SOURCE = """
+fn ring(a, b, c, d) ↦ einsum("ij,jk,kl,li->", a, b, c, d)
+fn diagonal(a, b) ↦ einsum("ii,ij->j", a, b)
+fn squashed(x, w) ↦ tanh(einsum("np,pq->nq", x, w)) · 0.5 + 1
+"""
+LOOP = ('fn f(t, a, b) ↦ g(t, a, b)\n'
+        'def g(t, a, b) ≔ if t = 0 then a else g(t − 1, tanh(einsum("ij,jk->ik", a, b)), b)')
+
+
+@pytest.fixture
+def setting(monkeypatch):
+    """Set HILBERT_COMPILE for the programs made afterwards."""
+    def use(value: str) -> None:
+        monkeypatch.setenv(numba_exec.COMPILE_ENVIRONMENT, value)
+    return use
+
+
+def ring_arguments(rng, n: int = 5) -> list[np.ndarray]:
+    return [rng.standard_normal((n, n)) for _ in range(4)]
+
+
+def compiles_during(call) -> tuple[object, int]:
+    """`call()`'s result and how many functions Numba compiled (or loaded) meanwhile, in any
+    thread of this process."""
+    with event.install_recorder("numba:compile") as recorder:
+        result = call()
+    return result, sum(1 for _, e in recorder.buffer if e.is_start)
+
+
+# ---------------------------------------------------------------- the first call never waits
+
+
+@pytest.mark.nojit
+def test_the_first_call_runs_on_the_host_and_generates_nothing(setting, rng):
+    setting("2")
+    mod = hilbert.compile_source(SOURCE)
+    args = ring_arguments(rng)
+    assert mod.ring.tier is None
+    value, compiled = compiles_during(lambda: mod.ring(*args))
+    assert compiled == 0 and mod.ring.tier == "host"
+    program = mod.ring.program(tuple(a.shape for a in args))
+    assert program._second is None and not program.queued  # no code, no build queued
+    assert not program.built
+    notes = "\n".join(program.plan.notes)
+    assert "the first calls run on the host" in notes and "built" not in notes.split("(")[0]
+    np.testing.assert_allclose(value, np.einsum("ij,jk,kl,li->", *args), rtol=1e-12)
+
+
+@pytest.mark.nojit
+def test_the_second_call_compiles_in_the_background_then_calls_run_compiled(setting, rng):
+    setting("2")
+    mod = hilbert.compile_source(SOURCE)
+    ref = hilbert.compile_source(SOURCE, executor="reference")
+    args = ring_arguments(rng)
+    program = mod.ring.program(tuple(a.shape for a in args))
+    first = mod.ring(*args)
+    second = mod.ring(*args)  # starts the build, runs on the host
+    assert program.queued and program.host_calls == 2
+    assert program.wait(600) and program.built
+    third = mod.ring(*args)
+    assert mod.ring.tier == "compiled" and program.host_calls == 2
+    assert program.region.generated.compiled  # what runs now is Numba's
+    for value in (first, second, third):
+        np.testing.assert_allclose(value, ref.ring(*args), rtol=1e-12)
+    notes = "\n".join(mod.ring.plan(*(a.shape for a in args)).notes)
+    assert "the generated code is built: calls run on it" in notes
+    assert "one compiled function" in notes
+    # a new program of the same signature (another Function) finds the code compiled
+    fresh = hilbert.api.Function(mod.ring.entry, mod._compiled, "numba")
+    fresh(*args)
+    again = fresh.program(tuple(a.shape for a in args))
+    assert again.wait(0) is False  # its own build not started: one call so far
+    fresh(*args)
+    assert again.wait(600)
+    _, compiled = compiles_during(lambda: fresh(*args))
+    assert compiled == 0 and fresh.tier == "compiled"
+
+
+def test_eager_compiles_before_the_first_call_and_never_leaves_compiled_code(setting, rng):
+    setting("eager")
+    mod = hilbert.compile_source(SOURCE)
+    args = ring_arguments(rng)
+    mod.ring(*args)
+    program = mod.ring.program(tuple(a.shape for a in args))
+    assert mod.ring.tier == "compiled" and program.host_calls == 0 and program.built
+
+
+def test_never_keeps_every_call_on_the_host(setting, rng):
+    setting("never")
+    mod = hilbert.compile_source(SOURCE)
+    args = ring_arguments(rng)
+    _, compiled = compiles_during(lambda: [mod.ring(*args) for _ in range(5)])
+    program = mod.ring.program(tuple(a.shape for a in args))
+    assert compiled == 0 and not program.queued and program.host_calls == 5
+    assert mod.ring.tier == "host"
+
+
+def test_from_the_first_call(setting, rng):
+    setting("1")
+    mod = hilbert.compile_source(SOURCE)
+    args = ring_arguments(rng)
+    mod.ring(*args)
+    program = mod.ring.program(tuple(a.shape for a in args))
+    assert program.queued
+    assert program.wait(600) and program.built
+
+
+@pytest.mark.parametrize("text", ["sometimes", "0", "-3", "1.5"])
+def test_a_bad_setting_is_a_coded_error(setting, text):
+    setting(text)
+    mod = hilbert.compile_source(SOURCE)
+    with pytest.raises(hilbert.HilbertError) as raised:
+        mod.ring(*ring_arguments(np.random.default_rng(0)))
+    assert raised.value.code == "E600" and "HILBERT_COMPILE" in raised.value.message
+
+
+@pytest.mark.nojit
+def test_a_call_with_loops_is_compiled_before_it_first_runs(setting, rng):
+    setting("2")
+    mod = hilbert.compile_source(LOOP)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) / 4
+    plan = mod.f.plan((), a.shape, b.shape)
+    assert "numba: compiled before the first call: loops run compiled or not at all" in plan.notes
+    mod.f(3, a, b)
+    assert mod.f.tier == "compiled"
+    expected = a
+    for _ in range(3):
+        expected = np.tanh(expected @ b)
+    np.testing.assert_allclose(mod.f(3, a, b), expected, rtol=1e-12)
+
+
+def test_other_executors_have_no_tier():
+    mod = hilbert.compile_source(SOURCE, executor="reference")
+    mod.diagonal(np.eye(3), np.ones((3, 2)))
+    assert mod.diagonal.tier is None
+
+
+# ---------------------------------------------------------------- both tiers agree
+
+
+def _operands(spec: str, shapes, seed: int, special: bool) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    operands = [rng.uniform(-1.0, 1.0, size=s) for s in shapes]
+    if special:  # an inf and a NaN in the first operand, a zero in the second
+        flat = operands[0].reshape(-1)
+        flat[0] = np.inf
+        if flat.size > 1:
+            flat[-1] = np.nan
+        if len(operands) > 1:
+            operands[1].reshape(-1)[0] = 0.0
+    return operands
+
+
+#: Random specs (opt_einsum's generator) whose paths mix BLAS steps (GEMM, TDOT, with the
+#: operands' axes in every order) with steps that are not products (Hadamard, batched,
+#: diagonal-free outer products) and scalar results.
+RANDOM = [(n, seed, n_out) for n in (2, 3, 5, 8) for seed in range(3) for n_out in (0, 2)]
+
+
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "inf-nan"])
+@pytest.mark.parametrize(("n", "seed", "n_out"), RANDOM)
+def test_both_tiers_agree_with_the_reference_and_numpy(setting, n, seed, n_out, special):
+    spec, shapes = rand_equation(n, 3, n_out=n_out, d_min=2, d_max=5, seed=seed)
+    shapes = [tuple(s) for s in shapes]
+    setting("1")
+    params = ", ".join(f"t{i}" for i in range(n))
+    text = f'fn f({params}) ↦ einsum("{spec}", {params})'
+    mod = hilbert.compile_source(text)
+    ref = hilbert.compile_source(text, executor="reference")
+    operands = _operands(spec, shapes, seed, special)
+    host = mod.f(*operands)
+    program = mod.f.program(tuple(shapes))
+    assert program.wait(600) and program.built
+    compiled = mod.f(*operands)
+    expected = ref.f(*operands)
+    with np.errstate(all="ignore"):
+        numpy = np.einsum(spec, *operands, optimize=True)
+    # Both tiers contract along the plan's path, so they meet infinities and zeros alike
+    np.testing.assert_array_equal(np.isnan(host), np.isnan(compiled))
+    np.testing.assert_array_equal(np.isinf(host), np.isinf(compiled))
+    np.testing.assert_allclose(host, compiled, rtol=1e-10, atol=1e-12, equal_nan=True)
+    # The reference forms every product of the literal einsum: where a path sums before it
+    # meets 0 · ∞ its result may be ±∞ where the literal one is NaN, so on such data the
+    # executors are compared for one pairwise step only.
+    if not special or n == 2:
+        for value in (host, compiled):
+            np.testing.assert_allclose(value, expected, rtol=1e-10, atol=1e-12, equal_nan=True)
+            if not special:
+                np.testing.assert_allclose(value, numpy, rtol=1e-10, atol=1e-12)
+
+
+def test_the_host_tier_runs_each_planned_step(monkeypatch):
+    """The host tier follows the plan: one tensordot per BLAS step large enough to pay, one
+    numpy.einsum per other step, in the plan's order."""
+    spec = "ab,bc,cd,de->ae"
+    shapes = ((40, 30), (30, 50), (50, 20), (20, 10))
+    path, steps = contraction(spec, shapes, "auto")
+    calls: list[str] = []
+    tensordot, einsum = np.tensordot, np.einsum
+    monkeypatch.setattr(planned.np, "tensordot",
+                        lambda *a, **k: calls.append("tensordot") or tensordot(*a, **k))
+    monkeypatch.setattr(planned.np, "einsum",
+                        lambda *a, **k: calls.append(a[0]) or einsum(*a, **k))
+    kernel = planned.einsum_kernel(spec, shapes, "auto")
+    operands = [np.random.default_rng(1).standard_normal(s) for s in shapes]
+    np.testing.assert_allclose(kernel(*operands), np.linalg.multi_dot(operands), rtol=1e-12)
+    assert len(calls) == len(steps) == len(path) == 3
+    assert calls == ["tensordot" if s.blas and s.flops >= planned.BLAS_FLOPS else s.spec
+                     for s in steps]
+
+
+@pytest.mark.nojit
+def test_only_the_branch_taken_runs_on_the_host(setting):
+    setting("never")
+    mod = hilbert.compile_source("fn f(t, x) ↦ if t < 3 then x[t] · 2 else 0")
+    x = np.arange(3.0)
+    assert mod.f(5, x) == 0.0  # x[5] would be out of range: it is not read
+    assert mod.f(1, x) == 2.0
+    with pytest.raises(hilbert.HilbertError) as raised:
+        mod.f(-1, x)  # read, and refused as compiled code refuses it
+    assert raised.value.code == "E510"
+
+
+def test_the_host_tier_holds_what_the_plan_counts(setting, monkeypatch):
+    # Ten tanh on an 8 MB vector: the host lets each value go after its last reader, so the
+    # call holds the argument and two vectors, within the plan's peak (a 64 MiB limit).
+    setting("never")
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "64M")
+    f = hilbert.compile_source("fn f(x) ↦ " + "tanh(" * 10 + "x" + ")" * 10).f
+    x = np.linspace(-3.0, 3.0, 1_000_000)
+    plan = f.plan(x.shape)
+    tracemalloc.start()
+    try:
+        value = f(x)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    expected = x
+    for _ in range(10):
+        expected = np.tanh(expected)
+    np.testing.assert_allclose(value, expected, rtol=1e-14)
+    assert peak <= plan.peak_bytes <= 3 * x.nbytes
+
+
+def test_generated_code_that_would_hold_too_much_stays_on_the_host(setting, monkeypatch):
+    # tanh forced to the host: the second tier would walk the call, holding all eleven
+    # vectors (88 MB) over a 64 MiB limit, so calls stay on the host tier, which holds three.
+    setting("eager")
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "64M")
+    monkeypatch.setenv("HILBERT_NUMBA_HOST", "tanh")
+    f = hilbert.compile_source("fn f(x) ↦ " + "tanh(" * 10 + "x" + ")" * 10).f
+    x = np.linspace(-3.0, 3.0, 1_000_000)
+    f(x)
+    program = f.program((x.shape,))
+    assert f.tier == "host" and not program.built and program.wait(0)
+    assert any("calls stay on the host" in n and "E700" not in n for n in program.plan.notes)
+
+
+def test_a_failed_build_is_raised_by_the_next_call(setting, monkeypatch):
+    setting("1")
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug in code generation")
+
+    monkeypatch.setattr(numba_exec.codegen, "generate", broken)
+    mod = hilbert.compile_source(SOURCE)
+    args = ring_arguments(np.random.default_rng(2))
+    mod.ring(*args)  # on the host; the build fails in the background
+    assert mod.ring.program(tuple(a.shape for a in args)).wait(600)
+    with pytest.raises(ZeroDivisionError):
+        mod.ring(*args)
+
+
+# ---------------------------------------------------------------- threads and processes
+
+
+def test_threads_making_first_calls_while_the_code_compiles(setting):
+    setting("1")
+    mod = hilbert.compile_source(SOURCE)
+    ref = hilbert.compile_source(SOURCE, executor="reference")
+    rng = np.random.default_rng(5)
+    jobs = [(rng.standard_normal((3 + t % 3, 4)), rng.standard_normal((4, 2))) for t in range(8)]
+    results: list = [None] * len(jobs) * 6
+    start = threading.Barrier(len(jobs))
+
+    def work(thread: int) -> None:
+        start.wait()
+        for turn in range(6):
+            try:
+                results[thread * 6 + turn] = mod.squashed(*jobs[thread])
+            except Exception as err:  # noqa: BLE001 (reported below, in the test's thread)
+                results[thread * 6 + turn] = err
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(len(jobs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for index, value in enumerate(results):
+        assert not isinstance(value, Exception), value
+        np.testing.assert_allclose(value, ref.squashed(*jobs[index // 6]), rtol=1e-12)
+    for shapes in {tuple(a.shape for a in job) for job in jobs}:
+        assert mod.squashed.program(shapes).wait(600)
+
+
+SECOND_PROCESS = """
+import json
+import numpy as np
+from numba.core import event
+import hilbert
+mod = hilbert.compile_source(SOURCE)
+args = [np.full((5, 5), 0.1 * (i + 1)) for i in range(4)]
+with event.install_recorder("numba:compile") as recorder:
+    mod.ring(*args)
+    tiers = [mod.ring.tier]
+    mod.ring(*args)
+    built = mod.ring.program(((5, 5),) * 4).wait(600)
+    mod.ring(*args)
+    tiers.append(mod.ring.tier)
+print(json.dumps({"tiers": tiers, "built": built,
+                  "compiles": sum(1 for _, e in recorder.buffer if e.is_start),
+                  "hits": sum(mod.ring.program(((5, 5),) * 4).region.function.stats
+                              .cache_hits.values())}))
+"""
+
+
+def _second_process(directory) -> dict:
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory), HILBERT_COMPILE="2")
+    env.pop("NUMBA_DISABLE_JIT", None)
+    done = subprocess.run([sys.executable, "-c", SECOND_PROCESS.replace("SOURCE", repr(SOURCE))],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_background_build_uses_the_disk_cache(tmp_path):
+    cold = _second_process(tmp_path / "cache")
+    assert cold["tiers"] == ["host", "compiled"] and cold["built"] and cold["compiles"] > 0
+    warm = _second_process(tmp_path / "cache")
+    assert warm["tiers"] == ["host", "compiled"] and warm["built"]
+    assert warm["compiles"] == 0 and warm["hits"] == 1
+
+
+# ---------------------------------------------------------------- planning is kept
+
+
+def test_a_plan_is_made_once_per_entry_and_signature(monkeypatch):
+    made: list[str] = []
+    make_plan = driver.make_plan
+    monkeypatch.setattr(driver, "make_plan", lambda *a, **k: made.append(a[0]) or make_plan(*a, **k))
+    mod = hilbert.compile_source(SOURCE)
+    shapes = ((3, 3), (3, 4))
+    first = mod.diagonal.plan(*shapes)
+    again = hilbert.api.Function(mod.diagonal.entry, mod._compiled, "numba").plan(*shapes)
+    assert made == ["diagonal"]  # a new function of the same definition plans nothing
+    assert first.einsums == again.einsums and first.peak_bytes == again.peak_bytes
+    ready = driver.plan_entry(mod.diagonal.entry, shapes)
+    assert driver.plan_entry(mod.diagonal.entry, shapes) is ready
+    mod.diagonal.plan((4, 4), (4, 4))  # a new signature is planned
+    assert made == ["diagonal", "diagonal"]
+
+
+def test_a_kept_plan_meets_the_memory_limit_of_the_time(monkeypatch):
+    mod = hilbert.compile_source(SOURCE)
+    shapes = ((1000, 1000), (1000, 1000))
+    driver.plan_entry(mod.diagonal.entry, shapes)
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "1M")
+    with pytest.raises(hilbert.RuntimeHilbertError) as raised:
+        driver.plan_entry(mod.diagonal.entry, shapes)
+    assert raised.value.code == "E700"
+
+
+def test_forget_plans_makes_planning_search_again():
+    spec, shapes = rand_equation(5, 3, n_out=1, seed=11)
+    shapes = tuple(tuple(s) for s in shapes)
+    mod = hilbert.compile_source(f'fn f(a, b, c, d, e) ↦ einsum("{spec}", a, b, c, d, e)')
+    driver.plan_entry(mod.f.entry, shapes)
+    assert contraction.cache_info().currsize > 0
+    driver.forget_plans()
+    assert contraction.cache_info().currsize == 0 and not driver._plans
+    plan = driver.plan_entry(mod.f.entry, shapes).plan
+    path, info = opt_einsum.contract_path(spec, *shapes, shapes=True)
+    assert plan.flops == int(info.opt_cost)
