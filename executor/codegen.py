@@ -190,11 +190,12 @@ TINY = 256
 def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = False) -> Generated:
     """The function computing `region`: compiled code, or plain NumPy calls when that is all
     it needs (a lone contraction, say), which runs fastest uncompiled. `exact`: the code runs
-    only on the table's own shapes, so a tiny program (no array over TINY entries) may be
-    written with its sizes as constants; LLVM then unrolls and vectorises its loops (the
-    seed's 4×2 fit runs several times faster). Code shared by other shapes (dask's blocks)
-    must not ask for it."""
-    exact = exact and is_tiny(table)
+    only on the table's own shapes, so a tiny program with loops (no array over TINY entries)
+    may be written with its sizes as constants; LLVM then unrolls and vectorises its loops
+    (the seed's 4×2 fit runs several times faster). A program without loops gains little
+    (one pass, its time in the call) and keeps code that serves every size. Code shared by
+    other shapes (dask's blocks) must not ask for it."""
+    exact = exact and bool(table.states) and is_tiny(table)
     first = Emitter(table, optimize, host=False, exact=exact).function(region)
     if first.compiled:
         return first
