@@ -101,6 +101,8 @@ class Frame:
     recomputed: set = field(default_factory=set)  # members kernels compute again, not read back
     fixed: set = field(default_factory=set)  # loop state this loop never changes
     copied: dict = field(default_factory=dict)  # copies of fixed state, made before the loop
+    gathered: dict = field(default_factory=dict)  # node -> axis its readers take slices along
+    layouts: dict = field(default_factory=dict)  # node -> its buffer's axis order, if not its own
 
 
 #: Python compiles at most 20 nested `for`/`while`/`with` blocks in one function.
@@ -206,6 +208,36 @@ def is_tiny(table: ShapeTable) -> bool:
     """Whether no value of the program, in any scope, holds more than TINY entries."""
     return all(math.prod(shape) <= TINY for shapes in table.scopes.values()
                for shape in shapes.values())
+
+
+def _sliced(order: list[ir.Node], read_later: set) -> dict[ir.Node, int]:
+    """The arrays of `order` whose every reader takes one constant slice along the same axis,
+    not the first (and which nothing after this block reads): that axis, each."""
+    readers: dict[ir.Node, set[ir.Node]] = {}
+    for node in order:
+        for kid in ir.children(node):
+            readers.setdefault(kid, set()).add(node)
+    found = {}
+    for node in order:
+        axes = {_slice_axis(r, node) for r in readers.get(node, ())}
+        if node not in read_later and len(axes) == 1 and None not in axes and axes != {0}:
+            found[node] = axes.pop()
+    return found
+
+
+def _slice_axis(reader: ir.Node, node: ir.Node) -> int | None:
+    """The axis along which `reader` takes one constant slice of `node` (a `take` at a number,
+    a `shift` with no new axes: what masks.py makes of `gate(z, k)`), or None."""
+    if not (isinstance(reader, ir.Prim) and reader.args[0] == node):
+        return None
+    constant = ((reader.op == "take" and isinstance(reader.args[1], ir.Const))
+                or (reader.op == "shift" and not reader.attrs[1]))
+    return reader.attrs[0] if constant else None
+
+
+def _placed(index: list[str], layout: tuple[int, ...] | None) -> list[str]:
+    """An element's index in a buffer whose axes are in `layout` order (None: its own)."""
+    return index if layout is None else [index[k] for k in layout]
 
 
 def _without_unused_sizes(lines: list[str]) -> list[str]:
@@ -397,6 +429,8 @@ class Emitter:
         last.update((n, len(plan.units)) for n in read_later)
         saved = self.block
         self.frame.recomputed |= plan.recomputed
+        if final:
+            self.frame.gathered.update(_sliced(order, set(read_later)))
         inside = set(order)  # once: a set per unit made long chains quadratic
         for position, unit in enumerate(plan.units):
             self.block = Block(inside, last, position)
@@ -587,7 +621,7 @@ class Emitter:
             temps[node] = self.fresh("t")  # computed once per index, before its first reader
             self.pending.append(f"{temps[node]} = {self.expr(node, index, temps)}")
             return temps[node]
-        return f"{self.value(node)}[{', '.join(index)}]"
+        return f"{self.value(node)}[{', '.join(_placed(index, self.frame.layouts.get(node)))}]"
 
     def _shifted(self, node: ir.Prim, index: list[str], temps: dict) -> str:
         """shift: x read along `axis` at const + Σ coefs·(new indices), zero outside x."""
@@ -635,7 +669,7 @@ class Emitter:
         stores = {}
         for member in group.members:
             if member in group.stored:
-                stores[member] = self.reuse(member, dims, overwritable)
+                stores[member] = self._store(member, dims, overwritable)
                 overwritable.discard(member)
         for member in group.members:
             self.pending = []
@@ -647,10 +681,22 @@ class Emitter:
             self.pending = []
             self._accumulate(tail, index, temps, before, after, body)
         # stores last: an output may be the buffer of an input, read above at the same index
-        body += [f"{stores[m]}[{', '.join(index)}] = {temps[m]}" for m in stores]
+        body += [f"{stores[m]}[{', '.join(_placed(index, self.frame.layouts.get(m)))}] = {temps[m]}"
+                 for m in stores]
         self._nest(dims, index, before, after, body)
         for member, name in stores.items():
             self.bind(member, name)
+
+    def _store(self, member: ir.Node, dims: tuple[str, ...], overwritable: set) -> str:
+        """The buffer a group stores `member` in. One whose every reader takes slices along an
+        axis (an LSTM's gates: `gate(z, k)`) is laid out with that axis first, so each slice
+        is contiguous and the nests reading it vectorise."""
+        axis = self.frame.gathered.get(member)
+        if axis is None or member in self.frame.destinations:
+            return self.reuse(member, dims, {x for x in overwritable if x not in self.frame.layouts})
+        order = (axis, *(k for k in range(len(dims)) if k != axis))
+        self.frame.layouts[member] = order
+        return self.alloc(member, tuple(dims[k] for k in order))
 
     def _read_in_place(self, group: fusion.Group) -> set[ir.Node]:
         """Stored values the group reads only at its own index (recomputed members seen
