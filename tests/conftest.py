@@ -21,6 +21,19 @@ EXECUTORS = ("reference", "numba")
 ROOT = Path(__file__).resolve().parent.parent
 
 
+#: The differential tests' tolerance: relative, and absolute relative to the expected scale.
+RTOL = 1e-12
+
+
+def assert_agree(got, want, rtol: float = RTOL) -> None:
+    """Equal to `rtol` relative to the scale of `want` (its largest finite magnitude)."""
+    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
+    assert got.shape == want.shape
+    finite = np.abs(want[np.isfinite(want)])
+    scale = float(finite.max()) if finite.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, equal_nan=True)
+
+
 @cache
 def example_script(name: str) -> ModuleType:
     """examples/<name>.py imported as a module (its main() is not run)."""

@@ -9,20 +9,11 @@ import re
 
 import numpy as np
 import pytest
+from conftest import assert_agree
 from hilbert.executor import products
 from hilbert.executor.products import layout
 
 import hilbert
-
-RTOL = 1e-12
-
-
-def agree(got, want, rtol: float = RTOL) -> None:
-    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
-    assert got.shape == want.shape
-    finite = np.abs(want[np.isfinite(want)])
-    scale = float(finite.max()) if finite.size else 1.0
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, equal_nan=True)
 
 
 def contract(spec: str, executor: str = "numba"):
@@ -145,7 +136,7 @@ def test_every_planned_layout_computes_the_einsum(host):
             plan = layout(a_term, b_term, out, sizes, free=free, host=host)
             got = simulate(plan, a_term, b_term, out, x, y)
             want = np.einsum(f"{a_term},{b_term}->{out if not free else plan.output}", x, y)
-            agree(got, want)
+            assert_agree(got, want)
 
 
 # ---------------------------------------------------------------- the generated code
@@ -167,8 +158,8 @@ CASES = [
 def test_generated_layouts_agree_with_numpy_and_the_reference(spec, sizes):
     args = operands(spec, sizes)
     got = contract(spec)(*args)
-    agree(got, np.einsum(spec, *args))
-    agree(got, contract(spec, "reference")(*args))
+    assert_agree(got, np.einsum(spec, *args))
+    assert_agree(got, contract(spec, "reference")(*args))
 
 
 @pytest.mark.parametrize("spec, sizes", CASES[:5], ids=[c[0] for c in CASES[:5]])
@@ -176,7 +167,7 @@ def test_generated_layouts_agree_on_inf_and_nan(spec, sizes):
     args = operands(spec, sizes, seed=3)
     args[0].flat[::7] = np.inf
     args[1].flat[::5] = np.nan
-    agree(contract(spec)(*args), contract(spec, "reference")(*args))
+    assert_agree(contract(spec)(*args), contract(spec, "reference")(*args))
 
 
 def test_a_summed_axis_in_the_middle_copies_nothing():

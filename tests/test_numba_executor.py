@@ -12,12 +12,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from conftest import assert_agree
 from hilbert.executor import cache, kernels
 from hilbert.grammar.errors import HilbertError
 
 import hilbert
-
-RTOL = 1e-12
 
 # ---------------------------------------------------------------- inputs for every definition
 
@@ -108,15 +107,6 @@ def argument(spec: str, rng: np.random.Generator, sizes: dict):
 def arguments(name: str, seed: int = 7, sizes: dict | None = None) -> list:
     rng = np.random.default_rng(seed)
     return [argument(s, rng, sizes or SIZES) for s in SIGNATURES[name].split()]
-
-
-def assert_agree(got, want, rtol: float = RTOL) -> None:
-    """Equal to `rtol` relative to the scale of `want` (its largest finite magnitude)."""
-    got, want = np.asarray(got, dtype=float), np.asarray(want, dtype=float)
-    assert got.shape == want.shape
-    finite = np.abs(want[np.isfinite(want)])
-    scale = float(finite.max()) if finite.size else 1.0
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, equal_nan=True)
 
 
 @pytest.fixture(scope="module")
