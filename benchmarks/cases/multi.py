@@ -43,7 +43,7 @@ def einsum_setup(config: Config, spec: str, operands, note: str = "",
     metrics = {"opt_einsum_flops": theirs, "plan_flops": ours_flops, "plan_from": how,
                "flops_equal": None if ours_flops is None else ours_flops == theirs,
                "operands": len(operands), "naive_flops": float(info.naive_cost)}
-    scale = max(float(np.max(np.abs(np.einsum(spec, *operands, optimize=True)))), 1.0)
+    scale = max(float(np.max(np.abs(opt_einsum.contract(spec, *operands)))), 1.0)
     return Setup(
         ours=lambda: function(*operands),
         anchors=A.einsum_anchors(config, spec, operands, torch_jax),
