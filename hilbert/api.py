@@ -56,7 +56,8 @@ class Function:
         self._call = getattr(get_executor(executor), "call", None)
         self._arity = len(entry.params)
         self._lock = threading.Lock()
-        self._last = None  # the program the latest call ran (its `tier` says on what)
+        self._last = (None, None)  # (shapes, program) of the latest call: one object, so a
+        # thread never sees one call's shapes with another's program
         self.__name__ = entry.name
         self.__qualname__ = entry.name
         self.__doc__ = self._docstring()
@@ -90,22 +91,23 @@ class Function:
     def __call__(self, /, *args, **kwargs):
         if self._call is not None:
             return self._call(self, args, kwargs)
-        if kwargs or len(args) != self._arity or not _all_ready(args):
+        shapes = None if kwargs or len(args) != self._arity else _ready_shapes(args)
+        if shapes is None:
             args = bind_arguments(self.entry, args, kwargs)
-        shapes = tuple([a.shape for a in args])
-        try:
-            self._by_shapes.move_to_end(shapes)  # the most recently used is dropped last
-            program = self._by_shapes[shapes]
-        except KeyError:  # never made, or dropped (by another thread, even in between)
-            program = None
-        if program is None:
-            program = self.program(shapes)
-        self._last = program
+            shapes = tuple([a.shape for a in args])
+        last_shapes, program = self._last
+        if shapes != last_shapes:  # the same signature again needs no look-up
+            try:
+                self._by_shapes.move_to_end(shapes)  # the most recently used is dropped last
+                program = self._by_shapes[shapes]
+            except KeyError:  # never made, or dropped (by another thread, even in between)
+                program = self.program(shapes)
+            self._last = (shapes, program)
         try:
             result = program(args)
         except HilbertError as err:
             raise annotate(err, self.module.resolved).with_note(self._call_note(args)) from None
-        if type(result) is np.ndarray and result.flags.owndata and result.ndim:
+        if type(result) is np.ndarray and result.base is None and result.ndim:
             for a in args:
                 if result is a:
                     return result.copy()
@@ -118,7 +120,7 @@ class Function:
         NumPy/BLAS steps, while the generated code is not yet built) or "compiled" (the
         generated code); None before the first call and on other executors
         (docs/architecture.md, "Tiers")."""
-        return getattr(self._last, "tier", None)
+        return getattr(self._last[1], "tier", None)
 
     def program(self, shapes: tuple[tuple[int, ...], ...]):
         """The executable for these argument shapes, specialised and planned once per signature
@@ -177,12 +179,13 @@ class Function:
 _F64 = np.dtype(np.float64)
 
 
-def _all_ready(args: tuple) -> bool:
-    """True when every argument is already a C-contiguous float64 array (the fast path)."""
+def _ready_shapes(args: tuple) -> tuple | None:
+    """The arguments' shapes when every one is already a C-contiguous float64 array (the fast
+    path), else None."""
     for a in args:
         if type(a) is not np.ndarray or a.dtype is not _F64 or not a.flags.c_contiguous:
-            return False
-    return True
+            return None
+    return tuple([a.shape for a in args])
 
 
 def _is_shape(value) -> bool:
