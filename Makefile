@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(PY) -m mypy grammar compiler
 
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q -m nojit
 
 bench: $(BENCH_STAMP)
