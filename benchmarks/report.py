@@ -151,7 +151,8 @@ def _notes(results: dict) -> list[str]:
     return [f"- `{case['name']}`: {note}" for case in results["cases"] for note in case["notes"]]
 
 
-def _load(results: dict) -> str:
+def load_line(results: dict) -> str:
+    """The load average before and after a run: `0.30 / 1.47`."""
     before, after = results["machine"].get("load_before"), results.get("load_after")
     return " / ".join("–" if v is None else f"{v:.2f}" for v in (before, after))
 
@@ -161,7 +162,7 @@ def _busy(results: dict) -> list[str]:
     cores = results["machine"].get("cores_usable") or 1
     before, after = results["machine"].get("load_before"), results.get("load_after")
     if (before or 0) > 0.5 * cores or (after or 0) > cores + 1.0:
-        return [f"> **The machine was busy** (load average {_load(results)} before / after, on "
+        return [f"> **The machine was busy** (load average {load_line(results)} before / after, on "
                 f"{cores} core(s); this run itself adds about one): BLAS threads competed with "
                 "other work, so times are noisier and slower than on an idle machine.", ""]
     return []
@@ -198,7 +199,7 @@ def markdown(results: dict, plots: list[str], skipped: bool = False) -> str:
         + (f" · checkout {git.get('commit')}{' (uncommitted changes)' if git.get('dirty') else ''}"
            if git else ""),
         f"- versions: Python {m['python']}, {versions_line(m)}",
-        f"- load average (1 min) before / after: {_load(results)}", "",
+        f"- load average (1 min) before / after: {load_line(results)}", "",
         *_busy(results),
         "Times are medians of per-call seconds after warm-up. **(×r)** is the ratio hilbert / "
         "anchor: below 1 hilbert is faster, above 1 it is slower. Outputs were cross-checked "

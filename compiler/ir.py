@@ -408,7 +408,7 @@ def rewrite_scopes(root: Node, rewrite, owners: bool = False) -> Node:
     called as `rewrite(roots, bodies, owner)`, owner being the Loop (or LoopGrad, for its vjp
     terms) whose scope it is, None for `root`'s."""
     bodies: dict[int, tuple[Node, ...]] = {}
-    for node in _everything(root):  # children, bodies included, before parents
+    for node in everything(root):  # children, bodies included, before parents
         if id(node) not in bodies:
             if isinstance(node, Loop):
                 roots = (node.until, *node.step)
@@ -436,7 +436,7 @@ def with_scopes(node: Node, kids: tuple[Node, ...], bodies: dict) -> Node:
     return rebuild(node, kids)
 
 
-def _everything(root: Node) -> list[Node]:
+def everything(root: Node) -> list[Node]:
     """Every node reachable from `root`, loop bodies included, children before parents."""
     seen: set[int] = set()
     order: list[Node] = []

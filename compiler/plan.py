@@ -484,7 +484,7 @@ def _mask_notes(root: ir.Node) -> tuple[str, ...]:
     """What the masks pass made of a one-hot of a value, for the user (docs/semantics.md)."""
     return tuple(f"masks: the einsum at {node.span} reads one slice at a value (the one-hot "
                  "mask is not built; zeros where the value is no position)"
-                 for node in ir._everything(root) if isinstance(node, ir.Prim) and node.op == "take")
+                 for node in ir.everything(root) if isinstance(node, ir.Prim) and node.op == "take")
 
 
 def guard(plan: Plan, root: ir.Node, table: ShapeTable, limit: int) -> None:

@@ -399,24 +399,32 @@ def _multiply(em, left: str, right: str, node, dims: tuple[str, ...], shape,
 def _product_into(em, left: str, right: str, out: str,
                   known: tuple[int, int, int] | None = None) -> None:
     """out = left · right: BLAS when large, else plain loops (BLAS's set-up costs more than a
-    4×2 product). The test is written here so small products pay no BLAS dispatch; with the
-    sizes `known`, only the branch they take is written, with constant loop bounds."""
+    4×2 product)."""
     a, b, c = em.fresh("ma"), em.fresh("mb"), em.fresh("mc")
     em.out.line(f"{a}, {b}, {c} = {left}, {right}, {out}")
+    # outside loops a call costs once; in a loop body it is paid every step: loops written out
+    small = f"K.small_product_into({a}, {b}, {c})" if em.frame.hoist is None else None
+    _blas_or_loops(em, a, b, c, f"K.gemm({a}, {b}, {c})", None, known, small)
+
+
+def _blas_or_loops(em, a: str, b: str, c: str, gemm: str, more: str | None,
+                   known: tuple[int, int, int] | None, small: str | None = None) -> None:
+    """c = a · b (+ c where `more` holds) by `gemm` when large, else by the call `small` or
+    plain loops. The test is written here so small products pay no BLAS dispatch; with the
+    sizes `known` (exact-size code), only the branch they take is written."""
     if known is not None:
         if math.prod(known) > SMALL_PRODUCT:
-            em.out.line(f"K.gemm({a}, {b}, {c})")
+            em.out.line(gemm)
         else:
-            _small_loops(em, a, b, c, None, known)
+            _small_loops(em, a, b, c, more, known)
         return
     with em.out.block(f"if {a}.shape[0] * {a}.shape[1] * {b}.shape[1] > K.SMALL_PRODUCT:"):
-        em.out.line(f"K.gemm({a}, {b}, {c})")
+        em.out.line(gemm)
     with em.out.block("else:"):
-        if em.frame.hoist is None:
-            em.out.line(f"K.small_product_into({a}, {b}, {c})")
-            return
-        # in a loop body the call is paid every step: write the loops here instead
-        _small_loops(em, a, b, c, None)
+        if small is not None:
+            em.out.line(small)
+        else:
+            _small_loops(em, a, b, c, more)
 
 
 def _small_loops(em, a: str, b: str, c: str, more: str | None,
@@ -462,17 +470,7 @@ def _looped(em, a: Operand, b: Operand, plan: Layout, sizes: dict, node, dims) -
     gemm = (f"K.gemm({x}, {y}, {z})" if more is None else
             f"K.gemm_beta({x}, {y}, {z}, 1.0 if {more} else 0.0)")
     first, second = _result_sides(plan)
-    known = _known(em, first, plan.summed, second)
-    if known is not None:
-        if each > SMALL_PRODUCT:
-            em.out.line(gemm)
-        else:
-            _small_loops(em, x, y, z, more, known)
-    else:
-        with em.out.block(f"if {x}.shape[0] * {x}.shape[1] * {y}.shape[1] > K.SMALL_PRODUCT:"):
-            em.out.line(gemm)
-        with em.out.block("else:"):
-            _small_loops(em, x, y, z, more)
+    _blas_or_loops(em, x, y, z, gemm, more, _known(em, first, plan.summed, second))
     em.out.unnest(len(plan.loops), merged)
     return Operand(out, plan.output, dims)
 
