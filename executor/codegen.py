@@ -185,7 +185,8 @@ class Writer:
                 self.line(text)
 
 
-#: A program none of whose arrays holds more entries than this is written for its exact sizes.
+#: A program with loops none of whose values holds more entries than this is written for its
+#: exact sizes (generate).
 TINY = 256
 
 
