@@ -20,7 +20,7 @@ from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.primitives import BY_OP
 from hilbert.compiler.shapes import Scope, ShapeTable
 
-from . import fusion, products, reference
+from . import fusion, products, reference, threads
 
 #: exp, ln and tanh are executor/vmath.py's (arithmetic LLVM vectorises, not calls to libm).
 UNARY = {"exp": "K.exp({})", "ln": "K.log({})", "sqrt": "np.sqrt({})", "tanh": "K.tanh({})",
@@ -145,11 +145,13 @@ class Writer:
         """How many more loop blocks may be nested here."""
         return NESTED_BLOCKS - self.loops
 
-    def nest(self, dims: tuple[str, ...] | list[str], index: list[str], before=None) -> int:
+    def nest(self, dims: tuple[str, ...] | list[str], index: list[str], before=None,
+             parallel: bool = False) -> int:
         """Open one loop per axis (sizes `dims`, indices `index`); `before[k]` are lines to
-        run before loop k. A nest deeper than Python allows runs its outer axes as one flat
-        loop whose counter is split into their indices (those axes may have no `before`).
-        Returns how many outer axes were merged so; `unnest` closes what this opened."""
+        run before loop k; `parallel`: the outer loop is a prange. A nest deeper than Python
+        allows runs its outer axes as one flat loop whose counter is split into their indices
+        (those axes may have no `before`). Returns how many outer axes were merged so;
+        `unnest` closes what this opened."""
         rank = len(dims)
         merged = self.merged(rank)
         for k in range(rank):
@@ -157,7 +159,8 @@ class Writer:
             for text in (before[k] if before else ()):
                 self.line(text)
             if k >= merged:
-                self.open(f"for {index[k]} in range({dims[k]}):")
+                loop = "prange" if parallel and k == 0 else "range"
+                self.open(f"for {index[k]} in {loop}({dims[k]}):")
             elif k == 0:
                 self._flat(dims[:merged], index[:merged])
         return merged
@@ -183,6 +186,28 @@ class Writer:
                 self.close()
             for text in (after[k] if after else ()):
                 self.line(text)
+
+
+#: How many partial sums a sum along the innermost axis of a nest keeps (_nest).
+LANES = 8
+#: A nest runs its outer loop on several threads from this much work (entries × cost per
+#: entry, counting a line of the body as 1 and a call of a kernel, such as K.exp, as
+#: CALL_COST): about 0.1 ms on one core, against a few microseconds to start the threads.
+PARALLEL_WORK = 1 << 18
+CALL_COST = 8
+
+
+def _pairwise(terms: list[str]) -> str:
+    """The sum of `terms` as a balanced tree of additions."""
+    while len(terms) > 1:
+        pairs = zip(terms[::2], terms[1::2], strict=False)  # (an odd last term waits a round)
+        terms = [f"({a} + {b})" for a, b in pairs] + terms[len(terms) & ~1:]
+    return terms[0]
+
+
+def _renamed(text: str, names: list[str], suffix: str) -> str:
+    """`text` with each of `names` (whole words) given `suffix`."""
+    return re.sub(r"\b(" + "|".join(names) + r")\b", lambda m: m.group(1) + suffix, text)
 
 
 #: A program with loops none of whose values holds more entries than this is written for its
@@ -678,13 +703,15 @@ class Emitter:
             body += self.pending
             temps[member] = self.fresh("t")
             body.append(f"{temps[member]} = {text}")
+        sums: list[tuple[str, int]] = []
         for tail in group.tails:
             self.pending = []
-            self._accumulate(tail, index, temps, before, after, body)
+            self._accumulate(tail, index, temps, before, after, body, sums)
         # stores last: an output may be the buffer of an input, read above at the same index
         body += [f"{stores[m]}[{', '.join(_placed(index, self.frame.layouts.get(m)))}] = {temps[m]}"
                  for m in stores]
-        self._nest(dims, index, before, after, body)
+        parallel = self._parallel(group, before, after, body)
+        self._nest(dims, index, before, after, body, sums, parallel)
         for member, name in stores.items():
             self.bind(member, name)
 
@@ -718,10 +745,11 @@ class Emitter:
                     (same if identity else other).add(kid)
         return same - other
 
-    def _accumulate(self, tail: ir.Node, index: list[str], temps: dict,
-                    before: list[list[str]], after: list[list[str]], body: list[str]) -> None:
+    def _accumulate(self, tail: ir.Node, index: list[str], temps: dict, before: list[list[str]],
+                    after: list[list[str]], body: list[str], sums: list[tuple[str, int]]) -> None:
         """A reduction folded into the nest: in a local when it keeps the leading axes (row
-        sums, row maxima), else into its output array."""
+        sums, row maxima), else into its output array. Local sums are listed in `sums` (the
+        name and the depth it is set at) for `_nest` to split into lanes."""
         x = self.at(tail.args[0], index, temps)
         body += self.pending
         if isinstance(tail, ir.Prim):
@@ -741,6 +769,8 @@ class Emitter:
             acc = self.fresh("acc")
             before[depth].append(f"{acc} = {start}")
             body.append(update(acc))
+            if combine == "+":
+                sums.append((acc, depth))
             if depth == 0:
                 self.bind(tail, acc)
                 return
@@ -752,11 +782,54 @@ class Emitter:
             body.append(update(f"{out}[{', '.join(index[k] for k in kept)}]"))
         self.bind(tail, out)
 
-    def _nest(self, dims, index, before, after, body) -> None:
-        merged = self.out.nest(dims, index, before)
-        for text in body:
+    def _parallel(self, group: fusion.Group, before, after, body: list[str]) -> bool:
+        """Whether the group's nest runs its outer loop on several threads: when there are
+        threads (executor/threads.py), its iterations are independent (no sum or maximum
+        carried across them: nothing set before the outer loop or read after it), and its
+        work, entries times a rough cost per entry, pays for starting them."""
+        if self.host or threads.count() < 2 or before[0] or after[0]:
+            return False
+        shape = self.frame.shapes.get(group.space, ())
+        if len(shape) < 1 or shape[0] < 2 or self.out.merged(len(shape)):
+            return False
+        cost = sum(1 + CALL_COST * text.count("K.") for text in body)
+        return math.prod(shape) * cost >= PARALLEL_WORK
+
+    def _nest(self, dims, index, before, after, body, sums=(), parallel=False) -> None:
+        rank = len(dims)
+        if not sums or self.out.merged(rank) or any("K." in text for text in body):
+            merged = self.out.nest(dims, index, before, parallel)
+            for text in body:
+                self.out.line(text)
+            self.out.unnest(rank, merged, after)
+            return
+        # Sums split into LANES partial sums, one per entry of a block of the innermost axis,
+        # added pairwise at the end: independent additions instead of one chain, so the sum
+        # runs at the speed of memory (and rounds no worse than adding in order). Not where
+        # the body calls a kernel (K.exp): LLVM vectorises that loop whole, summing in order
+        # (vmath's -force-ordered-reductions), which beats eight scalar copies of the call.
+        for acc, depth in sums:
+            at = before[depth].index(f"{acc} = 0.0")
+            before[depth][at:at + 1] = [f"{acc}_{k} = 0.0" for k in range(LANES)]
+            after[depth].insert(0, f"{acc} = {_pairwise([f'{acc}_{k}' for k in range(LANES)])}")
+        names = [acc for acc, _ in sums]
+        self.out.nest(dims[:-1], index[:-1], before, parallel)
+        for text in before[rank - 1]:
             self.out.line(text)
-        self.out.unnest(len(dims), merged, after)
+        last, size, block = index[-1], dims[-1], self.fresh("blk")
+        whole = self.fresh("whole")
+        self.out.line(f"{whole} = {size} - {size} % {LANES}")
+        with self.out.block(f"for {block} in range(0, {whole}, {LANES}):"):
+            for k in range(LANES):
+                self.out.line(f"{last} = {block} + {k}")
+                for text in body:
+                    self.out.line(_renamed(text, names, f"_{k}"))
+        with self.out.block(f"for {last} in range({whole}, {size}):"):
+            for text in body:
+                self.out.line(_renamed(text, names, "_0"))
+        for text in after[rank - 1]:
+            self.out.line(text)
+        self.out.unnest(rank - 1, 0, after)
 
     # ---------------------------------------------------------------- control
 

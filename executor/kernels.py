@@ -16,7 +16,7 @@ import llvmlite.binding as llvm
 import numpy as np
 from numba import config, njit, types
 
-from . import disk, vmath
+from . import disk, threads, vmath
 from .interrupt import requested as stop_requested  # noqa: F401 (generated loops call it)
 from .vmath import exp, log, tanh  # noqa: F401 (generated code calls them: vectorised maths)
 
@@ -42,18 +42,21 @@ class LabelError(Exception):
     (read, label, k). The executor turns it into the reference executor's E511."""
 
 
-def jit(function):
+def jit(function, parallel: bool = False):
     """`function` compiled the way all of hilbert's code is: NumPy's error model (x/0 is inf,
     not an exception), no GIL (threads run compiled code at once), no bounds checks (indices
-    come from the planner). In memory: disk.keep gives it the disk cache."""
-    return njit(function, nogil=True, error_model="numpy", boundscheck=False)
+    come from the planner). `parallel`: its prange loops run on several threads (nothing
+    else is parallelised: executor/threads.py). In memory: disk.keep gives it the disk cache."""
+    return njit(function, nogil=True, error_model="numpy", boundscheck=False,
+                parallel=threads.PRANGE_ONLY if parallel else False)
 
 
-def _numpy_dgemm() -> tuple[int, bool] | None:
-    """The address of NumPy's own cblas_dgemm and whether its integers are 64-bit, or None.
-    Compiled code multiplies through it, so NumPy and hilbert share one BLAS and one thread
-    pool: two OpenBLAS pools in one process (NumPy's, and SciPy's that Numba's np.dot uses)
-    make each other's threads wait, which turns a 1 ms product into tens of milliseconds."""
+def _numpy_cblas(routine: str) -> tuple[int, bool] | None:
+    """The address of NumPy's own cblas_<routine> (dgemm, dgemv) and whether its integers are
+    64-bit, or None. Compiled code multiplies through it, so NumPy and hilbert share one BLAS
+    and one thread pool: two OpenBLAS pools in one process (NumPy's, and SciPy's that Numba's
+    np.dot uses) make each other's threads wait, which turns a 1 ms product into tens of
+    milliseconds."""
     if PYTHON_MODE:
         return None
     try:
@@ -67,17 +70,19 @@ def _numpy_dgemm() -> tuple[int, bool] | None:
             handle = ctypes.CDLL(str(library))
         except OSError:
             continue
-        for name, wide in (("scipy_cblas_dgemm64_", True), ("cblas_dgemm64_", True),
-                           ("scipy_cblas_dgemm", ilp64), ("cblas_dgemm", ilp64)):
+        for name, wide in ((f"scipy_cblas_{routine}64_", True), (f"cblas_{routine}64_", True),
+                           (f"scipy_cblas_{routine}", ilp64), (f"cblas_{routine}", ilp64)):
             function = getattr(handle, name, None)
             if function is not None:
                 return ctypes.cast(function, ctypes.c_void_p).value, wide
     return None
 
 
-_DGEMM = _numpy_dgemm()
+_DGEMM = _numpy_cblas("dgemm")
+_DGEMV = _numpy_cblas("dgemv")
 #: Which BLAS compiled code multiplies with (part of the disk cache's key).
-BLAS = "numpy-cblas" + ("-ilp64" if _DGEMM and _DGEMM[1] else "") if _DGEMM else "numba-dot"
+BLAS = ("numpy-cblas" + ("-ilp64" if _DGEMM[1] else "") + ("-gemv" if _DGEMV else "")
+        if _DGEMM else "numba-dot")
 #: What the kernels' machine code depends on: this file, vmath.py, NumPy and the BLAS it calls.
 STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP} "
          f"{np.__version__} {BLAS}")
@@ -161,6 +166,12 @@ if _DGEMM is not None:
     _cblas_dgemm = types.ExternalFunction("hilbert_numpy_cblas_dgemm", types.void(
         types.int32, types.int32, types.int32, _I, _I, _I, types.float64, types.uintp, _I,
         types.uintp, _I, types.float64, types.uintp, _I))
+    _GEMV = _DGEMV is not None and _DGEMV[1] == _DGEMM[1]
+    if _GEMV:
+        llvm.add_symbol("hilbert_numpy_cblas_dgemv", _DGEMV[0])
+    _cblas_dgemv = types.ExternalFunction("hilbert_numpy_cblas_dgemv", types.void(
+        types.int32, types.int32, _I, _I, types.float64, types.uintp, _I, types.uintp, _I,
+        types.float64, types.uintp, _I))
 
     @compiled
     def _layout(x):
@@ -196,9 +207,29 @@ if _DGEMM is not None:
         if ta == 0 or tb == 0 or tc != 111:  # never made by generated code, but be correct
             return _small_beta(a, b, out, beta)
         # (no copies here: BLAS gets raw addresses, so every array must outlive the call)
+        if _GEMV and (n == 1 or m == 1):  # a matrix times a vector: GEMV reads it once
+            _gemv(a, b, out, beta, ta, lda, tb, ldb)
+            return out
         _cblas_dgemm(101, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, beta,
                      out.ctypes.data, ldc)
         return out
+    @compiled
+    def _gemv(a, b, out, beta, ta, lda, tb, ldb):
+        """out = a · b + beta · out where out has one column (a matrix times b's column) or
+        one row (a's row times b), as one cblas_dgemv on the matrix as it is stored."""
+        m, k = a.shape
+        n = b.shape[1]
+        if n == 1:  # y = A x: A is a (m×k), stored row-major (ta 111) or as its transpose
+            rows, cols, flip = (m, k, 111) if ta == 111 else (k, m, 112)
+            step = b.strides[0] // 8 if k > 1 else 1
+            _cblas_dgemv(101, flip, rows, cols, 1.0, a.ctypes.data, lda, b.ctypes.data, step,
+                         beta, out.ctypes.data, out.strides[0] // 8)
+        else:  # yᵀ = Bᵀ xᵀ: B is b (k×n), stored row-major (tb 111) or as its transpose
+            rows, cols, flip = (k, n, 112) if tb == 111 else (n, k, 111)
+            step = a.strides[1] // 8 if k > 1 else 1
+            _cblas_dgemv(101, flip, rows, cols, 1.0, b.ctypes.data, ldb, a.ctypes.data, step,
+                         beta, out.ctypes.data, out.strides[1] // 8)
+
 else:
     @compiled
     def gemm(a, b, out):

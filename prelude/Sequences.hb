@@ -86,17 +86,11 @@ def peepholeSteps(n, x, h, c, wx, wh, b, p) ≔
 
 -- gruCell(x, h, wx, wh, bx, bh) · x inputs B×E · h state B×D · wx E×D×3 · wh D×D×3 · bx D×3 · bh D×3 → next state B×D
 -- PyTorch's GRU, reset after the recurrent product: r, z = σ(…), n = tanh(x Wn + bxn + r ⊙ (h Un + bhn)), h' = (1 − z) n + z h.
-def gruCell(x, h, wx, wh, bx, bh) ≔
-  let a ≔ einsum("be,edg->bdg", x, wx) + biasOf(h, bx),
-      u ≔ einsum("bk,kdg->bdg", h, wh) + biasOf(h, bh),
-      r ≔ sigmoid(gate(a, 0) + gate(u, 0)),
-      z ≔ sigmoid(gate(a, 1) + gate(u, 1)),
-      n ≔ tanh(gate(a, 2) + r · gate(u, 2))
-  in (1 − z) · n + z · h
+def gruCell(x, h, wx, wh, bx, bh) ≔ gruFrom(einsum("be,edg->bdg", x, wx), h, wh, bx, bh)
 
 -- gru(x, h, wx, wh, bx, bh) · x sequence T×B×E · h starting state B×D · weights as gruCell → last state B×D
--- PyTorch's GRU cell walked over the sequence.
-def gru(x, h, wx, wh, bx, bh) ≔ gruSteps(rows(x), x, h, wx, wh, bx, bh)
+-- PyTorch's GRU cell walked over the sequence. As in lstm, every step's input product is one matrix product over the whole sequence, made before the walk.
+def gru(x, h, wx, wh, bx, bh) ≔ gruSteps(rows(x), inputsOf(x, wx), h, wh, bx, bh)
 
 -- choCell(x, h, wx, wh, b) · x inputs B×E · h state B×D · wx E×D×3 · wh D×D×3 · b D×3 → next state B×D
 -- Cho et al.'s GRU, reset before the recurrent product: n = tanh(x Wn + (r ⊙ h) Un + bn), h' = z h + (1 − z) n.
@@ -117,11 +111,21 @@ def choGru(x, h, wx, wh, b) ≔ choSteps(rows(x), x, h, wx, wh, b)
 -- The weights of gate k, w[:, :, k].
 def layer(w, k) ≔ einsum("kdg,g->kd", w, positions(w, 2) = k)
 
--- gruSteps(n, x, h, wx, wh, bx, bh) · n steps left · others as gru → state B×D
--- Steps PyTorch's GRU cell n more times.
-def gruSteps(n, x, h, wx, wh, bx, bh) ≔
+-- gruSteps(n, a, h, wh, bx, bh) · n steps left · a input products T×B×D×3 (from inputsOf) · h B×D · wh D×D×3 · bx D×3 · bh D×3 → state B×D
+-- Steps PyTorch's GRU cell n more times, reading a[T − n] next.
+def gruSteps(n, a, h, wh, bx, bh) ≔
   if n = 0 then h
-  else gruSteps(n − 1, x, gruCell(x[rows(x) − n], h, wx, wh, bx, bh), wx, wh, bx, bh)
+  else gruSteps(n − 1, a, gruFrom(a[rows(a) − n], h, wh, bx, bh), wh, bx, bh)
+
+-- gruFrom(a, h, wh, bx, bh) · a input product B×D×3 · h B×D · wh D×D×3 · bx D×3 · bh D×3 → next state B×D
+-- One step of PyTorch's GRU cell from its input product.
+def gruFrom(a, h, wh, bx, bh) ≔
+  let ax ≔ a + biasOf(h, bx),
+      u ≔ einsum("bk,kdg->bdg", h, wh) + biasOf(h, bh),
+      r ≔ sigmoid(gate(ax, 0) + gate(u, 0)),
+      z ≔ sigmoid(gate(ax, 1) + gate(u, 1)),
+      n ≔ tanh(gate(ax, 2) + r · gate(u, 2))
+  in (1 − z) · n + z · h
 
 -- choSteps(n, x, h, wx, wh, b) · n steps left · others as choGru → state B×D
 -- Steps Cho's cell n more times.

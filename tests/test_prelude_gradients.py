@@ -154,6 +154,11 @@ def _gru(g: np.random.Generator, cell: bool = False) -> dict:
                 bx=0.5 * normal(g, 2, 3), bh=0.5 * normal(g, 2, 3))
 
 
+def _gru_part(g: np.random.Generator) -> dict:
+    """A GRU step's arguments after its input product: h, wh, bx, bh."""
+    return {k: v for k, v in _gru(g, cell=True).items() if k not in ("x", "wx")}
+
+
 def _cho(g: np.random.Generator, cell: bool = False) -> dict:
     args = _gru(g, cell)
     del args["bx"], args["bh"]
@@ -429,7 +434,9 @@ SEQUENCES = {
     "choCell": Case(lambda g: _cho(g, cell=True)),
     "choGru": Case(_cho),
     "layer": Case(lambda g: dict(w=normal(g, 2, 2, 3), k=1), {"k": _GATE}),
-    "gruSteps": Case(lambda g: dict(n=3, **_gru(g)), {"n": LOOP_COUNT}),
+    "gruSteps": Case(lambda g: dict(n=3, a=normal(g, 3, 2, 2, 3), **_gru_part(g)),
+                     {"n": LOOP_COUNT}),
+    "gruFrom": Case(lambda g: dict(a=normal(g, 2, 2, 3), **_gru_part(g))),
     "choSteps": Case(lambda g: dict(n=3, **_cho(g)), {"n": LOOP_COUNT}),
     "attend": Case(lambda g: dict(q=normal(g, 2, 3, 2), k=normal(g, 2, 4, 2), v=normal(g, 2, 4, 3))),
     "causalAttend": Case(lambda g: dict(q=normal(g, 2, 3, 2), k=normal(g, 2, 3, 2),
@@ -807,6 +814,7 @@ HEAVY_ON_NUMBA: dict[tuple[str, str], float] = {
     ("Networks", "makerStep"): 1.9, ("Norms", "batchNorm"): 2.2, ("Norms", "layerNormed"): 1.5,
     ("Sequences", "lstmCell"): 2.8, ("Sequences", "peepholeCell"): 3.7,
     ("Sequences", "affine"): 1.7, ("Sequences", "lstmFrom"): 2.4, ("Sequences", "gruCell"): 3.0,
+    ("Sequences", "gruFrom"): 2.4,
     ("Sequences", "choCell"): 3.6, ("Sequences", "attend"): 2.9,
     ("Sequences", "causalAttend"): 3.2, ("Sequences", "attention"): 4.6,
     ("Sequences", "multiHead"): 8.8, ("Sequences", "causalMultiHead"): 8.6,

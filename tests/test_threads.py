@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from hilbert.executor import threads as nest_threads
 
 import hilbert
 
@@ -28,7 +29,11 @@ def _inputs(name: str, size: int, rng: np.random.Generator) -> tuple:
 
 
 @pytest.mark.parametrize("name", ["mlpFit", "attentionOf", "layerNorm"])
-def test_eight_threads_get_the_serial_results(name):
+def test_eight_threads_get_the_serial_results(name, monkeypatch):
+    # serial nests: whether a nest is worth threads depends on its size, so sizes on either
+    # side of codegen.PARALLEL_WORK would get two functions (tests/test_nests.py calls
+    # parallel nests from many threads)
+    monkeypatch.setattr(nest_threads, "count", lambda: 1)
     nets = hilbert.open("Prelude.Networks")
     f = nets.function(name)
     rng = np.random.default_rng(11)

@@ -1,0 +1,75 @@
+"""Whether generated loop nests may run on several threads, and on how many.
+
+A large loop nest whose outer iterations are independent is written with Numba's `prange`
+(codegen.Emitter._parallel) and compiled with `parallel=True`, restricted to those loops. Its
+threads come from Numba's threading layer, which must be thread-safe: hilbert's functions are
+called from several Python threads at once (models, the background builder), and Numba's own
+fallback layer, `workqueue`, aborts the process when two threads launch parallel code together.
+So nests run in parallel only when a thread-safe layer (TBB, or OpenMP) loads, and Numba is
+then told to use only such a layer. OpenMP's threads are asked to sleep when idle
+(OMP_WAIT_POLICY=passive unless set): spinning, they would take the cores from the BLAS
+threads of the matrix products between nests (an LSTM step ran four times slower so). GNU
+OpenMP is not safe across `fork()`: a forked child must not call parallel code (use the
+`spawn` start method, or HILBERT_THREADS=1).
+
+HILBERT_THREADS=N caps the threads (1: every nest serial); by default all of Numba's
+(NUMBA_NUM_THREADS, the number of cores).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+
+import numba
+from numba import config
+
+#: Numba's parallel options for generated code: only explicit prange loops run in parallel
+#: (no array expressions or NumPy calls rewritten behind the code's back).
+PRANGE_ONLY = {"comprehension": False, "reduction": False, "inplace_binop": False,
+               "setitem": False, "numpy": False, "stencil": False, "fusion": False,
+               "prange": True}
+
+_SAFE_LAYERS = ("tbb", "omp")
+
+
+@functools.cache
+def count() -> int:
+    """How many threads a parallel loop nest may use; 1 when nests must run serially (one core,
+    HILBERT_THREADS=1, NUMBA_DISABLE_JIT, or no thread-safe threading layer here)."""
+    if getattr(config, "DISABLE_JIT", False):
+        return 1
+    wanted = config.NUMBA_NUM_THREADS
+    cap = os.environ.get("HILBERT_THREADS", "").strip()
+    if cap:
+        try:
+            wanted = min(wanted, max(1, int(cap)))
+        except ValueError:
+            wanted = 1  # (a setting that is not a number asks for no threads, quietly)
+    if wanted < 2 or not _safe_layer():
+        return 1
+    return wanted
+
+
+def _safe_layer() -> bool:
+    """Whether Numba's parallel code runs on a thread-safe layer (and will keep doing so)."""
+    from numba.np.ufunc import parallel
+
+    if getattr(parallel, "_is_initialized", False):  # already launched: it chose its layer
+        try:
+            return numba.threading_layer() in _SAFE_LAYERS
+        except ValueError:
+            return False
+    if config.THREADING_LAYER not in ("default", "threadsafe", "safe", *_SAFE_LAYERS):
+        return False  # the user asked for workqueue (or for "forksafe"): respect it
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # (read when OpenMP loads, below)
+    for layer in _SAFE_LAYERS:
+        try:
+            importlib.import_module(f"numba.np.ufunc.{layer}pool")
+        except (ImportError, OSError):
+            continue
+        if config.THREADING_LAYER == "default":
+            config.THREADING_LAYER = "threadsafe"
+        return True
+    return False

@@ -1,0 +1,178 @@
+"""How generated loop nests run (executor/codegen.py): sums along the innermost axis split into
+partial sums, large nests whose outer iterations are independent run on several threads
+(executor/threads.py), and matrix-vector products go to BLAS's GEMV. Each is checked against
+NumPy written here, on finite data and on inf and NaN."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+import pytest
+from hilbert.executor import codegen, kernels, threads
+
+import hilbert
+
+ROWS = 'fn rowSums(a) ↦ einsum("ij->i", a)\n'
+TOTAL = 'fn total(a) ↦ einsum("ij->", exp(a))\n'
+NORMED = "open Prelude.Networks\nfn normed(a) ↦ layerNorm(a)\n"
+
+
+def _normed_numpy(a):
+    centred = a - a.mean(1, keepdims=True)
+    return centred / np.sqrt((centred ** 2).mean(1, keepdims=True) + 1e-5)
+
+
+def _function(text: str, name: str):
+    return hilbert.compile_source(text).function(name)
+
+
+def _source(f, *args) -> str:
+    f(*args)
+    return f.program(tuple(np.shape(a) for a in args)).region.source
+
+
+# ---------------------------------------------------------------- partial sums
+
+
+@pytest.mark.parametrize("columns", [*range(0, 19), 64, 1001])
+def test_row_sums_in_partial_sums_agree_with_numpy(columns):
+    """Blocks of LANES and the remainder loop: every width from 0 up to past two blocks."""
+    f = _function(ROWS, "rowSums")
+    a = np.random.default_rng(columns).normal(size=(300, columns)) * 10
+    np.testing.assert_allclose(f(a), a.sum(1), rtol=1e-13, atol=1e-12)
+
+
+def test_a_row_sum_keeps_lanes_partial_sums():
+    source = _source(_function(ROWS, "rowSums"), np.ones((300, 40)))
+    lanes = set(re.findall(r"\b(acc\d+_\d+) = 0\.0", source))
+    assert len(lanes) == codegen.LANES, source
+    assert re.search(r"for blk\d+ in range\(0, whole\d+, 8\)", source), source
+
+
+def test_partial_sums_carry_inf_and_nan_as_numpy_does():
+    f = _function(ROWS, "rowSums")
+    a = np.ones((300, 21))
+    a[1, 3] = np.inf
+    a[2, 20] = -np.inf                      # in the remainder loop
+    a[3, 0], a[3, 9] = np.inf, -np.inf      # two lanes: inf − inf
+    a[4, 17] = np.nan
+    got = f(a)
+    with np.errstate(invalid="ignore"):
+        want = a.sum(1)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)])
+
+
+def test_partial_sums_round_no_worse_than_adding_in_order():
+    """1 followed by many tiny numbers: in order, each tiny one is lost against 1; the lanes
+    keep them apart (as NumPy's pairwise sum does)."""
+    f = _function(ROWS, "rowSums")
+    a = np.full((300, 4096), 1e-17)
+    a[:, 0] = 1.0
+    exact = 1.0 + 4095e-17
+    ordered = 1.0
+    for _ in range(4095):
+        ordered += 1e-17
+    assert abs(f(a)[0] - exact) <= abs(ordered - exact)
+
+
+# ---------------------------------------------------------------- threads
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Code generation as on a machine with two threads for nests, whatever this one has (a
+    parallel function compiles and runs correctly on one core too)."""
+    monkeypatch.setattr(threads, "count", lambda: 2)
+
+
+def test_a_large_nest_runs_its_rows_in_parallel(two_threads):
+    a = np.random.default_rng(1).normal(size=(2048, 300)) * 3 + 1
+    f = _function(NORMED, "normed")
+    source = _source(f, a)
+    assert "in prange(" in source, source
+    np.testing.assert_allclose(f(a), _normed_numpy(a), rtol=1e-12, atol=1e-12)
+
+
+def test_a_small_nest_stays_serial(two_threads):
+    source = _source(_function(NORMED, "normed"), np.ones((20, 10)))
+    assert "prange" not in source, source
+
+
+def test_a_sum_over_every_axis_is_not_split_across_threads(two_threads):
+    """Its one total is carried across the rows: that nest must stay serial (a race else)."""
+    a = np.random.default_rng(2).normal(size=(2048, 300))
+    f = _function(TOTAL, "total")
+    source = _source(f, a)
+    assert "prange" not in source, source
+    np.testing.assert_allclose(f(a), np.exp(a).sum(), rtol=1e-12)
+
+
+def test_parallel_nests_called_from_many_threads_give_the_serial_results(two_threads):
+    f = _function(NORMED, "normed")
+    rng = np.random.default_rng(3)
+    jobs = [rng.normal(size=(1024 + 64 * k, 256)) for k in range(6)]
+    assert "in prange(" in _source(f, jobs[0])
+    want = [_normed_numpy(a) for a in jobs]
+    got: list = [None] * (len(jobs) * 3)
+    start = threading.Barrier(len(jobs))
+
+    def work(k):
+        start.wait()
+        for r in range(3):
+            got[3 * k + r] = f(jobs[k])
+
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(len(jobs))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for k in range(len(jobs)):
+        for r in range(3):
+            np.testing.assert_allclose(got[3 * k + r], want[k], rtol=1e-12, atol=1e-12)
+
+
+def test_hilbert_threads_caps_the_threads(monkeypatch):
+    for setting, most in (("1", 1), ("0", 1), ("lots", 1)):
+        monkeypatch.setenv("HILBERT_THREADS", setting)
+        threads.count.cache_clear()
+        try:
+            assert threads.count() == most
+        finally:
+            threads.count.cache_clear()
+
+
+def test_one_thread_writes_no_prange(monkeypatch):
+    monkeypatch.setattr(threads, "count", lambda: 1)
+    source = _source(_function(NORMED, "normed"), np.ones((2048, 300)))
+    assert "prange" not in source, source
+
+
+# ---------------------------------------------------------------- matrix times vector
+
+
+@pytest.mark.parametrize("m,k,n", [(7, 5, 1), (1, 5, 7), (1, 1, 1), (6, 1, 1), (1, 1, 6),
+                                   (300, 64, 1), (1, 64, 300)])
+@pytest.mark.parametrize("flip_a", [False, True])
+@pytest.mark.parametrize("flip_b", [False, True])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_matrix_vector_products_in_any_layout_agree_with_numpy(m, k, n, flip_a, flip_b, beta):
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    a = rng.normal(size=(k, m)).T if flip_a else rng.normal(size=(m, k))
+    b = rng.normal(size=(n, k)).T if flip_b else rng.normal(size=(k, n))
+    out = rng.normal(size=(m, n))
+    want = a @ b + beta * out
+    kernels.gemm_beta(a, b, out, beta)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-13)
+
+
+def test_a_matrix_vector_product_with_inf_and_nan_agrees_with_numpy():
+    a = np.random.default_rng(4).normal(size=(300, 64))
+    a[3, 5], a[7, 0] = np.inf, np.nan
+    w = np.random.default_rng(5).normal(size=64)
+    f = _function('fn times(a, w) ↦ einsum("np,p->n", a, w)\n', "times")
+    got, want = f(a, w), a @ w
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-12)
