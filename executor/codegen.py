@@ -317,7 +317,14 @@ class Emitter:
             self.frame.dims[node] = dims
         self.ensure([region.root])
         self.out.line(f"return {self.value(region.root)}, steps")
-        body = _without_unused_sizes(self.out.lines)
+        lines = self.out.lines
+        if self.products or self.loops:
+            # OpenMP's threads spin a while after a parallel nest, and a BLAS product started
+            # meanwhile loses a core to them: an MLP fit, whose steps alternate products and
+            # nests, ran ten times slower so (with torch imported, whose OpenMP settings then
+            # hold). A function with products or loops keeps its nests serial.
+            lines = [line.replace(" in prange(", " in range(") for line in lines]
+        body = _without_unused_sizes(lines)
         # (uncompiled code computes on NumPy scalars, which warn on x/0: its callers run it
         # under numerics.quietly, as they run every other NumPy call on the host)
         if self.loops:  # loops leave when stop[0] is set (executor/interrupt.py: Ctrl-C)
