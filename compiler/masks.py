@@ -275,6 +275,44 @@ def _rewrite(node: ir.Einsum, facts: Facts) -> ir.Node:
     return node
 
 
+def split_windowed_dots(root: ir.Node) -> ir.Node:
+    """Requires fused IR (einsum chains merged: fuse would merge these back) that only
+    generated code runs (executor/numba_exec.generated_ir); ensures no einsum
+    dots a shifted read with an operand whose every letter is summed (a convolution's kernel:
+    einsum("itj,j->it", shift(x), k)): it is the entrywise product, summed. The sum is the
+    same; code generation runs it in one pass over the windows (a sliding dot product) instead
+    of storing every window (B×L×K) for a matrix-vector product."""
+
+    def scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]:
+        def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
+            if ir.is_loop(node):
+                return ir.with_scopes(node, kids, bodies)
+            return _windowed_dot(ir.rebuild(node, kids))
+
+        return tuple(ir.transform(r, visit) for r in roots)
+
+    return ir.rewrite_scopes(root, scope)
+
+
+def _windowed_dot(node: ir.Node) -> ir.Node:
+    """`node` split as split_windowed_dots says, if it is such a dot."""
+    if not isinstance(node, ir.Einsum) or len(node.args) != 2:
+        return node
+    spec = parse_spec(node.spec)
+    for read in (0, 1):
+        window, kernel = spec.inputs[read], spec.inputs[1 - read]
+        shifted = node.args[read]
+        if not (isinstance(shifted, ir.Prim) and shifted.op == "shift"):
+            continue
+        if (len(set(window)) != len(window) or len(set(kernel)) != len(kernel)
+                or not set(kernel) <= set(window) - set(spec.output)
+                or not set(spec.output) <= set(window)):
+            continue
+        product = ir.Einsum(f"{spec.inputs[0]},{spec.inputs[1]}->{window}", node.args, node.span)
+        return ir.Einsum(f"{window}->{spec.output}", (product,), node.span)
+    return node
+
+
 def _use_mask(node: ir.Einsum, spec, position: int, found: Mask) -> ir.Einsum | None:
     term = spec.inputs[position]
     mask = found.form

@@ -20,7 +20,7 @@ from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.primitives import BY_OP
 from hilbert.compiler.shapes import Scope, ShapeTable
 
-from . import fusion, products, reference, threads
+from . import fusion, products, reference, rows, threads
 
 #: exp, ln and tanh are executor/vmath.py's (arithmetic LLVM vectorises, not calls to libm).
 UNARY = {"exp": "K.exp({})", "ln": "K.log({})", "sqrt": "np.sqrt({})", "tanh": "K.tanh({})",
@@ -192,8 +192,9 @@ class Writer:
 LANES = 8
 #: A nest runs its outer loop on several threads from this much work (entries × cost per
 #: entry, counting a line of the body as 1 and a call of a kernel, such as K.exp, as
-#: CALL_COST): about 0.1 ms on one core, against a few microseconds to start the threads.
-PARALLEL_WORK = 1 << 18
+#: CALL_COST): about half a millisecond on one core, against the tens of microseconds that
+#: waking sleeping threads may take.
+PARALLEL_WORK = 1 << 20
 CALL_COST = 8
 
 
@@ -317,7 +318,7 @@ class Emitter:
             self.frame.dims[node] = dims
         self.ensure([region.root])
         self.out.line(f"return {self.value(region.root)}, steps")
-        lines = self.out.lines
+        lines = self.out.lines if self.host else rows.fuse_rows(self.out.lines)
         if self.products or self.loops:
             # OpenMP's threads spin a while after a parallel nest, and a BLAS product started
             # meanwhile loses a core to them: an MLP fit, whose steps alternate products and

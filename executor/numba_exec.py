@@ -22,9 +22,10 @@ from collections.abc import Callable
 import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.driver import Entry, Specialised, plan_entry
+from hilbert.compiler.masks import split_windowed_dots
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
-from hilbert.compiler.shapes import Scope, ShapeTable
+from hilbert.compiler.shapes import Scope, ShapeTable, infer_shapes
 from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
 from hilbert.grammar.source import nowhere
 
@@ -81,8 +82,8 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
     if not ready.plan.loops:  # (every loop is planned, however deep)
         return TieredProgram(_tiers(ready, optimize, forced), replan, len(entry.params),
                              compile_when())
-    runner = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
-                         Placement(ready.table, forced))
+    body, table = generated_ir(ready)
+    runner = ScopeRunner([body], (), table, ready.plan, optimize, Placement(table, forced))
     plan = replan() if _holds_every_value(runner) else ready.plan
     return _second_tier(runner, _noted(plan, (LOOPED, *runner.notes())), len(entry.params))
 
@@ -104,10 +105,23 @@ class Tiers:
     def runner(self) -> ScopeRunner:
         with self._lock:
             if self._runner is None:
-                ready = self._ready
-                self._runner = ScopeRunner([ready.body], (), ready.table, ready.plan,
-                                           self._optimize, Placement(ready.table, self._forced))
+                body, table = generated_ir(self._ready)
+                self._runner = ScopeRunner([body], (), table, self._ready.plan, self._optimize,
+                                           Placement(table, self._forced))
             return self._runner
+
+
+def generated_ir(ready: Specialised) -> tuple[ir.Node, ShapeTable]:
+    """The IR generated code runs, and its shapes: the plan's, with each sliding dot product
+    split (masks.split_windowed_dots), which one compiled nest sums window by window. The host
+    tier and the plan (its memory count included) keep the dot, which NumPy runs on the stored
+    windows in one matrix-vector product. Made once per plan."""
+    made = ready.derived.get("generated ir")
+    if made is None:
+        body = split_windowed_dots(ready.body)
+        table = ready.table if body is ready.body else infer_shapes(body, ready.plan.signature)
+        made = ready.derived.setdefault("generated ir", (body, table))
+    return made
 
 
 def _tiers(ready: Specialised, optimize: str, forced: frozenset[str]) -> Tiers:

@@ -6,6 +6,7 @@ NumPy written here, on finite data and on inf and NaN."""
 from __future__ import annotations
 
 import re
+import textwrap
 import threading
 
 import numpy as np
@@ -176,3 +177,103 @@ def test_a_matrix_vector_product_with_inf_and_nan_agrees_with_numpy():
     got, want = f(a, w), a @ w
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-12)
+
+
+# ---------------------------------------------------------------- nests over the same rows
+
+
+def _outer_loops(source: str) -> int:
+    return len(re.findall(r"^    for i0 in p?range\(", source, flags=re.M))
+
+
+def test_a_layer_norm_reads_each_row_once():
+    """Row sums, centred squares and the division: one loop over the rows, not three."""
+    a = np.random.default_rng(6).normal(size=(300, 70)) * 3 + 1
+    f = _function(NORMED, "normed")
+    source = _source(f, a)
+    assert _outer_loops(source) == 1, source
+    np.testing.assert_allclose(f(a), _normed_numpy(a), rtol=1e-12, atol=1e-12)
+
+
+def test_a_softmax_runs_row_by_row_and_agrees_with_numpy():
+    f = _function("open Prelude.Arithmetic\nfn soft(m) ↦ softmaxRows(m)\n", "soft")
+    m = np.random.default_rng(7).normal(size=(200, 90)) * 5
+    m[3, 4], m[5, :] = np.inf, -np.inf
+    source = _source(f, m)
+    assert _outer_loops(source) == 1, source
+    with np.errstate(invalid="ignore"):
+        e = np.exp(m - m.max(1, keepdims=True))
+        want = e / e.sum(1, keepdims=True)
+    got = f(m)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-12)
+
+
+@pytest.mark.parametrize("text,numpy", [
+    # column sums: every row adds into the same sums, which the next nest reads
+    ('fn f(a) ↦ einsum("ij,j->ij", exp(a), einsum("ij->j", exp(a)))\n',
+     lambda a: np.exp(a) * np.exp(a).sum(0)),
+    # a total over the whole array, read by every row after
+    ('fn f(a) ↦ exp(a) / einsum("ij->", exp(a))\n', lambda a: np.exp(a) / np.exp(a).sum()),
+    # the next nest reads the first one's rows as columns
+    ('fn f(a) ↦ einsum("ij,ji->ij", a, exp(a) · 2)\n', lambda a: a * (np.exp(a) * 2).T),
+])
+def test_nests_that_read_other_rows_stay_apart_and_agree_with_numpy(text, numpy):
+    a = np.random.default_rng(8).normal(size=(120, 120))
+    f = _function(text, "f")
+    source = _source(f, a)
+    assert _outer_loops(source) >= 2, source
+    np.testing.assert_allclose(f(a), numpy(a), rtol=1e-12)
+
+
+def _fused(text: str) -> str:
+    from hilbert.executor.rows import fuse_rows
+
+    return "\n".join(fuse_rows(textwrap.dedent(text).splitlines()))
+
+
+def test_merged_nests_keep_their_order_within_each_row():
+    got = _fused("""\
+        b1 = K.empty((n1, ))
+        for i0 in range(n1):
+            b1[i0] = a0[i0, 0]
+        b2 = K.empty((n1, n2, ))
+        for i0 in prange(n1):
+            for i1 in range(n2):
+                b2[i0, i1] = a0[i0, i1] - b1[i0]
+        """)
+    assert got == textwrap.dedent("""\
+        b1 = K.empty((n1, ))
+        b2 = K.empty((n1, n2, ))
+        for i0 in prange(n1):
+            b1[i0] = a0[i0, 0]
+            for i1 in range(n2):
+                b2[i0, i1] = a0[i0, i1] - b1[i0]""")
+
+
+@pytest.mark.parametrize("second", [
+    "    b2[i0] = b1[int(p3)]",           # another row of what the first wrote
+    "    b2[i0] = v4[i0]",                # a view of what the first wrote
+    "    b2[i0] = K.first(b1)",           # the whole of it
+    "    b2[i0] = t5",                    # a number the first computes per row
+])
+def test_nests_are_not_merged_when_a_row_reads_anything_but_itself(second):
+    text = ("b1 = K.empty((n1, ))\nv4 = b1.reshape((n1, 1))\nfor i0 in range(n1):\n"
+            "    t5 = a0[i0]\n    b1[i0] = t5\nfor i0 in range(n1):\n" + second + "\n")
+    assert _fused(text).count("for i0 in") == 2
+
+
+# ---------------------------------------------------------------- sliding dot products
+
+
+def test_a_convolution_is_a_sliding_dot_product_with_no_window_stored():
+    """convolve's windows (B×L×K, read through a mask) dotted with the kernel: one pass that
+    sums each window as it reads it, not a stored window tensor and a matrix-vector product."""
+    f = _function("open Prelude.Networks\nfn filtered(x, k) ↦ convolve(x, k)\n", "filtered")
+    rng = np.random.default_rng(9)
+    x, k = rng.normal(size=(3, 500)), rng.normal(size=11)
+    source = _source(f, x, k)
+    assert "K.gemm" not in source and "n3, ))" not in source, source
+    padded = np.concatenate([x, np.zeros((3, 10))], axis=1)
+    want = np.stack([[padded[i, t:t + 11] @ k for t in range(500)] for i in range(3)])
+    np.testing.assert_allclose(f(x, k), want, rtol=1e-12, atol=1e-12)
