@@ -198,12 +198,17 @@ PARALLEL_WORK = 1 << 20
 CALL_COST = 8
 
 
-def _pairwise(terms: list[str]) -> str:
-    """The sum of `terms` as a balanced tree of additions."""
+def _pairwise(terms: list[str], combine: str = "+") -> str:
+    """`terms` combined (added, or by a function such as K.fmax) as a balanced tree."""
     while len(terms) > 1:
         pairs = zip(terms[::2], terms[1::2], strict=False)  # (an odd last term waits a round)
-        terms = [f"({a} + {b})" for a, b in pairs] + terms[len(terms) & ~1:]
+        joined = [f"({a} + {b})" if combine == "+" else f"{combine}({a}, {b})" for a, b in pairs]
+        terms = joined + terms[len(terms) & ~1:]
     return terms[0]
+
+
+#: A call in a nest's body too costly to copy into every lane (anything but K.fmax, K.fmin).
+_COSTLY_CALL = re.compile(r"K\.(?!fmax\(|fmin\()")
 
 
 def _renamed(text: str, names: list[str], suffix: str) -> str:
@@ -267,6 +272,36 @@ def _placed(index: list[str], layout: tuple[int, ...] | None) -> list[str]:
     return index if layout is None else [index[k] for k in layout]
 
 
+def _released(lines: list[str]) -> list[str]:
+    """Uncompiled code with each array it makes let go after its last reader (`del`), as
+    compiled code and the host tier do: NumPy then reuses that memory for the next product
+    instead of touching fresh pages (AO→MO at N = 40: four 20 MB intermediates per call,
+    21 → 16 ms). Only straight-line code is given to it."""
+    top = "    "
+    last: dict[str, int] = {}
+    for number, line in enumerate(lines):
+        for name in _NAMES.findall(line):
+            last[name] = number
+    made = [m[1] for line in lines
+            if line.startswith(top) and not line.startswith(top + " ")
+            and (m := re.match(r"^\s*([vb]\d+) = ", line))]
+    after: dict[int, list[str]] = {}
+    for name in made:
+        if not lines[last[name]].lstrip().startswith("return"):
+            after.setdefault(last[name], []).append(name)
+    if any(not line.startswith(top) or line.startswith(top + " ") for line in lines):
+        return lines  # (a block: a value's last reader may run again)
+    out = []
+    for number, line in enumerate(lines):
+        out.append(line)
+        if number in after:
+            out.append(f"{top}del {', '.join(after[number])}")
+    return out
+
+
+_NAMES = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
 def _without_unused_sizes(lines: list[str]) -> list[str]:
     """Drop the `nK = aJ.shape[i]` lines of sizes nothing reads (uncompiled code pays for them)."""
     text = "\n".join(lines)
@@ -326,6 +361,8 @@ class Emitter:
             # hold). A function with products or loops keeps its nests serial.
             lines = [line.replace(" in prange(", " in range(") for line in lines]
         body = _without_unused_sizes(lines)
+        if not self.needs_compile:
+            body = _released(body)
         # (uncompiled code computes on NumPy scalars, which warn on x/0: its callers run it
         # under numerics.quietly, as they run every other NumPy call on the host)
         if self.loops:  # loops leave when stop[0] is set (executor/interrupt.py: Ctrl-C)
@@ -711,7 +748,7 @@ class Emitter:
             body += self.pending
             temps[member] = self.fresh("t")
             body.append(f"{temps[member]} = {text}")
-        sums: list[tuple[str, int]] = []
+        sums: list[tuple[str, int, str, str]] = []
         for tail in group.tails:
             self.pending = []
             self._accumulate(tail, index, temps, before, after, body, sums)
@@ -754,10 +791,12 @@ class Emitter:
         return same - other
 
     def _accumulate(self, tail: ir.Node, index: list[str], temps: dict, before: list[list[str]],
-                    after: list[list[str]], body: list[str], sums: list[tuple[str, int]]) -> None:
+                    after: list[list[str]], body: list[str],
+                    sums: list[tuple[str, int, str, str]]) -> None:
         """A reduction folded into the nest: in a local when it keeps the leading axes (row
-        sums, row maxima), else into its output array. Local sums are listed in `sums` (the
-        name and the depth it is set at) for `_nest` to split into lanes."""
+        sums, row maxima), else into its output array. Each local is listed in `sums` (its
+        name, the depth it is set at, how it combines and its start) for `_nest` to split
+        into lanes."""
         x = self.at(tail.args[0], index, temps)
         body += self.pending
         if isinstance(tail, ir.Prim):
@@ -777,8 +816,7 @@ class Emitter:
             acc = self.fresh("acc")
             before[depth].append(f"{acc} = {start}")
             body.append(update(acc))
-            if combine == "+":
-                sums.append((acc, depth))
+            sums.append((acc, depth, combine, start))
             if depth == 0:
                 self.bind(tail, acc)
                 return
@@ -805,22 +843,24 @@ class Emitter:
 
     def _nest(self, dims, index, before, after, body, sums=(), parallel=False) -> None:
         rank = len(dims)
-        if not sums or self.out.merged(rank) or any("K." in text for text in body):
+        if not sums or self.out.merged(rank) or any(_COSTLY_CALL.search(t) for t in body):
             merged = self.out.nest(dims, index, before, parallel)
             for text in body:
                 self.out.line(text)
             self.out.unnest(rank, merged, after)
             return
-        # Sums split into LANES partial sums, one per entry of a block of the innermost axis,
-        # added pairwise at the end: independent additions instead of one chain, so the sum
-        # runs at the speed of memory (and rounds no worse than adding in order). Not where
-        # the body calls a kernel (K.exp): LLVM vectorises that loop whole, summing in order
-        # (vmath's -force-ordered-reductions), which beats eight scalar copies of the call.
-        for acc, depth in sums:
-            at = before[depth].index(f"{acc} = 0.0")
-            before[depth][at:at + 1] = [f"{acc}_{k} = 0.0" for k in range(LANES)]
-            after[depth].insert(0, f"{acc} = {_pairwise([f'{acc}_{k}' for k in range(LANES)])}")
-        names = [acc for acc, _ in sums]
+        # Sums (and maxima) split into LANES partial ones, one per entry of a block of the
+        # innermost axis, combined pairwise at the end: independent additions instead of one
+        # chain, so the sum runs at the speed of memory (and rounds no worse than adding in
+        # order; a maximum is exact in any order). Not where the body calls a costly kernel
+        # (K.exp): LLVM vectorises that loop whole, summing in order (vmath's
+        # -force-ordered-reductions), which beats eight scalar copies of the call.
+        for acc, depth, combine, start in sums:
+            at = before[depth].index(f"{acc} = {start}")
+            before[depth][at:at + 1] = [f"{acc}_{k} = {start}" for k in range(LANES)]
+            lanes = [f"{acc}_{k}" for k in range(LANES)]
+            after[depth].insert(0, f"{acc} = {_pairwise(lanes, combine)}")
+        names = [acc for acc, *_ in sums]
         self.out.nest(dims[:-1], index[:-1], before, parallel)
         for text in before[rank - 1]:
             self.out.line(text)

@@ -277,3 +277,31 @@ def test_a_convolution_is_a_sliding_dot_product_with_no_window_stored():
     padded = np.concatenate([x, np.zeros((3, 10))], axis=1)
     want = np.stack([[padded[i, t:t + 11] @ k for t in range(500)] for i in range(3)])
     np.testing.assert_allclose(f(x, k), want, rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------- uncompiled code
+
+
+def test_uncompiled_code_lets_go_of_each_intermediate_after_its_last_reader():
+    """Four matrix products in a row (an AO→MO transform): each intermediate is deleted once
+    the next product has read it, so NumPy reuses its memory (the host tier does the same)."""
+    spec = "pi,qj,ijkl,rk,sl->pqrs"
+    f = _function(f'fn contract(t0, t1, t2, t3, t4) ↦ einsum("{spec}", t0, t1, t2, t3, t4)\n',
+                  "contract")
+    rng = np.random.default_rng(10)
+    args = [rng.normal(size=(20, 20)), rng.normal(size=(20, 20)), rng.normal(size=(20,) * 4),
+            rng.normal(size=(20, 20)), rng.normal(size=(20, 20))]
+    source = _source(f, *args)
+    assert "K." not in source, source  # (plain NumPy calls: nothing compiled)
+    deleted = re.findall(r"^    del (v\d+)$", source, flags=re.M)
+    assert len(deleted) == 3, source
+    for name in deleted:  # each after its last reader, none read after its del
+        after = source[source.index(f"del {name}"):]
+        assert not re.search(rf"\b{name}\b", after[len(f"del {name}"):]), source
+    want = np.einsum(spec, *args, optimize=True)  # (summed in another order: 1e-10 of its scale)
+    np.testing.assert_allclose(f(*args), want, rtol=1e-10, atol=1e-10 * np.abs(want).max())
+
+
+def test_code_with_blocks_is_left_as_it_is():
+    lines = ["    v1 = np.dot(a0, a1)", "    if a2 > 0:", "        v2 = v1 + 1", "    return v1, steps"]
+    assert codegen._released(lines) == lines
