@@ -14,6 +14,7 @@ from . import ir
 from .debug import dump
 from .entry import Entry, build_entry
 from .fuse import fuse
+from .hoist import hoist_invariants
 from .inline import Inliner
 from .masks import eliminate_masks
 from .models import CompiledModel, compile_models
@@ -23,6 +24,7 @@ from .plan import Plan, contraction, guard, make_plan, memory_limit
 from .recursion import check_recursion
 from .resolve import Definition, Resolved, resolve
 from .shapes import Shape, ShapeTable, infer_shapes
+from .share import share
 
 
 class Entries(Mapping[str, Entry]):
@@ -127,7 +129,7 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
         table = infer_shapes(body, shapes)
     lowered = monomorphise(body, table)                       # derivatives' ops as einsums
     if lowered is not body:
-        body = lowered if reference else fuse(eliminate_masks(lowered))  # fused with the rest
+        body = lowered if reference else fuse(hoist_invariants(share(eliminate_masks(lowered))))
         table = infer_shapes(body, shapes)
     plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor, values,
                      limit, keeps_all=keeps)

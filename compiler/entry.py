@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from . import ir
 from .debug import dump
 from .fuse import fuse
+from .hoist import hoist_invariants
 from .inline import Inliner
 from .masks import eliminate_masks
 from .resolve import Definition
@@ -35,8 +36,8 @@ def build_entry(d: Definition, inliner: Inliner) -> Entry:
     check_settled(body)
     dump("inline", body)
     body = share(body)                                        # equal work done once
-    masked = eliminate_masks(body)                            # [s = t + j] masks -> shifts
-    fused = fuse(masked)                                      # einsum chains -> one einsum
+    masked = share(eliminate_masks(body))                     # [s = t + j] masks -> shifts
+    fused = fuse(hoist_invariants(masked))   # invariants before loops; einsum chains -> one
     dump("fuse", fused)
     return Entry(d.name, d.params, body, masked, fused, d)
 
