@@ -29,8 +29,12 @@ class PlannedProgram:
         assert not plan.loops, "the planned executor runs loop-free IR"
         self.plan = plan
         self.body = body
-        self._readers: dict[ir.Node, int] | None = None  # counted at the first call
-        self._kernels: dict[tuple, Callable] = {}
+        # made here, as a contract_expression is built before its first call: how many nodes
+        # read each value, and the pairwise steps of every einsum the plan has shapes for
+        self._readers = _readers(body)
+        self._kernels: dict[tuple, Callable] = {
+            (e.spec, tuple(map(tuple, e.shapes))): einsum_kernel(e.spec, e.shapes, plan.optimize)
+            for e in plan.einsums}
         self._evaluator = Reference()
 
     def __call__(self, values):
@@ -41,8 +45,6 @@ class PlannedProgram:
         return 0
 
     def _run(self, leaves: tuple):
-        if self._readers is None:
-            self._readers = _readers(self.body)
         left = dict(self._readers)  # readers still to come, per value
         memo: dict = {}
 
