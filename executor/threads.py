@@ -8,9 +8,13 @@ fallback layer, `workqueue`, aborts the process when two threads launch parallel
 So nests run in parallel only when a thread-safe layer (TBB, or OpenMP) loads, and Numba is
 then told to use only such a layer. OpenMP's threads are asked to sleep when idle
 (OMP_WAIT_POLICY=passive unless set): spinning, they would take the cores from the BLAS
-threads of the matrix products between nests (an LSTM step ran four times slower so). GNU
-OpenMP is not safe across `fork()`: a forked child must not call parallel code (use the
-`spawn` start method, or HILBERT_THREADS=1).
+threads of the matrix products between nests (an LSTM step ran four times slower so). That
+setting is read when OpenMP is loaded; if an OpenMP runtime is already loaded (torch imported
+first, say) and OMP_WAIT_POLICY is not `passive`, nests stay serial: a layer norm then ran
+1.6 times slower on two threads than on one, and twice as slow beside a NumPy product. Set
+OMP_WAIT_POLICY=passive before importing torch to keep them parallel. GNU OpenMP is not safe
+across `fork()`: a forked child must not call parallel code (use the `spawn` start method, or
+HILBERT_THREADS=1).
 
 HILBERT_THREADS=N caps the threads (1: every nest serial); by default all of Numba's
 (NUMBA_NUM_THREADS, the number of cores).
@@ -18,6 +22,7 @@ HILBERT_THREADS=N caps the threads (1: every nest serial); by default all of Num
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib
 import os
@@ -53,9 +58,12 @@ def count() -> int:
 
 
 def _safe_layer() -> bool:
-    """Whether Numba's parallel code runs on a thread-safe layer (and will keep doing so)."""
+    """Whether Numba's parallel code runs on a thread-safe layer (and will keep doing so)
+    whose threads sleep when idle."""
     from numba.np.ufunc import parallel
 
+    if _spins_when_idle():
+        return False
     if getattr(parallel, "_is_initialized", False):  # already launched: it chose its layer
         try:
             return numba.threading_layer() in _SAFE_LAYERS
@@ -71,5 +79,31 @@ def _safe_layer() -> bool:
             continue
         if config.THREADING_LAYER == "default":
             config.THREADING_LAYER = "threadsafe"
+        return True
+    return False
+
+
+def _spins_when_idle() -> bool:
+    """Whether an OpenMP runtime was loaded before its wait policy could be set to passive
+    (torch imported first, say): its idle threads then spin (see the module's doc)."""
+    passive = os.environ.get("OMP_WAIT_POLICY", "").strip().lower() == "passive"
+    return not passive and _openmp_loaded()
+
+
+#: The names an OpenMP runtime is loaded under (GNU's, LLVM's, Intel's).
+_OPENMP_LIBRARIES = ("libgomp.so.1", "libgomp.so.1.0.0", "libomp.so", "libiomp5.so",
+                     "libomp.dylib", "libiomp5.dylib")
+
+
+def _openmp_loaded() -> bool:
+    """Whether an OpenMP runtime is already loaded in this process (its settings then fixed)."""
+    mode = getattr(os, "RTLD_NOLOAD", None)
+    if mode is None:
+        return False
+    for name in _OPENMP_LIBRARIES:
+        try:
+            ctypes.CDLL(name, mode=mode)  # (finds a loaded library only; loads nothing)
+        except OSError:
+            continue
         return True
     return False

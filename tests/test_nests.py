@@ -305,3 +305,26 @@ def test_uncompiled_code_lets_go_of_each_intermediate_after_its_last_reader():
 def test_code_with_blocks_is_left_as_it_is():
     lines = ["    v1 = np.dot(a0, a1)", "    if a2 > 0:", "        v2 = v1 + 1", "    return v1, steps"]
     assert codegen._released(lines) == lines
+
+
+def test_nests_stay_serial_beside_an_openmp_that_spins(monkeypatch):
+    """An OpenMP runtime loaded before hilbert could ask for sleeping threads (torch imported
+    first) spins when idle: nests stay serial then, unless OMP_WAIT_POLICY=passive was set."""
+    monkeypatch.setattr(threads, "_openmp_loaded", lambda: True)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    threads.count.cache_clear()
+    try:
+        assert threads.count() == 1
+        monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+        assert not threads._spins_when_idle()
+    finally:
+        threads.count.cache_clear()
+
+
+def test_an_openmp_runtime_is_found_once_loaded(two_threads):
+    import numba
+
+    f = _function(NORMED, "normed")
+    assert "in prange(" in _source(f, np.ones((2048, 300)))  # (ran: Numba's threads started)
+    if numba.threading_layer() == "omp":  # (this machine's layer: GNU OpenMP)
+        assert threads._openmp_loaded()
