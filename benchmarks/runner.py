@@ -83,6 +83,9 @@ def run(cases: list[Case], config: Config, progress: Progress | None = None) -> 
     on the host tier while a background compilation competes with the timing); the
     `first-call` case measures first calls itself, in fresh processes of the default setting."""
     os.environ.setdefault("HILBERT_COMPILE", "eager")
+    # as docs/architecture.md advises a process that loads torch (the anchors do) before
+    # hilbert's first parallel nest: OpenMP threads that sleep when idle, for both
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     begun = time.perf_counter()
     machine = machine_info()  # the load average before this run's own work
     progress = progress or Progress(len(cases))
@@ -410,8 +413,9 @@ def machine_info() -> dict:
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "memory_gib": round(_memory_bytes() / 2**30, 1), "platform": platform.platform(),
         "python": platform.python_version(), "blas": _blas(), "load_before": _load_average(),
-        "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                 "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+        "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY",
+                                                 "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                                 "NUMBA_NUM_THREADS", "HILBERT_THREADS")
                        if k in os.environ},
         "versions": _versions(), "git": _git()}
     if "torch" in sys.modules:
