@@ -83,9 +83,6 @@ def run(cases: list[Case], config: Config, progress: Progress | None = None) -> 
     on the host tier while a background compilation competes with the timing); the
     `first-call` case measures first calls itself, in fresh processes of the default setting."""
     os.environ.setdefault("HILBERT_COMPILE", "eager")
-    # as docs/architecture.md advises a process that loads torch (the anchors do) before
-    # hilbert's first parallel nest: OpenMP threads that sleep when idle, for both
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     begun = time.perf_counter()
     machine = machine_info()  # the load average before this run's own work
     progress = progress or Progress(len(cases))

@@ -16,8 +16,12 @@ OMP_WAIT_POLICY=passive before importing torch to keep them parallel. GNU OpenMP
 across `fork()`: a forked child must not call parallel code (use the `spawn` start method, or
 HILBERT_THREADS=1).
 
-HILBERT_THREADS=N caps the threads (1: every nest serial); by default all of Numba's
-(NUMBA_NUM_THREADS, the number of cores).
+Threads are asked for, not given by default: HILBERT_THREADS=N lets large nests use up to N
+threads (`auto`: all of Numba's, NUMBA_NUM_THREADS, the number of cores); unset, 0 or 1, every
+nest runs serially and hilbert loads no OpenMP. Not by default because OpenMP is shared with
+the rest of the process: torch, imported after hilbert's first parallel nest, runs on the
+same OpenMP runtime with its threads asleep when idle (its float64 LSTM over 400 steps ran
+about 10% slower so), and imported before it, it keeps hilbert's nests serial (above).
 """
 
 from __future__ import annotations
@@ -41,17 +45,19 @@ _SAFE_LAYERS = ("tbb", "omp")
 
 @functools.cache
 def count() -> int:
-    """How many threads a parallel loop nest may use; 1 when nests must run serially (one core,
-    HILBERT_THREADS=1, NUMBA_DISABLE_JIT, or no thread-safe threading layer here)."""
+    """How many threads a parallel loop nest may use; 1 when nests run serially (the default:
+    HILBERT_THREADS unset, or 1; one core; NUMBA_DISABLE_JIT; no thread-safe threading layer;
+    an OpenMP runtime already set up to spin)."""
     if getattr(config, "DISABLE_JIT", False):
         return 1
-    wanted = config.NUMBA_NUM_THREADS
-    cap = os.environ.get("HILBERT_THREADS", "").strip()
-    if cap:
+    cap = os.environ.get("HILBERT_THREADS", "").strip().lower()
+    if cap == "auto":
+        wanted = config.NUMBA_NUM_THREADS
+    else:
         try:
-            wanted = min(wanted, max(1, int(cap)))
+            wanted = min(config.NUMBA_NUM_THREADS, max(1, int(cap or "1")))
         except ValueError:
-            wanted = 1  # (a setting that is not a number asks for no threads, quietly)
+            wanted = 1  # (a setting that is neither a number nor auto asks for none, quietly)
     if wanted < 2 or not _safe_layer():
         return 1
     return wanted

@@ -86,6 +86,8 @@ def test_partial_sums_round_no_worse_than_adding_in_order():
 def two_threads(monkeypatch):
     """Code generation as on a machine with two threads for nests, whatever this one has (a
     parallel function compiles and runs correctly on one core too)."""
+    if not threads._safe_layer():  # (Numba's own layer would abort on concurrent launches)
+        pytest.skip("no thread-safe Numba threading layer (TBB or OpenMP) on this machine")
     monkeypatch.setattr(threads, "count", lambda: 2)
 
 
@@ -133,6 +135,15 @@ def test_parallel_nests_called_from_many_threads_give_the_serial_results(two_thr
     for k in range(len(jobs)):
         for r in range(3):
             np.testing.assert_allclose(got[3 * k + r], want[k], rtol=1e-12, atol=1e-12)
+
+
+def test_threads_are_asked_for(monkeypatch):
+    monkeypatch.delenv("HILBERT_THREADS", raising=False)
+    threads.count.cache_clear()
+    try:
+        assert threads.count() == 1  # serial unless asked
+    finally:
+        threads.count.cache_clear()
 
 
 def test_hilbert_threads_caps_the_threads(monkeypatch):
@@ -310,6 +321,7 @@ def test_code_with_blocks_is_left_as_it_is():
 def test_nests_stay_serial_beside_an_openmp_that_spins(monkeypatch):
     """An OpenMP runtime loaded before hilbert could ask for sleeping threads (torch imported
     first) spins when idle: nests stay serial then, unless OMP_WAIT_POLICY=passive was set."""
+    monkeypatch.setenv("HILBERT_THREADS", "auto")
     monkeypatch.setattr(threads, "_openmp_loaded", lambda: True)
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     threads.count.cache_clear()
