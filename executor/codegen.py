@@ -282,7 +282,7 @@ def _released(lines: list[str]) -> list[str]:
         return lines
     last: dict[str, int] = {}
     for number, line in enumerate(lines):
-        for name in _NAMES.findall(line):
+        for name in rows.NAME.findall(line):
             last[name] = number
     dropped: dict[int, list[str]] = {}
     for line in lines:
@@ -295,9 +295,6 @@ def _released(lines: list[str]) -> list[str]:
         if number in dropped:
             out.append(f"{top}del {', '.join(dropped[number])}")
     return out
-
-
-_NAMES = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
 def _without_unused_sizes(lines: list[str]) -> list[str]:

@@ -80,8 +80,10 @@ def _numpy_cblas(routine: str) -> tuple[int, bool] | None:
 
 _DGEMM = _numpy_cblas("dgemm")
 _DGEMV = _numpy_cblas("dgemv")
+if _DGEMM is None or _DGEMV is None or _DGEMV[1] != _DGEMM[1]:  # NumPy's BLAS, both or none
+    _DGEMM = _DGEMV = None
 #: Which BLAS compiled code multiplies with (part of the disk cache's key).
-BLAS = ("numpy-cblas" + ("-ilp64" if _DGEMM[1] else "") + ("-gemv" if _DGEMV else "")
+BLAS = ("numpy-cblas" + ("-ilp64" if _DGEMM[1] else "") + "-gemv"
         if _DGEMM else "numba-dot")
 #: What the kernels' machine code depends on: this file, vmath.py, NumPy and the BLAS it calls.
 STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP} "
@@ -166,9 +168,7 @@ if _DGEMM is not None:
     _cblas_dgemm = types.ExternalFunction("hilbert_numpy_cblas_dgemm", types.void(
         types.int32, types.int32, types.int32, _I, _I, _I, types.float64, types.uintp, _I,
         types.uintp, _I, types.float64, types.uintp, _I))
-    _GEMV = _DGEMV is not None and _DGEMV[1] == _DGEMM[1]
-    if _GEMV:
-        llvm.add_symbol("hilbert_numpy_cblas_dgemv", _DGEMV[0])
+    llvm.add_symbol("hilbert_numpy_cblas_dgemv", _DGEMV[0])
     _cblas_dgemv = types.ExternalFunction("hilbert_numpy_cblas_dgemv", types.void(
         types.int32, types.int32, _I, _I, types.float64, types.uintp, _I, types.uintp, _I,
         types.float64, types.uintp, _I))
@@ -207,12 +207,13 @@ if _DGEMM is not None:
         if ta == 0 or tb == 0 or tc != 111:  # never made by generated code, but be correct
             return _small_beta(a, b, out, beta)
         # (no copies here: BLAS gets raw addresses, so every array must outlive the call)
-        if _GEMV and (n == 1 or m == 1):  # a matrix times a vector: GEMV reads it once
+        if n == 1 or m == 1:  # a matrix times a vector: GEMV reads it once
             _gemv(a, b, out, beta, ta, lda, tb, ldb)
             return out
         _cblas_dgemm(101, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, beta,
                      out.ctypes.data, ldc)
         return out
+
     @compiled
     def _gemv(a, b, out, beta, ta, lda, tb, ldb):
         """out = a · b + beta · out where out has one column (a matrix times b's column) or

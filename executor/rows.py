@@ -31,7 +31,8 @@ _NEST = re.compile(r"^(?P<ind> *)for i0 in (?P<kind>p?range)\((?P<dim>.+)\):$")
 _ALLOC = re.compile(r"^ *\w+ = K\.empty\(\([\w\s,*+-]*\)\)$")
 _ACCESS = re.compile(r"\b([A-Za-z_]\w*)\[([^\[\]]*)\]")
 _STORE = re.compile(r"^([A-Za-z_]\w*)\[([^\[\]]*)\] (?:=|\+=) ")
-_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+#: A name in a line of generated code (codegen reads them too).
+NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 _VIEW = re.compile(r"^([A-Za-z_]\w*)(?:\[|\.reshape\(|\.T\b|\.transpose\(|$)")
 _EITHER = re.compile(r"^([A-Za-z_]\w*) if .+ else ([A-Za-z_]\w*)$")
 
@@ -41,7 +42,7 @@ def fuse_rows(lines: list[str]) -> list[str]:
     if sum(1 for line in lines if _NEST.match(line)) < 2:
         return lines
     parents = _parents(lines)
-    counts = Counter(name for line in lines for name in _NAME.findall(line))
+    counts = Counter(name for line in lines for name in NAME.findall(line))
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -88,7 +89,7 @@ def _carries(body: list[str], counts: Counter) -> bool:
     """Whether a nest carries a scalar across its rows: a name its body assigns (other than
     an index) that lines outside it also name (a total's start before the loop, its use after
     it, or a later nest reading it)."""
-    here = Counter(name for line in body for name in _NAME.findall(line))
+    here = Counter(name for line in body for name in NAME.findall(line))
     for line in body:
         text = line.strip()
         target = re.match(r"^(?:for )?([A-Za-z_]\w*)(?: = | \+= | in )", text)
