@@ -64,12 +64,15 @@ def count() -> int:
 
 
 def _safe_layer() -> bool:
-    """Whether Numba's parallel code runs on a thread-safe layer (and will keep doing so)
-    whose threads sleep when idle."""
+    """Whether Numba's parallel code runs on a thread-safe layer whose threads sleep when
+    idle."""
+    return not _spins_when_idle() and thread_safe_layer()
+
+
+def thread_safe_layer() -> bool:
+    """Whether Numba's parallel code runs on a thread-safe layer (and will keep doing so)."""
     from numba.np.ufunc import parallel
 
-    if _spins_when_idle():
-        return False
     if getattr(parallel, "_is_initialized", False):  # already launched: it chose its layer
         try:
             return numba.threading_layer() in _SAFE_LAYERS

@@ -86,7 +86,7 @@ def test_partial_sums_round_no_worse_than_adding_in_order():
 def two_threads(monkeypatch):
     """Code generation as on a machine with two threads for nests, whatever this one has (a
     parallel function compiles and runs correctly on one core too)."""
-    if not threads._safe_layer():  # (Numba's own layer would abort on concurrent launches)
+    if not threads.thread_safe_layer():  # (Numba's workqueue aborts on concurrent launches)
         pytest.skip("no thread-safe Numba threading layer (TBB or OpenMP) on this machine")
     monkeypatch.setattr(threads, "count", lambda: 2)
 
