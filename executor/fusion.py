@@ -187,20 +187,61 @@ def schedule(order: list[ir.Node], shapes: dict, roots: list[ir.Node],
 def _recomputed(order: list[ir.Node], shapes: dict, of: dict[ir.Node, Group], readers: dict,
                 roots: set[ir.Node]) -> set[ir.Node]:
     """Stored members worth recomputing where they are read: cheap, read only by other
-    kernels at their own index, and made only of values that are stored anyway."""
+    kernels at their own index or as one slice along an axis before the last (an LSTM's
+    gates, z[:, k, :], each read once: contiguous along the last axis, which nests run
+    innermost), and made only of values that are stored anyway."""
     chosen: set[ir.Node] = set()
     for node in order:
         group = of.get(node)
         if group is None or node not in group.stored or node in roots or not _cheap(node):
             continue
         outside = [r for r in readers.get(node, []) if of.get(r) is not group]
-        if not all(r in of and (node, False) not in reads(r, shapes) for r in outside):
+        if not all(r in of and ((node, False) not in reads(r, shapes) or _middle_slice(r, node, shapes))
+                   for r in outside):
             continue
-        kids = [k for k in value_kids(node) if shapes[k] and role(k, shapes) != "generator"]
-        if all(k not in of or (k in of[k].stored and k not in chosen) for k in kids):
-            chosen.add(node)
+        inner = _inlinable(node, group, shapes, of, readers, chosen)
+        if inner is not None:
+            chosen |= {node, *inner}
             group.stored.discard(node)
     return chosen
+
+
+def _inlinable(node: ir.Node, group: Group, shapes: dict, of: dict[ir.Node, Group],
+               readers: dict, chosen: set[ir.Node]) -> set[ir.Node] | None:
+    """The members `node` is computed from that a reader recomputes with it (cheap members of
+    its own group that nothing else reads: a + u + b is two additions), when everything else
+    it reads is stored anyway; None when it reads a member that is neither."""
+    inner: set[ir.Node] = set()
+    for kid in value_kids(node):
+        if not shapes[kid] or role(kid, shapes) == "generator" or kid not in of:
+            continue
+        if kid in of[kid].stored and kid not in chosen:
+            continue
+        if (of[kid] is not group or kid in group.stored or not _cheap(kid)
+                or any(r is not node for r in readers.get(kid, []))):
+            return None
+        deeper = _inlinable(kid, group, shapes, of, readers, chosen)
+        if deeper is None:
+            return None
+        inner |= {kid, *deeper}
+    return inner
+
+
+def stored_kids(node: ir.Node, recomputed: set[ir.Node]) -> list[ir.Node]:
+    """What reading `node` reads: its kids, through those recomputed where they are read."""
+    found = []
+    for kid in value_kids(node):
+        found += stored_kids(kid, recomputed) if kid in recomputed else [kid]
+    return found
+
+
+def _middle_slice(reader: ir.Node, node: ir.Node, shapes: dict) -> bool:
+    """`reader` takes one constant slice of `node` along an axis before its last."""
+    if not (isinstance(reader, ir.Prim) and reader.args[0] is node
+            and reader.attrs[0] < len(shapes[node]) - 1):
+        return False
+    return ((reader.op == "take" and isinstance(reader.args[1], ir.Const))
+            or (reader.op == "shift" and not reader.attrs[1]))
 
 
 def _cheap(node: ir.Node) -> bool:
@@ -218,7 +259,7 @@ def _unit_reads(unit: Unit, after: dict, recomputed: set[ir.Node]) -> set[ir.Nod
     found: set[ir.Node] = set()
     for node in unit_nodes(unit):
         for kid in (*value_kids(node), *after.get(node, ())):
-            found.update(value_kids(kid) if kid in recomputed else (kid,))
+            found.update(stored_kids(kid, recomputed) if kid in recomputed else (kid,))
     return found
 
 
@@ -334,7 +375,8 @@ def _ordered_units(order: list[ir.Node], shapes: dict, of: dict[ir.Node, Group],
     users: dict[int, list[Unit]] = {id(u): [] for u in units.values()}
     for node, unit in unit_of.items():
         kids = [k for kid in (*value_kids(node), *after.get(node, ()))
-                for k in (value_kids(kid) if kid in recomputed and of.get(kid) is not unit.group
+                for k in (stored_kids(kid, recomputed) if kid in recomputed
+                          and of.get(kid) is not unit.group
                           else (kid,))]
         for kid in kids:
             other = unit_of.get(kid)

@@ -12,7 +12,9 @@
 -- input weights wx are E×D×4 with the gates in PyTorch's order i, f, g, o (wx[e, d, k] is
 -- PyTorch's weight_ih[k·D + d, e]); its recurrent weights wh are D×D×4 and its bias b is D×4
 -- (PyTorch's b_ih + b_hh). A GRU's gates are r, z, n in that order, with weights E×D×3 and
--- D×D×3. Attention reads x as B×T×M, batch first; a head's weights map the model width M to
+-- D×D×3. Inside, the steps keep the gate axis in the middle (input products T×B×G×D,
+-- recurrent weights D×G×D, biases G×D: `middle` transposes them once, before the walk), so
+-- each gate of a step's product is a contiguous B×D slab its nest reads in place. Attention reads x as B×T×M, batch first; a head's weights map the model width M to
 -- key width F or value width L, and several heads stack their weights on a leading axis of N.
 -- The models at the end hold the weights (`parameters()` counts them).
 
@@ -23,11 +25,11 @@ open Prelude.Arithmetic
 
 -- lstmCell(x, h, c, wx, wh, b) · x inputs B×E · h state B×D · c memory B×D · wx E×D×4 · wh D×D×4 · b D×4 → (next state B×D, next memory B×D)
 -- One step: gates from x wx + h wh + b; c' = σ(f) c + σ(i) tanh(g) and h' = σ(o) tanh(c').
-def lstmCell(x, h, c, wx, wh, b) ≔ lstmFrom(einsum("be,edg->bdg", x, wx), h, c, wh, b)
+def lstmCell(x, h, c, wx, wh, b) ≔ lstmFrom(einsum("be,edg->bgd", x, wx), h, c, middle(wh), einsum("dg->gd", b))
 
 -- lstm(x, h, c, wx, wh, b) · x sequence T×B×E · h starting state B×D · c starting memory B×D · weights as lstmCell → (last state B×D, last memory B×D)
 -- The cell walked over the sequence, t = 0 … T − 1. Every step's input product x[t] wx is one matrix product over the whole sequence, made before the walk; each step then multiplies only h wh.
-def lstm(x, h, c, wx, wh, b) ≔ lstmSteps(rows(x), inputsOf(x, wx), h, c, wh, b)
+def lstm(x, h, c, wx, wh, b) ≔ lstmSteps(rows(x), inputsOf(x, wx), h, c, middle(wh), einsum("dg->gd", b))
 
 -- peepholeCell(x, h, c, wx, wh, b, p) · as lstmCell · p peepholes D×3 (for i, f, o) → (next state B×D, next memory B×D)
 -- Graves' cell: the input and forget gates also read c, the output gate reads c', each through a diagonal peephole (D numbers, not D²).
@@ -58,22 +60,34 @@ def gate(z, k) ≔ einsum("bdg,g->bd", z, positions(z, 2) = k)
 -- The memory through peephole k, c ⊙ p[:, k] on every row.
 def peep(c, p, k) ≔ einsum("bd,dg,g->bd", c, p, positions(p, 1) = k)
 
--- inputsOf(x, wx) · x sequence T×B×E · wx E×D×G → T×B×D×G
--- Every step's input product x[t] wx, as one contraction over the whole sequence.
-def inputsOf(x, wx) ≔ einsum("tbe,edg->tbdg", x, wx)
+-- inputsOf(x, wx) · x sequence T×B×E · wx E×D×G → T×B×G×D
+-- Every step's input product x[t] wx, as one contraction over the whole sequence, the gate axis in the middle.
+def inputsOf(x, wx) ≔ einsum("tbe,edg->tbgd", x, wx)
 
--- lstmSteps(n, a, h, c, wh, b) · n steps left · a input products T×B×D×4 (from inputsOf) · h B×D · c B×D · wh D×D×4 · b D×4 → (state, memory)
+-- middle(w) · w weights K×D×G → K×G×D
+-- The weights with the gate axis in the middle: a product with them gives each gate as a contiguous slab.
+def middle(w) ≔ einsum("kdg->kgd", w)
+
+-- slab(z, k) · z B×G×D · k gate number scalar → B×D
+-- Gate k of z, z[:, k, :], read through the mask [g = k] (the compiler reads the slab in place).
+def slab(z, k) ≔ einsum("bgd,g->bd", z, positions(z, 1) = k)
+
+-- biasAlong(z, b) · z B×G×D (only its shape is read) · b G×D → B×G×D
+-- The bias repeated down the batch.
+def biasAlong(z, b) ≔ einsum("bgd,gd->bgd", z ^ 0, b)
+
+-- lstmSteps(n, a, h, c, wh, b) · n steps left · a input products T×B×4×D (from inputsOf) · h B×D · c B×D · wh D×4×D (from middle) · b 4×D → (state, memory)
 -- Steps the cell n more times, reading a[T − n] next.
 def lstmSteps(n, a, h, c, wh, b) ≔
   if n = 0 then (h, c)
   else let (h2, c2) ≔ lstmFrom(a[rows(a) − n], h, c, wh, b) in lstmSteps(n − 1, a, h2, c2, wh, b)
 
--- lstmFrom(a, h, c, wh, b) · a input product B×D×4 · h B×D · c B×D · wh D×D×4 · b D×4 → (next state, next memory)
--- One step of the cell from its input product.
+-- lstmFrom(a, h, c, wh, b) · a input product B×4×D · h B×D · c B×D · wh D×4×D · b 4×D → (next state, next memory)
+-- One step of the cell from its input product, the gate axis in the middle.
 def lstmFrom(a, h, c, wh, b) ≔
-  let z ≔ a + einsum("bk,kdg->bdg", h, wh) + biasOf(h, b),
-      c2 ≔ sigmoid(gate(z, 1)) · c + sigmoid(gate(z, 0)) · tanh(gate(z, 2))
-  in (sigmoid(gate(z, 3)) · tanh(c2), c2)
+  let z ≔ a + einsum("bk,kgd->bgd", h, wh) + biasAlong(a, b),
+      c2 ≔ sigmoid(slab(z, 1)) · c + sigmoid(slab(z, 0)) · tanh(slab(z, 2))
+  in (sigmoid(slab(z, 3)) · tanh(c2), c2)
 
 -- peepholeSteps(n, x, h, c, wx, wh, b, p) · n steps left · others as peepholeLstm → (state, memory)
 -- Steps the peephole cell n more times.
@@ -86,11 +100,11 @@ def peepholeSteps(n, x, h, c, wx, wh, b, p) ≔
 
 -- gruCell(x, h, wx, wh, bx, bh) · x inputs B×E · h state B×D · wx E×D×3 · wh D×D×3 · bx D×3 · bh D×3 → next state B×D
 -- PyTorch's GRU, reset after the recurrent product: r, z = σ(…), n = tanh(x Wn + bxn + r ⊙ (h Un + bhn)), h' = (1 − z) n + z h.
-def gruCell(x, h, wx, wh, bx, bh) ≔ gruFrom(einsum("be,edg->bdg", x, wx), h, wh, bx, bh)
+def gruCell(x, h, wx, wh, bx, bh) ≔ gruFrom(einsum("be,edg->bgd", x, wx), h, middle(wh), einsum("dg->gd", bx), einsum("dg->gd", bh))
 
 -- gru(x, h, wx, wh, bx, bh) · x sequence T×B×E · h starting state B×D · weights as gruCell → last state B×D
 -- PyTorch's GRU cell walked over the sequence. As in lstm, every step's input product is one matrix product over the whole sequence, made before the walk.
-def gru(x, h, wx, wh, bx, bh) ≔ gruSteps(rows(x), inputsOf(x, wx), h, wh, bx, bh)
+def gru(x, h, wx, wh, bx, bh) ≔ gruSteps(rows(x), inputsOf(x, wx), h, middle(wh), einsum("dg->gd", bx), einsum("dg->gd", bh))
 
 -- choCell(x, h, wx, wh, b) · x inputs B×E · h state B×D · wx E×D×3 · wh D×D×3 · b D×3 → next state B×D
 -- Cho et al.'s GRU, reset before the recurrent product: n = tanh(x Wn + (r ⊙ h) Un + bn), h' = z h + (1 − z) n.
@@ -111,20 +125,20 @@ def choGru(x, h, wx, wh, b) ≔ choSteps(rows(x), x, h, wx, wh, b)
 -- The weights of gate k, w[:, :, k].
 def layer(w, k) ≔ einsum("kdg,g->kd", w, positions(w, 2) = k)
 
--- gruSteps(n, a, h, wh, bx, bh) · n steps left · a input products T×B×D×3 (from inputsOf) · h B×D · wh D×D×3 · bx D×3 · bh D×3 → state B×D
+-- gruSteps(n, a, h, wh, bx, bh) · n steps left · a input products T×B×3×D (from inputsOf) · h B×D · wh D×3×D (from middle) · bx 3×D · bh 3×D → state B×D
 -- Steps PyTorch's GRU cell n more times, reading a[T − n] next.
 def gruSteps(n, a, h, wh, bx, bh) ≔
   if n = 0 then h
   else gruSteps(n − 1, a, gruFrom(a[rows(a) − n], h, wh, bx, bh), wh, bx, bh)
 
--- gruFrom(a, h, wh, bx, bh) · a input product B×D×3 · h B×D · wh D×D×3 · bx D×3 · bh D×3 → next state B×D
--- One step of PyTorch's GRU cell from its input product.
+-- gruFrom(a, h, wh, bx, bh) · a input product B×3×D · h B×D · wh D×3×D · bx 3×D · bh 3×D → next state B×D
+-- One step of PyTorch's GRU cell from its input product, the gate axis in the middle.
 def gruFrom(a, h, wh, bx, bh) ≔
-  let ax ≔ a + biasOf(h, bx),
-      u ≔ einsum("bk,kdg->bdg", h, wh) + biasOf(h, bh),
-      r ≔ sigmoid(gate(ax, 0) + gate(u, 0)),
-      z ≔ sigmoid(gate(ax, 1) + gate(u, 1)),
-      n ≔ tanh(gate(ax, 2) + r · gate(u, 2))
+  let ax ≔ a + biasAlong(a, bx),
+      u ≔ einsum("bk,kgd->bgd", h, wh) + biasAlong(a, bh),
+      r ≔ sigmoid(slab(ax, 0) + slab(u, 0)),
+      z ≔ sigmoid(slab(ax, 1) + slab(u, 1)),
+      n ≔ tanh(slab(ax, 2) + r · slab(u, 2))
   in (1 − z) · n + z · h
 
 -- choSteps(n, x, h, wx, wh, b) · n steps left · others as choGru → state B×D

@@ -223,3 +223,41 @@ def test_an_array_read_only_in_constant_slices_is_stored_slice_first(tmp_path):
     source = f.program(((6, 50, 4), (6, 50))).region.source
     assert re.search(r"b\d+\[int\(p\d+\), i0, i1\]", source), source
     assert not re.search(r"b\d+\[i0, i1, int\(p\d+\)\]", source), source
+
+
+# ------------------------------------------------------------------ gate-middle slabs
+
+MIDDLE = """
+def slabs(a, u, b, c) ≔ let z ≔ a + u + einsum("bgd,gd->bgd", a ^ 0, b) in
+  tanh(einsum("bgd,g->bd", z, positions(z, 1) = 2)) · c
+  + exp(einsum("bgd,g->bd", z, positions(z, 1) = 0))
+  + einsum("bgd,g->bd", z, positions(z, 1) = 3)
+"""
+
+
+def _slabs(tmp_path, executor="numba"):
+    (tmp_path / "Slabs.hb").write_text(MIDDLE, encoding="utf-8")
+    rng = np.random.default_rng(4)
+    args = (rng.normal(size=(6, 4, 50)), rng.normal(size=(6, 4, 50)), rng.normal(size=(4, 50)),
+            rng.normal(size=(6, 50)))
+    return hilbert.load(tmp_path / "Slabs.hb", executor=executor).function("slabs"), args
+
+
+@pytest.mark.parametrize("executor", ["numba", "reference"])
+def test_slabs_along_a_middle_axis_agree_with_numpy(tmp_path, executor):
+    f, (a, u, b, c) = _slabs(tmp_path, executor)
+    z = a + u + b
+    np.testing.assert_allclose(f(a, u, b, c), np.tanh(z[:, 2]) * c + np.exp(z[:, 0]) + z[:, 3],
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_slabs_along_a_middle_axis_are_read_in_place_not_stored(tmp_path):
+    """A sum read only as slabs z[:, k, :] is contiguous along its last axis already: the nest
+    reading the slabs adds a[i0, k, i1] + u[i0, k, i1] + b[k, i1] itself (an LSTM step's gate
+    pre-activations, gate axis in the middle), with no B×G×D buffer and no nest writing one."""
+    f, args = _slabs(tmp_path)
+    f(*args)
+    source = f.program(tuple(np.shape(x) for x in args)).region.source
+    assert source.count("for i0 in") == 1, source
+    assert not re.search(r"K\.empty\(\(n\d+, n\d+, n\d+", source), source
+    assert re.search(r"a0\[i0, int\(p\d+\), i1\] \+ a1\[i0, int\(p\d+\), i1\]", source), source

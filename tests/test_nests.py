@@ -340,3 +340,44 @@ def test_an_openmp_runtime_is_found_once_loaded(two_threads):
     assert "in prange(" in _source(f, np.ones((2048, 300)))  # (ran: Numba's threads started)
     if numba.threading_layer() == "omp":  # (this machine's layer: GNU OpenMP)
         assert threads._openmp_loaded()
+
+
+# ---------------------------------------------------------------- 512-bit vectors for vmath
+
+
+def test_nests_calling_exp_ask_for_wide_vectors_and_others_do_not():
+    """vmath.wide_vectors is called first by generated functions whose nests call exp, log or
+    tanh; a row sum or layer norm keeps LLVM's own choice."""
+    assert "K.wide_vectors()" in _source(_function(TOTAL, "total"), np.ones((300, 40)))
+    assert "K.wide_vectors()" not in _source(_function(ROWS, "rowSums"), np.ones((300, 40)))
+    assert "K.wide_vectors()" not in _source(_function(NORMED, "normed"), np.ones((300, 40)))
+
+
+def test_wide_vectors_widen_only_the_function_that_asks():
+    """On a CPU with AVX-512 the function that calls wide_vectors runs its exp loop in 512-bit
+    registers and an identical function without the call does not; elsewhere the request
+    changes nothing. Both give the same numbers."""
+    import llvmlite.binding as llvm
+    from numba import njit
+
+    def plain(x, y):
+        for i in range(x.shape[0]):
+            y[i] = kernels.exp(x[i])
+
+    def wide(x, y):
+        kernels.wide_vectors()
+        for i in range(x.shape[0]):
+            y[i] = kernels.exp(x[i])
+
+    x = np.linspace(-30.0, 30.0, 1001)
+    results = []
+    for function in (plain, wide):
+        compiled = njit(function)
+        y = np.empty_like(x)
+        compiled(x, y)
+        results.append((y, compiled.inspect_asm(compiled.signatures[0])))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_allclose(results[1][0], np.exp(x), rtol=4e-16)
+    assert "zmm" not in results[0][1]
+    avx512 = "+avx512f" in llvm.get_host_cpu_features().flatten()
+    assert ("zmm" in results[1][1]) == avx512

@@ -509,7 +509,8 @@ ALLOWED = {"def", "run", "return", "steps", "for", "in", "range", "if", "else", 
            "transpose", "ascontiguousarray", "empty", "dot", "product_into", "copy_into",
            "StepCountError", "fmax", "fmin", "float64", "inf", "nan", "exp", "log", "sqrt",
            "tanh", "sin", "cos", "tan", "abs", "floor", "power", "import", "from", "hilbert",
-           "executor", "kernels", "as", "numpy", "stop", "stop_requested", "numba", "prange"}
+           "executor", "kernels", "as", "numpy", "stop", "stop_requested", "numba", "prange",
+           "wide_vectors"}
 GENERATED = re.compile(r"[a-zA-Z]{1,5}\d+(_\d+)?")
 
 

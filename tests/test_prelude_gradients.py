@@ -144,8 +144,10 @@ def _cell(g: np.random.Generator) -> dict:
 
 def _recurrent_part(g: np.random.Generator) -> dict:
     """The state, memory and recurrent weights of _lstm, for the steps that start from the
-    input products."""
-    return {k: v for k, v in _lstm(g).items() if k in ("h", "c", "wh", "b")}
+    input products: weights D×G×D and bias G×D, the gate axis in the middle (as `middle`
+    gives them)."""
+    parts = {k: v for k, v in _lstm(g).items() if k in ("h", "c", "wh", "b")}
+    return {**parts, "wh": parts["wh"].transpose(0, 2, 1).copy(), "b": parts["b"].T.copy()}
 
 
 def _gru(g: np.random.Generator, cell: bool = False) -> dict:
@@ -155,8 +157,11 @@ def _gru(g: np.random.Generator, cell: bool = False) -> dict:
 
 
 def _gru_part(g: np.random.Generator) -> dict:
-    """A GRU step's arguments after its input product: h, wh, bx, bh."""
-    return {k: v for k, v in _gru(g, cell=True).items() if k not in ("x", "wx")}
+    """A GRU step's arguments after its input product: h, wh (D×3×D), bx and bh (3×D), the gate
+    axis in the middle."""
+    parts = {k: v for k, v in _gru(g, cell=True).items() if k not in ("x", "wx")}
+    return {**parts, "wh": parts["wh"].transpose(0, 2, 1).copy(),
+            "bx": parts["bx"].T.copy(), "bh": parts["bh"].T.copy()}
 
 
 def _cho(g: np.random.Generator, cell: bool = False) -> dict:
@@ -420,12 +425,15 @@ SEQUENCES = {
     "affine": Case(lambda g: {k: v for k, v in _cell(g).items() if k != "c"}),
     "biasOf": Case(lambda g: dict(h=normal(g, 2, 2), b=normal(g, 2, 4)), {"h": SHAPE_ONLY}),
     "gate": Case(lambda g: dict(z=normal(g, 2, 2, 4), k=1), {"k": _GATE}),
+    "slab": Case(lambda g: dict(z=normal(g, 2, 4, 2), k=1), {"k": _GATE}),
+    "middle": Case(lambda g: dict(w=normal(g, 2, 2, 4))),
+    "biasAlong": Case(lambda g: dict(z=normal(g, 2, 4, 2), b=normal(g, 4, 2)), {"z": SHAPE_ONLY}),
     "peep": Case(lambda g: dict(c=normal(g, 2, 2), p=normal(g, 2, 3), k=2), {"k": _GATE}),
     "inputsOf": Case(lambda g: dict(x=normal(g, 3, 2, 2), wx=normal(g, 2, 2, 4))),
-    "lstmSteps": Case(lambda g: dict(n=3, a=normal(g, 3, 2, 2, 4),
+    "lstmSteps": Case(lambda g: dict(n=3, a=normal(g, 3, 2, 4, 2),
                                      **_recurrent_part(g)),
                       {"n": LOOP_COUNT}),
-    "lstmFrom": Case(lambda g: dict(a=normal(g, 2, 2, 4),
+    "lstmFrom": Case(lambda g: dict(a=normal(g, 2, 4, 2),
                                     **_recurrent_part(g))),
     "peepholeSteps": Case(lambda g: dict(n=3, **_lstm(g), p=0.5 * normal(g, 2, 3)),
                           {"n": LOOP_COUNT}),
@@ -434,9 +442,9 @@ SEQUENCES = {
     "choCell": Case(lambda g: _cho(g, cell=True)),
     "choGru": Case(_cho),
     "layer": Case(lambda g: dict(w=normal(g, 2, 2, 3), k=1), {"k": _GATE}),
-    "gruSteps": Case(lambda g: dict(n=3, a=normal(g, 3, 2, 2, 3), **_gru_part(g)),
+    "gruSteps": Case(lambda g: dict(n=3, a=normal(g, 3, 2, 3, 2), **_gru_part(g)),
                      {"n": LOOP_COUNT}),
-    "gruFrom": Case(lambda g: dict(a=normal(g, 2, 2, 3), **_gru_part(g))),
+    "gruFrom": Case(lambda g: dict(a=normal(g, 2, 3, 2), **_gru_part(g))),
     "choSteps": Case(lambda g: dict(n=3, **_cho(g)), {"n": LOOP_COUNT}),
     "attend": Case(lambda g: dict(q=normal(g, 2, 3, 2), k=normal(g, 2, 4, 2), v=normal(g, 2, 4, 3))),
     "causalAttend": Case(lambda g: dict(q=normal(g, 2, 3, 2), k=normal(g, 2, 3, 2),
