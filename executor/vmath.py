@@ -5,8 +5,9 @@ vectorise a loop that calls a function without a vector maths library. Intel's S
 one, but the llvmlite wheels on PyPI are built without it (`llvmlite.binding.targets.has_svml()`
 is False), so installing `intel-cmplr-lib-rt` changes nothing. These functions are written as
 arithmetic instead, with no branches (special values are chosen with selects) and no calls,
-so once Numba inlines them into a generated loop LLVM runs them on four entries at a time
-(256-bit vectors, which LLVM prefers on this machine's AVX-512 CPU), as NumPy's ufuncs do:
+so once Numba inlines them into a generated loop LLVM runs them in vector lanes: 8 entries
+at a time on an AVX-512 CPU in a function that calls `wide_vectors` first (generated code
+does when its nests call these), 4 otherwise, as NumPy's ufuncs do:
 
 - exp: x = k·ln 2 + r with |r| ≤ ½ ln 2 (ln 2 split in two so k·ln2_hi is exact),
   e^r = 1 + r + r²·(½ + r·Q(r)), the 1 + r kept exact (Fast2Sum) and rounded once at the end,
