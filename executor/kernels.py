@@ -126,14 +126,14 @@ erf = math.erf
 
 @compiled
 def fmax(a, b):
-    """np.maximum on scalars: NaN if either is NaN."""
-    return a if (a >= b or a != a) else b
+    """np.maximum on scalars: NaN if either is NaN (vmath.maximum: vectorised reductions)."""
+    return vmath.maximum(a, b)
 
 
 @compiled
 def fmin(a, b):
-    """np.minimum on scalars: NaN if either is NaN."""
-    return a if (a <= b or a != a) else b
+    """np.minimum on scalars: NaN if either is NaN (vmath.minimum: vectorised reductions)."""
+    return vmath.minimum(a, b)
 
 
 @compiled

@@ -137,6 +137,35 @@ def fma(typingctx, a, b, c):
     return types.float64(a, b, c), codegen
 
 
+def _binary_intrinsic(name: str, doc: str):
+    """An intrinsic calling LLVM's float64 `name` on two numbers."""
+
+    def typer(typingctx, a, b):
+        if not all(isinstance(t, (types.Float, types.Integer)) for t in (a, b)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            values = [context.cast(builder, v, t, types.float64)
+                      for v, t in zip(args, signature.args, strict=True)]
+            double = llvm_ir.DoubleType()
+            kind = llvm_ir.FunctionType(double, [double, double])
+            return builder.call(cgutils.get_or_insert_function(builder.module, kind, name), values)
+
+        return types.float64(a, b), codegen
+
+    typer.__doc__ = doc
+    typer.__name__ = name.split(".")[1]
+    return intrinsic(typer)
+
+
+maximum = _binary_intrinsic("llvm.maximum.f64", """The larger of two numbers, NaN if either is
+    NaN (np.maximum's rule; +0 above −0). LLVM vectorises a loop that reduces with it, which
+    it does not for the same rule written as a comparison and a select: a row maximum over
+    2048×2048 entries took 2.5 ms so, 7–15 ms before.""")
+minimum = _binary_intrinsic("llvm.minimum.f64", """The smaller of two numbers, NaN if either is
+    NaN (np.minimum's rule; −0 below +0); vectorised as `maximum` is.""")
+
+
 #: The vector width, in bits, asked of LLVM for the function that calls `wide_vectors`.
 WIDE = 512
 
@@ -279,6 +308,8 @@ def tanh(x):
 
 if PYTHON_MODE:
     exp, log, tanh = np.exp, np.log, np.tanh  # type: ignore[assignment]  # noqa: F811
+
+    maximum, minimum = np.maximum, np.minimum  # type: ignore[assignment]  # noqa: F811
 
     def wide_vectors() -> None:  # type: ignore[no-redef]  # noqa: F811
         """Nothing to ask of LLVM: the code runs as Python."""

@@ -381,3 +381,23 @@ def test_wide_vectors_widen_only_the_function_that_asks():
     assert "zmm" not in results[0][1]
     avx512 = "+avx512f" in llvm.get_host_cpu_features().flatten()
     assert ("zmm" in results[1][1]) == avx512
+
+
+# ---------------------------------------------------------------- maxima in vector lanes
+
+EXTREMES = "fn largest(a) ↦ maximum(a, 1)\nfn smallest(a) ↦ minimum(a, 1)\n"
+
+
+@pytest.mark.parametrize("columns", [1, 7, 8, 9, 64, 1001])
+def test_row_maxima_and_minima_agree_with_numpy_on_nan_and_infinities(columns):
+    """K.fmax and K.fmin are LLVM's maximum and minimum (NaN if either is NaN), so LLVM
+    vectorises the row loops: NaN anywhere in a row, ±inf, and every width across the lanes."""
+    module = hilbert.compile_source(EXTREMES)
+    a = np.random.default_rng(columns).normal(size=(40, columns)) * 1e3
+    a[1, -1] = np.nan
+    a[2, 0] = np.inf
+    a[3, columns // 2] = -np.inf
+    a[4, :] = -np.inf
+    a[5, 0], a[5, -1] = np.nan, np.inf
+    np.testing.assert_array_equal(module.largest(a), np.max(a, axis=1))
+    np.testing.assert_array_equal(module.smallest(a), np.min(a, axis=1))
