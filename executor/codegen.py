@@ -41,6 +41,10 @@ REDUCE = {"maximum": ("K.fmax", "-np.inf"), "minimum": ("K.fmin", "np.inf")}
 LARGEST_COUNT = getattr(reference, "_EXACT", 2.0 ** 53)
 
 
+#: Shift coefficients and offsets below this are written as integers when whole.
+_WHOLE = 2.0 ** 31
+
+
 def number(value: float) -> str:
     """A float as Python source (inf and nan included)."""
     value = float(value)
@@ -706,12 +710,19 @@ class Emitter:
         x = node.args[0]
         rank = len(self.shape(x)) - 1
         outer, new = index[:rank], index[rank:]
+        name = self.fresh("p")
+        size = self.dims_of(x)[axis]
+        if all(float(v).is_integer() and abs(v) < _WHOLE for v in (const, *coefs)):
+            # whole steps (a window, a convolution): integer positions, which LLVM sees
+            # advance by one with the loop, so it reads x in vector loads, not gathers
+            terms = [str(int(const))] + [f"{int(c)} * {i}" for c, i in zip(coefs, new, strict=True)]
+            self.pending.append(f"{name} = {' + '.join(terms)}")
+            inner = outer[:axis] + [name] + outer[axis:]
+            return f"({self.at(x, inner, temps)} if 0 <= {name} < {size} else 0.0)"
         position = " + ".join([number(const)] + [f"{number(c)} * {i}"
                                                  for c, i in zip(coefs, new, strict=True)])
-        name = self.fresh("p")
         self.pending.append(f"{name} = {position}")
         inner = outer[:axis] + [f"int({name})"] + outer[axis:]
-        size = self.dims_of(x)[axis]
         return f"({self.at(x, inner, temps)} if 0.0 <= {name} < {size} else 0.0)"
 
     def _taken(self, node: ir.Prim, index: list[str], temps: dict) -> str:

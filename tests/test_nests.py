@@ -290,6 +290,20 @@ def test_a_convolution_is_a_sliding_dot_product_with_no_window_stored():
     np.testing.assert_allclose(f(x, k), want, rtol=1e-12, atol=1e-12)
 
 
+def test_a_window_reads_at_integer_positions():
+    """A shift by whole steps (convolve's windows) computes its position in integers, which
+    LLVM sees advance by one with the loop: vector loads, not gathers (L = 100 000, K = 16:
+    5.7 → 2.6 ms). The window's edge (zero past the end of x) is the same test on integers."""
+    f = _function("open Prelude.Networks\nfn filtered(x, k) ↦ convolve(x, k)\n", "filtered")
+    x, k = np.arange(1.0, 41.0).reshape(2, 20), np.array([1.0, 10.0, 100.0])
+    source = _source(f, x, k)
+    assert re.search(r"p\d+ = 0 \+ 1 \* i1 \+ 1 \* i2", source), source
+    assert "int(p" not in source, source
+    padded = np.concatenate([x, np.zeros((2, 2))], axis=1)
+    want = np.stack([[padded[i, t:t + 3] @ k for t in range(20)] for i in range(2)])
+    np.testing.assert_array_equal(f(x, k), want)
+
+
 # ---------------------------------------------------------------- uncompiled code
 
 
