@@ -128,6 +128,12 @@ class Function:
         signatures used are kept."""
         program = self._by_shapes.get(shapes)
         if program is None:
+            if not (isinstance(shapes, tuple) and all(_is_shape(s) for s in shapes)):
+                raise ArgumentError("E600", f"program of {self.entry.name} needs a tuple of "
+                                    f"shapes, one tuple of ints per parameter "
+                                    f"({', '.join(self.entry.params)}), not {shapes!r}",
+                                    self.entry.definition.span)
+            shapes, _ = _shapes_or_values(self.entry, shapes, {})
             with self._lock:
                 program = self._by_shapes.get(shapes)
                 if program is None:
@@ -204,7 +210,7 @@ def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
         bound = dict(zip(entry.params, args, strict=False)) | kwargs
         missing = [p for p in entry.params if p not in bound]
         if missing or len(args) > len(entry.params) or set(bound) - set(entry.params):
-            raise ArgumentError("E600", f"plan of {entry.name} needs one shape per parameter "
+            raise ArgumentError("E600", f"{entry.name} needs one shape per parameter "
                                 f"({', '.join(entry.params)})", entry.definition.span)
         return tuple(_shape(bound[p]) for p in entry.params), None
     values = bind_arguments(entry, tuple(np.zeros(a) if _is_shape(a) else a for a in args),

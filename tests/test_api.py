@@ -201,6 +201,15 @@ def test_wrong_number_of_arguments(mod):
         assert raised.value.code == "E600" and words in raised.value.message
 
 
+@pytest.mark.parametrize("shapes", [(2, 3), ((2, 3),), ((2, 3), (3, -2)), "a", ((2, 3), (3, 2), (1,))])
+def test_program_refuses_what_is_not_one_shape_per_parameter(mod, shapes):
+    """`program` takes a tuple of shapes; anything else is E600, not a TypeError from the
+    shape checker."""
+    with pytest.raises(hilbert.ArgumentError) as raised:
+        mod.layer.program(shapes)
+    assert raised.value.code == "E600" and "shape" in raised.value.message
+
+
 def test_a_second_call_with_the_same_shapes_does_not_replan(mod):
     layer = hilbert.compile_source(SOURCE).layer
     layer(np.ones((2, 3)), np.ones((3, 2)))
