@@ -29,7 +29,7 @@ from hilbert.compiler.shapes import Scope, ShapeTable, infer_shapes
 from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
 from hilbert.grammar.source import nowhere
 
-from . import cache, codegen, interrupt, kernels
+from . import cache, codegen, interrupt, kernels, threads
 from .kernels import LabelError, PositionError, StepCountError
 from .numerics import detached, fresh_first, quietly
 from .planned import PlannedProgram, einsum_kernel
@@ -75,6 +75,7 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
     it has no loops (nothing is generated or compiled here), else compiled at its first call."""
     ready = plan_entry(entry, shapes, optimize, "numba", values)
     forced = frozenset(filter(None, os.environ.get(HOST_ENVIRONMENT, "").split(",")))
+    threads.count()  # HILBERT_THREADS read here, on the caller's thread (E600 if unreadable)
 
     def replan() -> Plan:  # host walks and generated code run as Python hold every value
         return plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True).plan

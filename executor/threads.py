@@ -32,6 +32,8 @@ import importlib
 import os
 
 import numba
+from hilbert.grammar.errors import ArgumentError
+from hilbert.grammar.source import nowhere
 from numba import config
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
@@ -41,23 +43,27 @@ PRANGE_ONLY = {"comprehension": False, "reduction": False, "inplace_binop": Fals
                "prange": True}
 
 _SAFE_LAYERS = ("tbb", "omp")
+#: The environment variable that asks for threads.
+ENVIRONMENT = "HILBERT_THREADS"
 
 
 @functools.cache
 def count() -> int:
     """How many threads a parallel loop nest may use; 1 when nests run serially (the default:
     HILBERT_THREADS unset, or 1; one core; NUMBA_DISABLE_JIT; no thread-safe threading layer;
-    an OpenMP runtime already set up to spin)."""
+    an OpenMP runtime already set up to spin). A setting that is neither a whole number nor
+    `auto` is an ArgumentError (E600)."""
     if getattr(config, "DISABLE_JIT", False):
         return 1
-    cap = os.environ.get("HILBERT_THREADS", "").strip().lower()
+    cap = os.environ.get(ENVIRONMENT, "").strip().lower()
     if cap == "auto":
         wanted = config.NUMBA_NUM_THREADS
+    elif cap.isdigit() or not cap:
+        wanted = min(config.NUMBA_NUM_THREADS, max(1, int(cap or "1")))
     else:
-        try:
-            wanted = min(config.NUMBA_NUM_THREADS, max(1, int(cap or "1")))
-        except ValueError:
-            wanted = 1  # (a setting that is neither a number nor auto asks for none, quietly)
+        raise ArgumentError("E600", f"{ENVIRONMENT}={cap!r} is not a thread count: write a whole "
+                            "number (0 or 1: serial, the default) or auto (every core)",
+                            nowhere(ENVIRONMENT))
     if wanted < 2 or not _safe_layer():
         return 1
     return wanted

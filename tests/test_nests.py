@@ -146,8 +146,19 @@ def test_threads_are_asked_for(monkeypatch):
         threads.count.cache_clear()
 
 
+def test_a_thread_setting_that_is_not_a_count_is_refused(monkeypatch):
+    monkeypatch.setenv("HILBERT_THREADS", "lots")
+    threads.count.cache_clear()
+    try:
+        with pytest.raises(hilbert.ArgumentError) as raised:
+            _function(NORMED, "normed")(np.ones((2048, 300)))
+        assert raised.value.code == "E600" and "HILBERT_THREADS='lots'" in raised.value.message
+    finally:
+        threads.count.cache_clear()
+
+
 def test_hilbert_threads_caps_the_threads(monkeypatch):
-    for setting, most in (("1", 1), ("0", 1), ("lots", 1)):
+    for setting, most in (("1", 1), ("0", 1), (" 1 ", 1)):
         monkeypatch.setenv("HILBERT_THREADS", setting)
         threads.count.cache_clear()
         try:
