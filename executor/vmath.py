@@ -24,10 +24,10 @@ machine (tests/test_vector_math.py, which allows 2 ulp): within 1 ulp of NumPy e
 and about 95% of results equal, within an ulp of the true value; ±0, ±∞, NaN, log of 0 and
 of negatives, and the overflow and underflow thresholds give NumPy's values exactly.
 
-Importing this module also asks LLVM to vectorise loops that sum in order
-(`-force-ordered-reductions`): a softmax's row sum (acc += e^x) would otherwise keep the
-whole loop scalar on x86, exp included. The sum is still added strictly left to right, so
-results are bit for bit those of the scalar loop; only the exps around it run in vector lanes.
+A loop that sums what these return (a softmax's row sum, acc += e^x) adds with
+`add_any_order`, so LLVM vectorises it whole, a partial sum per lane; added in order, the sum
+would keep the loop scalar, exp included. (This module sets no LLVM option: nothing changes for
+the rest of the process's Numba code.)
 
 Under NUMBA_DISABLE_JIT=1 (everything run as Python) these names are NumPy's own functions.
 """
@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir as llvm_ir
 from numba import config, njit, types
@@ -85,11 +84,6 @@ _G = (0.666666666666667, 0.3999999999989889, 0.28571428626253836, 0.222222110893
 _P = (-0.3333333333333333, 0.13333333333329436, -0.053968253959158, 0.021869487726147795,
       -0.008863200040230624, 0.003591281030651438, -0.0014445686042322276,
       0.0005108524105890769)
-
-if not PYTHON_MODE:
-    # Sums in a loop (acc += x) are added in order, but vectorise the rest of the loop.
-    llvm.set_option("hilbert", "-force-ordered-reductions=true")
-
 
 def _compiled(function):
     """`function` compiled as all of hilbert's code is (executor/kernels.jit: NumPy's error
@@ -168,6 +162,23 @@ maximum = _binary_intrinsic("llvm.maximum.f64", """The larger of two numbers, Na
     2048×2048 entries took 2.5 ms so, 7–15 ms before.""")
 minimum = _binary_intrinsic("llvm.minimum.f64", """The smaller of two numbers, NaN if either is
     NaN (np.minimum's rule; −0 below +0); vectorised as `maximum` is.""")
+
+
+@intrinsic
+def add_any_order(typingctx, a, b):
+    """a + b, which LLVM may regroup with other such additions (the `reassoc` flag): a loop
+    summing with it is vectorised as partial sums, one per lane, combined after the loop
+    (the order NumPy's own sums use), instead of a chain in which each addition waits for the
+    last (4 cycles an entry)."""
+    if not all(isinstance(t, types.Float) for t in (a, b)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        values = [context.cast(builder, v, t, types.float64)
+                  for v, t in zip(args, signature.args, strict=True)]
+        return builder.fadd(*values, flags=("reassoc",))
+
+    return types.float64(a, b), codegen
 
 
 #: The vector width, in bits, asked of LLVM for the function that calls `wide_vectors`.
@@ -316,6 +327,10 @@ if PYTHON_MODE:
     exp, log, tanh = np.exp, np.log, np.tanh  # type: ignore[assignment]  # noqa: F811
 
     maximum, minimum = np.maximum, np.minimum  # type: ignore[assignment]  # noqa: F811
+
+    def add_any_order(a, b):  # type: ignore[no-redef]  # noqa: F811
+        """a + b (as Python: in order)."""
+        return a + b
 
     def wide_vectors() -> None:  # type: ignore[no-redef]  # noqa: F811
         """Nothing to ask of LLVM: the code runs as Python."""

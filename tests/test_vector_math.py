@@ -5,6 +5,7 @@ that is vectorised (packed FMA instructions in the loop a generated kernel compi
 
 from __future__ import annotations
 
+import math
 import re
 
 import llvmlite.binding as llvm
@@ -178,26 +179,28 @@ def test_the_kernels_vectorise():
 
 
 @requires_jit
-def test_an_ordered_sum_still_vectorises_and_adds_in_order():
-    """acc += exp(x): vectorised (-force-ordered-reductions) yet added strictly in order."""
+def test_a_sum_in_any_order_vectorises_with_its_exps():
+    """total = add_any_order(total, exp(x)): the loop runs in vector lanes, the sum included
+    (packed additions into partial sums, not one scalar chain), and the total is the exact sum
+    to within rounding."""
     def softmax_sum(x, out):
         total = 0.0
         for i in range(x.shape[0]):
             e = vmath.exp(x[i])
-            total += e
+            total = vmath.add_any_order(total, e)
             out[i] = e
         return total
 
     compiled = kernels.jit(softmax_sum)
-    x = np.random.default_rng(3).standard_normal(10_001) * 30
+    x = np.random.default_rng(3).standard_normal(10_001) * 3
     out = np.empty_like(x)
     total = compiled(x, out)
-    in_order = 0.0
-    for value in out:
-        in_order += value
-    assert total == in_order
+    np.testing.assert_allclose(out, np.exp(x), rtol=4e-16)
+    exact = math.fsum(out)
+    assert abs(total - exact) <= 1e-15 * exact
     assembly = compiled.inspect_asm(compiled.signatures[0])
     assert re.search(r"vfn?m(add|sub)\w*pd\s+%[yz]mm", assembly)
+    assert re.search(r"vaddpd\s+%[yz]mm", assembly)
 
 
 @pytest.mark.nojit
