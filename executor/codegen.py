@@ -270,21 +270,11 @@ def _sliced(order: list[ir.Node], read_later: set, shapes) -> dict[ir.Node, int]
             readers.setdefault(kid, set()).add(node)
     found = {}
     for node in order:
-        axes = {_slice_axis(r, node) for r in readers.get(node, ())}
+        axes = {fusion.slice_axis(r, node) for r in readers.get(node, ())}
         last = len(shapes[node]) - 1
         if node not in read_later and last > 0 and axes == {last}:
             found[node] = last
     return found
-
-
-def _slice_axis(reader: ir.Node, node: ir.Node) -> int | None:
-    """The axis along which `reader` takes one constant slice of `node` (a `take` at a number,
-    a `shift` with no new axes: what masks.py makes of `gate(z, k)`), or None."""
-    if not (isinstance(reader, ir.Prim) and reader.args[0] == node):
-        return None
-    constant = ((reader.op == "take" and isinstance(reader.args[1], ir.Const))
-                or (reader.op == "shift" and not reader.attrs[1]))
-    return reader.attrs[0] if constant else None
 
 
 def _placed(index: list[str], layout: tuple[int, ...] | None) -> list[str]:

@@ -160,8 +160,7 @@ class Schedule:
     reads: list[set[ir.Node]]
 
 
-#: Ops cheap enough to compute twice rather than store once and read back.
-#: Operators a reading kernel recomputes rather than read back. Not division: a vector division
+#: Ops cheap enough to compute twice rather than store once and read back. Not division: a vector division
 #: takes about 2 cycles an entry on its own (attention's scores / √d, recomputed by the row
 #: maximum's pass and the exp pass, cost 1.5 ms of 24 over 2048×2048 scores); stored, it is
 #: computed once and read back from cache.
@@ -239,13 +238,20 @@ def stored_kids(node: ir.Node, recomputed: set[ir.Node]) -> list[ir.Node]:
     return found
 
 
+def slice_axis(reader: ir.Node, node: ir.Node) -> int | None:
+    """The axis along which `reader` takes one constant slice of `node` (a `take` at a number,
+    a `shift` with no new axes: what masks.py makes of `gate(z, k)`), or None."""
+    if not (isinstance(reader, ir.Prim) and reader.args[0] == node):
+        return None
+    constant = ((reader.op == "take" and isinstance(reader.args[1], ir.Const))
+                or (reader.op == "shift" and not reader.attrs[1]))
+    return reader.attrs[0] if constant else None
+
+
 def _middle_slice(reader: ir.Node, node: ir.Node, shapes: dict) -> bool:
     """`reader` takes one constant slice of `node` along an axis before its last."""
-    if not (isinstance(reader, ir.Prim) and reader.args[0] is node
-            and reader.attrs[0] < len(shapes[node]) - 1):
-        return False
-    return ((reader.op == "take" and isinstance(reader.args[1], ir.Const))
-            or (reader.op == "shift" and not reader.attrs[1]))
+    axis = slice_axis(reader, node)
+    return axis is not None and axis < len(shapes[node]) - 1
 
 
 def _cheap(node: ir.Node) -> bool:
