@@ -101,7 +101,7 @@ class Function:
                 self._by_shapes.move_to_end(shapes)  # the most recently used is dropped last
                 program = self._by_shapes[shapes]
             except KeyError:  # never made, or dropped (by another thread, even in between)
-                program = self.program(shapes)
+                program = self._program(shapes)
             self._last = (shapes, program)
         try:
             result = program(args)
@@ -133,7 +133,13 @@ class Function:
                                     f"shapes, one tuple of ints per parameter "
                                     f"({', '.join(self.entry.params)}), not {shapes!r}",
                                     self.entry.definition.span)
-            shapes, _ = _shapes_or_values(self.entry, shapes, {})
+            program = self._program(_shapes_or_values(self.entry, shapes, {})[0])
+        return program
+
+    def _program(self, shapes: tuple[tuple[int, ...], ...]):
+        """`program` for shapes already checked (a call's own, or `plan`'s)."""
+        program = self._by_shapes.get(shapes)
+        if program is None:
             with self._lock:
                 program = self._by_shapes.get(shapes)
                 if program is None:
@@ -158,7 +164,7 @@ class Function:
         shapes, values = _shapes_or_values(self.entry, args, kwargs)
         if values is not None:
             return self._prepare(shapes, values).plan
-        return self.program(shapes).plan
+        return self._program(shapes).plan
 
     def benchmark(self, /, *args, optimize=None, repeat: int = 5, **kwargs):
         """Time this function for each path optimiser in `optimize` (by default auto, greedy,
