@@ -192,8 +192,6 @@ class Writer:
                 self.line(text)
 
 
-#: How many partial sums a sum along the innermost axis of a nest keeps (_nest).
-LANES = 8
 #: A nest runs its outer loop on several threads from this much work (entries × cost per
 #: entry, counting a line of the body as 1 and a call of a kernel, such as K.exp, as
 #: CALL_COST): about half a millisecond on one core, against the tens of microseconds that
@@ -202,36 +200,12 @@ PARALLEL_WORK = 1 << 20
 CALL_COST = 8
 
 
-def _pairwise(terms: list[str], combine: str = "+") -> str:
-    """`terms` combined (added, or by a function such as K.fmax) as a balanced tree."""
-    while len(terms) > 1:
-        pairs = zip(terms[::2], terms[1::2], strict=False)  # (an odd last term waits a round)
-        joined = [f"({a} + {b})" if combine == "+" else f"{combine}({a}, {b})" for a, b in pairs]
-        terms = joined + terms[len(terms) & ~1:]
-    return terms[0]
-
-
-#: A call in a nest's body too costly to copy into every lane (anything but K.fmax, K.fmin).
-_COSTLY_CALL = re.compile(r"K\.(?!fmax\(|fmin\()")
 #: Calls of vmath's exp, log and tanh: a function making them asks for 512-bit vectors
 #: (vmath.wide_vectors), which run them about 1.5× faster where the CPU has AVX-512 (an exp
 #: 0.14 → 0.094 ms over 123k entries). Other nests keep LLVM's 256-bit choice: at 8 lanes
 #: unrolled 4 times, a loop needs 32 entries before its vector body runs at all (a 16-tap
 #: sliding dot ran 40% slower, a layer norm's rows 20%).
 _VECTOR_MATHS = re.compile(r"K\.(exp|log|tanh)\(")
-
-
-def _any_order(text: str, sums: dict[str, str]) -> str:
-    """`acc += x` as `acc = K.add_any_order(acc, x)` for the sums named in `sums`."""
-    for acc, prefix in sums.items():
-        if text.startswith(prefix):
-            return f"{acc} = K.add_any_order({acc}, {text[len(prefix):]})"
-    return text
-
-
-def _renamed(text: str, names: list[str], suffix: str) -> str:
-    """`text` with each of `names` (whole words) given `suffix`."""
-    return re.sub(r"\b(" + "|".join(names) + r")\b", lambda m: m.group(1) + suffix, text)
 
 
 #: A program with loops none of whose values holds more entries than this is written for its
@@ -765,15 +739,14 @@ class Emitter:
             body += self.pending
             temps[member] = self.fresh("t")
             body.append(f"{temps[member]} = {text}")
-        sums: list[tuple[str, int, str, str]] = []
         for tail in group.tails:
             self.pending = []
-            self._accumulate(tail, index, temps, before, after, body, sums)
+            self._accumulate(tail, index, temps, before, after, body)
         # stores last: an output may be the buffer of an input, read above at the same index
         body += [f"{stores[m]}[{', '.join(_placed(index, self.frame.layouts.get(m)))}] = {temps[m]}"
                  for m in stores]
         parallel = self._parallel(group, before, after, body)
-        self._nest(dims, index, before, after, body, sums, parallel)
+        self._nest(dims, index, before, after, body, parallel)
         for member, name in stores.items():
             self.bind(member, name)
 
@@ -809,12 +782,14 @@ class Emitter:
         return same - other
 
     def _accumulate(self, tail: ir.Node, index: list[str], temps: dict, before: list[list[str]],
-                    after: list[list[str]], body: list[str],
-                    sums: list[tuple[str, int, str, str]]) -> None:
+                    after: list[list[str]], body: list[str]) -> None:
         """A reduction folded into the nest: in a local when it keeps the leading axes (row
-        sums, row maxima), else into its output array. Each local is listed in `sums` (its
-        name, the depth it is set at, how it combines and its start) for `_nest` to split
-        into lanes."""
+        sums, row maxima), else into its output array. A local sum adds in any order
+        (K.add_any_order): LLVM then vectorises its loop with a partial sum per vector lane,
+        combined after the loop, where adding in order would wait 4 cycles for each addition
+        and keep the loop scalar (a 4096×512 layer norm: 2.3 → 1.5 ms; a softmax's exp pass
+        over 2048² scores: 2 ms of 20). A local maximum is exact in any order: K.fmax is
+        LLVM's maximum, which LLVM vectorises as it is."""
         x = self.at(tail.args[0], index, temps)
         body += self.pending
         if isinstance(tail, ir.Prim):
@@ -825,16 +800,13 @@ class Emitter:
             parsed = parse_spec(tail.spec)
             kept = [parsed.inputs[0].index(ch) for ch in parsed.output]
 
-        def update(target: str) -> str:
-            return f"{target} += {x}" if combine == "+" else f"{target} = {combine}({target}, {x})"
-
         depth = len(kept)
         # a local per leading index, unless the nest runs those axes as one flat loop
         if kept == list(range(depth)) and not 0 < depth < self.out.merged(len(index)):
             acc = self.fresh("acc")
             before[depth].append(f"{acc} = {start}")
-            body.append(update(acc))
-            sums.append((acc, depth, combine, start))
+            reduce = "K.add_any_order" if combine == "+" else combine
+            body.append(f"{acc} = {reduce}({acc}, {x})")
             if depth == 0:
                 self.bind(tail, acc)
                 return
@@ -843,7 +815,9 @@ class Emitter:
         else:
             out = self.alloc(tail, tuple(self.dims_of(tail.args[0])[k] for k in kept))
             before[0].append(f"{out}.fill({start})")
-            body.append(update(f"{out}[{', '.join(index[k] for k in kept)}]"))
+            target = f"{out}[{', '.join(index[k] for k in kept)}]"
+            body.append(f"{target} += {x}" if combine == "+" else
+                        f"{target} = {combine}({target}, {x})")
         self.bind(tail, out)
 
     def _parallel(self, group: fusion.Group, before, after, body: list[str]) -> bool:
@@ -856,52 +830,16 @@ class Emitter:
         shape = self.frame.shapes.get(group.space, ())
         if len(shape) < 1 or shape[0] < 2 or self.out.merged(len(shape)):
             return False
-        cost = sum(1 + CALL_COST * text.count("K.") for text in body)
+        cost = sum(1 + CALL_COST * (text.count("K.") - text.count("K.add_any_order"))
+                   for text in body)
         return math.prod(shape) * cost >= PARALLEL_WORK
 
-    def _nest(self, dims, index, before, after, body, sums=(), parallel=False) -> None:
+    def _nest(self, dims, index, before, after, body, parallel=False) -> None:
         rank = len(dims)
-        if not sums or self.out.merged(rank) or any(_COSTLY_CALL.search(t) for t in body):
-            # Sums not split into lanes below (the body calls K.exp, or the loops run flat)
-            # are added in any order: LLVM then keeps a partial sum per vector lane, combined
-            # after the loop, where an in-order sum waits 4 cycles for each addition (a
-            # softmax's exp pass over 2048² scores: 2 ms of 20).
-            sums_added = {acc: f"{acc} += " for acc, _, combine, _ in sums if combine == "+"}
-            body = [_any_order(text, sums_added) for text in body]
-            merged = self.out.nest(dims, index, before, parallel)
-            for text in body:
-                self.out.line(text)
-            self.out.unnest(rank, merged, after)
-            return
-        # Sums (and maxima) split into LANES partial ones, one per entry of a block of the
-        # innermost axis, combined pairwise at the end: independent additions instead of one
-        # chain, so the sum runs at the speed of memory (and rounds no worse than adding in
-        # order; a maximum is exact in any order). Not where the body calls a costly kernel
-        # (K.exp): LLVM vectorises that loop whole, a partial sum per vector lane (above),
-        # which beats eight scalar copies of the call.
-        for acc, depth, combine, start in sums:
-            at = before[depth].index(f"{acc} = {start}")
-            before[depth][at:at + 1] = [f"{acc}_{k} = {start}" for k in range(LANES)]
-            lanes = [f"{acc}_{k}" for k in range(LANES)]
-            after[depth].insert(0, f"{acc} = {_pairwise(lanes, combine)}")
-        names = [acc for acc, *_ in sums]
-        self.out.nest(dims[:-1], index[:-1], before, parallel)
-        for text in before[rank - 1]:
+        merged = self.out.nest(dims, index, before, parallel)
+        for text in body:
             self.out.line(text)
-        last, size, block = index[-1], dims[-1], self.fresh("blk")
-        whole = self.fresh("whole")
-        self.out.line(f"{whole} = {size} - {size} % {LANES}")
-        with self.out.block(f"for {block} in range(0, {whole}, {LANES}):"):
-            for k in range(LANES):
-                self.out.line(f"{last} = {block} + {k}")
-                for text in body:
-                    self.out.line(_renamed(text, names, f"_{k}"))
-        with self.out.block(f"for {last} in range({whole}, {size}):"):
-            for text in body:
-                self.out.line(_renamed(text, names, "_0"))
-        for text in after[rank - 1]:
-            self.out.line(text)
-        self.out.unnest(rank - 1, 0, after)
+        self.out.unnest(rank, merged, after)
 
     # ---------------------------------------------------------------- control
 
