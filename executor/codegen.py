@@ -745,15 +745,17 @@ class Emitter:
         # stores last: an output may be the buffer of an input, read above at the same index
         body += [f"{stores[m]}[{', '.join(_placed(index, self.frame.layouts.get(m)))}] = {temps[m]}"
                  for m in stores]
-        parallel = self._parallel(group, before, after, body)
-        self._nest(dims, index, before, after, body, parallel)
+        merged = self.out.nest(dims, index, before, self._parallel(group, before, after, body))
+        for text in body:
+            self.out.line(text)
+        self.out.unnest(rank, merged, after)
         for member, name in stores.items():
             self.bind(member, name)
 
     def _store(self, member: ir.Node, dims: tuple[str, ...], overwritable: set) -> str:
-        """The buffer a group stores `member` in. One whose every reader takes slices along an
-        axis (an LSTM's gates: `gate(z, k)`) is laid out with that axis first, so each slice
-        is contiguous and the nests reading it vectorise."""
+        """The buffer a group stores `member` in. One whose every reader takes slices along its
+        last axis (gates read as `gate(z, k)`, z B×D×G) is laid out with that axis first, so
+        each slice is contiguous and the nests reading it vectorise (_sliced)."""
         axis = self.frame.gathered.get(member)
         if axis is None or member in self.frame.destinations:
             return self.reuse(member, dims, {x for x in overwritable if x not in self.frame.layouts})
@@ -833,13 +835,6 @@ class Emitter:
         cost = sum(1 + CALL_COST * (text.count("K.") - text.count("K.add_any_order"))
                    for text in body)
         return math.prod(shape) * cost >= PARALLEL_WORK
-
-    def _nest(self, dims, index, before, after, body, parallel=False) -> None:
-        rank = len(dims)
-        merged = self.out.nest(dims, index, before, parallel)
-        for text in body:
-            self.out.line(text)
-        self.out.unnest(rank, merged, after)
 
     # ---------------------------------------------------------------- control
 

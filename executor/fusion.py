@@ -160,10 +160,10 @@ class Schedule:
     reads: list[set[ir.Node]]
 
 
-#: Ops cheap enough to compute twice rather than store once and read back. Not division: a vector division
-#: takes about 2 cycles an entry on its own (attention's scores / √d, recomputed by the row
-#: maximum's pass and the exp pass, cost 1.5 ms of 24 over 2048×2048 scores); stored, it is
-#: computed once and read back from cache.
+#: Ops cheap enough to compute twice rather than store once and read back. Not division: a
+#: vector division takes about 2 cycles an entry on its own (attention's scores / √d,
+#: recomputed by the row maximum's pass and the exp pass, cost 1.5 ms of 24 over 2048×2048
+#: scores); stored, it is computed once and read back from cache.
 CHEAP = {"add", "sub", "mul", "neg", "abs", "max", "min", "eq", "ne", "lt", "gt", "le", "ge"}
 
 
@@ -199,8 +199,8 @@ def _recomputed(order: list[ir.Node], shapes: dict, of: dict[ir.Node, Group], re
         if group is None or node not in group.stored or node in roots or not _cheap(node):
             continue
         outside = [r for r in readers.get(node, []) if of.get(r) is not group]
-        if not all(r in of and ((node, False) not in reads(r, shapes) or _middle_slice(r, node, shapes))
-                   for r in outside):
+        if not all(r in of and ((node, False) not in reads(r, shapes)
+                                or _middle_slice(r, node, shapes)) for r in outside):
             continue
         inner = _inlinable(node, group, shapes, of, readers, chosen)
         if inner is not None:

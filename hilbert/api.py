@@ -133,7 +133,7 @@ class Function:
                                     f"shapes, one tuple of ints per parameter "
                                     f"({', '.join(self.entry.params)}), not {shapes!r}",
                                     self.entry.definition.span)
-            program = self._program(_shapes_or_values(self.entry, shapes, {})[0])
+            program = self._program(_bound_shapes(self.entry, shapes, {}))
         return program
 
     def _program(self, shapes: tuple[tuple[int, ...], ...]):
@@ -210,15 +210,20 @@ def _shape(value: tuple) -> tuple[int, ...]:
     return tuple(int(d) for d in value)
 
 
+def _bound_shapes(entry: Entry, args: tuple, kwargs: dict) -> tuple[tuple[int, ...], ...]:
+    """Shapes (tuples of ints, already checked) bound to `entry`'s parameters, one each."""
+    bound = dict(zip(entry.params, args, strict=False)) | kwargs
+    missing = [p for p in entry.params if p not in bound]
+    if missing or len(args) > len(entry.params) or set(bound) - set(entry.params):
+        raise ArgumentError("E600", f"{entry.name} needs one shape per parameter "
+                            f"({', '.join(entry.params)})", entry.definition.span)
+    return tuple(_shape(bound[p]) for p in entry.params)
+
+
 def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
     """Arguments of `plan`: all shapes (tuples of ints) or values; values let trips be known."""
     if all(_is_shape(a) for a in (*args, *kwargs.values())):
-        bound = dict(zip(entry.params, args, strict=False)) | kwargs
-        missing = [p for p in entry.params if p not in bound]
-        if missing or len(args) > len(entry.params) or set(bound) - set(entry.params):
-            raise ArgumentError("E600", f"{entry.name} needs one shape per parameter "
-                                f"({', '.join(entry.params)})", entry.definition.span)
-        return tuple(_shape(bound[p]) for p in entry.params), None
+        return _bound_shapes(entry, args, kwargs), None
     values = bind_arguments(entry, tuple(np.zeros(a) if _is_shape(a) else a for a in args),
                             {k: np.zeros(v) if _is_shape(v) else v for k, v in kwargs.items()})
     return tuple(v.shape for v in values), values
