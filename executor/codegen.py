@@ -20,7 +20,8 @@ from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.primitives import BY_OP
 from hilbert.compiler.shapes import Scope, ShapeTable
 
-from . import fusion, products, reference, rows, threads
+from . import division, fusion, products, reference, rows, threads
+from .division import Division
 
 #: exp, ln and tanh are executor/vmath.py's (arithmetic LLVM vectorises, not calls to libm).
 UNARY = {"exp": "K.exp({})", "ln": "K.log({})", "sqrt": "np.sqrt({})", "tanh": "K.tanh({})",
@@ -314,6 +315,8 @@ class Emitter:
         self.frame = Frame({})
         self.identity: list[str] = []
         self.pending: list[str] = []  # statements an expression needs first (shift positions)
+        # a compiled nest's divisions, while emit_group writes its lines (executor/division.py)
+        self.divisions: list[Division] | None = None
         self.block = Block()
 
     # ---------------------------------------------------------------- the function
@@ -641,6 +644,13 @@ class Emitter:
             case ir.Prim(op="pow", args=(base, ir.Const(value=2.0))):
                 x = self.at(base, index, temps)
                 return f"({x} * {x})"
+            case ir.Prim(op="div", args=(a, b)) if self.divisions is not None:
+                numerator, divisor = self.at(a, index, temps), self.at(b, index, temps)
+                split = Division(*(self.fresh(p) for p in ("quo", "num", "den", "rec")))
+                self.pending += [f"{split.numerator} = {numerator}",
+                                 f"{split.divisor} = {divisor}", split.fast]
+                self.divisions.append(split)
+                return split.quotient
             case ir.Prim(op=op, args=(a, b)) if op in BINARY:
                 # Uncompiled code computes on NumPy scalars, which are IEEE (x/0 is inf);
                 # Python floats would raise ZeroDivisionError instead.
@@ -733,6 +743,8 @@ class Emitter:
             if member in group.stored:
                 stores[member] = self._store(member, dims, overwritable)
                 overwritable.discard(member)
+        divisions: list[Division] = []
+        self.divisions = None if self.host else divisions
         for member in group.members:
             self.pending = []
             text = self.expr(member, index, temps)
@@ -742,10 +754,17 @@ class Emitter:
         for tail in group.tails:
             self.pending = []
             self._accumulate(tail, index, temps, before, after, body)
+        self.divisions = None
         # stores last: an output may be the buffer of an input, read above at the same index
-        body += [f"{stores[m]}[{', '.join(_placed(index, self.frame.layouts.get(m)))}] = {temps[m]}"
-                 for m in stores]
-        merged = self.out.nest(dims, index, before, self._parallel(group, before, after, body))
+        written = [f"{stores[m]}[{', '.join(_placed(index, self.frame.layouts.get(m)))}] = "
+                   f"{temps[m]}" for m in stores]
+        parallel = self._parallel(group, before, after, division.exact(body, divisions))
+        nest = division.Nest(index, dims, before, after, body, written)
+        body = division.rewrite(nest, divisions, self.fresh("bad"),
+                                [self.fresh(rows.SCRATCH) for _ in written],
+                                allowed=not parallel and not self.out.merged(rank)
+                                and self.out.room() > rank)
+        merged = self.out.nest(dims, index, before, parallel)
         for text in body:
             self.out.line(text)
         self.out.unnest(rank, merged, after)

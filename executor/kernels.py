@@ -18,7 +18,16 @@ from numba import config, njit, types
 
 from . import disk, threads, vmath
 from .interrupt import requested as stop_requested  # noqa: F401 (generated loops call it)
-from .vmath import add_any_order, exp, log, tanh, wide_vectors  # noqa: F401 (generated code)
+from .vmath import (  # noqa: F401 (generated code calls them)
+    add_any_order,
+    divisor_unsafe,
+    exp,
+    log,
+    quotient,
+    quotient_unsafe,
+    tanh,
+    wide_vectors,
+)
 
 #: NUMBA_DISABLE_JIT=1: everything runs as plain Python (slowly), for debugging and tests.
 PYTHON_MODE = bool(getattr(config, "DISABLE_JIT", False))

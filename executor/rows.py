@@ -35,6 +35,10 @@ _STORE = re.compile(r"^([A-Za-z_]\w*)\[([^\[\]]*)\] (?:=|\+=) ")
 NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 _VIEW = re.compile(r"^([A-Za-z_]\w*)(?:\[|\.reshape\(|\.T\b|\.transpose\(|$)")
 _EITHER = re.compile(r"^([A-Za-z_]\w*) if .+ else ([A-Za-z_]\w*)$")
+#: The names of a nest's row scratch arrays (executor/division.py): private to the row being
+#: computed, but one array reused by every row, so a nest using one never joins a prange.
+SCRATCH = "row"
+_SCRATCH = re.compile(rf"{SCRATCH}\d+")
 
 
 def fuse_rows(lines: list[str]) -> list[str]:
@@ -73,6 +77,8 @@ def fuse_rows(lines: list[str]) -> list[str]:
             if _carries(body, counts) or not _row_local(
                     [line for b in bodies for line in b], body, parents):
                 break
+            if (parallel or nxt["kind"] == "prange") and _scratch([*bodies, body]):
+                break  # (one scratch row shared by threads)
             moved += allocs
             bodies.append(body)
             parallel = parallel or nxt["kind"] == "prange"
@@ -83,6 +89,11 @@ def fuse_rows(lines: list[str]) -> list[str]:
             out += body
         i = end
     return out
+
+
+def _scratch(bodies: list[list[str]]) -> bool:
+    """Whether any of `bodies` writes a row scratch array."""
+    return any(_SCRATCH.match(m[1]) for b in bodies for line in b if (m := _STORE.match(line.strip())))
 
 
 def _carries(body: list[str], counts: Counter) -> bool:
@@ -169,6 +180,9 @@ def _uses(lines: list[str]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
             text = text[store.end():]
         for name, index in _ACCESS.findall(text):
             reads.setdefault(name, set()).add(index.split(",")[0].strip())
+    for name in [n for n in (*writes, *reads) if _SCRATCH.fullmatch(n)]:
+        writes.pop(name, None)  # a row's own scratch (executor/division.py): filled and
+        reads.pop(name, None)   # read again within the row
     return writes, reads
 
 
