@@ -100,16 +100,18 @@ def rewrite(nest: Nest, divisions: list[Division], flag: str, scratch: list[str]
             totals.add(name)  # acc = f(acc, x): carried from entry to entry
         if name in names or names & varying:
             varying.add(name)
-    starts = {m[1] for m in map(_ASSIGN.match, nest.before[k]) if m}
+    starts = {m[1]: line for line in nest.before[k] if (m := _ASSIGN.match(line))}
     # (a quotient the loop does not change either is computed once, before it: as it is)
     fast = [d for d in divisions if d.divisor not in varying and d.quotient in varying]
-    if not fast or not totals <= starts:
+    if not fast or not totals <= starts.keys():
         return exact(body, divisions) + nest.stores  # (a total from outside: counted twice)
-    kept = [line for line, m in zip(body, parsed, strict=True) if m[1] in varying]
-    moved = exact([line for line, m in zip(body, parsed, strict=True) if m[1] not in varying],
-                  divisions)
-    restart = [line for line in nest.before[k] if (m := _ASSIGN.match(line)) and m[1] in totals]
-    nest.before[k] += moved + [f"{d.reciprocal} = 1.0 / {d.divisor}" for d in fast]
+    restart = [line for name, line in starts.items() if name in totals]
+    kept: list[str] = []
+    moved: list[str] = []
+    for line, match in zip(body, parsed, strict=True):
+        (kept if match[1] in varying else moved).append(line)
+    nest.before[k] += exact(moved, divisions) + [f"{d.reciprocal} = 1.0 / {d.divisor}"
+                                                 for d in fast]
     nest.before[k].append(f"{flag} = " + " + ".join(f"K.divisor_unsafe({d.divisor})"
                                                     for d in fast))
     checks = [f"{flag} += K.quotient_unsafe({d.numerator}, {d.quotient})" for d in fast]

@@ -93,7 +93,8 @@ def fuse_rows(lines: list[str]) -> list[str]:
 
 def _scratch(bodies: list[list[str]]) -> bool:
     """Whether any of `bodies` writes a row scratch array."""
-    return any(_SCRATCH.match(m[1]) for b in bodies for line in b if (m := _STORE.match(line.strip())))
+    return any(_SCRATCH.fullmatch(m[1])
+               for body in bodies for line in body if (m := _STORE.match(line.strip())))
 
 
 def _carries(body: list[str], counts: Counter) -> bool:

@@ -161,9 +161,9 @@ def _binary_intrinsic(name: str, doc: str):
 
 
 maximum = _binary_intrinsic("llvm.maximum.f64", """The larger of two numbers, NaN if either is
-    NaN as in np.maximum, +0 above −0 (IEEE 754-2019's maximum). LLVM vectorises a loop that reduces with it, which
-    it does not for the same rule written as a comparison and a select: a row maximum over
-    2048×2048 entries took 2.5 ms so, 7–15 ms before.""")
+    NaN as in np.maximum, +0 above −0 (IEEE 754-2019's maximum). LLVM vectorises a loop that
+    reduces with it, which it does not for the same rule written as a comparison and a
+    select: a row maximum over 2048×2048 entries took 2.5 ms so, 7–15 ms before.""")
 minimum = _binary_intrinsic("llvm.minimum.f64", """The smaller of two numbers, NaN if either is
     NaN as in np.minimum, −0 below +0; vectorised as `maximum` is.""")
 
