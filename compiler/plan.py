@@ -15,6 +15,7 @@ from opt_einsum.helpers import flop_count
 from . import ir
 from .einsum_spec import parse_spec
 from .primitives import BY_OP
+from .settings import not_understood
 from .shapes import Scope, Shape, ShapeTable
 
 ITEM_BYTES = 8  # float64
@@ -113,16 +114,13 @@ def memory_limit() -> int:
     text = os.environ.get("HILBERT_MEMORY_LIMIT", "").strip()
     if text:
         scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1].upper(), 1)
-        try:
-            limit = float(text[:-1] if scale > 1 else text) * scale
+        try:  # (float reads other scripts' digits too: ASCII only)
+            limit = float(text[:-1] if scale > 1 else text) * scale if text.isascii() else -1.0
         except ValueError:
             limit = -1.0
         if not limit > 0 or limit == float("inf"):
-            from hilbert.grammar.errors import ArgumentError
-            from hilbert.grammar.source import nowhere
-
-            raise ArgumentError("E600", f"HILBERT_MEMORY_LIMIT={text!r} is not a size in bytes; "
-                                "write it as 8G, 500M, 64K or 1e9", nowhere("HILBERT_MEMORY_LIMIT"))
+            raise not_understood("HILBERT_MEMORY_LIMIT", text,
+                                 "a size in bytes such as 8G, 500M, 64K or 1e9")
         return int(limit)
     return _half_of_memory()
 

@@ -245,6 +245,13 @@ def _whole(node: ir.Node, shapes: dict, what: str, op: ir.Node) -> int:
     return int(value)
 
 
+def exact_number(value) -> str:
+    """`value` written exactly as it is: 4 as `4`, 3.9999999999 as `3.9999999999` (never
+    rounded to `4`, as `:g` would); past 2^53, Python's shortest form (`1e+300`)."""
+    number = float(value)
+    return str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
+
+
 def _index_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     x, t = args
     if not x:
@@ -255,8 +262,10 @@ def _index_rule(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
                          f"{describe_shape(t)}", node.span)
     known = static_value(node.args[1], shapes)
     if known is not None and not (0 <= known < x[0] and float(known).is_integer()):
-        raise CheckError("E318", f"x[{known:g}] is outside {_what(node.args[0])}, "
-                         f"{describe_shape(x)}: positions run from 0 to {x[0] - 1}", node.span)
+        where = "outside" if float(known).is_integer() else "not a whole position of"
+        raise CheckError("E318", f"x[{exact_number(known)}] is {where} {_what(node.args[0])}, "
+                         f"{describe_shape(x)}: positions are whole numbers from 0 to "
+                         f"{x[0] - 1}", node.span)
     return x[1:]
 
 

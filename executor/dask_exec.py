@@ -26,6 +26,7 @@ from hilbert.grammar.errors import ArgumentError, HilbertError
 from hilbert.grammar.source import Span
 
 from .dask_graph import BLOCK_SHARE, DaskGraph, count_tasks, lazy
+from .reference import tapes_at_the_call
 
 #: The options `Function.using(executor="dask", …)` takes.
 OPTIONS = ("chunks", "compute")
@@ -81,6 +82,7 @@ class DaskProgram:
         self._kernels: dict = {}  # the blockwise kernels every run shares
         self._plan = ready.plan
         self._blocks = chunking(entry, ready.plan.signature, chunks)
+        self._tapes = tapes_at_the_call(self.body)  # checked before a call runs a step
 
     @cached_property
     def plan(self) -> Plan:
@@ -110,7 +112,7 @@ class DaskProgram:
 
     def _graph(self, symbolic: bool) -> DaskGraph:
         return DaskGraph(self.table, self._plan, self.optimize, self.entry.definition.span,
-                         symbolic, self._kernels)
+                         symbolic, self._kernels, self._tapes)
 
     def _stand_ins(self) -> tuple:
         """What a symbolic run starts from: the plan's values, or unknown numbers and arrays."""
@@ -256,16 +258,7 @@ def _numpy(result):
 
 
 def _python(result, inputs):
-    """A float for a scalar, an array the caller owns (never an input's memory, never
-    read-only), a dask array as it is; a tuple of those for a tuple."""
-    if isinstance(result, tuple):
-        return tuple(_python(r, inputs) for r in result)
-    if lazy(result):
-        return result
-    array = np.asarray(result, dtype=np.float64)
-    if array.ndim == 0:
-        return float(array)
-    if not array.flags.writeable or any(isinstance(v, np.ndarray) and np.may_share_memory(array, v)
-                                        for v in inputs):
-        array = array.copy()
-    return array
+    """As any executor's result (hilbert.results.to_python), a dask array left as it is."""
+    from hilbert.results import to_python
+
+    return to_python(result, inputs, lazy=lazy)

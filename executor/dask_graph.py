@@ -33,6 +33,7 @@ from .numerics import power
 from .reference import (
     TABLE_KINDS,
     evaluate,
+    guard_tapes,
     moving_components,
     needs,
     shift,
@@ -99,7 +100,7 @@ class DaskGraph:
     """Evaluates one signature's planned IR on dask arrays (see the module docstring)."""
 
     def __init__(self, table: ShapeTable, plan: Plan, optimize: str, span: Span,
-                 symbolic: bool = False, kernels: dict | None = None):
+                 symbolic: bool = False, kernels: dict | None = None, tapes: list | None = None):
         self.table = table
         self.plan = plan
         self.optimize = optimize
@@ -110,11 +111,24 @@ class DaskGraph:
         self.limit = memory_limit()
         # kernels by scope and root, shared by every run of one program (`kernels`)
         self._kernels: dict[tuple[int, ir.Node], Kernel | None] = {} if kernels is None else kernels
+        self._extremes: dict[tuple, tuple[ir.Node, int, bool] | None] = {}
+        self.tapes = tapes or []  # the call's loops run backwards (reference.tapes_at_the_call)
 
     def run(self, root: ir.Node, leaves: tuple):
-        """The value of `root` (lazy where it reads a dask array) for parameter values `leaves`."""
+        """The value of `root` (lazy where it reads a dask array) for parameter values `leaves`.
+        A loop run backwards whose tape would pass the memory limit is refused (E700) before
+        any step runs when its step count is known on the client at the call."""
+        memo: dict = {}
         with np.errstate(all="ignore"):
-            return self.eval(root, {}, leaves, ())
+            if self.tapes and not self.symbolic:
+                guard_tapes(self.tapes, self.table.states, partial(self._known, memo=memo,
+                                                                   leaves=leaves))
+            return self.eval(root, memo, leaves, ())
+
+    def _known(self, node: ir.Node, memo: dict, leaves: tuple):
+        """The value of a node of the call's scope if the client has it (not lazy), else None."""
+        value = self.eval(node, memo, leaves, ())
+        return None if lazy(value) else value
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple, scope):
         return evaluate(node, memo, leaves, partial(self._inputs, scope=scope),
@@ -137,6 +151,9 @@ class DaskGraph:
             if node.cond in memo:  # computed once, kept as a number for the branch choice
                 memo[node.cond] = np.float64(self.number(memo[node.cond]))
             return needs(node, memo)
+        extreme = self._first_extreme(node, scope)
+        if extreme is not None:
+            return (extreme[0],)
         if self._fused(node, scope):
             return self._kernels[(scope, node)].inputs  # type: ignore[union-attr]
         return ir.children(node)
@@ -146,6 +163,35 @@ class DaskGraph:
         whose region holds more than itself (one operation is as fast as dask's ufunc)."""
         return (isinstance(node, ir.Prim) and BY_OP[node.op].kind in _ENTRYWISE
                 and self.table.scopes[scope][node] != () and self._kernel(node, scope) is not None)
+
+    def _first_extreme(self, node: ir.Node, scope) -> tuple[ir.Node, int, bool] | None:
+        """(x, k, largest) when `node` is the heart of argmax(x, k) (largest) or argmin(x, k)
+        as compiler/primitives.py's arg_extreme writes it (and compiler/monomorphise.py lowers
+        its spread and coordinate): the minimum along k of each entry's position, pushed past
+        them all by 1e300 where it is not equal to the largest (smallest) of its line. That is
+        the first position of the extreme, or 1e300 on a line holding NaN; on dask it is one
+        arg-reduction over x's blocks (first_positions), not four passes over them."""
+        if not (isinstance(node, ir.Prim) and node.op == "minimum"):
+            return None
+        key = (scope, node)
+        if key not in self._extremes:
+            self._extremes[key] = self._match_extreme(node, scope)
+        return self._extremes[key]
+
+    def _match_extreme(self, node: ir.Prim, scope) -> tuple[ir.Node, int, bool] | None:
+        try:
+            x = node.args[0].args[1].args[0].args[1].args[0]  # type: ignore[attr-defined]
+        except (AttributeError, IndexError):
+            return None
+        shape = self.table.scopes[scope].get(x)
+        if not shape or 0 in shape or len(node.attrs) != 1:
+            return None
+        axis = node.attrs[0]
+        for largest in (True, False):
+            if any(node == _first_extreme_ir(x, axis, len(shape), largest, lowered)
+                   for lowered in (True, False)):
+                return x, axis, largest
+        return None
 
     def _kernel(self, root: ir.Node, scope) -> Kernel | None:
         key = (scope, root)
@@ -195,6 +241,9 @@ class DaskGraph:
                 return leaves[i]
             case ir.Const(value=v):
                 return np.float64(v)
+            case ir.Prim() if self._first_extreme(node, scope) is not None:
+                x, axis, largest = self._first_extreme(node, scope)  # type: ignore[misc]
+                return first_positions(memo[x], axis, largest)
             case ir.Prim() if self._fused(node, scope):
                 kernel = self._kernels[(scope, node)]
                 assert kernel is not None
@@ -256,7 +305,8 @@ class DaskGraph:
         if not any(lazy(o) for o in operands):
             return opt_einsum.contract(node.spec, *operands, optimize=path)
         terms = parse_spec(node.spec).inputs
-        arrays = [_diagonal_chunks(term, da.asarray(o)) for term, o in zip(terms, operands, strict=True)]
+        arrays = [_diagonal_chunks(term, _aligned(term, o, terms, operands))
+                  for term, o in zip(terms, operands, strict=True)]
         return opt_einsum.contract(node.spec, *arrays, optimize=path, backend="dask")
 
     def _prim(self, node: ir.Prim, args: list, scope):
@@ -411,6 +461,91 @@ class DaskGraph:
         return tuple(_stand_in(v) for v in values)
 
 
+def _first_extreme_ir(x: ir.Node, axis: int, rank: int, largest: bool, lowered: bool) -> ir.Node:
+    """The `first` of compiler/primitives.py's arg_extreme(x, axis), its spread and coordinate
+    as written (lowered=False) or as compiler/monomorphise.py lowers them to einsums."""
+    span = x.span  # spans take no part in equality
+
+    def prim(name, *args, attrs=()):
+        return ir.Prim(name, args, attrs, span)
+
+    best = prim("maximum" if largest else "minimum", x, attrs=(axis,))
+    if lowered:
+        letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[:rank]
+        kept = letters[:axis] + letters[axis + 1:]
+        ones = prim("pow", x, ir.Const(0.0, span))
+        spread = ir.Einsum(f"{kept},{letters}->{letters}", (best, ones), span)
+        where = ir.Einsum(f"{letters},{letters[axis]}->{letters}",
+                          (ones, prim("positions", x, attrs=(axis,))), span)
+    else:
+        spread = prim("spread", best, x, attrs=(axis,))
+        where = prim("coordinate", x, attrs=(axis,))
+    marks = prim("eq", x, spread)
+    pushed = prim("add", where, prim("mul", prim("sub", ir.Const(1.0, span), marks),
+                                     ir.Const(1e300, span)))
+    return prim("minimum", pushed, attrs=(axis,))
+
+
+#: What the first position of a line's extreme is where there is none (a line holding NaN):
+#: arg_extreme's push, which every position plus it rounds to.
+_NO_POSITION = 1e300
+
+
+def first_positions(x, axis: int, largest: bool):
+    """Along `axis` of x, the first position (0, 1, …, as a float) of the largest entry
+    (`largest`) or the smallest, 1e300 for a line holding NaN; x's shape without that axis.
+    On dask an arg-reduction: each block gives the extreme of each of its lines and the first
+    position of it (a pair), and pairs are combined by dask's tree reduction, so every block of
+    x is read once and the graph grows with the number of blocks."""
+    if not lazy(x):
+        pairs = _extreme_pairs(np.asarray(x, dtype=np.float64), axis, largest)
+        return np.take(_final_pairs(pairs, (axis,), True, largest)[..., 1], 0, axis=axis)
+    pairs = da.map_blocks(_extreme_pairs, x, axis, largest, dtype=np.float64, new_axis=x.ndim,
+                          chunks=tuple((1,) * len(c) if i == axis else c
+                                       for i, c in enumerate(x.chunks)) + ((2,),),
+                          meta=np.empty((0,) * (x.ndim + 1)))
+    final = da.reduction(pairs, partial(_combine_pairs, largest=largest),
+                         partial(_final_pairs, largest=largest), axis=axis, keepdims=True,
+                         combine=partial(_combine_pairs, largest=largest), dtype=np.float64,
+                         concatenate=True, meta=np.empty((0,) * (x.ndim + 1)))
+    return final[(slice(None),) * axis + (0, Ellipsis, 1)]
+
+
+def _extreme_pairs(block: np.ndarray, axis: int, largest: bool, block_info=None) -> np.ndarray:
+    """Each line of `block` along `axis` as (its extreme, the first position equal to it,
+    counted from the start of the whole axis): shaped like block, that axis 1 long, and a last
+    axis of the two. An empty line gives (−inf for the largest, +inf for the smallest; +inf),
+    which any entry of another block beats."""
+    offset = 0 if block_info is None else block_info[0]["array-location"][axis][0]
+    shape = list(block.shape)
+    shape[axis] = 1
+    if block.shape[axis] == 0:
+        value = np.full(shape, -np.inf if largest else np.inf)
+        return np.stack([value, np.full(shape, np.inf)], axis=-1)
+    with np.errstate(all="ignore"):
+        value = (np.max if largest else np.min)(block, axis=axis, keepdims=True)
+        first = np.argmax(block == value, axis=axis, keepdims=True) + float(offset)
+    return np.stack([value, first.astype(np.float64)], axis=-1)
+
+
+def _combine_pairs(pairs: np.ndarray, axis, keepdims: bool, largest: bool) -> np.ndarray:
+    """Pairs of several blocks along `axis` as one: the extreme of their extremes (NaN if one
+    is NaN) and the least position among the pairs that reach it (the first)."""
+    (k,) = axis if isinstance(axis, tuple) else (axis,)
+    values, positions = pairs[..., 0], pairs[..., 1]
+    with np.errstate(all="ignore"):
+        value = (np.max if largest else np.min)(values, axis=k, keepdims=True)
+        first = np.min(np.where(values == value, positions, np.inf), axis=k, keepdims=True)
+    return np.stack([value, first], axis=-1)
+
+
+def _final_pairs(pairs: np.ndarray, axis, keepdims: bool, largest: bool) -> np.ndarray:
+    """The combined pair, its position 1e300 where the extreme is NaN (no entry equals it)."""
+    pair = _combine_pairs(pairs, axis, keepdims, largest)
+    pair[..., 1] = np.where(np.isnan(pair[..., 0]), _NO_POSITION, pair[..., 1])
+    return pair
+
+
 def settled(values) -> tuple:
     """`values` computed and kept where they were computed (dask arrays backed by blocks in
     memory, or by a cluster's futures), waiting until they are: a loop's next step starts
@@ -431,6 +566,23 @@ def _sizes_only(state: list) -> list:
     return [np.broadcast_to(np.float64(0), v.shape) if lazy(v) else v for v in state]
 
 
+def _aligned(term: str, operand, terms, operands) -> da.Array:
+    """An einsum operand as a dask array: a NumPy one (a vector of positions, a small weight)
+    cut along each letter as the first lazy operand with that letter is, so that it meets
+    their blocks as they are. Left whole, dask's einsum would see a block as long as the whole
+    axis and cut every operand into far smaller blocks to match (argmax over 20×20 blocks became
+    80×80 blocks, 90 000 tasks)."""
+    if lazy(operand):
+        return operand
+    cuts: dict[str, tuple] = {}
+    for t, o in zip(terms, operands, strict=True):
+        if lazy(o):
+            for letter, chunks in zip(t, o.chunks, strict=True):
+                cuts.setdefault(letter, chunks)
+    return da.from_array(np.asarray(operand), name=False,
+                         chunks=tuple(cuts.get(letter, -1) for letter in term) or ())
+
+
 def _diagonal_chunks(term: str, array: da.Array) -> da.Array:
     """`array` with the axes of a repeated letter (a diagonal, as in "ii->i") cut alike: dask
     reads a diagonal block by block only when the blocks are square."""
@@ -444,7 +596,11 @@ def _diagonal_chunks(term: str, array: da.Array) -> da.Array:
 
 
 def _lazy_power(x, y):
-    """x ^ y with the meaning of executor/numerics.py's power, block by block."""
+    """x ^ y with the meaning of executor/numerics.py's power, block by block. x ^ 0 is 1
+    whatever x (NaN and ±inf too): ones in x's blocks, which read nothing (the compiler spreads
+    a value along an axis, or counts positions, as an einsum with x ^ 0)."""
+    if not lazy(y) and np.ndim(y) == 0 and y == 0 and lazy(x):
+        return da.ones(x.shape, chunks=x.chunks)
     operands = [da.asarray(v) if np.ndim(v) else v for v in (x, y)]
     return da.map_blocks(_quiet_power, *operands, dtype=np.float64)
 

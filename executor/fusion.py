@@ -216,7 +216,8 @@ def _inlinable(node: ir.Node, group: Group, shapes: dict, of: dict[ir.Node, Grou
     it reads is stored anyway; None when it reads a member that is neither."""
     inner: set[ir.Node] = set()
     for kid in value_kids(node):
-        if not shapes[kid] or role(kid, shapes) == "generator" or kid not in of:
+        # (a kid in no group is an input, perhaps a host value with no compiled role)
+        if not shapes[kid] or kid not in of or role(kid, shapes) == "generator":
             continue
         if kid in of[kid].stored and kid not in chosen:
             continue

@@ -22,6 +22,7 @@ import hashlib
 import os
 import signal
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -101,11 +102,12 @@ class _Watcher:
         watching: a handler of the program's own, or not the main interpreter)."""
         global _caught
         _STOP[0] = 0
-        _caught = False
         handler = _set_handler(signal.SIGINT, _record)
-        if handler is not signal.default_int_handler:
+        if handler is not signal.default_int_handler and handler is not _record:
             _set_handler(signal.SIGINT, handler)
             return None
+        if handler is not _record:  # (inside a host loop, a Ctrl-C it recorded still counts)
+            _caught = False
         try:
             previous = signal.set_wakeup_fd(self.write)
         except ValueError:
@@ -180,6 +182,45 @@ def call(region, args: list):
             return result
         # Stopped, yet no SIGINT came while watched: the byte was from a Ctrl-C Python had
         # handled before this call began, so it was stopped for nothing. Run it again.
+
+
+@contextmanager
+def host_loop():
+    """Around a loop run on the host whose steps call compiled code (a loop with host work, a
+    loop run backwards): Ctrl-C is recorded, never raised inside a compiled call (where Numba,
+    turning the result into Python objects, would end in SystemError), and `stepped` raises
+    KeyboardInterrupt at the next step's end. Only in the main thread, under Python's default
+    SIGINT handler; elsewhere it does nothing."""
+    global _caught
+    if os.name != "posix" or threading.get_ident() != _MAIN:
+        yield
+        return
+    handler = _set_handler(signal.SIGINT, _record)
+    if handler is not signal.default_int_handler:  # the program's own, or already in one
+        _set_handler(signal.SIGINT, handler)
+        yield
+        return
+    _caught = False
+    try:
+        yield
+    finally:
+        _set_handler(signal.SIGINT, handler)
+    if _caught:  # (the last step's end came before the handler ran)
+        raise KeyboardInterrupt
+
+
+def stepped(evaluate):
+    """`evaluate` (a loop body's), raising KeyboardInterrupt after it when a Ctrl-C was
+    recorded (`host_loop`)."""
+
+    def run(*args):
+        value = evaluate(*args)
+        _run_pending_handlers()
+        if _caught:
+            raise KeyboardInterrupt
+        return value
+
+    return run
 
 
 def _run_pending_handlers() -> None:

@@ -26,9 +26,9 @@ from hilbert.compiler.driver import Entry, Specialised, plan_entry
 from hilbert.compiler.masks import split_windowed_dots
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
+from hilbert.compiler.settings import whole_number
 from hilbert.compiler.shapes import Scope, ShapeTable, infer_shapes
-from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
-from hilbert.grammar.source import nowhere
+from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, warn
 
 from . import cache, codegen, interrupt, kernels, threads
 from .kernels import LabelError, PositionError, StepCountError
@@ -37,11 +37,13 @@ from .planned import PlannedProgram, einsum_kernel
 from .reference import (
     Reference,
     evaluate,
+    guard_tapes,
     moving_components,
     needs,
     run_loop,
     run_loop_grad,
     step_count,
+    tapes_at_the_call,
 )
 from .sequences import one_hot, position
 
@@ -60,6 +62,12 @@ COMPILE_ENVIRONMENT = "HILBERT_COMPILE"
 #: signature called once is never compiled (a call made once costs the host's milliseconds,
 #: not Numba's seconds); one called again is compiled while the calls go on on the host.
 COMPILE_AFTER = 2
+#: The deepest ifs and loops one generated function nests: Python refuses more than 20 nested
+#: loop blocks (and 100 levels of indentation), and the code generator recurses per level. An
+#: `if` or loop nesting deeper runs on the host, its inner ones compiled as functions of their
+#: own (docs/semantics.md, "Limits").
+NESTED_IFS = 40
+NESTED_LOOPS = 6
 #: What a loop-free program's plan says before its code is built.
 TIERED = ("the first calls run on the host (each einsum along its path as NumPy/BLAS pairwise "
           "steps, entrywise work in NumPy) until the generated code is built and swapped in "
@@ -144,12 +152,9 @@ def compile_when() -> int | None:
         return 0
     if text == "never":
         return None
-    if text.isdigit() and int(text) > 0:
-        return int(text)
-    raise ArgumentError("E600", f"{COMPILE_ENVIRONMENT}={text!r} is not a tier setting: write "
-                        "eager, never, or the call from which to compile in the background "
-                        f"(a whole number ≥ 1; {COMPILE_AFTER} by default)",
-                        nowhere(COMPILE_ENVIRONMENT))
+    return whole_number(COMPILE_ENVIRONMENT, "eager, never, or the call from which to compile "
+                        f"in the background (a whole number ≥ 1; {COMPILE_AFTER} by default)",
+                        smallest=1)
 
 
 def _holds_every_value(runner: ScopeRunner) -> bool:
@@ -181,6 +186,7 @@ class Placement:
         self.table = table
         self.forced = forced
         self._reasons: dict[tuple[Scope, ir.Node], str | None] = {}
+        self._nesting: dict[ir.Node, tuple[int, int]] = {}
 
     def reason(self, node: ir.Node, scope: Scope) -> str | None:
         """Why `node` (in `scope`) cannot be compiled, or None if it can."""
@@ -199,12 +205,20 @@ class Placement:
             case ir.Einsum() if "einsum" in self.forced:
                 return f"einsum is forced to the host by {HOST_ENVIRONMENT}"
             case ir.Loop():
+                loops = self.nesting(node)[1] + 1
+                if loops > NESTED_LOOPS:
+                    return (f"it nests loops {loops} deep, and one compiled function holds at "
+                            f"most {NESTED_LOOPS} (the inner ones compile on their own)")
                 inner = self.first_host(ir.topological(node.until, *node.step), scope + (node,))
                 if inner is not None:
                     return f"its body runs {_describe(inner[0])} on the host ({inner[1]})"
             case ir.LoopGrad():
                 return "a loop run backwards keeps a tape of its states on the host"
             case ir.Cond():
+                ifs = self.nesting(node)[0] + 1
+                if ifs > NESTED_IFS:
+                    return (f"it nests ifs {ifs} deep, and one compiled function holds at most "
+                            f"{NESTED_IFS} (the inner ones compile on their own)")
                 inner = self.first_host(ir.topological(node.then, node.orelse), scope)
                 if inner is not None:
                     return f"a branch runs {_describe(inner[0])} on the host ({inner[1]})"
@@ -213,12 +227,46 @@ class Placement:
                     return "it reads a loop that runs on the host"
         return None
 
+    def nesting(self, root: ir.Node) -> tuple[int, int]:
+        """How deep ifs and loops nest inside `root`'s branches (an `if`) or body (a loop),
+        counted along the longest chain each: every `if` whose branch, and every loop whose
+        body, reaches another counts one. (An `if`'s condition and a loop's start are computed
+        outside it, so they do not nest.) Computed on an explicit stack, once per node."""
+        memo = self._nesting
+        stack = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if node in memo:
+                continue
+            inside = _nested_in(node)
+            if not ready:
+                stack.append((node, True))
+                stack.extend((kid, False) for kid in inside if kid not in memo)
+                continue
+            ifs = loops = 0
+            for kid in inside:
+                below_ifs, below_loops = memo[kid]
+                ifs = max(ifs, below_ifs + isinstance(kid, ir.Cond))
+                loops = max(loops, below_loops + isinstance(kid, ir.Loop))
+            memo[node] = (ifs, loops)
+        return memo[root]
+
     def first_host(self, nodes, scope):
         for n in nodes:
             why = self.reason(n, scope)
             if why is not None:
                 return n, why
         return None
+
+
+def _nested_in(node: ir.Node) -> tuple[ir.Node, ...]:
+    """What `node`'s code nests: an `if`'s branches, a loop's body, else what it reads."""
+    match node:
+        case ir.Cond():
+            return (node.then, node.orelse)
+        case ir.Loop():
+            return (node.until, *node.step)
+    return ir.children(node)
 
 
 def _describe(node: ir.Node) -> str:
@@ -352,6 +400,8 @@ class ScopeRunner:
         self._einsums: dict = {}
         self._place(roots)
         self.whole = self._whole()
+        # the call's loops run backwards whose tapes are checked before it runs a step
+        self._tapes = tapes_at_the_call(roots[0]) if not scope and self.hosted else []
 
     # ---------------------------------------------------------------- placement
 
@@ -433,7 +483,11 @@ class ScopeRunner:
     # ---------------------------------------------------------------- evaluation
 
     def run(self, leaves: tuple) -> object:
-        return self.eval(self.roots[0], {}, leaves)
+        memo: dict = {}
+        if self._tapes:  # E700 before the forward run that comes first, not after it
+            quietly(guard_tapes, self._tapes, self.table.states,
+                    lambda node: self.eval(node, memo, leaves))
+        return self.eval(self.roots[0], memo, leaves)
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple):
         """`node`'s value, evaluating what it needs first (memoised in `memo`)."""
@@ -485,7 +539,8 @@ class ScopeRunner:
         """A loop whose body holds host work: a Python loop, its body's compilable parts still
         compiled (as the reference executor runs it, step counts checked the same way)."""
         body, = self.bodies[loop]
-        final, steps = run_loop(loop, state, body.eval)
+        with interrupt.host_loop():  # Ctrl-C between steps, never inside a compiled call
+            final, steps = run_loop(loop, state, interrupt.stepped(body.eval))
         self.loop_steps += steps + body.take_steps()
         return final
 
@@ -494,8 +549,10 @@ class ScopeRunner:
         body's compilable parts compiled (as the reference executor runs it)."""
         forward, backward = self.bodies[node]
         n = len(node.loop.init)
-        adjoints, steps = run_loop_grad(node, tuple(values[:n]), tuple(values[n:]), forward.eval,
-                                        backward.eval)
+        with interrupt.host_loop():  # Ctrl-C between steps, never inside a compiled call
+            adjoints, steps = run_loop_grad(node, tuple(values[:n]), tuple(values[n:]),
+                                            interrupt.stepped(forward.eval),
+                                            interrupt.stepped(backward.eval))
         self.loop_steps += steps + forward.take_steps() + backward.take_steps()
         return adjoints
 
@@ -615,7 +672,9 @@ class TieredProgram:
 
     def _first_tier(self, values):
         if self._error is not None:  # the build failed: as a call that compiles would
-            raise self._error
+            if self._when == 0 or isinstance(self._error, HilbertError):
+                raise _fresh(self._error) from self._error  # (never one object raised again)
+            self._stay_on_host(self._error)
         when = self._when
         if when is not None and not self._done.is_set():
             if when == 0:
@@ -625,6 +684,18 @@ class TieredProgram:
                 self._start()
         self.host_calls += 1
         return self.host(values)
+
+    def _stay_on_host(self, err: BaseException) -> None:
+        """After a background build failed for a reason of hilbert's own (a bug): calls go on
+        on the host tier, which gives the same results, and the user is told once (W903)."""
+        self._error = None
+        self._when = None
+        self._plan = _noted(self.host.plan, (f"calls stay on the host: the compiled code could "
+                                             f"not be built ({type(err).__name__}: {err})",))
+        warn("W903", f"the compiled code of a call could not be built ({type(err).__name__}: "
+             f"{str(err).strip().splitlines()[0] if str(err).strip() else 'no message'}); its "
+             "calls go on on the host tier, with the same results. This is a bug in hilbert: "
+             "please report it with the .hb source", stacklevel=6)
 
     def _start(self) -> None:
         with self._lock:
@@ -734,6 +805,14 @@ class _Builder:
 
 
 _BUILDER = _Builder()
+
+
+def _fresh(err: BaseException) -> BaseException:
+    """A new exception like `err`, to raise again without growing `err`'s traceback."""
+    try:
+        return copy.copy(err)
+    except Exception:  # noqa: BLE001 (an exception whose arguments cannot be given again)
+        return RuntimeError(f"{type(err).__name__}: {err}")
 
 
 def _notes(runner: ScopeRunner) -> tuple[str, ...]:

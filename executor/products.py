@@ -461,6 +461,9 @@ def _looped(em, a: Operand, b: Operand, plan: Layout, sizes: dict, node, dims) -
             em.out.line(f"{bases[-1]} = {view.base}")
         else:
             bases.append(view.base)
+    if sums:  # a sum over nothing is 0: the loop below never writes the result then
+        with em.out.block(f"if {' * '.join(sizes[ch] for ch in sums)} == 0:"):
+            em.out.line(f"{out}.fill(0.0)")
     index = {ch: em.fresh("j") for ch in plan.loops}
     more = " or ".join(f"{index[ch]} > 0" for ch in sums) or None
     merged = em.out.nest([sizes[ch] for ch in plan.loops], [index[ch] for ch in plan.loops])

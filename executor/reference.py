@@ -126,10 +126,11 @@ class Reference:
         self.einsum = einsum or (lambda node, operands: np.einsum(node.spec, *operands))
         self.loop_steps = 0  # loop iterations run so far (an instrument for tests and plans)
 
-    def run(self, root: ir.Node, args: tuple[np.ndarray, ...]):
+    def run(self, root: ir.Node, args: tuple[np.ndarray, ...], memo: dict | None = None):
         """The value of `root` for these arguments, NumPy's warnings kept quiet (inf and NaN
-        are values), never sharing memory with an argument."""
-        return detached(quietly(self.eval, root, {}, args), args)
+        are values), never sharing memory with an argument; `memo` holds values already
+        computed for this call (none by default)."""
+        return detached(quietly(self.eval, root, {} if memo is None else memo, args), args)
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple):
         """The value of `node` (memoised in `memo`)."""
@@ -233,6 +234,50 @@ def tape_guard(loop: ir.Loop, state: list, moving: list[int], steps: int) -> Non
             f"limit of {human_bytes(limit)} (set HILBERT_MEMORY_LIMIT to change it)", loop.span)
 
 
+def tapes_at_the_call(root: ir.Node) -> list[ir.LoopGrad]:
+    """The counted loops run backwards that a call of `root` runs whatever happens (in the
+    call's own scope, not inside a branch of an `if` nor a loop's body) and whose step count
+    reads only the call's arguments: their tapes can be checked before anything runs."""
+    found: list[ir.LoopGrad] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, ir.LoopGrad) and node.loop.counter is not None and not any(
+                isinstance(n, (ir.Loop, ir.LoopGrad, ir.Project, ir.State))
+                for n in ir.topological(node.loop.init[node.loop.counter])):
+            found.append(node)
+        stack.extend((node.cond,) if isinstance(node, ir.Cond) else ir.children(node))
+    return found
+
+
+def guard_tapes(tapes: list[ir.LoopGrad], states: dict, count) -> None:
+    """E700 (as `tape_guard` words it) before a call runs a single step, for each of `tapes`
+    (its `tapes_at_the_call`) whose step count is known at the call and whose tape would pass
+    the memory limit. `states` are the loops' state shapes (a ShapeTable's states,
+    by scope: a loop run backwards in the call's scope has its state at `(loop,)`), and
+    `count(node)` is the value of a step count's node (computed once, as the call will), or
+    None where it is not known yet (a dask executor's lazy number). A count that is no count
+    is left for the loop itself to refuse (E500), where it would have."""
+    for node in tapes:
+        loop = node.loop
+        shapes = states.get((loop,))
+        if shapes is None:
+            continue
+        value = count(loop.init[loop.counter])
+        if value is None:
+            continue
+        try:
+            steps = step_count(loop, value)
+        except RuntimeHilbertError:
+            continue
+        zeros = [np.broadcast_to(np.float64(0), shape) for shape in shapes]  # sizes only
+        tape_guard(loop, zeros, moving_components(loop), steps)
+
+
 def run_loop_grad(node: ir.LoopGrad, init: tuple, seeds: tuple, eval_forward,
                   eval_body) -> tuple[tuple, int]:
     """(adjoints of the starting state's carried components, steps run) of a LoopGrad: the loop
@@ -251,15 +296,28 @@ def run_loop_grad(node: ir.LoopGrad, init: tuple, seeds: tuple, eval_forward,
 
 class ReferenceProgram:
     """The reference executor's callable for one signature: the IR as written, index masks
-    read as shifts (docs/semantics.md), nothing fused, plain numpy.einsum."""
+    read as shifts (docs/semantics.md), nothing fused, plain numpy.einsum. A loop run
+    backwards whose tape would pass the memory limit is refused before the call runs a step
+    when its step count is known at the call (`guard_tapes`)."""
 
-    def __init__(self, entry, shapes, plan):
+    def __init__(self, entry, shapes, plan, states: dict | None = None):
         self.body = entry.masked
         self.plan = plan
         self.evaluator = Reference()
+        self.tapes = tapes_at_the_call(self.body)
+        if self.tapes and states is None:
+            from hilbert.compiler.shapes import infer_shapes
+
+            states = infer_shapes(self.body, tuple(shapes)).states
+        self.states = states or {}
 
     def __call__(self, values):
-        return self.evaluator.run(self.body, values)
+        memo: dict = {}
+        if self.tapes:
+            leaves = tuple(values)
+            quietly(guard_tapes, self.tapes, self.states,
+                    lambda node: self.evaluator.eval(node, memo, leaves))
+        return self.evaluator.run(self.body, values, memo)
 
     @property
     def loop_steps(self) -> int:
@@ -270,5 +328,7 @@ def prepare(entry, shapes, optimize: str = "auto", values=None) -> ReferenceProg
     """Specialise `entry` to `shapes` and return the program that runs it."""
     from hilbert.compiler.driver import plan_entry
 
-    plan = plan_entry(entry, shapes, optimize, "reference", values).plan
-    return ReferenceProgram(entry, shapes, plan)
+    ready = plan_entry(entry, shapes, optimize, "reference", values)
+    # the table's state shapes are the body's when the reference runs what was planned
+    states = ready.table.states if ready.body is entry.masked else None
+    return ReferenceProgram(entry, shapes, ready.plan, states)

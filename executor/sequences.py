@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.shapes import exact_number
 from hilbert.grammar.errors import RuntimeHilbertError
 
 
@@ -14,7 +15,7 @@ def position(node: ir.Prim, value, size: int) -> int:
     """`value` as a position 0 … size − 1 along the first axis, or E510 naming the read."""
     number = float(value)
     if not (math.isfinite(number) and number.is_integer() and 0 <= number < size):
-        raise RuntimeHilbertError("E510", f"x[t] reads position t = {number:g}, but the first "
+        raise RuntimeHilbertError("E510", f"x[t] reads position t = {exact_number(number)}, but the first "
                                   f"axis has positions 0 to {size - 1} (t must be a whole "
                                   "number in that range)", node.span)
     return int(number)

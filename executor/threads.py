@@ -32,8 +32,7 @@ import importlib
 import os
 
 import numba
-from hilbert.grammar.errors import ArgumentError
-from hilbert.grammar.source import nowhere
+from hilbert.compiler.settings import whole_number
 from numba import config
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
@@ -58,12 +57,10 @@ def count() -> int:
     cap = os.environ.get(ENVIRONMENT, "").strip().lower()
     if cap == "auto":
         wanted = config.NUMBA_NUM_THREADS
-    elif cap.isdigit() or not cap:
-        wanted = min(config.NUMBA_NUM_THREADS, max(1, int(cap or "1")))
     else:
-        raise ArgumentError("E600", f"{ENVIRONMENT}={cap!r} is not a thread count: write a whole "
-                            "number (0 or 1: serial, the default) or auto (every core)",
-                            nowhere(ENVIRONMENT))
+        cap = whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial, the "
+                           "default) or auto (every core)")
+        wanted = min(config.NUMBA_NUM_THREADS, max(1, cap or 1))
     if wanted < 2 or not _safe_layer():
         return 1
     return wanted

@@ -57,6 +57,7 @@ CODES: dict[str, str] = {
     "E800": "bad model declaration",
     "E801": "bad model use",
     "E802": "model weights exceed the memory limit",
+    "E900": "internal error",
 }
 
 
@@ -67,6 +68,7 @@ WARNING_CODES: dict[str, str] = {
     "W900": "cache directory not private",
     "W901": "cache directory cannot be used",
     "W902": "bad cache entry replaced",
+    "W903": "compiled code could not be built",
 }
 
 
@@ -130,6 +132,11 @@ class NameResolutionError(HilbertError):
     """Unknown, ambiguous or duplicate names; modules that cannot be opened; arity."""
 
 
+class MissingNameError(NameResolutionError, AttributeError):
+    """A name asked of a module from Python that it does not have (E200). Also an
+    AttributeError, so `hasattr` and `getattr(module, name, default)` work as for any object."""
+
+
 class CheckError(HilbertError):
     """Einsum specifications, shapes, ranks, conditions and recursion that break the rules."""
 
@@ -144,3 +151,33 @@ class ArgumentError(HilbertError):
 
 class ModelError(HilbertError):
     """Model declarations and their use."""
+
+
+class InternalError(HilbertError):
+    """A bug in hilbert, not in the .hb source (E900): an unexpected exception inside the
+    compiler, the code generator or generated code, wrapped so that it names the definition
+    being built or run, the hilbert version, and asks to be reported. The original exception
+    is its `__cause__`."""
+
+
+def internal_error(err: BaseException, span: Span, doing: str) -> InternalError:
+    """`err`, raised while `doing` (e.g. "compiling f"), as an InternalError at `span`."""
+    return InternalError("E900", f"internal error while {doing}: {type(err).__name__}: "
+                         f"{_first_line(err)} (hilbert {version()}; this is a bug in hilbert, "
+                         "not in your program: please report it with the .hb source and the "
+                         "call)", span)
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0][:300] if lines else "(no message)"
+
+
+def version() -> str:
+    """hilbert's version, as installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("hilbert")
+    except metadata.PackageNotFoundError:
+        return "unknown"

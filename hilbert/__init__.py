@@ -10,6 +10,8 @@ from hilbert.grammar.errors import (
     ArgumentError,
     CheckError,
     HilbertError,
+    HilbertWarning,
+    MissingNameError,
     ModelError,
     NameResolutionError,
     ParseError,
@@ -17,6 +19,7 @@ from hilbert.grammar.errors import (
 )
 
 __all__ = [
-    "ArgumentError", "CheckError", "Function", "HilbertError", "Module", "ModelError",
+    "ArgumentError", "CheckError", "Function", "HilbertError", "HilbertWarning",
+    "MissingNameError", "Module", "ModelError",
     "NameResolutionError", "ParseError", "RuntimeHilbertError", "compile_source", "load", "open",
 ]

@@ -6,7 +6,6 @@ import dataclasses
 import inspect
 import keyword
 import numbers
-import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -16,11 +15,18 @@ import numpy as np
 from hilbert.compiler.driver import CompiledModule, Entry, annotate, compile_module
 from hilbert.compiler.modules import Loader
 from hilbert.compiler.plan import Plan, check_optimiser
+from hilbert.compiler.settings import whole_number
 from hilbert.executor import check_options, get_executor
-from hilbert.grammar.errors import ArgumentError, HilbertError
+from hilbert.grammar.errors import (
+    ArgumentError,
+    HilbertError,
+    MissingNameError,
+    internal_error,
+)
 from hilbert.grammar.syntax import Open
 
 from .arguments import bind_arguments
+from .results import to_python
 
 #: How many argument signatures (shape tuples) a function keeps a program for, per executor
 #: and optimiser; past it the least recently used is dropped (and made again if called).
@@ -29,8 +35,9 @@ MAX_PROGRAMS = 64
 
 
 def _program_limit() -> int:
-    text = os.environ.get("HILBERT_MAX_PROGRAMS", "")
-    return int(text) if text.isdigit() and int(text) > 0 else MAX_PROGRAMS
+    """HILBERT_MAX_PROGRAMS, or MAX_PROGRAMS when unset; E600 unless a whole number ≥ 1."""
+    limit = whole_number("HILBERT_MAX_PROGRAMS", "a whole number of signatures ≥ 1", smallest=1)
+    return MAX_PROGRAMS if limit is None else limit
 
 
 class Function:
@@ -79,6 +86,14 @@ class Function:
         return Function(self.entry, self.module, executor or self.executor,
                         optimize or self.optimize, self._programs, options)
 
+    def __reduce__(self):
+        """Pickled as its module's source, its name, executor, optimiser and options; compiled
+        again where it is unpickled (compiled code is never pickled)."""
+        from .models import function_from, module_source
+
+        return (function_from, (module_source(self.module), self.entry.name, self.executor,
+                                self.optimize, self.options))
+
     def _docstring(self) -> str:
         d = self.entry.definition
         head = f"{d.name}({', '.join(d.params)})  [{d.kind} at {d.span}]"
@@ -107,12 +122,17 @@ class Function:
             result = program(args)
         except HilbertError as err:
             raise annotate(err, self.module.resolved).with_note(self._call_note(args)) from None
+        except MemoryError:
+            raise
+        except Exception as err:
+            raise internal_error(err, self.entry.definition.span,
+                              f"running {self.entry.name}") from err
         if type(result) is np.ndarray and result.base is None and result.ndim:
             for a in args:
                 if result is a:
                     return result.copy()
             return result
-        return _to_python(result, args)
+        return to_python(result, args)
 
     @property
     def tier(self) -> str | None:
@@ -155,6 +175,11 @@ class Function:
                                                           **self.options)
         except HilbertError as err:
             raise annotate(err, self.module.resolved).with_note(self._shape_note(shapes)) from None
+        except MemoryError:
+            raise
+        except Exception as err:
+            raise internal_error(err, self.entry.definition.span,
+                              f"preparing {self.entry.name} for {_sizes(shapes)}") from err
         self.plans_made += 1
         return program
 
@@ -232,25 +257,6 @@ def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
     return tuple(v.shape for v in values), values
 
 
-def _to_python(result, inputs):
-    """A float for a scalar; otherwise an array the caller owns (never a view of an input,
-    nor a read-only strided view); a tuple of those for a tuple."""
-    if isinstance(result, tuple):
-        return tuple(_to_python(r, inputs) for r in result)
-    array = np.asarray(result, dtype=np.float64)
-    if array.ndim == 0:
-        return float(array)
-    if not array.flags.writeable or _views_an_input(array, inputs):
-        array = array.copy()
-    return array
-
-
-def _views_an_input(array: np.ndarray, inputs) -> bool:
-    """True if `array` shares memory with an input (is one, or a view of one however reached:
-    a view of a view has no `.base` chain to the input)."""
-    return any(isinstance(v, np.ndarray) and np.shares_memory(array, v) for v in inputs)
-
-
 class Module:
     """A compiled module: its exported functions are attributes; `function(name)` reaches
     any definition of the module."""
@@ -264,13 +270,25 @@ class Module:
         self._functions: dict[str, Function] = {}
         self._models: dict[str, type] = {}
 
+    def __reduce__(self):
+        """Pickled as its source (every module's text), executor and optimiser."""
+        from .models import module_from, module_source
+
+        return (module_from, (module_source(self._compiled), self._executor, self._optimize))
+
     def function(self, name: str) -> Function:
         """Any definition of the module (def or fn) as a callable Function."""
         if name not in self._compiled.entries:
-            raise AttributeError(f"module {self._compiled.key} has no definition {name!r}")
+            raise self._missing("definition", name, self.definitions)
         if name not in self._functions:
-            self._functions[name] = Function(self._compiled.entries[name], self._compiled,
-                                             self._executor, self._optimize)
+            try:
+                entry = self._compiled.entries[name]  # (inlined and optimised when first asked)
+            except (HilbertError, MemoryError):
+                raise
+            except Exception as err:
+                raise internal_error(err, _nowhere(self._compiled.key), f"compiling {name}") from err
+            self._functions[name] = self._bound(name, Function(
+                entry, self._compiled, self._executor, self._optimize))
         return self._functions[name]
 
     def model(self, name: str) -> type:
@@ -278,18 +296,33 @@ class Module:
         from .models import model_class  # hilbert.models builds on Function, defined here
 
         if name not in self._compiled.models:
-            raise AttributeError(f"module {self._compiled.key} has no model {name!r}")
+            raise self._missing("model", name, self.models)
         if name not in self._models:
-            self._models[name] = model_class(self._compiled.models[name], self._compiled,
-                                             self._executor, self._optimize)
+            self._models[name] = self._bound(name, model_class(
+                self._compiled.models[name], self._compiled, self._executor, self._optimize))
         return self._models[name]
 
     def __getattr__(self, name: str) -> Function | type:
+        if name.startswith("_"):  # (pickle and copy ask for __getstate__ and the like)
+            raise AttributeError(name)
         if name in self._compiled.models:
             return self.model(name)
-        if name.startswith("_") or name not in self._compiled.exported:
-            raise AttributeError(f"module {self._compiled.key} exports no function {name!r}")
+        if name not in self._compiled.exported:
+            raise self._missing("function or model", name, self.names)
         return self.function(name)
+
+    def _bound(self, name: str, value):
+        """`value`, kept as the attribute `name` when the module exports it under that name, so
+        that `module.name` is a plain attribute read from then on (not __getattr__ and a
+        look-up: a third of a small call's cost)."""
+        if name in self.names and not hasattr(type(self), name):
+            self.__dict__[name] = value
+        return value
+
+    def _missing(self, what: str, name: str, known: tuple[str, ...]) -> MissingNameError:
+        has = ", ".join(known) if known else "none"
+        return MissingNameError("E200", f"module {self._compiled.key} has no {what} {name!r} "
+                                f"(it has: {has})", _nowhere(self._compiled.key))
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self.names))
@@ -327,7 +360,7 @@ def load(path: str | Path, search_path: str | Path | list[str | Path] | None = N
     except (OSError, UnicodeDecodeError) as err:
         raise ArgumentError("E600", f"cannot read {path}: {err}", _nowhere(str(path))) from None
     root = loader.from_text(text, str(path), Path(path).parent, file=Path(path))
-    return Module(compile_module(loader, root, export_all), executor, optimize)
+    return Module(_compiled(loader, root, export_all), executor, optimize)
 
 
 def open(name: str, executor: str = "numba", optimize: str = "auto") -> Module:  # noqa: A001
@@ -342,7 +375,7 @@ def open(name: str, executor: str = "numba", optimize: str = "auto") -> Module: 
                             _nowhere(name))
     holder = loader.from_text("", "<open>", None)
     root = loader.open(Open(parts, _nowhere(name)), holder)
-    compiled = compile_module(loader, root, export_all=True)
+    compiled = _compiled(loader, root, export_all=True)
     return Module(dataclasses.replace(compiled, key=name), executor, optimize)  # named as asked
 
 
@@ -357,7 +390,22 @@ def compile_source(text: str, name: str = "<string>",
     """
     loader = Loader(search_path)
     root = loader.from_text(text, name, None)
-    return Module(compile_module(loader, root, export_all), executor, optimize)
+    return Module(_compiled(loader, root, export_all), executor, optimize)
+
+
+def _compiled(loader: Loader, root, export_all: bool) -> CompiledModule:
+    """compile_module, any unexpected exception inside it an InternalError (E900)."""
+    try:
+        return compile_module(loader, root, export_all)
+    except (HilbertError, MemoryError):
+        raise
+    except Exception as err:
+        raise internal_error(err, _nowhere(str(root)), f"compiling {root}") from err
+
+
+
+def _sizes(shapes) -> str:
+    return ", ".join("×".join(map(str, s)) or "scalar" for s in shapes)
 
 
 def _nowhere(label: str):

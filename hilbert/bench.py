@@ -26,10 +26,11 @@ import opt_einsum
 
 from hilbert.compiler import ir
 from hilbert.compiler.driver import Specialised, annotate, forget_plans, plan_entry, specialise
-from hilbert.compiler.plan import OPTIMISERS, check_optimiser
-from hilbert.compiler.plan_text import human_count
+from hilbert.compiler.plan import ITEM_BYTES, OPTIMISERS, check_optimiser, memory_limit
+from hilbert.compiler.plan_text import human_bytes, human_count
 from hilbert.compiler.shapes import Shape
-from hilbert.grammar.errors import ArgumentError, HilbertError
+from hilbert.grammar.errors import ArgumentError, HilbertError, RuntimeHilbertError
+from hilbert.grammar.source import nowhere
 
 from .api import Function
 from .arguments import bind_arguments
@@ -52,6 +53,10 @@ PLAN_BUDGET_S = 2.0
 REL_TOLERANCE, ABS_TOLERANCE = 1e-7, 1e-9
 PLOT_NEEDS = ("the bar chart needs matplotlib, which is not installed: pip install matplotlib "
               "(or pip install 'hilbert[plot]')")
+#: No NumPy array holds this many bytes or more (sizes are signed 64-bit).
+_MOST_BYTES = 2**63
+#: The formats `plot` writes, named by the file's extension.
+PLOT_FORMATS = ("png", "svg", "pdf")
 
 
 @dataclass(frozen=True)
@@ -119,8 +124,36 @@ class BenchResult:
 
     def plot(self, path: str | os.PathLike) -> Path:
         """Draw plan, first-call and warm-call times per contestant as grouped bars (log
-        scale) into `path`; ImportError when matplotlib is not installed."""
+        scale) into the file `path`, in the format its extension names (PLOT_FORMATS), and
+        return it. E600 for a path that cannot be such a file (a directory, no extension or
+        another, a folder that does not exist); ImportError when matplotlib is not installed;
+        OSError when the file cannot be written."""
+        problem = output_path_problem(path, PLOT_FORMATS)
+        if problem:
+            raise ArgumentError("E600", f"cannot draw the chart into {os.fspath(path)}: {problem}",
+                                nowhere(os.fspath(path)))
         return _plot(self, Path(path))
+
+
+def output_path_problem(path: str | os.PathLike, formats: tuple[str, ...] = ()) -> str | None:
+    """Why `path` cannot name a file to write (one ending in an extension of `formats`, when
+    they are given), or None: a directory (or a path ending in a separator), an extension
+    missing or not one of `formats`, a folder that does not exist."""
+    text = os.fspath(path)
+    file = Path(text)
+    if not text or text.endswith(("/", os.sep)) or file.is_dir():
+        return "it names a directory: name the file to write" + (
+            f", such as {file / ('bench.' + formats[0])}" if formats and text else "")
+    extension = file.suffix[1:].lower()
+    if formats and extension not in formats:
+        supported = ", ".join(f".{f}" for f in formats)
+        said = (f"its extension .{extension} is not a format" if extension else
+                "it has no extension to name a format")
+        return f"{said} the chart can be written in; end the name in one of {supported}"
+    folder = file.parent
+    if not folder.is_dir():
+        return f"the folder {folder} {'is not a directory' if folder.exists() else 'does not exist'}"
+    return None
 
 
 def benchmark(function: Function, args: tuple, kwargs: dict,
@@ -130,9 +163,7 @@ def benchmark(function: Function, args: tuple, kwargs: dict,
     the anchors."""
     optimisers = _optimisers(function, DEFAULT_OPTIMISERS if optimize is None else optimize)
     repeat = _repeat(function, repeat)
-    inputs = _inputs(function, args, kwargs)
-    shapes = tuple(v.shape for v in inputs)
-    _check_shapes(function, shapes)
+    inputs = _inputs(function, args, kwargs, optimisers)
     progress = Progress(len(optimisers) + len(ANCHORS) + 1, unit="stage", quiet=True)
     try:
         return _measure(function, optimisers, repeat, inputs, progress)
@@ -203,16 +234,66 @@ def _repeat(function: Function, repeat) -> int:
     return repeat
 
 
-def _inputs(function: Function, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...]:
+def _inputs(function: Function, args: tuple, kwargs: dict,
+            optimisers: tuple[str, ...]) -> tuple[np.ndarray, ...]:
     """Arrays for the call: a shape (a tuple of ints, `()` a scalar) becomes a standard normal
-    draw of that shape; anything else is a value, converted as a call converts it."""
+    draw of that shape; anything else is a value, converted as a call converts it. Nothing is
+    drawn before the arguments are bound (E600), the shapes checked (E3xx) and the memory
+    guard passed (E700): the arrays to draw must fit the limit, and so must some optimiser's
+    plan for these shapes."""
+    entry = function.entry
+    stand_in = np.zeros(())  # in a shape's place while binding: no memory, nothing drawn
+    bound = bind_arguments(entry, tuple(stand_in if _is_shape(a) else a for a in args),
+                           {k: stand_in if _is_shape(v) else v for k, v in kwargs.items()})
+    given = dict(zip(entry.params, args, strict=False)) | kwargs  # bound: a valid binding
+    drawn = {p: tuple(v) for p, v in given.items() if _is_shape(v)}  # in the order given
+    shapes = tuple(drawn.get(p, b.shape) for p, b in zip(entry.params, bound, strict=True))
+    _check_shapes(function, shapes)
+    _guard_draws(function, drawn, shapes)
+    _guard_plans(function, optimisers, shapes, tuple(
+        _placeholder(drawn[p]) if p in drawn else b for p, b in zip(entry.params, bound, strict=True)))
     rng = np.random.default_rng(SEED)
+    draws = {p: np.asarray(rng.standard_normal(s), dtype=np.float64) for p, s in drawn.items()}
+    return tuple(draws.get(p, b) for p, b in zip(entry.params, bound, strict=True))
 
-    def value(a):
-        return rng.standard_normal(a) if _is_shape(a) else a
 
-    return bind_arguments(function.entry, tuple(value(a) for a in args),
-                          {k: value(v) for k, v in kwargs.items()})
+def _guard_draws(function: Function, drawn: dict[str, Shape], shapes) -> None:
+    """E700 when the arrays to draw for arguments given as shapes would be over the memory
+    limit together, before any is allocated."""
+    needed = sum(math.prod(s) for s in drawn.values()) * ITEM_BYTES
+    limit = memory_limit()
+    if needed <= limit and needed < _MOST_BYTES:
+        return
+    over = (f"over the limit of {human_bytes(limit)} (set HILBERT_MEMORY_LIMIT to change it)"
+            if needed > limit else "more than a NumPy array can hold")
+    parts = ", ".join(f"{p} ({'×'.join(map(str, s))})" for p, s in drawn.items() if s)
+    err = RuntimeHilbertError(
+        "E700", f"benchmarking {function.entry.name} would draw the argument(s) given as shapes, "
+        f"{parts}, from a standard normal: {human_bytes(needed)} of float64 in all, {over}",
+        function.entry.definition.span)
+    raise _annotated(function, err, shapes)
+
+
+def _placeholder(shape: Shape) -> np.ndarray:
+    """Zeros of `shape` that take no memory (a broadcast view), for planning only."""
+    return np.broadcast_to(np.float64(0.0), shape)
+
+
+def _guard_plans(function: Function, optimisers: tuple[str, ...], shapes, values) -> None:
+    """E700 before anything is drawn when every optimiser's plan for these shapes is over the
+    memory limit (the first optimiser's plan that is not settles it: the work goes on)."""
+    refused: HilbertError | None = None
+    for optimize in optimisers:
+        try:
+            plan_entry(function.entry, shapes, optimize, function.executor, values)
+        except HilbertError as err:
+            if err.code != "E700":
+                return  # another reason, which the timed runs report (values drawn may differ)
+            refused = refused or err
+        else:
+            return
+    if refused is not None:
+        raise _annotated(function, refused, shapes)
 
 
 def _is_shape(value) -> bool:
@@ -531,5 +612,6 @@ def _plot(result: BenchResult, path: Path) -> Path:
     axes.legend(fontsize=8)
     axes.grid(axis="y", which="both", alpha=0.3)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    # the format named outright: matplotlib would otherwise add ".png" to a name without one
+    figure.savefig(os.fspath(path), dpi=110, format=path.suffix[1:].lower())
     return path

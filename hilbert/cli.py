@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbert.bench import DEFAULT_OPTIMISERS
+from hilbert.bench import DEFAULT_OPTIMISERS, PLOT_FORMATS, output_path_problem
 from hilbert.compiler.plan import OPTIMISERS
 from hilbert.grammar.errors import HilbertError
 from hilbert.lexer import colour
@@ -42,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", type=Path, metavar="FILE", help="a .hb file")
     run = sub.add_parser("run", help="call a function of a file with arguments",
                          description="Call a function (or any definition) of a file and print "
-                         "its result as JSON.")
+                         "its result: a number, or an array as a JSON list; a tuple prints one "
+                         "component a line, each after its position ([0]: …, [1]: …).")
     # argparse reads "-inf" or "-1e3" as an unknown option unless its negative-number pattern
     # matches; `run` has no option that looks like a number, so widen the pattern.
     run._negative_number_matcher = _NEGATIVE_VALUE
@@ -50,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("function", metavar="FN", help="a function or definition of FILE")
     run.add_argument("args", nargs="*", metavar="ARG",
                      help="numbers, JSON lists, or .npy/.csv paths, one per parameter")
+    run.add_argument("--json", action="store_true",
+                     help="print the result as one JSON value (a tuple as a JSON list of its "
+                     "components)")
     _executor_option(run, dask=True)
     plan = sub.add_parser("plan", help="print the plan of a function for given shapes",
                           description="Print how a function will compute for given argument "
@@ -118,7 +122,8 @@ def _bench_parser(sub) -> None:
                        help="also write the results as JSON to OUT (- prints JSON instead of "
                        "the table)")
     bench.add_argument("--plot", metavar="OUT.png",
-                       help="also draw the times as a bar chart (needs matplotlib)")
+                       help="also draw the times as a bar chart (needs matplotlib), in the "
+                       f"format OUT's extension names: {', '.join('.' + f for f in PLOT_FORMATS)}")
     bench.add_argument("--suite", action="store_true",
                        help="run the built-in benchmark suite instead (needs a source checkout; "
                        "writes benchmarks/results/)")
@@ -154,6 +159,9 @@ def _run_command(args) -> int:
     except UsageError as err:
         _complain(f"hilbert: {err}")
         return EXIT_USAGE
+    except OutputError as err:
+        _complain(f"hilbert: {err}")
+        return EXIT_ERROR
     except OSError as err:  # writing the output failed: files read are reported earlier
         _silence_stdout()
         if err.errno == errno.EPIPE:  # output piped into `head` and closed early: not an error
@@ -179,6 +187,11 @@ def _flush() -> None:
 
 class UsageError(Exception):
     """A command-line mistake, or a file it names that cannot be read (exit 2)."""
+
+
+class OutputError(Exception):
+    """A file the command was asked to write that could not be written: a full disk, no
+    permission (exit 1, as output that cannot be written)."""
 
 
 def _complain(text: str) -> None:
@@ -325,8 +338,29 @@ def _run(args) -> int:
     function = _function(args.file, args.function, args.executor)
     values = [parse_value(a) for a in args.args]
     result = function(*values)
-    print(json.dumps(np.asarray(result).tolist()) if not isinstance(result, float) else repr(result))
+    print(json.dumps(_plain(result)) if args.json else _result_text(result))
     return EXIT_OK
+
+
+def _plain(result):
+    """A result as plain data for JSON: a number, nested lists for an array, and a list of its
+    components (each converted alike) for a tuple."""
+    if isinstance(result, tuple):
+        return [_plain(part) for part in result]
+    return np.asarray(result, dtype=np.float64).tolist()
+
+
+def _result_text(result, position: str = "") -> str:
+    """A result as `run` prints it: a number as Python writes it (3.5, inf, nan), an array as a
+    JSON list; a tuple one component a line, each after its position as Python indexes the
+    tuple (`[0]: …`; `[0][1]: …` inside a nested tuple)."""
+    if isinstance(result, tuple):
+        if not result:
+            return f"{position}: ()" if position else "()"
+        return "\n".join(_result_text(part, f"{position}[{i}]") for i, part in enumerate(result))
+    array = np.asarray(result, dtype=np.float64)
+    text = repr(float(array)) if array.ndim == 0 else json.dumps(array.tolist())
+    return f"{position}: {text}" if position else text
 
 
 def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -401,6 +435,7 @@ def _bench(args) -> int:
     repeat = 5 if args.repeat is None else args.repeat
     if repeat < 1:
         raise UsageError(f"--repeat {repeat}: give a whole number ≥ 1")
+    _check_output_paths(args.json, args.plot)
     function = _function(Path(args.targets[0]), args.targets[1], args.executor)
     arguments = _bench_arguments(function, args.shape, args.value)
     result = function.benchmark(*arguments, optimize=optimisers, repeat=repeat)
@@ -438,8 +473,23 @@ def _named_value(text: str) -> tuple[str, object]:
     return name, parse_value(value)
 
 
+def _check_output_paths(json_path: str | None, plot_path: str | None) -> None:
+    """Usage errors, before any timing, for --json and --plot paths that cannot name the file
+    to write: a directory, a folder that does not exist; for --plot, an extension other than
+    those of PLOT_FORMATS (none is not taken to mean .png: the file written is the one named)."""
+    if json_path not in (None, "-"):
+        problem = output_path_problem(json_path)
+        if problem:
+            raise UsageError(f"--json {json_path}: {problem}")
+    if plot_path is not None:
+        problem = output_path_problem(plot_path, PLOT_FORMATS)
+        if problem:
+            raise UsageError(f"--plot {plot_path}: {problem}")
+
+
 def _bench_outputs(result, json_path: str | None, plot_path: str | None) -> None:
-    """The table (or JSON on stdout), then the files asked for."""
+    """The table (or JSON on stdout), then the files asked for; a file that cannot be written
+    is an OutputError (exit 1)."""
     data = json.dumps(result.to_dict(), indent=1)
     print(data if json_path == "-" else str(result))
     if json_path not in (None, "-"):
@@ -451,6 +501,8 @@ def _bench_outputs(result, json_path: str | None, plot_path: str | None) -> None
         except ImportError as err:
             kept = " (the file already there was left as it was)" if Path(plot_path).exists() else ""
             _complain(f"hilbert bench: plot skipped: {err}; {plot_path} was not written{kept}")
+        except OSError as err:
+            raise OutputError(f"cannot write {plot_path}: {err.strerror or err}") from None
         else:
             _complain(f"wrote {plot_path}")
 
@@ -459,7 +511,7 @@ def _write_text(path: Path, text: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as err:
-        raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
+        raise OutputError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def _bench_suite(args) -> int:

@@ -7,33 +7,41 @@
 
 from __future__ import annotations
 
+import copy
+import copyreg
+import dataclasses
 import difflib
 import inspect
 import math
 import numbers
 import os
 import threading
+import uuid
+import weakref
 import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from hilbert.compiler import ir
-from hilbert.compiler.driver import CompiledModule, annotate
+from hilbert.compiler.driver import CompiledModule, annotate, compile_module
 from hilbert.compiler.models import STEPS, CompiledModel, Member, WeightDecl
+from hilbert.compiler.modules import PRELUDE, Loader, SourceModule
 from hilbert.compiler.plan import memory_limit
 from hilbert.compiler.plan_text import human_bytes
 from hilbert.compiler.primitives import BY_OP
 from hilbert.compiler.shapes import describe_shape, infer_shapes
 from hilbert.executor.reference import Reference
 from hilbert.grammar.errors import HilbertError, ModelError, RuntimeHilbertError
+from hilbert.grammar.parser import parse
+from hilbert.grammar.syntax import Open
 
-from .api import Function
+from .api import Function, Module
 from .arguments import bind_arguments
 from .progress import run_in_chunks
 
@@ -65,6 +73,10 @@ def model_class(model: CompiledModel, module: CompiledModule, executor: str = "n
     members = {**model.trains, **model.methods}
     namespace: dict[str, Any] = {
         "_model": model,
+        "_module": module,
+        "_executor": executor,
+        "_optimize": optimize,
+        "_source": None,  # what a pickle carries, made at the first pickle (see ModelSource)
         "_functions": {n: Function(m.entry, module, executor, optimize) for n, m in members.items()},
         "__doc__": _class_doc(model),
         "__qualname__": model.name,
@@ -199,6 +211,10 @@ class Learner:
     read-step-write and gives each method a snapshot of the weights between train calls."""
 
     _model: ClassVar[CompiledModel]
+    _module: ClassVar[CompiledModule]
+    _executor: ClassVar[str]
+    _optimize: ClassVar[str]
+    _source: ClassVar[ModelSource | None]
     _functions: ClassVar[dict[str, Function]]
     _arguments: dict[str, np.ndarray]
     _weights: dict[str, np.ndarray]
@@ -217,13 +233,42 @@ class Learner:
         self._weights = {w.name: _initial(model, w, shapes[w.name], values) for w in model.weights}
 
     def __getstate__(self) -> dict:
-        """What copy.copy and copy.deepcopy keep: everything but the lock (each copy gets its
-        own, so copies train apart)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+        """What copies and pickles keep: the arguments and the weights as one train call left
+        them (never the lock: each copy gets its own, so copies train apart)."""
+        with self._lock:
+            return {k: v for k, v in self.__dict__.items() if k != "_lock"}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
+
+    def __copy__(self) -> Learner:
+        return _restored(type(self), self.__getstate__())
+
+    def __deepcopy__(self, memo: dict) -> Learner:
+        return _restored(type(self), copy.deepcopy(self.__getstate__(), memo))
+
+    def __reduce__(self):
+        """A pickle carries the model's source (every module it was compiled from, as text),
+        its executor and path optimiser, its arguments and its weights; unpickling compiles
+        the source again (compiled code is never pickled). See docs/models.md, "Pickling"."""
+        cls = type(self)
+        if "_model" not in cls.__dict__:  # a subclass written in Python: by name, as usual
+            return copyreg.__newobj__, (cls,), self.__getstate__()
+        return _unpickled, (cls._carried(), self.__getstate__())
+
+    @classmethod
+    def _carried(cls) -> ModelSource:
+        """What a pickle of this class's models carries, made once per class."""
+        source = cls._source
+        if source is None:
+            source = ModelSource(module_source(cls._module), cls._model.name, cls._executor,
+                                 cls._optimize, uuid.uuid4().hex)
+            with _SOURCES_LOCK:  # unpickled in this process, it is of this very class
+                _CLASSES.setdefault(source, cls)
+                _TOKENS[source.token] = cls
+            cls._source = source
+        return source
 
     # -- running members ---------------------------------------------------------------
 
@@ -543,3 +588,199 @@ def _seed(node: ir.Prim, value) -> int:
         return int(number)
     raise ModelError("E801", f"{node.op}'s seed must be a whole number, at least 0, but it is "
                      f"{number:g}", node.span)
+
+
+# -- pickling: a model carries its source ----------------------------------------------------
+
+@dataclass(frozen=True)
+class CarriedText:
+    """One module of a compiled module, as a pickle carries it: its key (a file's real path,
+    or a text's name), the name it is qualified by, its label in messages (the name it was
+    parsed under), its folder, its text, and the key of the module each of its `open`s gave,
+    in order."""
+
+    key: str
+    name: str
+    label: str
+    directory: str | None
+    text: str
+    opens: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ModuleSource:
+    """Everything a compiled module was made from: how messages name it, its root module's
+    key, and the text of every module it was compiled from (the Prelude's included), with the
+    module each `open` gave. Compiling it again reads no file and searches no path, so it
+    gives the same module in any process, wherever its files are."""
+
+    key: str
+    root: str
+    texts: tuple[CarriedText, ...]
+    exported: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """What a pickled model carries besides its arguments and weights: its module's source,
+    its name, and the executor and path optimiser its class runs on. `token` names the class
+    it was pickled from (a class made from it takes the same token), so that a model that
+    comes back to a process that has its class is of that class again; it takes no part in
+    equality (two classes made from one source compile alike)."""
+
+    module: ModuleSource
+    model: str
+    executor: str
+    optimize: str
+    token: str = field(default="", compare=False)
+
+
+#: Compiled modules and model classes by the source they were made from, so that one process
+#: compiles a source once however many models of it it unpickles, and model classes by token,
+#: so that a model unpickled where its class is (the process that pickled it, or one it came
+#: back to) is of that class. Weak: a class nothing uses any more is not kept.
+_COMPILED: weakref.WeakValueDictionary[ModuleSource, CompiledModule] = weakref.WeakValueDictionary()
+_CLASSES: weakref.WeakValueDictionary[ModelSource, type[Learner]] = weakref.WeakValueDictionary()
+_TOKENS: weakref.WeakValueDictionary[str, type[Learner]] = weakref.WeakValueDictionary()
+_SOURCES_LOCK = threading.Lock()
+
+
+def module_source(compiled: CompiledModule) -> ModuleSource:
+    """The source of `compiled`: the text of its root module and of every module it opened,
+    however they were found (next to a file, on a search path, in the Prelude).
+
+    >>> source = module_source(hilbert.load("examples/Perceptron.hb")._compiled)  # doctest: +SKIP
+    >>> [t.label for t in source.texts]                                          # doctest: +SKIP
+    ['examples/Perceptron.hb', 'prelude/Networks.hb']
+    """
+    scopes = list(compiled.resolved.scopes.values())  # the root first: resolve starts there
+    texts = tuple(CarriedText(
+        s.module.key, s.module.name, s.module.label,
+        None if s.module.directory is None else str(s.module.directory),
+        s.module.syntax.span.source.text, _opened(s.module, [o.module for o in s.opened]))
+        for s in scopes)
+    source = ModuleSource(compiled.key, scopes[0].module.key, texts, compiled.exported)
+    with _SOURCES_LOCK:  # compiling it again in this process gives this module
+        _COMPILED.setdefault(source, compiled)
+    return source
+
+
+def _opened(module: SourceModule, targets: list[SourceModule]) -> tuple[str, ...]:
+    """The key of the module each `open` of `module` gave, in order. `targets` are those
+    modules once each, in the order first opened (as resolve keeps them), so each open gave
+    the next of them or, opening one again, one it gave before: the one whose path its own
+    path ends with (the same path opens the same module)."""
+    gave: dict[tuple[str, ...], SourceModule] = {}
+    keys: list[str] = []
+    fresh = 0
+    for decl in (d for d in module.syntax.decls if isinstance(d, Open)):
+        target = gave.get(decl.path)
+        if target is None:
+            new = targets[fresh] if fresh < len(targets) else None
+            again = [t for t in targets[:fresh] if _could_open(decl, t)]
+            if new is not None and (_could_open(decl, new) or not again):
+                target, fresh = new, fresh + 1
+            else:
+                target = again[0] if again else targets[-1]
+        gave[decl.path] = target
+        keys.append(target.key)
+    return tuple(keys)
+
+
+def _could_open(decl: Open, module: SourceModule) -> bool:
+    """Whether `module`'s file is where `decl`'s path leads (`open A.B` is …/A/B.hb, and
+    `open Prelude` is the Prelude's _.hb)."""
+    path = decl.path[1:] if decl.path[0] == PRELUDE else decl.path
+    tail = path or ("_",)
+    return any(Path(where).with_suffix("").parts[-len(tail):] == tail
+               for where in (module.label, module.key))
+
+
+class _CarriedLoader(Loader):
+    """A Loader that reads no file: its modules are those a ModuleSource carries, and each
+    `open` gives the module it gave when the source was first compiled."""
+
+    def __init__(self, source: ModuleSource):
+        super().__init__()
+        self.opens: dict[str, tuple[str, ...]] = {}
+        for t in source.texts:
+            directory = None if t.directory is None else Path(t.directory)
+            self.modules[t.key] = SourceModule(t.key, t.name, parse(t.text, t.label), directory,
+                                               t.label)
+            self.opens[t.key] = t.opens
+
+    def open(self, decl: Open, opener: SourceModule) -> SourceModule:
+        opens = [d for d in opener.syntax.decls if isinstance(d, Open)]
+        position = next(i for i, d in enumerate(opens) if d is decl)
+        return self.modules[self.opens[opener.key][position]]
+
+
+def compiled_from(source: ModuleSource) -> CompiledModule:
+    """`source` compiled (once per process: a source compiled already is given again)."""
+    with _SOURCES_LOCK:
+        compiled = _COMPILED.get(source)
+        if compiled is None:
+            loader = _CarriedLoader(source)
+            compiled = dataclasses.replace(compile_module(loader, loader.modules[source.root]),
+                                           key=source.key, exported=source.exported)
+            _COMPILED[source] = compiled
+    return compiled
+
+
+def model_from(source: ModelSource) -> type[Learner]:
+    """The class of the models `source` describes: the class it was pickled from when this
+    process has it, else one made from the same source here, else one compiled from it."""
+    with _SOURCES_LOCK:
+        cls = _TOKENS.get(source.token) or _CLASSES.get(source)
+    if cls is None:
+        compiled = compiled_from(source.module)
+        made = model_class(compiled.models[source.model], compiled, source.executor,
+                           source.optimize)
+        made._source = source  # pickled again, it names the class it came from
+        with _SOURCES_LOCK:
+            cls = _CLASSES.setdefault(source, made)
+            _TOKENS.setdefault(source.token, cls)
+    return cls
+
+
+def module_from(source: ModuleSource, executor: str = "numba", optimize: str = "auto") -> Module:
+    """A Module compiled from `source` (what an unpickled hilbert.Module is)."""
+    return Module(compiled_from(source), executor, optimize)
+
+
+def function_from(source: ModuleSource, name: str, executor: str = "numba",
+                  optimize: str = "auto", options: dict | None = None) -> Function:
+    """Definition `name` of the module compiled from `source`, as a Function with these
+    settings (what an unpickled hilbert.Function is)."""
+    compiled = compiled_from(source)
+    return Function(compiled.entries[name], compiled, executor, optimize, options=options)
+
+
+def _unpickled(source: ModelSource, state: dict) -> Learner:
+    """A pickled model: its class compiled from its source, then its arguments and weights,
+    checked against the declaration and held as private C-ordered float64 arrays (pickled
+    bit for bit)."""
+    cls = model_from(source)
+    model = cls._model
+    arguments, weights = state.get("_arguments", {}), state.get("_weights", {})
+    names = [w.name for w in model.weights]
+    if set(arguments) != set(model.params) or set(weights) != set(names):
+        raise ModelError("E801", f"a pickled {model.name} holds the arguments "
+                         f"{', '.join(sorted(arguments)) or 'none'} and the weights "
+                         f"{', '.join(sorted(weights)) or 'none'}, but a {model.name} has "
+                         f"{', '.join(model.params) or 'none'} and {', '.join(names) or 'none'}",
+                         model.span)
+    values = {p: _private(arguments[p]) for p in model.params}
+    held = {}
+    for w in model.weights:
+        held[w.name] = _private(weights[w.name])
+        shape = _shape(model, w, tuple(values[p] for p in model.params))
+        _check_shape(model, w, shape, held[w.name].shape, "in the pickle")
+    return _restored(cls, {"_arguments": values, "_weights": held})
+
+
+def _restored(cls: type[Learner], state: dict) -> Learner:
+    """A `cls` holding `state` (its arguments and weights), with a lock of its own."""
+    net = cls.__new__(cls)
+    net.__setstate__(state)
+    return net

@@ -15,6 +15,24 @@ import pytest
 # it runs (docs/testing.md). test_tiered.py checks the tiers themselves, under each setting.
 os.environ.setdefault("HILBERT_COMPILE", "eager")
 
+#: Optional packages the test run needs (`make test` installs them): missing, their tests
+#: fail rather than skip, unless HILBERT_TEST_WITHOUT names them (a subset chosen by hand,
+#: e.g. HILBERT_TEST_WITHOUT=dask,matplotlib). torch and jax are the benchmarks' extra: their
+#: comparisons skip without them.
+REQUIRED = ("dask", "distributed", "matplotlib", "cloudpickle")
+
+
+def needs(module: str):
+    """`module` imported; a skip only where it is not required (above), else an ImportError
+    that fails the test."""
+    import importlib
+
+    without = set(filter(None, os.environ.get("HILBERT_TEST_WITHOUT", "").split(",")))
+    if module.split(".")[0] in REQUIRED and module.split(".")[0] not in without:
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
+
+
 #: Every executor a compiled function can run on; differential tests cover each.
 EXECUTORS = ("reference", "numba")
 

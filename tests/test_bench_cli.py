@@ -5,13 +5,16 @@ and written."""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs
 
 import hilbert
 from hilbert import bench, cli, progress
@@ -160,7 +163,7 @@ def test_bench_with_a_shape_error_reports_it_as_any_call_would(capsys, tiny):
 
 
 def test_bench_plot_draws_a_png(capsys, tiny, tmp_path):
-    pytest.importorskip("matplotlib")
+    needs("matplotlib")
     target = tmp_path / "bars.png"
     code, _, err = run(capsys, "bench", tiny, "chain", *CHAIN, "--optimize", "greedy",
                        "--repeat", "1", "--plot", target)
@@ -242,6 +245,155 @@ def test_a_disagreeing_output_is_a_mismatch_without_ratio(chain, monkeypatch):
     assert "oe.expression" not in result.contestants[0].ratios
 
 
+# -- the memory guard comes before the arguments are drawn (issue item 7) ---------------------
+
+OUTER = 'fn outer(x, y) ↦ einsum("i,j->ij", x, y)'
+FLOAT64_BYTES = np.dtype(np.float64).itemsize
+
+
+@pytest.fixture
+def draws(monkeypatch) -> list:
+    """Every standard normal draw asked of numpy.random.default_rng while the test runs; none
+    is made (a draw is the allocation the memory guard must come before)."""
+    asked: list = []
+
+    class Recording:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def standard_normal(self, *args, **kwargs):
+            asked.append(args or kwargs)
+            raise AssertionError("an argument was drawn before the memory guard refused it")
+
+    monkeypatch.setattr(np.random, "default_rng", Recording)
+    return asked
+
+
+def _mib(n_bytes: int) -> str:
+    return f"{n_bytes / 2**20:.1f} MiB"
+
+
+def test_bench_refuses_arguments_over_the_memory_limit_before_drawing_them(capsys, tiny,
+                                                                           monkeypatch, draws):
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "1M")
+    shapes = {"a": (1000, 1000), "b": (1000, 16), "c": (16, 2)}
+    code, out, err = run(capsys, "bench", tiny, "chain", "--optimize", "greedy", "--repeat", "1",
+                         *[f"--shape={p}={'x'.join(map(str, s))}" for p, s in shapes.items()])
+    assert (code, out, draws) == (1, "", [])
+    assert "error[E700]" in err and "Traceback" not in err
+    needed = sum(int(np.prod(s)) for s in shapes.values()) * FLOAT64_BYTES
+    assert f"{_mib(needed)} of float64" in err and f"limit of {_mib(2**20)}" in err
+    assert "while benchmarking chain(a: 1000×1000, b: 1000×16, c: 16×2)" in err
+
+
+def test_the_python_twin_refuses_arguments_over_the_memory_limit_before_drawing(monkeypatch,
+                                                                                 draws):
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "1M")
+    chain = hilbert.compile_source(TINY, executor="reference").chain
+    b = np.ones((1000, 16))  # a value counts as given, the two shapes as drawn
+    with pytest.raises(hilbert.RuntimeHilbertError) as raised:
+        chain.benchmark((1000, 1000), b, c=(16, 2), optimize="greedy", repeat=1)
+    assert raised.value.code == "E700" and draws == []
+    needed = (1000 * 1000 + 16 * 2) * FLOAT64_BYTES
+    assert f"{_mib(needed)} of float64" in str(raised.value)
+
+
+def test_bench_refuses_a_plan_over_the_memory_limit_before_drawing(capsys, write_hb, monkeypatch,
+                                                                  draws):
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "1M")
+    path = write_hb("Outer.hb", OUTER)
+    # 2 × 16 KiB of arguments fit; their 1000×1000 outer product does not, on any path
+    code, out, err = run(capsys, "bench", path, "outer", "--shape", "x=1000", "--shape",
+                         "y=1000", "--optimize", "greedy,dp", "--repeat", "1")
+    assert (code, out, draws) == (1, "", [])
+    assert "error[E700]" in err and f"{1000 * 1000:,} elements" in err
+    assert "while benchmarking outer(x: 1000, y: 1000)" in err and "Traceback" not in err
+
+
+# -- where --json and --plot write (issue item 8) ---------------------------------------------
+
+FAST = ["--optimize", "greedy", "--repeat", "1", "--executor", "reference"]
+
+
+@pytest.mark.parametrize("option, target, words", [
+    ("--plot", "out.txt", "its extension .txt is not a format"),
+    ("--plot", "noext", "it has no extension"),
+    ("--plot", "{tmp}/", "it names a directory"),
+    ("--plot", "{tmp}", "it names a directory"),
+    ("--plot", "{tmp}/missing/bars.png", "does not exist"),
+    ("--json", "{tmp}", "it names a directory"),
+    ("--json", "{tmp}/missing/out.json", "does not exist"),
+])
+def test_bench_refuses_output_paths_it_cannot_write_before_timing(capsys, tiny, tmp_path,
+                                                                   monkeypatch, option, target,
+                                                                   words):
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    path = target.format(tmp=tmp_path)
+    code, out, err = run(capsys, "bench", tiny, "chain", *CHAIN, *FAST, option, path)
+    assert (code, out) == (2, "")  # a usage error, said before anything was timed
+    assert err.startswith(f"hilbert: {option} {path}: ") and words in err
+    if option == "--plot" and "extension" in words:
+        assert ".png, .svg, .pdf" in err  # the formats it can write
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written, beside or inside
+
+
+@pytest.mark.parametrize("name", ["bars.svg", "bars.PDF"])
+def test_bench_plot_writes_exactly_the_file_it_reports(capsys, tiny, tmp_path, name):
+    needs("matplotlib")
+    folder = tmp_path / "charts"
+    folder.mkdir()
+    target = folder / name
+    code, _, err = run(capsys, "bench", tiny, "chain", *CHAIN, *FAST, "--plot", target)
+    assert code == 0 and err == f"wrote {target}\n"
+    assert [p.name for p in folder.iterdir()] == [name]
+    assert target.read_bytes().startswith(b"%PDF" if name.endswith("PDF") else b"<?xml")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("option, name", [("--json", "out.json"), ("--plot", "bars.png")])
+def test_bench_output_that_cannot_be_written_exits_1(capsys, tiny, tmp_path, option, name):
+    if option == "--plot":
+        needs("matplotlib")
+    target = tmp_path / name
+    target.symlink_to("/dev/full")  # every write there fails: no space left on the device
+    code, out, err = run(capsys, "bench", tiny, "chain", *CHAIN, *FAST, option, target)
+    assert code == 1 and out.startswith("benchmark of chain")
+    assert err == f"hilbert: cannot write {target}: No space left on device\n"
+
+
+def test_bench_json_without_permission_exits_1(capsys, tiny, tmp_path, monkeypatch):
+    def refused(self, *args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+
+    monkeypatch.setattr(Path, "write_text", refused)
+    target = tmp_path / "out.json"
+    code, _, err = run(capsys, "bench", tiny, "chain", *CHAIN, *FAST, "--json", target)
+    assert (code, err) == (1, f"hilbert: cannot write {target}: {os.strerror(errno.EACCES)}\n")
+
+
+def _result() -> bench.BenchResult:
+    """A result of one contestant, made by hand (no timing needed to draw it)."""
+    ours = bench.Contestant("hilbert auto", "hilbert", "auto", plan_s=1e-4, first_call_s=2e-3,
+                            warm={"median_s": 5e-5})
+    return bench.BenchResult("f", (), (), "reference", 1, (), (ours,), (), {})
+
+
+@pytest.mark.parametrize("target, words", [
+    ("out.txt", "its extension .txt is not a format"),
+    ("noext", "it has no extension"),
+    ("{tmp}", "it names a directory"),
+    ("{tmp}/", "it names a directory"),
+])
+def test_the_python_twin_refuses_plot_paths_with_e600(tmp_path, monkeypatch, target, words):
+    monkeypatch.chdir(tmp_path)
+    path = target.format(tmp=tmp_path)
+    with pytest.raises(hilbert.ArgumentError) as raised:
+        _result().plot(path)
+    assert raised.value.code == "E600" and words in str(raised.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- the suite: --list, progress, plots skipped ------------------------------------------------
 
 
@@ -291,7 +443,7 @@ def test_suite_without_matplotlib_says_plots_were_skipped_and_keeps_old_ones(tmp
 
 
 def test_suite_with_matplotlib_replaces_old_plots(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
+    needs("matplotlib")
     (tmp_path / "times-gone.png").write_bytes(b"a chart of a group not run now")
     runner.main(["call-overhead"], quick=True, executor="reference", out_dir=tmp_path,
                 optional=False)

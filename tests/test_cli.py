@@ -79,6 +79,77 @@ def test_run_with_npy_and_csv_files(capsys, good, tmp_path):
         np.testing.assert_array_equal(json.loads(out), a.T)
 
 
+TUPLES = """
+fn pair(a, b) ↦ (einsum("ij,jk->ik", a, b), a)
+fn twice(a) ↦ (a, 2 · a)
+fn grads(a, b) ↦ ∂ einsum("ij,jk->", a, b) / ∂ (a, b)
+fn nested(a, b) ↦ (∂ einsum("ij,jk->", a, b) / ∂ (a, b), 3)
+"""
+A_TEXT, B_TEXT = "[[1, 2], [3, 4]]", "[[1], [2]]"
+
+
+def _tuple_cases():
+    """What each function of TUPLES answers for A, B, worked out in NumPy: the gradients of
+    sum(A·B) are ones·Bᵀ (for A) and Aᵀ·ones (for B)."""
+    a, b = np.array(json.loads(A_TEXT), float), np.array(json.loads(B_TEXT), float)
+    ones = np.ones((a.shape[0], b.shape[1]))
+    grads = (ones @ b.T, a.T @ ones)
+    return [("pair", [A_TEXT, B_TEXT], (a @ b, a)),
+            ("twice", [A_TEXT], (a, 2 * a)),
+            ("grads", [A_TEXT, B_TEXT], grads),
+            ("nested", [A_TEXT, B_TEXT], (grads, 3.0))]
+
+
+def _leaves(value, position=""):
+    """(position as `run` labels it, array) for each component of a nested tuple."""
+    if isinstance(value, tuple):
+        return [leaf for i, part in enumerate(value) for leaf in _leaves(part, f"{position}[{i}]")]
+    return [(position, np.asarray(value, float))]
+
+
+def _assert_same_tree(got, want):
+    if isinstance(want, tuple):
+        assert isinstance(got, list) and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _assert_same_tree(g, w)
+    else:
+        assert np.shape(got) == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, args, want", _tuple_cases(), ids=[c[0] for c in _tuple_cases()])
+def test_run_prints_a_tuple_one_component_a_line(capsys, write_hb, name, args, want):
+    path = write_hb("Tuples.hb", TUPLES)
+    code, out, err = run(capsys, "run", path, name, *args, "--executor", "reference")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    leaves = _leaves(want)
+    assert len(lines) == len(leaves)  # never one stacked array, whatever the shapes
+    for line, (position, array) in zip(lines, leaves, strict=True):
+        label, _, text = line.partition(": ")
+        assert label == position
+        got = json.loads(text)
+        assert np.shape(got) == array.shape
+        np.testing.assert_allclose(got, array, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, args, want", _tuple_cases(), ids=[c[0] for c in _tuple_cases()])
+def test_run_json_gives_a_tuple_as_a_list_of_its_components(capsys, write_hb, name, args, want):
+    path = write_hb("Tuples.hb", TUPLES)
+    code, out, err = run(capsys, "run", "--json", path, name, *args, "--executor", "reference")
+    assert code == 0 and err == ""
+    _assert_same_tree(json.loads(out), want)
+
+
+def test_run_json_of_one_value_is_that_value(capsys, good):
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    code, out, _ = run(capsys, "run", "--json", good, "transpose", json.dumps(a.tolist()))
+    assert code == 0 and json.loads(out) == a.T.tolist()
+    assert run(capsys, "run", "--json", good, "add", "1", "nan")[1] == "NaN\n"  # JSON's spelling
+    assert json.loads(run(capsys, "run", "--json", good, "total", json.dumps(a.tolist()))[1]) \
+        == float(a.sum())
+
+
 def test_run_reaches_definitions(capsys, good):
     assert run(capsys, "run", good, "helper", "4") == (0, "8.0\n", "")
 

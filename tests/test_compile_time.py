@@ -1,7 +1,6 @@
 """Compile time grows linearly with the text: chains of definitions, many definitions, long
 operator chains; and each function keeps a bounded number of per-shape programs."""
 
-import time
 
 import numpy as np
 import pytest
@@ -56,12 +55,11 @@ def test_a_chain_of_definitions_costs_linear_work(kind, monkeypatch):
     assert large < 5 * small, f"{small:,} node visits for 200 definitions, {large:,} for 800"
 
 
+@pytest.mark.timeout(300)  # a bound on blow-up, not a speed test
 @pytest.mark.parametrize("kind", CHAINS)
 def test_a_chain_of_4000_definitions_compiles_and_runs(kind, executor):
-    start = time.perf_counter()
     mod = hilbert.compile_source(chain(kind, 4000), executor=executor)
     assert mod.g(0.5) == expected(kind, 4000, 0.5)
-    assert time.perf_counter() - start < 30  # about 1 s; the quadratic compiler took minutes
 
 
 def test_equal_calls_are_written_out_once():
@@ -71,28 +69,6 @@ def test_equal_calls_are_written_out_once():
                                  executor="reference")
     assert mod.f(0.0) == 2.0 ** 40
 
-
-def _compile_seconds(text: str) -> float:
-    start = time.perf_counter()
-    hilbert.compile_source(text, executor="reference").g(0.0)
-    return time.perf_counter() - start
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("kind", CHAINS)
-def test_compile_time_of_a_chain_is_linear(kind):
-    small, large = _compile_seconds(chain(kind, 1000)), _compile_seconds(chain(kind, 4000))
-    assert large < 8 * small + 2, f"{small:.2f} s for 1000 definitions, {large:.2f} s for 4000"
-
-
-@pytest.mark.slow
-def test_compile_time_of_many_unused_definitions_is_linear():
-    def unused(n: int) -> str:
-        body = "\n".join(f"-- d{i}(x) · the {i}th\ndef d{i}(x) ≔ x + {i}" for i in range(n))
-        return body + "\nfn g(x) ↦ d0(x)\n"
-
-    small, large = _compile_seconds(unused(4000)), _compile_seconds(unused(16_000))
-    assert large < 8 * small + 2, f"{small:.2f} s for 4000 definitions, {large:.2f} s for 16000"
 
 
 # The per-shape program cache

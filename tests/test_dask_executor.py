@@ -1,7 +1,8 @@
 """The dask executor: every Prelude definition equals the numba executor (1e-12) on a chunked
 local run and on a two-process LocalCluster; dask arrays stay lazy; loops run step by step; a
 batch four times the memory limit runs within the limit on every worker; the plan tells the
-task graph and the blocks; options and errors are coded. Skipped only without dask."""
+task graph and the blocks; options and errors are coded. Without dask these fail, unless
+HILBERT_TEST_WITHOUT=dask says the run leaves them out (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs
 
-dask = pytest.importorskip("dask")
-da = pytest.importorskip("dask.array")
-distributed = pytest.importorskip("distributed")
+dask = needs("dask")
+da = needs("dask.array")
+distributed = needs("distributed")
 
 from hilbert.grammar.errors import HilbertError  # noqa: E402
 from test_numba_executor import SIGNATURES as NUMBA_SIGNATURES  # noqa: E402
@@ -344,6 +346,74 @@ def test_blocks_over_the_memory_limit_are_refused(monkeypatch, rng):
     np.testing.assert_allclose(total.using("dask", chunks=100)(a), a.sum(axis=0), rtol=1e-12)
 
 
+# ---------------------------------------------------------------- argmax and argmin
+
+def _first_marks(x: np.ndarray, axis: int, largest: bool) -> np.ndarray:
+    """argmax (argmin) as .hb means it, by NumPy: along `axis`, 1 at the first entry equal to
+    the line's largest (smallest), 0 elsewhere, and no mark on a line holding NaN."""
+    moved = np.moveaxis(x, axis, -1)
+    lines = moved.reshape(-1, moved.shape[-1])
+    marks = np.zeros_like(lines)
+    for row, line in zip(marks, lines, strict=True):
+        if not np.isnan(line).any():
+            row[np.flatnonzero(line == (line.max() if largest else line.min()))[0]] = 1.0
+    return np.moveaxis(marks.reshape(moved.shape), -1, axis)
+
+
+def _awkward(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Whole numbers 0 … 3 (ties within and across blocks), with lines holding NaN, ±inf,
+    only −inf or only +inf, and ±0."""
+    x = rng.integers(0, 4, size=shape).astype(float)
+    flat = x.reshape(-1, shape[-1])
+    flat[1, -1] = np.nan
+    flat[2, 3] = np.inf
+    flat[3, :] = -np.inf
+    flat[4, :] = np.inf
+    flat[5, ::2], flat[5, 1::2] = 0.0, -0.0
+    flat[6, 7] = -np.inf
+    flat[7, :] = np.nan
+    x[(0,) * (len(shape) - 1)] = np.nan  # a NaN on a line of each other axis as well
+    return x
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("shape, axis, chunks", [
+    ((12, 10), 1, (3, 3)), ((12, 10), 0, (5, 2)), ((4, 6, 10), 2, (3, 2, 4)),
+    ((4, 6, 10), 1, (2, 4, 10))])
+def test_arg_extremes_on_dask_equal_the_reference_bit_for_bit(op, shape, axis, chunks):
+    """Across blocks: ties (the first wins, within a block and across blocks), NaN lines (no
+    mark), ±inf, ±0; equal to the reference executor and to NumPy, on NumPy and dask input."""
+    module = hilbert.compile_source(f"fn f(x) ↦ {op}(x, {axis})\n"
+                                    f"fn g(x) ↦ {op}(tanh(x) · 2, {axis}) + x")
+    x = _awkward(np.random.default_rng(8), shape)
+    want = module.f.using("reference")(x)
+    np.testing.assert_array_equal(want, _first_marks(x, axis, op == "argmax"))
+    on_dask = module.f.using("dask", chunks={"x": chunks})
+    np.testing.assert_array_equal(on_dask(x), want)
+    np.testing.assert_array_equal(module.f.using("dask")(da.from_array(x, chunks=chunks)).compute(),
+                                  want)
+    np.testing.assert_array_equal(module.g.using("dask", chunks={"x": chunks})(x),
+                                  module.g.using("reference")(x))
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_extremes_on_dask_read_each_block_once_in_a_graph_of_its_blocks(op):
+    """1000×1000 in 20×20 blocks of 50×50: x's blocks are read by one layer of tasks (an
+    arg-reduction, then marks made from positions alone), no layer has more tasks than x has
+    blocks (no block is cut smaller), and the graph holds a few tasks a block. Before, dask's
+    einsum cut every block 16 ways: 92 169 tasks, x read by three layers."""
+    module = hilbert.compile_source(f"fn f(x) ↦ {op}(x, 1)")
+    x = da.random.default_rng(2).standard_normal((1000, 1000), chunks=50)
+    marks = module.f.using("dask")(x)
+    graph = marks.__dask_graph__()
+    readers = [name for name, needs in graph.dependencies.items() if x.name in needs]
+    assert len(readers) == 1, readers
+    assert max(len(layer) for layer in graph.layers.values()) <= x.npartitions == 400
+    assert len(graph) <= 10 * x.npartitions, len(graph)
+    sample = x[:100].compute()
+    np.testing.assert_array_equal(marks[:100].compute(), _first_marks(sample, 1, op == "argmax"))
+
+
 # ---------------------------------------------------------------- loops
 
 def test_a_loop_runs_step_by_step_and_its_graph_does_not_grow(rng):
@@ -369,6 +439,12 @@ def test_a_loop_that_stops_on_a_condition_computes_it_every_step(rng):
     b = rng.normal(size=6)
     solve = hilbert.open("Prelude.LinearAlgebra").solve.using("dask", chunks=2)
     np.testing.assert_allclose(solve(a, b), np.linalg.solve(a, b), rtol=1e-10)
+    # Counting up until x ≥ 5 from 0 and from 1 ends at 5 both times: a condition checked only
+    # every other step would pass 5 from one of them (0, 2, 4, 6 or 1, 3, 5).
+    count = hilbert.compile_source("def up(x, v) ≔ if x ≥ 5 then v else up(x + 1, v + 1)\n"
+                                   "fn f(x, v) ↦ up(x, v)").f.using("dask", chunks=2)
+    for start in (0.0, 1.0, 4.0, 5.0):
+        np.testing.assert_array_equal(count(start, np.zeros(3)), np.full(3, max(5.0 - start, 0)))
 
 
 def test_derivatives_through_loops_run_backwards_on_dask():
@@ -391,6 +467,38 @@ fn slope(t, w, x) ↦ ∂ einsum("ij->", run(t, w, x) · run(t, w, x)) / ∂ x
     square = np.linspace(-0.4, 0.4, 9).reshape(3, 3)
     assert_agree(module.slope.using("dask", chunks=1)(4, w, square), module.slope(4, w, square),
                  RTOL)
+
+
+def test_a_tape_over_the_limit_is_refused_before_any_step_runs_on_dask(monkeypatch, rng):
+    """A step count known at the call (a number, or rows of an argument): a tape over
+    HILBERT_MEMORY_LIMIT is E700 before any step (of the forward run the loss needs, or of
+    the loop run backwards) is sent to the scheduler: none is counted, and 10⁹ steps are
+    refused (at a round trip a step they would take weeks). An `if` branch not taken is not
+    refused, and a tape within the limit runs as on the reference executor."""
+    from hilbert.executor.dask_graph import DaskGraph
+
+    steps: list[int] = []
+    step = DaskGraph._step
+    monkeypatch.setattr(DaskGraph, "_step", lambda self, *a: steps.append(1) or step(self, *a))
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "200K")
+    module = hilbert.compile_source("""
+def run(t, w, x) ≔ if t = 0 then w else run(t − 1, tanh(einsum("ij,jk->ik", w, x)), x)
+fn slope(t, w, x) ↦ ∂ einsum("ij->", run(t, w, x) · run(t, w, x)) / ∂ x
+fn byRows(t, w, x) ↦ ∂ einsum("ij->", run(t · rows(x), w, x)) / ∂ x
+fn branch(t, w, x) ↦ if t > 1000 then x · 0 else ∂ einsum("ij->", run(t, w, x) · run(t, w, x)) / ∂ x
+""")
+    w, x = rng.normal(size=(10, 10)) * 0.3, rng.normal(size=(10, 10)) * 0.3
+    for name, count, tape in (("slope", 300, 300), ("slope", 10**9, 10**9),
+                              ("byRows", 30, 300), ("byRows", 10**8, 10**9)):
+        with pytest.raises(HilbertError) as raised:
+            getattr(module, name).using("dask", chunks=5)(count, w, da.from_array(x, chunks=5))
+        assert raised.value.code == "E700"
+        assert f"{tape:,} steps of 800 B" in raised.value.message
+        assert steps == [], name
+    assert_agree(module.slope.using("dask", chunks=5)(4, w, x),
+                 module.slope.using("reference")(4, w, x), RTOL)
+    assert len(steps) == 8  # forward for the loss, then forward again with the tape
+    np.testing.assert_array_equal(module.branch.using("dask")(10**9, w, x), np.zeros((10, 10)))
 
 
 # ---------------------------------------------------------------- the plan

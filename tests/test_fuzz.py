@@ -4,13 +4,13 @@ Inputs are random token streams, random Unicode text, random well-formed program
 mutations of every file in prelude/ and examples/ (lines and tokens deleted, duplicated,
 swapped; tokens and Unicode inserted). Whatever parses also survives the printer round trip.
 
-The default run is a few hundred cases per strategy, derandomised so it is repeatable. The
+No input may blow up: each test has a per-test timeout (pytest-timeout), never a wall-clock
+assertion. The default run is a few hundred cases per strategy, derandomised so it is repeatable. The
 `slow` marker runs tens of thousands of random ones: `.venv/bin/python -m pytest -m slow`
 (see docs/testing.md).
 """
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -25,9 +25,6 @@ import hilbert
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {p.name: p.read_text(encoding="utf-8")
            for p in sorted((ROOT / "prelude").glob("*.hb")) + sorted((ROOT / "examples").glob("*.hb"))}
-
-#: No input may take longer than this to compile or fail (seconds; generous for slow CI).
-TIME_BOUND = 10.0
 
 FAST = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -51,7 +48,6 @@ _TOKEN = re.compile(r'--[^\n]*|"[^"\n]*"|\w+|\s+|.')
 
 def outcome(text: str) -> str:
     """Compile `text`; return 'module' or the error code. Fails the test on anything else."""
-    start = time.perf_counter()
     try:
         hilbert.compile_source(text, name="fuzz.hb")
         result = "module"
@@ -62,8 +58,6 @@ def outcome(text: str) -> str:
         assert span.line <= text.count("\n") + 1 or span.source.name != "fuzz.hb"
         assert str(err)  # renders
         result = err.code
-    elapsed = time.perf_counter() - start
-    assert elapsed < TIME_BOUND, f"took {elapsed:.1f} s"
     return result
 
 

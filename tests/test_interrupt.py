@@ -74,10 +74,9 @@ def interrupted(call: str) -> tuple[str, float]:
 @pytest.mark.parametrize("call", ["mod.forever(0.0)", "mod.counted(1e15, 0.0)",
                                   "mod.grown(1e15, a, x)"])
 def test_ctrl_c_stops_a_compiled_loop(call):
-    out, took = interrupted(call)
+    out, _ = interrupted(call)
     assert "interrupted" in out and "finished" not in out
     assert "after 5.0 None [5.0, 5.0, 5.0]" in out  # later calls run as before
-    assert took < PROMPT
 
 
 def test_ctrl_c_leaves_the_weights_of_a_model_unchanged():

@@ -4,7 +4,6 @@ the bounds that keep deep or exploding programs from crashing or hanging the com
 import inspect
 import sys
 import threading
-import time
 import tracemalloc
 
 import numpy as np
@@ -101,6 +100,57 @@ def test_the_memory_limit_is_configurable(monkeypatch):
     assert raised.value.code == "E700"
 
 
+#: ∂ through a counted loop: its tape is t states of 10×10 (800 B each). `slope` needs the
+#: loop's value too (a forward run before the backward one), `onlySlope` only its derivative,
+#: `branch` runs it backwards only when t ≤ 1000.
+TAPED = """
+def run(t, w, x) ≔ if t = 0 then w else run(t − 1, tanh(einsum("ij,jk->ik", w, x)), x)
+fn slope(t, w, x) ↦ ∂ einsum("ij->", run(t, w, x) · run(t, w, x)) / ∂ x
+fn onlySlope(t, w, x) ↦ ∂ einsum("ij->", run(t, w, x)) / ∂ x
+fn branch(t, w, x) ↦ if t > 1000 then x · 0 else ∂ einsum("ij->", run(t, w, x) · run(t, w, x)) / ∂ x
+"""
+
+
+def taped_slope(t: int, w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """∂ Σ run(t, w, x)² / ∂ x by hand, in NumPy: forward keeping every state, then back."""
+    states = [w]
+    for _ in range(t):
+        states.append(np.tanh(states[-1] @ x))
+    back, grad = 2 * states[-1], np.zeros_like(x)
+    for before, after in zip(reversed(states[:-1]), reversed(states[1:]), strict=True):
+        dz = back * (1 - after ** 2)
+        grad += before.T @ dz
+        back = dz @ x.T
+    return grad
+
+
+@pytest.mark.parametrize("executor", ["reference", "numba"])
+def test_a_tape_over_the_limit_is_refused_before_any_step_runs(executor, monkeypatch):
+    """docs/semantics.md: when the step count is known at the call, a tape over
+    HILBERT_MEMORY_LIMIT is E700 before the loop (and the forward run before it) runs a step:
+    no step is counted, and 10⁹ steps (which could not run) are refused as fast as 2000;
+    an `if` branch not taken is not refused."""
+    monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "200K")
+    module = hilbert.compile_source(TAPED, executor=executor)
+    rng = np.random.default_rng(4)
+    w, x = rng.normal(size=(10, 10)) * 0.3, rng.normal(size=(10, 10)) * 0.3
+    for name in ("slope", "onlySlope"):
+        function = getattr(module, name)
+        program = function.program(((), (10, 10), (10, 10)))
+        for steps in (2000, 10**9):
+            with pytest.raises(hilbert.RuntimeHilbertError) as raised:
+                function(steps, w, x)
+            assert raised.value.code == "E700", name
+            assert f"running run backwards keeps its state of every step: {steps:,} steps" in \
+                raised.value.message
+            assert program.loop_steps == 0, name
+    np.testing.assert_allclose(module.slope(5, w, x), taped_slope(5, w, x), rtol=1e-12)
+    np.testing.assert_array_equal(module.branch(10**9, w, x), np.zeros((10, 10)))  # not run
+    with pytest.raises(hilbert.RuntimeHilbertError) as raised:
+        module.branch(1000, w, x)
+    assert raised.value.code == "E700"
+
+
 # Threads
 
 
@@ -163,40 +213,36 @@ def test_nesting_is_bounded_with_a_clear_error():
     assert raised.value.code == "E101"
 
 
+@pytest.mark.timeout(300)  # a bound on blow-up, not a speed test
 @pytest.mark.parametrize("text", [
     "fn f(x) ↦ " + "−" * 5_000 + "x",
     "fn f(x) ↦ " + "if x then " * 3_000 + "x" + " else x" * 3_000,
 ])  # (a chain of one operator, x ^ x ^ … included, is not nesting: tests/test_long_expressions.py)
 def test_deeply_nested_expressions_are_refused_quickly(text):
-    start = time.perf_counter()
     with pytest.raises(hilbert.ParseError) as raised:
         hilbert.compile_source(text)
     assert raised.value.code == "E101"
-    assert time.perf_counter() - start < 10  # a bound on blow-up, not a speed test
 
 
+@pytest.mark.timeout(300)  # a bound on blow-up, not a speed test
 def test_redundant_parentheses_do_not_nest():
     text = "fn f(x) ↦ " + "(" * 5_000 + "x" + ")" * 5_000
-    start = time.perf_counter()
     assert hilbert.compile_source(text, executor="reference").f(2.5) == 2.5
-    assert time.perf_counter() - start < 10
 
 
+@pytest.mark.timeout(300)  # a bound on blow-up, not a speed test
 def test_a_flat_sum_of_twenty_thousand_terms():
     # A chain of one operator is not nesting (issue 11, item 21), so this compiles and runs.
     text = "fn f(x) ↦ " + " + ".join(["x"] * 20_000)
-    start = time.perf_counter()
     assert hilbert.compile_source(text, executor="reference").f(2.5) == 20_000 * 2.5
-    assert time.perf_counter() - start < 10
 
 
+@pytest.mark.timeout(300)  # a bound on blow-up, not a speed test
 def test_exponential_inlining_is_refused():
     levels = "\n".join(f"def a{i}(x) ≔ a{i - 1}(a{i - 1}(x))" for i in range(1, 41))
-    start = time.perf_counter()
     with pytest.raises(hilbert.CheckError) as raised:
         hilbert.compile_source(f"def a0(x) ≔ x + 1\n{levels}\nfn f(x) ↦ a40(x)").f(1.0)
     assert raised.value.code == "E701" and f"more than {MAX_NODES}" in raised.value.message
-    assert time.perf_counter() - start < 10
 
 
 @pytest.mark.parametrize("executor", EXECUTORS)
@@ -248,19 +294,17 @@ def test_long_chains_on_vectors_and_matrices_compile_and_run(operations, executo
     np.testing.assert_allclose(got, expected, rtol=1e-13, atol=0)
 
 
+@pytest.mark.timeout(300)  # a bound on blow-up, not a speed test
 @pytest.mark.parametrize("executor", EXECUTORS)
 def test_nested_calls_compile_in_linear_time(executor):
     n = 60
     text = "def sq(x) ≔ x · x\nfn f(x) ↦ " + "sq(" * n + "x" + ")" * n
-    start = time.perf_counter()
     assert hilbert.compile_source(text, executor=executor).f(1.0) == 1.0
-    assert time.perf_counter() - start < 10
 
 
+@pytest.mark.timeout(300)  # a bound on blow-up, not a speed test
 def test_many_definitions_compile_quickly():
     text = "\n".join(f"def d{i}(x) ≔ d{i - 1}(x) + 1" for i in range(1, 300))
-    start = time.perf_counter()
     mod = hilbert.compile_source(f"def d0(x) ≔ x\n{text}\nfn f(x) ↦ d299(x)",
                                  executor="reference")
     assert mod.f(0.0) == 299.0
-    assert time.perf_counter() - start < 10

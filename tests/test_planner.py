@@ -322,6 +322,16 @@ def test_a_chain_holds_only_the_values_still_to_be_read(monkeypatch):
 
 
 @pytest.mark.parametrize("executor", ["reference", "numba"])
+def test_convolve_is_planned_on_its_windows_by_both_executors(executor):
+    # docs/semantics.md: a 1×20 000 signal and 80 taps read 20 000 × 80 windows (12.2 MiB) on
+    # both executors; the L×K×L index mask (238 GiB) is never built, on the reference either.
+    convolve = hilbert.open("Prelude.Networks", executor=executor).function("convolve")
+    plan = convolve.plan((1, 20_000), (80,))
+    windows = 20_000 * 80 * 8
+    assert windows <= plan.peak_bytes <= windows + 2 * 2**20
+
+
+@pytest.mark.parametrize("executor", ["reference", "numba"])
 def test_a_plan_over_the_limit_is_still_refused_before_allocating(executor, monkeypatch):
     monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "16M")  # the argument and result alone are 16 MB
     x = np.linspace(-3.0, 3.0, 1_000_000)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import EXECUTORS
+from conftest import EXECUTORS, needs
 from hilbert.executor import sequences
 
 import hilbert
@@ -149,7 +149,7 @@ def test_derivatives_through_the_read_match_finite_differences(module):
 
 
 def test_dask_reads_the_slice_too():
-    pytest.importorskip("dask")
+    needs("dask")
     module = hilbert.compile_source(PROGRAM)
     x, h = data(columns=7)
     x[0, 0] = np.nan
