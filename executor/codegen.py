@@ -455,7 +455,7 @@ class Emitter:
             self.frame.owned[node] = name
         return name
 
-    def reuse(self, node: ir.Node, dims: tuple[str, ...], inputs: set[ir.Node]) -> str:
+    def reuse(self, node: ir.Node, dims: tuple[str, ...], inputs: list[ir.Node]) -> str:
         """A buffer for `node`, a kernel output: the buffer of one of `inputs` (which the kernel
         reads only at its own index, before it writes) if nothing reads that input later, else
         a new one."""
@@ -742,7 +742,7 @@ class Emitter:
         for member in group.members:
             if member in group.stored:
                 stores[member] = self._store(member, dims, overwritable)
-                overwritable.discard(member)
+                overwritable.pop(member, None)
         divisions: list[Division] = []
         self.divisions = None if self.host else divisions
         for member in group.members:
@@ -771,21 +771,23 @@ class Emitter:
         for member, name in stores.items():
             self.bind(member, name)
 
-    def _store(self, member: ir.Node, dims: tuple[str, ...], overwritable: set) -> str:
+    def _store(self, member: ir.Node, dims: tuple[str, ...], overwritable: dict) -> str:
         """The buffer a group stores `member` in. One whose every reader takes slices along its
         last axis (gates read as `gate(z, k)`, z B×D×G) is laid out with that axis first, so
         each slice is contiguous and the nests reading it vectorise (_sliced)."""
         axis = self.frame.gathered.get(member)
         if axis is None or member in self.frame.destinations:
-            return self.reuse(member, dims, {x for x in overwritable if x not in self.frame.layouts})
+            return self.reuse(member, dims, [x for x in overwritable if x not in self.frame.layouts])
         order = (axis, *(k for k in range(len(dims)) if k != axis))
         self.frame.layouts[member] = order
         return self.alloc(member, tuple(dims[k] for k in order))
 
-    def _read_in_place(self, group: fusion.Group) -> set[ir.Node]:
+    def _read_in_place(self, group: fusion.Group) -> dict[ir.Node, None]:
         """Stored values the group reads only at its own index (recomputed members seen
-        through): a member may be written over one of them once nothing else needs it."""
-        same: set[ir.Node] = set()
+        through), in the order first read: a member may be written over one of them once
+        nothing else needs it. (Ordered, not a set: which buffer is taken over must not follow
+        the process's hashing, or the generated code would differ from process to process.)"""
+        same: dict[ir.Node, None] = {}
         other: set[ir.Node] = set()
         pending = list(group.members + group.tails)
         seen: set[ir.Node] = set()
@@ -799,8 +801,11 @@ class Emitter:
                     pending.append(kid) if identity else other.update(
                         fusion.stored_kids(kid, self.frame.recomputed))
                 elif kid not in group.members:
-                    (same if identity else other).add(kid)
-        return same - other
+                    if identity:
+                        same[kid] = None
+                    else:
+                        other.add(kid)
+        return {n: None for n in same if n not in other}
 
     def _accumulate(self, tail: ir.Node, index: list[str], temps: dict, before: list[list[str]],
                     after: list[list[str]], body: list[str]) -> None:

@@ -37,7 +37,7 @@ from hilbert.compiler.plan_text import human_bytes
 from hilbert.compiler.primitives import BY_OP
 from hilbert.compiler.shapes import describe_shape, infer_shapes
 from hilbert.executor.reference import Reference
-from hilbert.grammar.errors import HilbertError, ModelError, RuntimeHilbertError
+from hilbert.grammar.errors import HilbertError, ModelError, RuntimeHilbertError, internal_error
 from hilbert.grammar.parser import parse
 from hilbert.grammar.syntax import Open
 
@@ -291,6 +291,11 @@ class Learner:
             d = member.entry.definition
             raise annotate(err, function.module.resolved).with_note(
                 f"while running {d.name}, defined at {d.span}, on {self!r}") from None
+        except MemoryError:
+            raise
+        except Exception as err:  # a bug of hilbert's: E900, never a bare traceback
+            d = member.entry.definition
+            raise internal_error(err, d.span, f"running {self._model.name}.{d.name}") from err
 
     # -- Python conveniences -----------------------------------------------------------
 

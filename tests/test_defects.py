@@ -4,11 +4,12 @@ reference executor where the point is that two tiers agree."""
 
 from __future__ import annotations
 
+import re
 import signal
 
 import numpy as np
 import pytest
-from conftest import assert_agree
+from conftest import ROOT, assert_agree
 from hilbert.executor import codegen, interrupt
 
 import hilbert
@@ -257,6 +258,10 @@ def test_a_background_build_that_fails_leaves_calls_on_the_host(broken_code_gene
                 program.wait(60)
     assert [w.message.code for w in warned] == ["W903"]
     assert f.tier == "host"
+    page = (ROOT / "docs" / "errors" / "W903.md").read_text(encoding="utf-8")
+    shown = re.search(r"^```text\n(.*?)\n", page, re.M).group(1)
+    pattern = "".join(".*" if part == "…" else re.escape(part) for part in re.split("(…)", shown))
+    assert re.fullmatch(pattern, str(warned[0].message))
     assert any("could not be built" in note for note in f.plan(x.shape).notes)
 
 
