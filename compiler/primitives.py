@@ -6,7 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +24,14 @@ def _floor(x):
     return np.floor(x)
 
 
+def _erf(x):
+    """SciPy's erf (a ufunc: arrays, scalars and dask arrays alike), SciPy imported at the first
+    erf evaluated, not with hilbert (it costs a third of a second)."""
+    from scipy import special
+
+    return special.erf(x)
+
+
 PRIMITIVES: dict[str, Primitive] = {
     p.name: p
     for p in [
@@ -37,7 +44,7 @@ PRIMITIVES: dict[str, Primitive] = {
         Primitive("tan", 1, "unary", np.tan),
         Primitive("abs", 1, "unary", np.abs),
         Primitive("floor", 1, "unary", _floor),
-        Primitive("erf", 1, "unary", special.erf),
+        Primitive("erf", 1, "unary", _erf),
         Primitive("max", 2, "binary", np.maximum),
         Primitive("min", 2, "binary", np.minimum),
         Primitive("maximum", 2, "reduce", np.max, axis_arg=1),

@@ -414,10 +414,13 @@ class Emitter:
                 return ()
             case ir.Prim(op="index", args=(x, _)):
                 return dims[x][1:]
-            case ir.Prim(op="oneHot", args=(labels, classes)):
-                return dims[labels] + (f"int({self.value(classes)})",)
-            case ir.Prim(op="slice", args=(x, start, stop)):
-                return (f"(int({self.value(stop)}) - int({self.value(start)}))",) + dims[x][1:]
+            # (a class count and a slice's bounds are known from shapes alone: their numbers,
+            # not the values computed from them, which a buffer made before a loop would read
+            # before the loop computes them)
+            case ir.Prim(op="oneHot", args=(labels, _)):
+                return dims[labels] + (str(self.frame.shapes[node][-1]),)
+            case ir.Prim(op="slice", args=(x, _, _)):
+                return (str(self.frame.shapes[node][0]),) + dims[x][1:]
             case ir.Einsum(spec=spec):
                 parsed = parse_spec(spec)
                 sizes = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)

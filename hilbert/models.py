@@ -295,7 +295,7 @@ class Learner:
             raise
         except Exception as err:  # a bug of hilbert's: E900, never a bare traceback
             d = member.entry.definition
-            raise internal_error(err, d.span, f"running {self._model.name}.{d.name}") from err
+            raise internal_error(err, d.span, f"running {d.name}") from err
 
     # -- Python conveniences -----------------------------------------------------------
 

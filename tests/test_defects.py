@@ -301,3 +301,35 @@ def test_host_loop_restores_the_handler_of_the_caller():
     with interrupt.host_loop():
         assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# ---------------------------------------------------------------- issue 27: sizes of loop state
+
+EMBED = """
+model Embed(vocab, width, seed) : Learner {
+  weight emb : Tensor[vocab, width] from gaussian(seed) · 0.5
+  weight out : Tensor[width, vocab] from gaussian(seed) · 0.5
+  def train(tok, rate) {
+    emb ≔ emb + einsum("nv,nw->vw", oneHot(tok, columns(emb) + rows(emb) − columns(emb)),
+                       oneHot(tok, columns(emb))) · rate
+    out ≔ out · 1
+  }
+  def slope(tok) ≔ ∂ einsum("nv,vw->", oneHot(tok, rows(emb)), emb[0:rows(emb)]) / ∂ emb
+}
+"""
+
+
+@pytest.mark.parametrize("executor", ["reference", "numba", "dask"])
+def test_one_hot_of_a_weight_s_rows_in_a_train_block(executor):
+    """oneHot(tok, rows(emb)) on a weight inside a train block: the class count is a size of
+    loop state, which compiled code once read before the loop computed it."""
+    net = hilbert.compile_source(EMBED, executor=executor).Embed(5, 5, 0)
+    emb, out = net.emb.copy(), net.out.copy()
+    tok = np.array([0.0, 2.0, 4.0, 2.0])
+    net.train(tok, 0.1, steps=3)
+    by_token = np.eye(5)[tok.astype(int)]  # n×vocab
+    for _ in range(3):
+        emb = emb + 0.1 * by_token.T @ by_token
+    np.testing.assert_allclose(net.emb, emb, rtol=1e-13)
+    np.testing.assert_array_equal(net.out, out)
+    np.testing.assert_allclose(net.slope(tok), by_token.T @ np.ones((4, 5)), rtol=1e-13)
