@@ -142,6 +142,19 @@ def _tiers(ready: Specialised, optimize: str, forced: frozenset[str]) -> Tiers:
     return made
 
 
+def build(program) -> None:
+    """Compile `program` (one `prepare` made) now, so that its first call waits for no
+    compiler: a loop-free program's second tier is built and swapped in (unless the memory
+    guard keeps it on the host, as its plan then says); a program with loops has every one of
+    its compiled regions compiled (loaded from the disk cache when it holds them)."""
+    if isinstance(program, TieredProgram):
+        program.build()
+        return
+    regions = _regions(program.runner) if isinstance(program, HostProgram) else [program.region]
+    for region in regions:
+        region.compile()
+
+
 def compile_when() -> int | None:
     """HILBERT_COMPILE as the call of a signature from which its code is built (0: eager, at
     the first call before it runs; None: never), or an ArgumentError (E600)."""

@@ -191,6 +191,31 @@ class Function:
             return self._prepare(shapes, values).plan
         return self._program(shapes).plan
 
+    def build(self, /, *args, **kwargs) -> Plan:
+        """Compile the program for these arguments (shapes or values, as for `plan`) now, not
+        at or after its first call, and return its plan: a build that fails fails here. On
+        the numba executor the next call of those shapes runs compiled code at once, whatever
+        HILBERT_COMPILE says; other executors compile nothing.
+
+        >>> f.build((64, 32), (32, 128)).notes[-1]       # doctest: +SKIP
+        'numba: the generated code is built: calls run on it'
+        """
+        shapes, values = _shapes_or_values(self.entry, args, kwargs)
+        program = self._prepare(shapes, values) if values is not None else self._program(shapes)
+        build = getattr(get_executor(self.executor), "build", None)
+        if build is not None:
+            try:
+                build(program)
+            except HilbertError as err:
+                raise annotate(err, self.module.resolved).with_note(
+                    self._shape_note(shapes)) from None
+            except MemoryError:
+                raise
+            except Exception as err:
+                raise internal_error(err, self.entry.definition.span,
+                                     f"building {self.entry.name} for {_sizes(shapes)}") from err
+        return program.plan
+
     def benchmark(self, /, *args, optimize=None, repeat: int = 5, **kwargs):
         """Time this function for each path optimiser in `optimize` (by default auto, greedy,
         dp and auto-hq): planning, first call and warm call, beside numpy.einsum(optimize=True)

@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
                       help=f"the opt_einsum path optimiser (one of: {', '.join(OPTIMISERS)}; "
                       "default auto)")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument("--build", action="store_true",
+                      help="also compile the program for these shapes now, so that a failure "
+                      "shows here rather than at the first call (numba)")
     _executor_option(plan, dask=True, text="the executor whose plan to show (dask: blocks and "
                      "task graph)")
     plan.add_argument("--chunks", action="append", default=[], metavar="[NAME=]ROWS",
@@ -399,7 +402,7 @@ def _plan(args) -> int:
         function = function.using(optimize=args.optimize)
     if args.chunks:
         function = function.using(chunks=_chunks(args.chunks, args.executor))
-    plan = function.plan(*shapes)
+    plan = function.build(*shapes) if args.build else function.plan(*shapes)
     print(json.dumps(plan.to_dict(), indent=2) if args.json else
           colour(str(plan), sys.stdout, args.color))
     return EXIT_OK

@@ -286,7 +286,9 @@ class Learner:
         function = self._functions[member.name]
         program = function.program(tuple(v.shape for v in values))
         try:
-            return program(values)
+            result = program(values)
+            object.__setattr__(self, "_tier", getattr(program, "tier", None))
+            return result
         except HilbertError as err:
             d = member.entry.definition
             raise annotate(err, function.module.resolved).with_note(
@@ -298,6 +300,13 @@ class Learner:
             raise internal_error(err, d.span, f"running {d.name}") from err
 
     # -- Python conveniences -----------------------------------------------------------
+
+    @property
+    def tier(self) -> str | None:
+        """The tier this model's latest call (a method, or a train call) ran on: on the numba
+        executor "host" or "compiled", as `Function.tier` says; None before its first call and
+        on other executors."""
+        return getattr(self, "_tier", None)
 
     @property
     def weights(self) -> dict[str, np.ndarray]:

@@ -371,3 +371,10 @@ def test_console_script_without_tracebacks(good, tmp_path):
         done = subprocess.run([HILBERT, *map(str, argv)], capture_output=True, text=True)
         assert (done.returncode, done.stdout) == (code, out), done.stderr
         assert "Traceback" not in done.stderr and "Warning" not in done.stderr
+
+
+def test_plan_build_compiles_for_the_shapes_given(capsys, good, monkeypatch):
+    monkeypatch.setenv("HILBERT_COMPILE", "never")
+    code, out, err = run(capsys, "plan", good, "total", "--shape", "a=3x4", "--build")
+    assert code == 0 and err == ""
+    assert "the generated code is built" in out

@@ -208,12 +208,16 @@ def test_a_fractional_position_is_shown_as_it_is():
 
 # ---------------------------------------------------------------- 15: deep ifs and loops
 
+def chained(first: str, each, depth: int, call: str):
+    """`f` of a module of definitions 0 (`first`) to `depth` (`each(i)`), answering `call`."""
+    lines = [first, *(each(i) for i in range(1, depth + 1)), f"fn f(x) ↦ {call}"]
+    return hilbert.compile_source("\n".join(lines)).f
+
+
 def test_an_if_chain_deeper_than_one_function_holds_compiles():
     depth = 120
-    lines = ["def c0(x) ≔ x"] + [
-        f'def c{i}(x) ≔ if einsum("i->", x) > {i} then x · {i} else c{i - 1}(x)'
-        for i in range(1, depth + 1)]
-    f = hilbert.compile_source("\n".join([*lines, f"fn f(x) ↦ c{depth}(x)"])).f
+    f = chained("def c0(x) ≔ x", lambda i: f'def c{i}(x) ≔ if einsum("i->", x) > {i} then '
+                f"x · {i} else c{i - 1}(x)", depth, f"c{depth}(x)")
     for total in (0.5, 30.3, 119.5, 500.0):
         x = np.full(3, total / 3)
         chosen = next((i for i in range(depth, 0, -1) if x.sum() > i), None)
@@ -223,10 +227,9 @@ def test_an_if_chain_deeper_than_one_function_holds_compiles():
 
 def test_loops_nested_deeper_than_one_function_holds_compile():
     depth = 9
-    lines = ["def l0(t, x) ≔ if t = 0 then x else l0(t − 1, x · 0.5 + 1)"] + [
-        f"def l{i}(t, x) ≔ if t = 0 then x else l{i}(t − 1, l{i - 1}(2, x))"
-        for i in range(1, depth + 1)]
-    f = hilbert.compile_source("\n".join([*lines, f"fn f(x) ↦ l{depth}(2, x)"])).f
+    f = chained("def l0(t, x) ≔ if t = 0 then x else l0(t − 1, x · 0.5 + 1)",
+                lambda i: f"def l{i}(t, x) ≔ if t = 0 then x else l{i}(t − 1, l{i - 1}(2, x))",
+                depth, f"l{depth}(2, x)")
     want = np.array([3.0, -1.0])
     for _ in range(2 ** (depth + 1)):  # l0's two steps, run 2^depth times over
         for _ in range(2):

@@ -25,6 +25,7 @@ def matrix(rnd: random.Random, depth: int, slopes: bool = True) -> str:
     if depth == 0:
         return rnd.choice(LEAVES)
     a, b = matrix(rnd, depth - 1, slopes), matrix(rnd, depth - 1, slopes)
+    plain = matrix(rnd, depth - 1, slopes=False)  # what a ∂ is taken of (no ∂ of a ∂: E323)
     return rnd.choice([
         f"({a} + {b})", f"({a} · {b})", f"tanh({a})", f"erf({a})",
         f"concat(({a})[0:1], ({b})[1:4], 0)",
@@ -33,7 +34,7 @@ def matrix(rnd: random.Random, depth: int, slopes: bool = True) -> str:
         f"(let u ≔ {a} in u · u + {b})",
         f'einsum("ki,kj->ij", einsum("ij,kj->ik", {a}, {b})[0:4], x) · 0.1',
         f"abs({a})", f'oneHot(einsum("ij->i", {a}) · 0 + 2, 3) + {b}',
-        *([f"(∂ einsum(\"ij,ij->\", {a}, x) / ∂ x) + {b}"] if slopes else []),
+        *([f"(∂ einsum(\"ij,ij->\", {plain}, x) / ∂ x) + {b}"] if slopes else []),
     ])
 
 

@@ -424,3 +424,49 @@ def test_forget_plans_makes_planning_search_again():
     plan = driver.plan_entry(mod.f.entry, shapes).plan
     path, info = opt_einsum.contract_path(spec, *shapes, shapes=True)
     assert plan.flops == int(info.opt_cost)
+
+
+# ---------------------------------------------------------------- building ahead of the first call
+
+
+@pytest.mark.parametrize("source, shapes", [
+    (SOURCE, ((6, 4), (4, 3))),  # squashed: loop-free, two tiers
+    (LOOP, ((), (3, 3), (3, 3))),  # a loop: compiled before its first call anyway
+])
+def test_build_compiles_before_the_first_call(setting, source, shapes):
+    setting("never")  # (a loop-free call would otherwise never leave the host)
+    f = hilbert.compile_source(source).function("squashed" if "squashed" in source else "f")
+    plan = f.build(*shapes)
+    assert any("compiled" in note or "built" in note for note in plan.notes)
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(s) if s else 2.0 for s in shapes]
+    result, compiled = compiles_during(lambda: f(*args))
+    assert compiled == 0 and f.tier == "compiled"
+    assert_agree(result, f.using("reference")(*args))
+
+
+def test_a_build_that_fails_fails_at_build(setting, monkeypatch):
+    setting("never")
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug in code generation")
+
+    monkeypatch.setattr(numba_exec.codegen, "generate", broken)
+    f = hilbert.compile_source(SOURCE).squashed
+    with pytest.raises(hilbert.HilbertError) as err:
+        f.build((6, 4), (4, 3))
+    assert err.value.code == "E900" and "building squashed" in err.value.message
+    assert isinstance(err.value.__cause__, ZeroDivisionError)
+
+
+def test_a_model_says_which_tier_its_latest_call_ran_on(setting):
+    setting("never")
+    counter = hilbert.compile_source(
+        "model Counter(n) : Learner {\n  weight w : Tensor[n] from 0\n"
+        "  def train(rate) { w ≔ w + rate }\n  def eval(x) ≔ einsum(\"i,i->\", w, x)\n}").Counter(3)
+    assert counter.tier is None
+    counter.eval(np.ones(3))
+    assert counter.tier == "host"  # HILBERT_COMPILE=never: a loop-free call stays there
+    counter.train(1.0, steps=4)
+    assert counter.tier == "compiled"  # a loop of steps is compiled before it runs
+    assert counter.eval(np.ones(3)) == 12.0
