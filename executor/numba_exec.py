@@ -142,17 +142,34 @@ def _tiers(ready: Specialised, optimize: str, forced: frozenset[str]) -> Tiers:
     return made
 
 
-def build(program) -> None:
+def build(program, label: str = "") -> None:
     """Compile `program` (one `prepare` made) now, so that its first call waits for no
     compiler: a loop-free program's second tier is built and swapped in (unless the memory
     guard keeps it on the host, as its plan then says); a program with loops has every one of
-    its compiled regions compiled (loaded from the disk cache when it holds them)."""
+    its compiled regions compiled (loaded from the disk cache when it holds them). A build that
+    lasts shows a line `compiling LABEL` on a terminal (hilbert.progress.compiling)."""
+    from hilbert.progress import compiling
+
     if isinstance(program, TieredProgram):
-        program.build()
+        with compiling(label, len(_regions(program.runner))) as advance:
+            program.build(advance)
         return
     regions = _regions(program.runner) if isinstance(program, HostProgram) else [program.region]
-    for region in regions:
-        region.compile()
+    with compiling(label, len(regions)) as advance:
+        for region in regions:
+            region.compile()
+            advance()
+
+
+def first_call(program, label: str) -> None:
+    """Before the first call of a new signature: what that call would wait for, built now under
+    `build`'s line (a program with loops; a loop-free one under HILBERT_COMPILE=eager).
+    Nothing for a loop-free program the host tier starts on."""
+    if isinstance(program, TieredProgram):
+        if program._when == 0:
+            build(program, label)
+    elif not isinstance(program, WholeProgram) or program.region.generated.compiled:
+        build(program, label)
 
 
 def compile_when() -> int | None:
@@ -724,7 +741,7 @@ class TieredProgram:
         except Exception:  # noqa: BLE001, S110 (kept in self._error: the next call raises it)
             pass
 
-    def build(self):
+    def build(self, advance=None):
         """Generate the code, compile it for this signature and swap it in, in this thread (the
         background thread calls this; so may anyone who wants the compiled tier now). Returns
         the program calls now run on, or None when they stay on the host (the generated code
@@ -735,7 +752,7 @@ class TieredProgram:
             if self._done.is_set():
                 return self._fast
             try:
-                fast = self._built()
+                fast = self._built(advance)
             except Exception as err:
                 self._error = err
                 self._done.set()
@@ -743,7 +760,7 @@ class TieredProgram:
             self._done.set()
             return fast
 
-    def _built(self):
+    def _built(self, advance=None):
         second = self.generated()
         plan = second.plan
         runner = self._tiers.runner
@@ -759,6 +776,8 @@ class TieredProgram:
                 return None
         for region in _regions(runner):
             region.compile()
+            if advance is not None:
+                advance()
         second.plan = self._plan = plan
         self._fast = second
         return second

@@ -117,6 +117,7 @@ class Function:
                 program = self._by_shapes[shapes]
             except KeyError:  # never made, or dropped (by another thread, even in between)
                 program = self._program(shapes)
+                self._first_call(program, shapes)
             self._last = (shapes, program)
         try:
             result = program(args)
@@ -191,6 +192,25 @@ class Function:
             return self._prepare(shapes, values).plan
         return self._program(shapes).plan
 
+    def _first_call(self, program, shapes) -> None:
+        """What the first call of a new signature would wait for (compiling), done now under a
+        progress line (on the numba executor; nothing on the others)."""
+        first_call = getattr(get_executor(self.executor), "first_call", None)
+        if first_call is not None:
+            self._building(first_call, program, shapes)
+
+    def _building(self, step, program, shapes) -> None:
+        """`step(program, label)`, its errors coded as a call's would be."""
+        try:
+            step(program, f"{self.entry.name} for {_sizes(shapes)}")
+        except HilbertError as err:
+            raise annotate(err, self.module.resolved).with_note(self._shape_note(shapes)) from None
+        except MemoryError:
+            raise
+        except Exception as err:
+            raise internal_error(err, self.entry.definition.span,
+                                 f"building {self.entry.name} for {_sizes(shapes)}") from err
+
     def build(self, /, *args, **kwargs) -> Plan:
         """Compile the program for these arguments (shapes or values, as for `plan`) now, not
         at or after its first call, and return its plan: a build that fails fails here. On
@@ -204,16 +224,7 @@ class Function:
         program = self._prepare(shapes, values) if values is not None else self._program(shapes)
         build = getattr(get_executor(self.executor), "build", None)
         if build is not None:
-            try:
-                build(program)
-            except HilbertError as err:
-                raise annotate(err, self.module.resolved).with_note(
-                    self._shape_note(shapes)) from None
-            except MemoryError:
-                raise
-            except Exception as err:
-                raise internal_error(err, self.entry.definition.span,
-                                     f"building {self.entry.name} for {_sizes(shapes)}") from err
+            self._building(build, program, shapes)
         return program.plan
 
     def benchmark(self, /, *args, optimize=None, repeat: int = 5, **kwargs):

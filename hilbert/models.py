@@ -284,7 +284,11 @@ class Learner:
 
     def _execute(self, member: Member, values: tuple[np.ndarray, ...]):
         function = self._functions[member.name]
-        program = function.program(tuple(v.shape for v in values))
+        shapes = tuple(v.shape for v in values)
+        made = function.plans_made
+        program = function.program(shapes)
+        if function.plans_made != made:  # a new signature: build what its call waits for
+            function._first_call(program, shapes)
         try:
             result = program(values)
             object.__setattr__(self, "_tier", getattr(program, "tier", None))

@@ -1,4 +1,5 @@
-"""Progress bars on stderr (tqdm): the benchmark suite, `hilbert bench`, and long training runs.
+"""Progress bars on stderr (tqdm): the benchmark suite, `hilbert bench`, long training runs, and
+builds of compiled code a call waits for.
 
 A bar is drawn when stderr is a terminal; `HILBERT_PROGRESS=0` never draws one and
 `HILBERT_PROGRESS=1` draws one into any stream (a log file, a notebook's stderr).
@@ -13,6 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import TextIO
 
 from tqdm import tqdm
@@ -78,6 +80,28 @@ class Progress:
             elapsed = time.perf_counter() - self.begun
             print(f"{self.total} {self.unit}(s) in {elapsed:.0f} s", file=self.stream,
                   flush=True)
+
+
+#: A build shows its line only once it has lasted this long (most builds are quicker).
+BUILD_LINE_DELAY_S = 1.0
+
+
+@contextmanager
+def compiling(label: str, total: int, stream: TextIO | None = None):
+    """Around a build the caller waits for: yields `advance()`, to call as each of its `total`
+    functions is compiled. On a terminal (as HILBERT_PROGRESS says) a line `compiling LABEL`
+    with the functions done shows once the build has lasted BUILD_LINE_DELAY_S; otherwise
+    nothing is written.
+
+    >>> with compiling("f for 4×3", 2) as advance: advance(); advance()   # doctest: +SKIP
+    """
+    stream = stream or sys.stderr
+    if total < 1 or not wanted(stream):
+        yield lambda: None
+        return
+    with tqdm(total=total, file=stream, unit="function", desc=f"compiling {label}",
+              delay=BUILD_LINE_DELAY_S, dynamic_ncols=True, leave=False) as bar:
+        yield lambda: bar.update(1)
 
 
 def run_in_chunks(total: int, run: Callable[[int], None], label: str,

@@ -470,3 +470,22 @@ def test_a_model_says_which_tier_its_latest_call_ran_on(setting):
     counter.train(1.0, steps=4)
     assert counter.tier == "compiled"  # a loop of steps is compiled before it runs
     assert counter.eval(np.ones(3)) == 12.0
+
+
+@pytest.mark.parametrize("shown", ["1", "0"])
+def test_a_build_the_first_call_waits_for_says_so(shown, capsys, monkeypatch):
+    """docs/architecture.md, "Tiers": a call that waits for the compiler shows a line on the
+    terminal (HILBERT_PROGRESS=1 forces it here, and the delay before it is set to 0); the
+    next call of the signature, which waits for nothing, shows none."""
+    from hilbert import progress
+
+    monkeypatch.setattr(progress, "BUILD_LINE_DELAY_S", 0)
+    monkeypatch.setenv(progress.ENVIRONMENT, shown)
+    f = hilbert.compile_source(LOOP).f
+    a, b = np.eye(3) * 0.5, np.ones((3, 3))
+    f(2.0, a, b)
+    first = capsys.readouterr().err
+    f(3.0, a, b)
+    second = capsys.readouterr().err
+    assert ("compiling f for scalar, 3×3, 3×3" in first) == (shown == "1")
+    assert second == ""
