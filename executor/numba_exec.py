@@ -28,7 +28,7 @@ from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
 from hilbert.compiler.settings import whole_number
 from hilbert.compiler.shapes import Scope, ShapeTable, infer_shapes
-from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, warn
+from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, first_line, warn
 
 from . import cache, codegen, interrupt, kernels, threads
 from .kernels import LabelError, PositionError, StepCountError
@@ -166,7 +166,7 @@ def first_call(program, label: str) -> None:
     `build`'s line (a program with loops; a loop-free one under HILBERT_COMPILE=eager).
     Nothing for a loop-free program the host tier starts on."""
     if isinstance(program, TieredProgram):
-        if program._when == 0:
+        if program.eager:
             build(program, label)
     elif not isinstance(program, WholeProgram) or program.region.generated.compiled:
         build(program, label)
@@ -696,6 +696,11 @@ class TieredProgram:
         return "host" if self.host_calls else None
 
     @property
+    def eager(self) -> bool:
+        """Whether its code is built before its first call runs (HILBERT_COMPILE=eager)."""
+        return self._when == 0
+
+    @property
     def built(self) -> bool:
         """Whether the generated code is built and calls run on it."""
         return self._fast is not None
@@ -723,9 +728,8 @@ class TieredProgram:
         self._plan = _noted(self.host.plan, (f"calls stay on the host: the compiled code could "
                                              f"not be built ({type(err).__name__}: {err})",))
         warn("W903", f"the compiled code of a call could not be built ({type(err).__name__}: "
-             f"{str(err).strip().splitlines()[0] if str(err).strip() else 'no message'}); its "
-             "calls go on on the host tier, with the same results. This is a bug in hilbert: "
-             "please report it with the .hb source", stacklevel=6)
+             f"{first_line(err)}); its calls go on on the host tier, with the same results. "
+             "This is a bug in hilbert: please report it with the .hb source", stacklevel=6)
 
     def _start(self) -> None:
         with self._lock:

@@ -163,12 +163,13 @@ class InternalError(HilbertError):
 def internal_error(err: BaseException, span: Span, doing: str) -> InternalError:
     """`err`, raised while `doing` (e.g. "compiling f"), as an InternalError at `span`."""
     return InternalError("E900", f"internal error while {doing}: {type(err).__name__}: "
-                         f"{_first_line(err)} (hilbert {version()}; this is a bug in hilbert, "
+                         f"{first_line(err)} (hilbert {version()}; this is a bug in hilbert, "
                          "not in your program: please report it with the .hb source and the "
                          "call)", span)
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
+    """The first line of `err`'s message (at most 300 characters), or "(no message)"."""
     lines = str(err).strip().splitlines()
     return lines[0][:300] if lines else "(no message)"
 

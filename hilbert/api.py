@@ -171,18 +171,24 @@ class Function:
         return program
 
     def _prepare(self, shapes, values=None):
+        executor = get_executor(self.executor)
+        program = self._coded(lambda: executor.prepare(self.entry, shapes, self.optimize, values,
+                                                       **self.options), shapes, "preparing")
+        self.plans_made += 1
+        return program
+
+    def _coded(self, work, shapes, doing: str):
+        """`work()`, done for these argument shapes: a HilbertError noted with them, any
+        unexpected exception an InternalError (E900) saying what was being done."""
         try:
-            program = get_executor(self.executor).prepare(self.entry, shapes, self.optimize, values,
-                                                          **self.options)
+            return work()
         except HilbertError as err:
             raise annotate(err, self.module.resolved).with_note(self._shape_note(shapes)) from None
         except MemoryError:
             raise
         except Exception as err:
             raise internal_error(err, self.entry.definition.span,
-                              f"preparing {self.entry.name} for {_sizes(shapes)}") from err
-        self.plans_made += 1
-        return program
+                                 f"{doing} {self.entry.name} for {_sizes(shapes)}") from err
 
     def plan(self, /, *args, **kwargs) -> Plan:
         """The Plan for these arguments: arrays, lists or numbers, or shapes as tuples of ints
@@ -200,16 +206,9 @@ class Function:
             self._building(first_call, program, shapes)
 
     def _building(self, step, program, shapes) -> None:
-        """`step(program, label)`, its errors coded as a call's would be."""
-        try:
-            step(program, f"{self.entry.name} for {_sizes(shapes)}")
-        except HilbertError as err:
-            raise annotate(err, self.module.resolved).with_note(self._shape_note(shapes)) from None
-        except MemoryError:
-            raise
-        except Exception as err:
-            raise internal_error(err, self.entry.definition.span,
-                                 f"building {self.entry.name} for {_sizes(shapes)}") from err
+        """`step(program, label)` (a build), its errors coded."""
+        self._coded(lambda: step(program, f"{self.entry.name} for {_sizes(shapes)}"), shapes,
+                    "building")
 
     def build(self, /, *args, **kwargs) -> Plan:
         """Compile the program for these arguments (shapes or values, as for `plan`) now, not
