@@ -5,10 +5,13 @@ What cannot be compiled (a primitive with no compiled form, or one forced to the
 HILBERT_NUMBA_HOST=op,op) runs as the planned NumPy executor would; every maximal compilable
 part around it still runs compiled, and the plan's notes say which nodes ran where and why.
 
-Calls run in tiers (docs/architecture.md, "Tiers"): a call without loops never waits for
-Numba. It runs at once as the planned executor (executor/planned.py) runs it, on the host,
-while its code is generated and compiled in a background thread (from the HILBERT_COMPILE-th
-call of its signature), then swapped in. A call with loops is compiled before it first runs.
+Calls run in tiers (docs/architecture.md, "Tiers"): no call waits for Numba. A call without
+loops runs at once as the planned executor (executor/planned.py) runs it, on the host, while
+its code is generated and compiled in a background thread (from the HILBERT_COMPILE-th call of
+its signature), then swapped in. A call with loops runs its steps on the host (each step's work
+in NumPy) while its code is compiled from its first call; a loop that starts from the call's
+parameters (a model's train block, a self-recursive definition) moves to the compiled code at
+the next step boundary once it is built, its state carried over.
 """
 
 from __future__ import annotations
@@ -75,8 +78,13 @@ TIERED = ("the first calls run on the host (each einsum along its path as NumPy/
           f"{COMPILE_AFTER})")
 #: What a tiered program's plan says once its code is built.
 BUILT = "the generated code is built: calls run on it"
-#: What a program with loops says: it never runs on the host while it compiles.
-LOOPED = "compiled before the first call: loops run compiled or not at all"
+#: What a program with loops says before its code is built, (1) when a running loop moves to
+#: the compiled code at a step boundary, (2) when only the next call does.
+STEPPED = ("the first calls run on the host (loops step by step in Python, each step's work in "
+           "NumPy) while the generated code is built in the background "
+           f"({COMPILE_ENVIRONMENT} says when: by default from the first call); ")
+RESUMED = "a running loop moves to it at the next step boundary, its state carried over"
+RESTARTED = "calls that start once it is built run on it"
 
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
@@ -89,22 +97,30 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
     def replan() -> Plan:  # host walks and generated code run as Python hold every value
         return plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True).plan
 
-    if not ready.plan.loops:  # (every loop is planned, however deep)
-        return TieredProgram(_tiers(ready, optimize, forced), replan, len(entry.params),
-                             compile_when())
-    body, table = generated_ir(ready)
-    runner = ScopeRunner([body], (), table, ready.plan, optimize, Placement(table, forced))
-    plan = replan() if _holds_every_value(runner) else ready.plan
-    return _second_tier(runner, _noted(plan, (LOOPED, *runner.notes())), len(entry.params))
+    looped = bool(ready.plan.loops)  # (every loop is planned, however deep)
+    return TieredProgram(_tiers(ready, optimize, forced), replan, len(entry.params),
+                         compile_when(looped))
 
 
 class Tiers:
-    """What every program of one loop-free signature shares, made once per plan (and kept
-    with it): the host tier's program, and the runner of the second tier (made when first
-    asked for), with the code it generates. A loop-free runner holds no state of a call."""
+    """What every program of one signature shares, made once per plan (and kept with it): the
+    host tier's program (the planned program; for a call with loops, a walk of the IR on the
+    host with every loop stepped in Python), where a running loop may move to the second tier
+    (`resumes`), and the runner of the second tier (made when first asked for), with the code
+    it generates."""
 
     def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str]):
-        self.host = PlannedProgram(ready.body, _noted(ready.plan, (TIERED,)))
+        if ready.plan.loops:
+            self.resumes = resume_points(ready.body)
+            note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
+            walk = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
+                               Placement(ready.table, forced, host_only=True))
+            self.host = HostProgram(walk, _noted(ready.plan, (note,)))
+        else:
+            self.resumes = None
+            note = TIERED
+            self.host = PlannedProgram(ready.body, _noted(ready.plan, (note,)))
+        self.note = note
         self._ready = ready
         self._optimize = optimize
         self._forced = forced
@@ -150,34 +166,26 @@ def build(program, label: str = "") -> None:
     lasts shows a line `compiling LABEL` on a terminal (hilbert.progress.compiling)."""
     from hilbert.progress import compiling
 
-    if isinstance(program, TieredProgram):
-        with compiling(label, len(_regions(program.runner))) as advance:
-            program.build(advance)
-        return
-    regions = _regions(program.runner) if isinstance(program, HostProgram) else [program.region]
-    with compiling(label, len(regions)) as advance:
-        for region in regions:
-            region.compile()
-            advance()
+    with compiling(label, len(_regions(program.runner))) as advance:
+        program.build(advance)
 
 
 def first_call(program, label: str) -> None:
     """Before the first call of a new signature: what that call would wait for, built now under
-    `build`'s line (a program with loops; a loop-free one under HILBERT_COMPILE=eager).
-    Nothing for a loop-free program the host tier starts on."""
-    if isinstance(program, TieredProgram):
-        if program.eager:
-            build(program, label)
-    elif not isinstance(program, WholeProgram) or program.region.generated.compiled:
+    `build`'s line (under HILBERT_COMPILE=eager only: otherwise the first call starts on the
+    host tier at once)."""
+    if isinstance(program, TieredProgram) and program.eager:
         build(program, label)
 
 
-def compile_when() -> int | None:
+def compile_when(looped: bool = False) -> int | None:
     """HILBERT_COMPILE as the call of a signature from which its code is built (0: eager, at
-    the first call before it runs; None: never), or an ArgumentError (E600)."""
+    the first call before it runs; None: never), or an ArgumentError (E600). By default a call
+    with loops is built from its first call (its steps are worth compiling), one without from
+    the COMPILE_AFTER-th."""
     text = os.environ.get(COMPILE_ENVIRONMENT, "").strip().lower()
     if text in ("", "background"):
-        return COMPILE_AFTER
+        return 1 if looped else COMPILE_AFTER
     if text == "eager":
         return 0
     if text == "never":
@@ -210,11 +218,13 @@ def _second_tier(runner: ScopeRunner, plan: Plan, arity: int):
 
 class Placement:
     """Which nodes compile. A node runs on the host if its op has no compiled form (or is
-    forced there), a loop if anything in its body does, an `if` if anything in a branch does."""
+    forced there), a loop if anything in its body does, an `if` if anything in a branch does.
+    `host_only`: nothing compiles (the host tier of a call with loops)."""
 
-    def __init__(self, table: ShapeTable, forced: frozenset[str]):
+    def __init__(self, table: ShapeTable, forced: frozenset[str], host_only: bool = False):
         self.table = table
         self.forced = forced
+        self.host_only = host_only
         self._reasons: dict[tuple[Scope, ir.Node], str | None] = {}
         self._nesting: dict[ir.Node, tuple[int, int]] = {}
 
@@ -226,6 +236,8 @@ class Placement:
         return self._reasons[key]
 
     def _reason(self, node: ir.Node, scope: Scope) -> str | None:
+        if self.host_only:
+            return "the host tier runs while the compiled code is built"
         match node:
             case ir.Prim(op=op):
                 if op in self.forced:
@@ -512,8 +524,10 @@ class ScopeRunner:
 
     # ---------------------------------------------------------------- evaluation
 
-    def run(self, leaves: tuple) -> object:
-        memo: dict = {}
+    def run(self, leaves: tuple, boundary=None) -> object:
+        """The value of the scope's first root for these leaves. `boundary`: what the call's
+        loops call at each step boundary (reference.run_loop), which may move the call on."""
+        memo: dict = {_BOUNDARY: boundary}
         if self._tapes:  # E700 before the forward run that comes first, not after it
             quietly(guard_tapes, self._tapes, self.table.states,
                     lambda node: self.eval(node, memo, leaves))
@@ -549,7 +563,7 @@ class ScopeRunner:
             case ir.Cond():
                 return memo[node.then if memo[node.cond] != 0 else node.orelse]
             case ir.Loop():
-                return self._loop(node, [memo[a] for a in node.init])
+                return self._loop(node, [memo[a] for a in node.init], memo.get(_BOUNDARY))
             case ir.LoopGrad():
                 return self._loop_grad(node, [memo[a] for a in ir.children(node)])
             case ir.Project():
@@ -565,12 +579,13 @@ class ScopeRunner:
             kernel = self._einsums[key] = einsum_kernel(node.spec, key[1], self.optimize)
         return kernel(*operands)
 
-    def _loop(self, loop: ir.Loop, state: list):
+    def _loop(self, loop: ir.Loop, state: list, boundary=None):
         """A loop whose body holds host work: a Python loop, its body's compilable parts still
         compiled (as the reference executor runs it, step counts checked the same way)."""
         body, = self.bodies[loop]
         with interrupt.host_loop():  # Ctrl-C between steps, never inside a compiled call
-            final, steps = run_loop(loop, state, interrupt.stepped(body.eval))
+            final, steps = run_loop(loop, state, interrupt.stepped(body.eval),
+                                    boundary=boundary)
         self.loop_steps += steps + body.take_steps()
         return final
 
@@ -589,6 +604,55 @@ class ScopeRunner:
     def take_steps(self) -> int:
         steps, self.loop_steps = self.loop_steps, 0
         return steps
+
+
+#: The key of a call's memo under which its root scope keeps the loops' step-boundary hook.
+_BOUNDARY = "step boundary"
+
+
+def resume_points(body: ir.Node) -> tuple[tuple[int, int], ...] | None:
+    """Where a call of `body` can move from the host to compiled code in the middle of its
+    loop: ((component, parameter index), …) when its scope holds one loop (nothing run
+    backwards), whose counter and every moving component start from a parameter of the call
+    that nothing else reads. Calling the compiled program with those parameters set to the
+    state at a step boundary (the counter to the steps left) then runs the rest of the loop,
+    and what follows it, exactly. None otherwise."""
+    loops = [n for n in ir.topological(body) if isinstance(n, (ir.Loop, ir.LoopGrad))]
+    if len(loops) != 1 or not isinstance(loops[0], ir.Loop):
+        return None
+    loop = loops[0]
+    moving = moving_components(loop)
+    if loop.counter is not None:
+        moving.append(loop.counter)
+    points = tuple((j, loop.init[j].index) for j in sorted(moving)
+                   if isinstance(loop.init[j], ir.Param))
+    parameters = [p for _, p in points]
+    if len(points) != len(moving) or len(set(parameters)) != len(parameters):
+        return None
+    starts = {loop.init[j] for j in moving}
+    for node in _every_node(body):  # is a start read anywhere but as the loop's start?
+        kids = ir.children(node)
+        if node is loop:
+            kids = tuple(k for j, k in enumerate(kids) if j not in moving)
+        if any(k in starts for k in kids):
+            return None
+    return points
+
+
+def _every_node(root: ir.Node) -> list[ir.Node]:
+    """Every node of `root`'s scope and of every loop body in it."""
+    found: list[ir.Node] = []
+    pending = [(root,)]
+    while pending:
+        scope = ir.topological(*pending.pop())
+        found += scope
+        for node in scope:
+            if isinstance(node, ir.Loop):
+                pending.append((node.until, *node.step))
+            elif isinstance(node, ir.LoopGrad):
+                pending.append((node.loop.until, *node.loop.step))
+                pending.append(tuple(node.vjp))
+    return found
 
 
 def _body_roots(loop: ir.Loop) -> list[ir.Node]:
@@ -634,7 +698,8 @@ class WholeProgram:
 
 
 class HostProgram:
-    """A call with host work: the host walks the call, compiled regions do the rest."""
+    """A call with host work: the host walks the call, compiled regions do the rest (none,
+    for the host tier of a call with loops)."""
 
     tier = "compiled"
 
@@ -643,8 +708,8 @@ class HostProgram:
         self.runner = runner
         self.run = self  # (what a call runs, as WholeProgram's)
 
-    def __call__(self, values):
-        return detached(quietly(self.runner.run, tuple(values)), values)
+    def __call__(self, values, boundary=None):
+        return detached(quietly(self.runner.run, tuple(values), boundary), values)
 
     @property
     def loop_steps(self) -> int:
@@ -652,17 +717,22 @@ class HostProgram:
 
 
 class TieredProgram:
-    """A loop-free call in two tiers. The first, from the first call: the planned program on
-    the host (executor/planned.py), which needs nothing compiled. The second: the generated
-    code (one compiled function, or plain NumPy calls when nothing needs compiling), built
-    when HILBERT_COMPILE says (`compile_when`) and swapped in once built, so a call never
-    waits for Numba unless asked to. `tier` is the tier the latest call ran on ("host" or
-    "compiled"); both give the same results but for the last bits' rounding
-    (docs/semantics.md, "Tiers")."""
+    """A call in two tiers. The first, from the first call, needs nothing compiled: the
+    planned program on the host (executor/planned.py), or for a call with loops a walk of it
+    on the host that steps each loop in Python. The second: the generated code (one compiled
+    function, or plain NumPy calls when nothing needs compiling), built when HILBERT_COMPILE
+    says (`compile_when`) and swapped in once built, so a call never waits for Numba unless
+    asked to; a call in the middle of a loop whose start the second tier can take
+    (`resume_points`) moves to it at the next step boundary. `tier` is the tier the latest
+    call ran on ("host" or "compiled"); both give the same results but for the last bits'
+    rounding (docs/semantics.md, "Tiers")."""
 
     def __init__(self, tiers: Tiers, replan: Callable[[], Plan], arity: int, when: int | None):
         self.host = tiers.host
         self.host_calls = 0  # calls run on the host so far (counted loosely under threads)
+        self.moved = 0  # calls that moved to the compiled code at a step boundary
+        self._resumes = tiers.resumes
+        self._host_steps = 0  # steps host calls ran before they moved
         self._tiers = tiers
         self._replan = replan
         self._arity = arity
@@ -718,7 +788,26 @@ class TieredProgram:
             elif self.host_calls + 1 >= when and not self.queued:
                 self._start()
         self.host_calls += 1
-        return self.host(values)
+        if self._resumes is None:
+            return self.host(values)
+        try:
+            return self.host(values, functools.partial(self._boundary, values))
+        except _Moved as moved:
+            return moved.value
+
+    def _boundary(self, values, state: tuple, steps: int) -> None:
+        """At a step boundary of a host call's loop: once the compiled code is built, the rest
+        of the call runs on it, from `state` (raised as _Moved, with its result)."""
+        fast = self._fast
+        if fast is None:
+            return
+        moved = list(values)
+        for component, parameter in self._resumes:
+            moved[parameter] = state[component]
+        value = fast.run(moved)
+        self._host_steps += steps
+        self.moved += 1
+        raise _Moved(value)
 
     def _stay_on_host(self, err: BaseException) -> None:
         """After a background build failed for a reason of hilbert's own (a bug): calls go on
@@ -770,7 +859,7 @@ class TieredProgram:
         runner = self._tiers.runner
         if _holds_every_value(runner):  # planned again, as such: within the memory limit?
             try:
-                plan = _noted(self._replan(), (TIERED, BUILT, *_notes(runner)))
+                plan = _noted(self._replan(), (self._tiers.note, BUILT, *_notes(runner)))
             except RuntimeHilbertError as err:
                 if err.code != "E700":
                     raise
@@ -813,7 +902,18 @@ class TieredProgram:
 
     @property
     def loop_steps(self) -> int:
-        return 0
+        """Loop steps its calls have run so far, on either tier."""
+        steps = self.host.loop_steps + self._host_steps
+        second = self._second
+        return steps + (second.loop_steps if second is not None else 0)
+
+
+class _Moved(Exception):  # noqa: N818 (not an error: how a host call hands over its result)
+    """Raised at a step boundary of a host call once the compiled code has finished it."""
+
+    def __init__(self, value) -> None:
+        super().__init__()
+        self.value = value
 
 
 class _Builder:

@@ -185,11 +185,15 @@ def moving_components(loop: ir.Loop) -> list[int]:
     return [i for i, s in enumerate(loop.step) if s != ir.State(i, None) and i != loop.counter]
 
 
-def run_loop(loop: ir.Loop, state, eval_body, tape: list | None = None) -> tuple[tuple, int]:
+def run_loop(loop: ir.Loop, state, eval_body, tape: list | None = None,
+             boundary=None) -> tuple[tuple, int]:
     """(final state, steps run) of `loop` from `state` on the host; `eval_body(node, memo,
     state)` evaluates the body. A fresh memo each step keeps memory constant; counted loops
     check their count first (E500) and run exactly that many steps. With a `tape`, the state
-    before every step is appended to it (what running the loop backwards needs)."""
+    before every step is appended to it (what running the loop backwards needs). `boundary(
+    state, steps)`, when given, is called at every step boundary after the first step, with
+    the state the next step starts from (a counted loop's counter holding the steps left) and
+    the steps run so far: it may end the loop by raising (a call moving to compiled code)."""
     moving = moving_components(loop)
     state = list(state)
     if loop.counter is not None:
@@ -200,6 +204,8 @@ def run_loop(loop: ir.Loop, state, eval_body, tape: list | None = None) -> tuple
             memo: dict = {}
             state[loop.counter] = np.float64(left)
             frozen = tuple(state)
+            if boundary is not None and left != remaining:
+                boundary(frozen, remaining - left)
             if tape is not None:
                 tape.append(frozen)
             for i in moving:
@@ -210,6 +216,8 @@ def run_loop(loop: ir.Loop, state, eval_body, tape: list | None = None) -> tuple
     while True:
         memo = {}
         frozen = tuple(state)
+        if boundary is not None and steps:
+            boundary(frozen, steps)
         if eval_body(loop.until, memo, frozen) != 0:
             return frozen, steps
         steps += 1

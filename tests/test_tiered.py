@@ -1,8 +1,10 @@
 """Tiered execution on the numba executor (docs/architecture.md, "Tiers"): a loop-free call runs
 at once on the host (each einsum along its planned path as NumPy/BLAS steps, entrywise work in
 NumPy) while its code is generated and compiled in a background thread, then swapped in; a
-call with loops is compiled before it first runs. Both tiers agree with the reference
-executor and NumPy, inf and NaN included; plans are kept per entry and signature.
+call with loops steps its loops on the host while its code compiles, and moves to the compiled
+code at a step boundary when its loop starts from the call's parameters. Both tiers agree with
+the reference executor and NumPy, inf and NaN included; plans are kept per entry and
+signature.
 
 The rest of the suite builds every call's code at its first call (conftest.py sets
 HILBERT_COMPILE=eager); these tests set the tier setting themselves. Structure is checked by
@@ -148,19 +150,115 @@ def test_a_bad_setting_is_a_coded_error(setting, text):
     assert raised.value.code == "E600" and "HILBERT_COMPILE" in raised.value.message
 
 
+def _looped(a, b, steps):
+    """LOOP's f in NumPy."""
+    for _ in range(steps):
+        a = np.tanh(a @ b)
+    return a
+
+
+@pytest.fixture
+def slow_compiler(monkeypatch):
+    """Numba's compilation made to wait until the test says go (`release`): what a build that
+    takes minutes looks like to the calls, without the minutes."""
+    go = threading.Event()
+    original = numba_exec.CompiledRegion.compile
+
+    def compile_when_released(self):
+        assert go.wait(600), "the test never released the compiler"
+        original(self)
+
+    monkeypatch.setattr(numba_exec.CompiledRegion, "compile", compile_when_released)
+    yield go
+    go.set()  # (a build still waiting ends)
+
+
 @pytest.mark.nojit
-def test_a_call_with_loops_is_compiled_before_it_first_runs(setting, rng):
-    setting("2")
+def test_a_call_with_loops_starts_on_the_host_without_waiting(monkeypatch, slow_compiler, rng):
+    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)  # the default
     mod = hilbert.compile_source(LOOP)
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) / 4
     plan = mod.f.plan((), a.shape, b.shape)
-    assert "numba: compiled before the first call: loops run compiled or not at all" in plan.notes
-    mod.f(3, a, b)
+    assert any("loops step by step in Python" in n and "next step boundary" in n
+               for n in plan.notes)
+    first = mod.f(5, a, b)  # the build is queued and waits: the call does not
+    program = mod.f.program(((), a.shape, b.shape))
+    assert mod.f.tier == "host" and program.queued and not program.built
+    assert program.loop_steps == 5 and program.moved == 0
+    np.testing.assert_allclose(first, _looped(a, b, 5), rtol=1e-12)
+    assert_agree(first, mod.f.using("reference")(5, a, b))
+    slow_compiler.set()
+    assert program.wait(600) and program.built
+    second = mod.f(5, a, b)
+    assert mod.f.tier == "compiled" and program.host_calls == 1
+    assert_agree(second, first)
+
+
+@pytest.mark.nojit
+def test_a_running_loop_moves_to_compiled_code_at_a_step_boundary(monkeypatch, slow_compiler, rng):
+    """The build is released at the third step boundary and waited for there: the call's
+    remaining steps run compiled, from the state the host reached, with the same answer."""
+    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
+    original = numba_exec.TieredProgram._boundary
+    seen = []
+
+    def at_boundary(self, values, state, steps):
+        seen.append(steps)
+        if steps == 3:
+            slow_compiler.set()
+            assert self.wait(600) and self.built
+        return original(self, values, state, steps)
+
+    monkeypatch.setattr(numba_exec.TieredProgram, "_boundary", at_boundary)
+    mod = hilbert.compile_source(LOOP)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) / 4
+    value = mod.f(9, a, b)
+    program = mod.f.program(((), a.shape, b.shape))
+    assert seen == [1, 2, 3] and program.moved == 1 and program.host_calls == 1
+    assert program.loop_steps == 9  # three on the host, six compiled
+    np.testing.assert_allclose(value, _looped(a, b, 9), rtol=1e-12)
+    assert_agree(value, mod.f.using("reference")(9, a, b))
+    assert np.shares_memory(value, a) is False
+
+
+@pytest.mark.nojit
+def test_a_loop_that_starts_from_computed_values_moves_at_the_next_call(monkeypatch, rng):
+    """g starts from tanh(a), which the compiled code would compute again from a: such a
+    call runs to its end on the host even once the code is built, and the next call runs
+    compiled."""
+    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
+    source = LOOP.replace("↦ g(t, a, b)", "↦ g(t, tanh(a), b)")
+    original = numba_exec.TieredProgram._boundary
+
+    def at_boundary(self, values, state, steps):
+        assert self.wait(600) and self.built  # built from the first step boundary on
+        return original(self, values, state, steps)
+
+    monkeypatch.setattr(numba_exec.TieredProgram, "_boundary", at_boundary)
+    mod = hilbert.compile_source(source)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) / 4
+    assert any("calls that start once it is built run on it" in n
+               for n in mod.f.plan((), a.shape, b.shape).notes)
+    first = mod.f(4, a, b)
+    program = mod.f.program(((), a.shape, b.shape))
+    assert mod.f.tier == "host" and program.moved == 0
+    assert program.wait(600)
+    second = mod.f(4, a, b)
     assert mod.f.tier == "compiled"
-    expected = a
-    for _ in range(3):
-        expected = np.tanh(expected @ b)
-    np.testing.assert_allclose(mod.f(3, a, b), expected, rtol=1e-12)
+    for value in (first, second):
+        np.testing.assert_allclose(value, _looped(np.tanh(a), b, 4), rtol=1e-12)
+
+
+@pytest.mark.parametrize(("body", "moves"), [
+    ("g(t, a, b)", True),  # counter and state from parameters, b read as is
+    ("g(t, tanh(a), b)", False),  # a start computed from a parameter
+    ("g(t, a, b) + a", False),  # a start read again after the loop
+    ("g(t, a, a)", False),  # one parameter starts two components
+])
+def test_where_a_running_loop_can_move(body, moves):
+    mod = hilbert.compile_source(LOOP.replace("↦ g(t, a, b)", f"↦ {body}"))
+    ready = driver.plan_entry(mod.f.entry, ((), (3, 3), (3, 3)), "auto", "numba")
+    assert (numba_exec.resume_points(ready.body) is not None) == moves
 
 
 def test_other_executors_have_no_tier():
@@ -431,7 +529,7 @@ def test_forget_plans_makes_planning_search_again():
 
 @pytest.mark.parametrize("source, shapes", [
     (SOURCE, ((6, 4), (4, 3))),  # squashed: loop-free, two tiers
-    (LOOP, ((), (3, 3), (3, 3))),  # a loop: compiled before its first call anyway
+    (LOOP, ((), (3, 3), (3, 3))),  # a loop: it would start on the host
 ])
 def test_build_compiles_before_the_first_call(setting, source, shapes):
     setting("never")  # (a loop-free call would otherwise never leave the host)
@@ -468,8 +566,43 @@ def test_a_model_says_which_tier_its_latest_call_ran_on(setting):
     counter.eval(np.ones(3))
     assert counter.tier == "host"  # HILBERT_COMPILE=never: a loop-free call stays there
     counter.train(1.0, steps=4)
-    assert counter.tier == "compiled"  # a loop of steps is compiled before it runs
+    assert counter.tier == "host"  # and so does a loop of steps
     assert counter.eval(np.ones(3)) == 12.0
+    plain = hilbert.compile_source(
+        "model Counter(n) : Learner {\n  weight w : Tensor[n] from 0\n"
+        "  def train(rate) { w ≔ w + rate }\n}").Counter(3)
+    setting("eager")
+    plain.train(1.0, steps=4)
+    assert plain.tier == "compiled"  # eager: built before the first call, as before
+
+
+@pytest.mark.nojit
+def test_a_train_call_never_waits_for_a_slow_compiler(monkeypatch, slow_compiler, rng):
+    """A model's train call whose code is still compiling runs its steps on the host, with the
+    reference executor's answer; once the build ends the next call runs compiled."""
+    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
+    source = ("model Fit(n) : Learner {\n  weight w : Tensor[n] from 0\n"
+              "  def train(x, y, rate) {\n"
+              "    w ≔ w − rate · einsum(\"ni,n->i\", x, einsum(\"ni,i->n\", x, w) − y)\n  }\n}")
+    x, y = rng.standard_normal((20, 3)), rng.standard_normal(20)
+    fit = hilbert.compile_source(source).Fit(3)
+    ref = hilbert.compile_source(source, executor="reference").Fit(3)
+    fit.train(x, y, 0.01, steps=30)
+    ref.train(x, y, 0.01, steps=30)
+    assert fit.tier == "host"
+    np.testing.assert_allclose(fit.weights["w"], ref.weights["w"], rtol=1e-12)
+    expected = np.zeros(3)
+    for _ in range(30):
+        expected = expected - 0.01 * x.T @ (x @ expected - y)
+    np.testing.assert_allclose(fit.weights["w"], expected, rtol=1e-12)
+    slow_compiler.set()
+    train = fit._functions["train"]
+    (program,) = train._by_shapes.values()
+    assert program.wait(600)
+    fit.train(x, y, 0.01, steps=30)
+    ref.train(x, y, 0.01, steps=30)
+    assert fit.tier == "compiled"
+    np.testing.assert_allclose(fit.weights["w"], ref.weights["w"], rtol=1e-12)
 
 
 @pytest.mark.parametrize("shown", ["1", "0"])
