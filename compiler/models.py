@@ -15,7 +15,10 @@ A model's state is its weights; everything a method or a train block computes is
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from hilbert.grammar import syntax as s
 from hilbert.grammar.errors import ModelError, NameResolutionError
@@ -51,14 +54,24 @@ class WeightDecl:
     span: Span = field(compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Member:
-    """A method or a train block: its own parameters (what Python passes) and its entry."""
+    """A method or a train block: its own parameters (what Python passes), where it is written,
+    and its entry, inlined and optimised when first asked for (`build` makes it): a model's
+    members cost as much to inline as the rest of its module to load, and a program may use
+    one of them only."""
 
     name: str
     params: tuple[str, ...]
-    entry: Entry
+    kind: str  # "method" or "train"
+    span: Span = field(compare=False)
+    doc: str = field(compare=False)
+    build: Callable[[], Entry] = field(compare=False, repr=False)
     assigned: tuple[str, ...] = ()  # the weights a train block updates; () for a method
+
+    @cached_property
+    def entry(self) -> Entry:
+        return self.build()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +127,7 @@ class _ModelCompiler:
         self.scope = scope
         self.resolved = resolved
         self.state = tuple(w.name for w in decl.weights) + decl.params
+        self.building = threading.Lock()  # members share one inliner: built one at a time
 
     def key(self, member: str) -> str:
         """The definition key of a method or train block."""
@@ -126,12 +140,12 @@ class _ModelCompiler:
             definitions[self.key(method.name)] = self.method_definition(method)
         inliner = Inliner(definitions, check_recursion(definitions))
         weights = tuple(self.weight(w, inliner) for w in self.decl.weights)
-        for train in self.decl.trains:  # a train's loop is built from steps already expanded
-            definitions[self.key(train.name)] = self.train_definition(train, inliner)
-        methods = {m.name: Member(m.name, m.params, build_entry(definitions[self.key(m.name)], inliner))
+        methods = {m.name: Member(m.name, m.params, "method", m.span, m.doc,
+                                  self.method_entry(definitions[self.key(m.name)], inliner))
                    for m in self.decl.methods}
-        trains = {t.name: Member(t.name, t.params, build_entry(definitions[self.key(t.name)], inliner),
-                                 tuple(a.name for a in t.assigns)) for t in self.decl.trains}
+        trains = {t.name: Member(t.name, t.params, "train", t.span, t.doc,
+                                 self.train_entry(t, inliner), tuple(a.name for a in t.assigns))
+                  for t in self.decl.trains}
         d = self.decl
         return CompiledModel(d.name, d.params, weights, trains, methods, d.span, d.doc)
 
@@ -233,14 +247,34 @@ class _ModelCompiler:
         value = lowering.expr(a.value)
         return value if a.count == 1 else ir.Item(value, a.index, a.count, a.span)
 
-    def train_definition(self, t: s.Train, inliner: Inliner) -> Definition:
-        """A train block as a definition of `(*state, *own, steps)` whose body is its loop."""
+    def train_entry(self, t: s.Train, inliner: Inliner) -> Callable[[], Entry]:
+        """What builds a train block's entry: a definition of `(*state, *own, steps)` whose
+        body is its loop. Its assignments are lowered now (names bound, arities right); they
+        are inlined, and the loop built from the steps so expanded, when the entry is built."""
         full = self.state + t.params
         lowering = self.lowering(t.params)
         name = f"{self.decl.name}.{t.name}"
-        new = {a.name: inliner.expand(self.assigned(lowering, a), name) for a in t.assigns}
-        return Definition(self.key(t.name), name, self.scope.module.key, "train",
-                          full + (STEPS,), _counted_loop(name, full, new, t.span), t.span, t.doc)
+        lowered = {a.name: self.assigned(lowering, a) for a in t.assigns}
+
+        def build() -> Entry:
+            with self.building:
+                new = {w: inliner.expand(value, name) for w, value in lowered.items()}
+                d = Definition(self.key(t.name), name, self.scope.module.key, "train",
+                               full + (STEPS,), _counted_loop(name, full, new, t.span), t.span,
+                               t.doc)
+                inliner.definitions[d.key] = d  # (what build_entry reads it by)
+                return build_entry(d, inliner)
+
+        return build
+
+    def method_entry(self, d: Definition, inliner: Inliner) -> Callable[[], Entry]:
+        """What builds a method's entry (its body is lowered already)."""
+
+        def build() -> Entry:
+            with self.building:
+                return build_entry(d, inliner)
+
+        return build
 
 
 def _counted_loop(name: str, full: tuple[str, ...], new: dict[str, ir.Node], span: Span) -> ir.Loop:

@@ -10,8 +10,9 @@ from importlib import resources
 from pathlib import Path
 
 from hilbert.grammar.errors import NameResolutionError
-from hilbert.grammar.parser import parse
 from hilbert.grammar.syntax import Definition, Module, Open
+
+from .parsed import parse_module
 
 PRELUDE = "Prelude"
 
@@ -68,7 +69,7 @@ class Loader:
         opening that file again is this module)."""
         key = os.path.realpath(file) if file is not None else name
         module = SourceModule(key, Path(name).stem if name.endswith(".hb") else name,
-                              parse(text, name), directory, name)
+                              parse_module(text, name), directory, name)
         self.modules[key] = module
         return module
 
@@ -85,7 +86,7 @@ class Loader:
                 if key not in self.modules:
                     label = _display(candidate)
                     self.modules[key] = SourceModule(
-                        key, decl.path[-1], parse(_read(candidate, dotted, decl), label),
+                        key, decl.path[-1], parse_module(_read(candidate, dotted, decl), label),
                         candidate.parent, label)
                 return self.modules[key]
         searched = ", ".join(str(root) for _, root in self._candidates(decl.path, opener))
@@ -111,7 +112,7 @@ def prelude_index() -> dict[str, tuple[str, ...]]:
     root = prelude_directory()
     for path in sorted(root.rglob("*.hb")):
         dotted = ".".join((PRELUDE, *path.relative_to(root).with_suffix("").parts))
-        for decl in parse(path.read_text(encoding="utf-8"), _display(path)).decls:
+        for decl in parse_module(path.read_text(encoding="utf-8"), _display(path)).decls:
             if isinstance(decl, Definition):
                 index.setdefault(decl.name, []).append(dotted)
     return {name: tuple(modules) for name, modules in index.items()}

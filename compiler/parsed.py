@@ -20,7 +20,6 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from hilbert.grammar.parser import parse_counting
 from hilbert.grammar.syntax import Module
 
 #: The folder of the cache directory that holds parsed modules.
@@ -35,7 +34,7 @@ def parse_module(text: str, name: str) -> Module:
     """`parse(text, name)`, from this process's memory or the disk cache when the same text
     under the same name was parsed before (by this hilbert), else parsed now and kept."""
     if not isinstance(text, str):  # (the parser says what is wrong)
-        return parse_counting(text, name)[0]
+        return _parse(text, name)[0]
     digest = hashlib.sha256(f"{_stamp()}\0{name}\0{text}".encode("utf-8", "surrogatepass")
                             ).hexdigest()[:32]
     with _lock:
@@ -45,7 +44,7 @@ def parse_module(text: str, name: str) -> Module:
             return found
     found = _read(digest)
     if found is None:
-        found, warned = parse_counting(text, name)
+        found, warned = _parse(text, name)
         if warned:
             return found
         _write(digest, found)
@@ -54,6 +53,12 @@ def parse_module(text: str, name: str) -> Module:
         while len(_kept) > KEPT:
             _kept.popitem(last=False)
     return found
+
+
+def _parse(text: str, name: str) -> tuple[Module, int]:
+    from hilbert.grammar.parser import parse_counting  # (Lark is imported only to parse)
+
+    return parse_counting(text, name)
 
 
 @functools.cache

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from hilbert.grammar import syntax as s
 from hilbert.grammar.confusables import skeleton, spelled
 from hilbert.grammar.errors import CheckError, NameResolutionError
-from hilbert.grammar.parser import FOREIGN_WORDS
+from hilbert.grammar.foreign import FOREIGN_WORDS
 from hilbert.grammar.source import Span
 
 from . import ir

@@ -18,18 +18,12 @@ fast path pays nothing, and a watched call pays about 2 µs.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import threading
 from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
-from numba import config, njit, types
-from numba.extending import intrinsic
-
-from . import disk
 
 try:
     from _signal import signal as _set_handler  # signal.signal costs 5 µs (enum lookups)
@@ -40,33 +34,6 @@ except ImportError:  # pragma: no cover (other Pythons)
 _STOP = np.zeros(1, dtype=np.int64)
 #: What every other call reads: never set.
 _NEVER = np.zeros(1, dtype=np.int64)
-
-
-if getattr(config, "DISABLE_JIT", False):  # generated code runs as Python
-    def requested(stop) -> bool:
-        """Whether stop[0] asks compiled loops to stop."""
-        return stop[0] != 0
-else:
-    @intrinsic
-    def _load_atomic(typingctx, flags):
-        """flags[0] read from memory at every call: an atomic load, which the compiler may not
-        hoist out of a loop as it would a plain load of memory the loop never writes."""
-        if not (isinstance(flags, types.Array) and flags.dtype == types.int64):
-            return None
-
-        def codegen(context, builder, signature, args):
-            array = context.make_array(signature.args[0])(context, builder, args[0])
-            return builder.load_atomic(array.data, "monotonic", 8)
-
-        return types.int64(flags), codegen
-
-    def _requested(stop) -> bool:
-        """Whether stop[0] asks compiled loops to stop (another thread sets it)."""
-        return _load_atomic(stop) != 0
-
-    # kept in hilbert's private cache directory, as every compiled kernel is (executor/disk.py)
-    requested = disk.keep(njit(_requested, nogil=True),
-                          hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16])
 
 
 class _Watcher:

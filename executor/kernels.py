@@ -15,9 +15,10 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numpy as np
 from numba import config, njit, types
+from numba.extending import intrinsic
 
 from . import disk, threads, vmath
-from .interrupt import requested as stop_requested  # noqa: F401 (generated loops call it)
+from .faults import LabelError, PositionError, StepCountError  # noqa: F401 (generated code raises them)
 from .vmath import (  # noqa: F401 (generated code calls them)
     add_any_order,
     divisor_unsafe,
@@ -34,21 +35,6 @@ PYTHON_MODE = bool(getattr(config, "DISABLE_JIT", False))
 
 #: Below this many multiply-adds a product runs as a plain loop: a BLAS call costs more.
 SMALL_PRODUCT = 4096
-
-
-class StepCountError(Exception):
-    """Raised by compiled code when a counted loop's step count is bad: args (loop, value).
-    The executor turns it into the HilbertError the reference executor raises."""
-
-
-class PositionError(Exception):
-    """Raised by compiled code before reading x[t] at a bad position: args (read, t, size).
-    The executor turns it into the HilbertError the reference executor raises (E510)."""
-
-
-class LabelError(Exception):
-    """Raised by compiled code for a oneHot label that is not a whole number 0 … k − 1: args
-    (read, label, k). The executor turns it into the reference executor's E511."""
 
 
 def jit(function, parallel: bool = False):
@@ -103,6 +89,33 @@ def compiled(function):
     """`function` compiled by `jit`, its machine code cached in hilbert's private cache
     directory (executor/disk.py) when there is one, never beside this file."""
     return disk.keep(jit(function), STAMP)
+
+
+#: What generated loops call before each step (interrupt.py sets the flag from another thread).
+if PYTHON_MODE:  # generated code runs as Python
+    def stop_requested(stop) -> bool:
+        """Whether stop[0] asks compiled loops to stop."""
+        return stop[0] != 0
+else:
+    @intrinsic
+    def _load_atomic(typingctx, flags):
+        """flags[0] read from memory at every call: an atomic load, which the compiler may not
+        hoist out of a loop as it would a plain load of memory the loop never writes."""
+        if not (isinstance(flags, types.Array) and flags.dtype == types.int64):
+            return None
+
+        def codegen(context, builder, signature, args):
+            array = context.make_array(signature.args[0])(context, builder, args[0])
+            return builder.load_atomic(array.data, "monotonic", 8)
+
+        return types.int64(flags), codegen
+
+    def _requested(stop) -> bool:
+        """Whether stop[0] asks compiled loops to stop (another thread sets it)."""
+        return _load_atomic(stop) != 0
+
+    # kept in hilbert's private cache directory, as every compiled kernel is
+    stop_requested = disk.keep(njit(_requested, nogil=True), STAMP)
 
 
 #: Arrays of at least this many bytes ask the kernel for huge pages, as NumPy's own do: with

@@ -22,6 +22,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from hilbert.compiler import ir
@@ -33,8 +34,8 @@ from hilbert.compiler.settings import whole_number
 from hilbert.compiler.shapes import Scope, ShapeTable, infer_shapes
 from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, first_line, warn
 
-from . import cache, codegen, interrupt, kernels, threads
-from .kernels import LabelError, PositionError, StepCountError
+from . import interrupt, threads
+from .faults import LabelError, PositionError, StepCountError
 from .numerics import detached, fresh_first, quietly
 from .planned import PlannedProgram, einsum_kernel
 from .reference import (
@@ -50,12 +51,13 @@ from .reference import (
 )
 from .sequences import one_hot, position
 
+if TYPE_CHECKING:
+    from . import codegen
+
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
 _COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", "shift", "take", "index",
                    "slice", "onehot")
-#: NUMBA_DISABLE_JIT=1: generated code runs as Python, on NumPy scalars that warn on x/0.
-_PYTHON_MODE = kernels.PYTHON_MODE
 _FLOAT64 = np.dtype(np.float64)
 #: Environment variable saying when a loop-free call's generated code is built (compiled and
 #: swapped in): "eager" (at the first call, before it runs), "never" (calls stay on the host),
@@ -198,7 +200,9 @@ def compile_when(looped: bool = False) -> int | None:
 def _holds_every_value(runner: ScopeRunner) -> bool:
     """Whether `runner`'s program keeps every value until the call ends: a host walk, or
     generated code that runs as Python (it holds its locals)."""
-    return runner.whole is None or not runner.whole.generated.compiled or _PYTHON_MODE
+    from .kernels import PYTHON_MODE  # NUMBA_DISABLE_JIT=1: generated code runs as Python
+
+    return runner.whole is None or not runner.whole.generated.compiled or PYTHON_MODE
 
 
 def _noted(plan: Plan, lines) -> Plan:
@@ -329,6 +333,9 @@ class CompiledRegion:
     given (scalars are passed as NumPy floats, arrays as C-ordered writable float64 arrays)."""
 
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str):
+        from .kernels import PYTHON_MODE  # (Numba is loaded once something is to compile)
+
+        self.python_mode = PYTHON_MODE  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
         self.region = region
         self._table = table
         self._optimize = optimize
@@ -342,6 +349,8 @@ class CompiledRegion:
     def generated(self) -> codegen.Generated:
         """The region's code, generated when first asked for (a call on the host needs none)."""
         if self._generated is None:
+            from . import codegen
+
             self._generated = codegen.generate(self.region, self._table, self._optimize,
                                               exact=True)
         return self._generated
@@ -355,6 +364,8 @@ class CompiledRegion:
         """The generated function (a Numba dispatcher when its code needs compiling), made
         once; Numba compiles it at its first call, or when `compile` says."""
         if self._function is None:
+            from . import cache
+
             self._function = cache.function(self.generated.source, self.generated.compiled)
         return self._function
 
@@ -382,7 +393,7 @@ class CompiledRegion:
         compiled code raises but a bad step count is a bug and propagates: a bad disk cache
         entry never reaches here (disk.HilbertCache replaces it while loading)."""
         try:
-            if _PYTHON_MODE:
+            if self.python_mode:
                 with np.errstate(all="ignore"):
                     return self.function(*args)
             return self.function(*args)
@@ -488,7 +499,9 @@ class ScopeRunner:
             else:
                 stack.extend(ir.children(node))
         inputs.sort(key=lambda n: (not isinstance(n, (ir.Param, ir.State)), getattr(n, "index", 0)))
-        return codegen.Region(root, tuple(inputs), self.scope)
+        from .codegen import Region
+
+        return Region(root, tuple(inputs), self.scope)
 
     def _whole(self) -> CompiledRegion | None:
         """The single region that is the whole call, when everything compiles."""

@@ -31,9 +31,7 @@ import functools
 import importlib
 import os
 
-import numba
 from hilbert.compiler.settings import whole_number
-from numba import config
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
 #: (no array expressions or NumPy calls rewritten behind the code's back).
@@ -52,15 +50,17 @@ def count() -> int:
     HILBERT_THREADS unset, or 1; one core; NUMBA_DISABLE_JIT; no thread-safe threading layer;
     an OpenMP runtime already set up to spin). A setting that is neither a whole number nor
     `auto` is an ArgumentError (E600)."""
+    cap = os.environ.get(ENVIRONMENT, "").strip().lower()
+    if cap != "auto":
+        cap = whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial, the "
+                           "default) or auto (every core)") or 1
+        if cap < 2:
+            return 1  # (decided without loading Numba)
+    from numba import config
+
     if getattr(config, "DISABLE_JIT", False):
         return 1
-    cap = os.environ.get(ENVIRONMENT, "").strip().lower()
-    if cap == "auto":
-        wanted = config.NUMBA_NUM_THREADS
-    else:
-        cap = whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial, the "
-                           "default) or auto (every core)")
-        wanted = min(config.NUMBA_NUM_THREADS, max(1, cap or 1))
+    wanted = config.NUMBA_NUM_THREADS if cap == "auto" else min(config.NUMBA_NUM_THREADS, cap)
     if wanted < 2 or not _safe_layer():
         return 1
     return wanted
@@ -74,6 +74,8 @@ def _safe_layer() -> bool:
 
 def thread_safe_layer() -> bool:
     """Whether Numba's parallel code runs on a thread-safe layer (and will keep doing so)."""
+    import numba
+    from numba import config
     from numba.np.ufunc import parallel
 
     if getattr(parallel, "_is_initialized", False):  # already launched: it chose its layer

@@ -13,6 +13,7 @@ from lark.visitors import Transformer_NonRecursive
 
 from .confusables import skeleton, spelled
 from .errors import ArgumentError, ParseError, warn
+from .foreign import FOREIGN_WORDS
 from .source import Source, Span
 from .syntax import (
     Assign,
@@ -51,28 +52,6 @@ MAX_NESTING = 100
 #: The precedence group of each binary operator token: a chain continues within a group.
 _GROUPS = {"PLUS": "sum", "MINUS": "sum", "TIMES": "product", "DIVIDE": "product", "POW": "power"}
 
-#: Constructs of other languages that .hb does not have, by the word that starts them, and
-#: what to write instead. A syntax error at (or just after) one of these words says so.
-FOREIGN_WORDS = {
-    "match": "choose with if … then … else …",
-    "case": "choose with if … then … else …",
-    "switch": "choose with if … then … else …",
-    "elif": "write else if … then … else …",
-    "for": "a loop is a definition that calls itself in tail position, as "
-           "def count(t, x) ≔ if t = 0 then x else count(t − 1, x + 1)",
-    "while": "a loop is a definition that calls itself in tail position, as "
-             "def halve(x) ≔ if x < 1 then x else halve(x / 2)",
-    "lambda": "give the function a name with def, and pass its inputs as arguments",
-    "import": "write open Module (open Prelude.Networks, or open Folder.File for a file)",
-    "class": "a trainable model is model Name(…) : Learner { … }; other definitions stand alone",
-    "return": "a definition's body is its value: def f(x) ≔ x + 1",
-    "var": "name a value with def: def name ≔ expression",
-    "val": "name a value with def: def name ≔ expression",
-    "const": "name a value with def: def name ≔ expression",
-    "and": "comparisons give 1 or 0, so multiply them: (a > 0) · (b > 0)",
-    "or": "comparisons give 1 or 0, so take their max: max(a > 0, b > 0)",
-    "not": "comparisons give 1 or 0, so subtract from 1: 1 − (a > 0)",
-}
 
 
 @lru_cache(maxsize=1)
@@ -356,6 +335,11 @@ def parse(text: str, name: str = "<string>") -> Module:
     >>> parse('def dense(a, w) ≔ einsum("np,pq->nq", a, w)').decls[0].name
     'dense'
     """
+    return parse_counting(text, name)[0]
+
+
+def parse_counting(text: str, name: str = "<string>") -> tuple[Module, int]:
+    """`parse`, and how many warnings (W100) the parse gave."""
     if not isinstance(text, str):
         raise ArgumentError("E600", f".hb source must be text (a str), but it is a "
                             f"{type(text).__name__}", Span(Source(name, ""), 1, 1, 1, 1))
@@ -369,8 +353,8 @@ def parse(text: str, name: str = "<string>") -> Module:
         raise ParseError("E100", f"cannot parse this text ({type(err).__name__})",
                          Span(source, 1, 1, 1, 2)) from None
     names = _check_tree(source, tree)
-    _warn_look_alikes(source, names)
-    return _Builder(source).transform(tree)
+    warned = _warn_look_alikes(source, names)
+    return _Builder(source).transform(tree), warned
 
 
 def _check_tree(source: Source, tree: Tree) -> list[Token]:
@@ -414,9 +398,11 @@ def _operator(binary: Tree) -> str:
     return token.type
 
 
-def _warn_look_alikes(source: Source, names: list[Token]) -> None:
+def _warn_look_alikes(source: Source, names: list[Token]) -> int:
     """W100 for two different names of this text that look the same on the page (`а`, U+0430
-    CYRILLIC SMALL LETTER A, and the Latin `a`): each would silently be its own name."""
+    CYRILLIC SMALL LETTER A, and the Latin `a`): each would silently be its own name. Returns
+    how many it gave."""
+    warned = 0
     spellings: dict[str, dict[str, Token]] = {}  # skeleton -> each spelling's first token
     for token in sorted(names, key=lambda t: t.start_pos or 0):
         alike = spellings.setdefault(skeleton(token), {})
@@ -427,7 +413,9 @@ def _warn_look_alikes(source: Source, names: list[Token]) -> None:
                 warn("W100", f"the names {spelled(other)} at {seen.line}:{seen.column} and "
                      f"{spelled(str(token))} look alike but are different names; rename one",
                      _token_span(source, token))
+                warned += 1
         alike[str(token)] = token
+    return warned
 
 
 def _token_span(source: Source, token: Token) -> Span:

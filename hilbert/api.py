@@ -337,6 +337,16 @@ class Module:
                 self._compiled.models[name], self._compiled, self._executor, self._optimize))
         return self._models[name]
 
+    def check(self) -> None:
+        """Inline and optimise every definition and model member now, raising the first error
+        any of them has (loading leaves each to its first use)."""
+        for name in self.definitions:
+            self.function(name)
+        for name, model in self._compiled.models.items():
+            functions = self.model(name)._functions
+            for member in (*model.trains, *model.methods):
+                functions[member]  # noqa: B018 (made, and so checked, by being read)
+
     def __getattr__(self, name: str) -> Function | type:
         if name.startswith("_"):  # (pickle and copy ask for __getstate__ and the like)
             raise AttributeError(name)

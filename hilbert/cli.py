@@ -230,8 +230,7 @@ def _check(args) -> int:
             continue
         try:
             module = hilbert.load(path)
-            for name in module.definitions:  # entries are built on first use: build them all
-                module.function(name)
+            module.check()  # entries are built on first use: build them all
         except HilbertError as err:
             _complain(colour(str(err), sys.stderr, args.color))
             failed += 1

@@ -32,13 +32,13 @@ from hilbert.compiler import ir
 from hilbert.compiler.driver import CompiledModule, annotate, compile_module
 from hilbert.compiler.models import STEPS, CompiledModel, Member, WeightDecl
 from hilbert.compiler.modules import PRELUDE, Loader, SourceModule
+from hilbert.compiler.parsed import parse_module
 from hilbert.compiler.plan import memory_limit
 from hilbert.compiler.plan_text import human_bytes
 from hilbert.compiler.primitives import BY_OP
 from hilbert.compiler.shapes import describe_shape, infer_shapes
 from hilbert.executor.reference import Reference
 from hilbert.grammar.errors import HilbertError, ModelError, RuntimeHilbertError, internal_error
-from hilbert.grammar.parser import parse
 from hilbert.grammar.syntax import Open
 
 from .api import Function, Module
@@ -77,7 +77,7 @@ def model_class(model: CompiledModel, module: CompiledModule, executor: str = "n
         "_executor": executor,
         "_optimize": optimize,
         "_source": None,  # what a pickle carries, made at the first pickle (see ModelSource)
-        "_functions": {n: Function(m.entry, module, executor, optimize) for n, m in members.items()},
+        "_functions": _Functions(members, module, executor, optimize),
         "__doc__": _class_doc(model),
         "__qualname__": model.name,
         "__signature__": inspect.Signature(
@@ -90,6 +90,29 @@ def model_class(model: CompiledModel, module: CompiledModule, executor: str = "n
     for member in model.methods.values():
         namespace[member.name] = _method(model, member)
     return type(model.name, (Learner,), namespace)
+
+
+class _Functions(dict):
+    """A model class's Function per member, made when the member is first used (its entry is
+    inlined and optimised then: compiler/models.py, Member)."""
+
+    def __init__(self, members: dict[str, Member], module: CompiledModule, executor: str,
+                 optimize: str):
+        super().__init__()
+        self._members = members
+        self._made = (module, executor, optimize)
+        self._lock = threading.Lock()
+
+    def __missing__(self, name: str) -> Function:
+        member = self._members[name]  # (a KeyError for a name that is no member)
+        try:
+            entry = member.entry
+        except (HilbertError, MemoryError):
+            raise
+        except Exception as err:  # a bug of hilbert's: E900, never a bare traceback
+            raise internal_error(err, member.span, f"compiling {member.name}") from err
+        with self._lock:
+            return self.setdefault(name, Function(entry, *self._made))
 
 
 def _class_doc(model: CompiledModel) -> str:
@@ -154,15 +177,14 @@ def _train_method(model: CompiledModel, member: Member):
 
 def _dressed(function, model: CompiledModel, member: Member, extra: list[inspect.Parameter]):
     """`function` with the member's name, signature and `--` doc comment."""
-    d = member.entry.definition
     function.__name__ = member.name
     function.__qualname__ = f"{model.name}.{member.name}"
-    kind = "train block" if d.kind == "train" else "method"
-    head = f"{model.name}.{member.name}({', '.join(member.params)})  [{kind} at {d.span}]"
-    if d.kind == "train":
+    kind = "train block" if member.kind == "train" else "method"
+    head = f"{model.name}.{member.name}({', '.join(member.params)})  [{kind} at {member.span}]"
+    if member.kind == "train":
         head += (f"\n\nUpdates {', '.join(member.assigned) or 'no weights'}; "
                  f"{STEPS}=N runs N steps as one compiled loop.")
-    function.__doc__ = f"{head}\n\n{d.doc}" if d.doc else head
+    function.__doc__ = f"{head}\n\n{member.doc}" if member.doc else head
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
     function.__signature__ = inspect.Signature(
         [inspect.Parameter("self", positional)]
@@ -188,7 +210,7 @@ def _step_count(model: CompiledModel, member: Member, steps) -> int:
         return int(number)
     raise RuntimeHilbertError(
         "E500", f"{model.name}.{member.name}'s {STEPS} must be a whole number, at least 0, but "
-        f"it was given {steps!r}", member.entry.definition.span)
+        f"it was given {steps!r}", member.span)
 
 
 class _Load:
@@ -280,7 +302,7 @@ class Learner:
     def _bind(self, member: Member, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...]:
         """The member's own arguments (what Python passed), converted."""
         name = f"{self._model.name}.{member.name}"
-        return bind_arguments(_Signature(name, member.params, member.entry.definition), args, kwargs)
+        return bind_arguments(_Signature(name, member.params, member), args, kwargs)
 
     def _execute(self, member: Member, values: tuple[np.ndarray, ...]):
         function = self._functions[member.name]
@@ -723,7 +745,7 @@ class _CarriedLoader(Loader):
         self.opens: dict[str, tuple[str, ...]] = {}
         for t in source.texts:
             directory = None if t.directory is None else Path(t.directory)
-            self.modules[t.key] = SourceModule(t.key, t.name, parse(t.text, t.label), directory,
+            self.modules[t.key] = SourceModule(t.key, t.name, parse_module(t.text, t.label), directory,
                                                t.label)
             self.opens[t.key] = t.opens
 

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import test_cache
 from conftest import EXECUTORS
+from hilbert.executor import directory as private
 from hilbert.executor import disk
 from test_cache import copy_of, files, run_cached
 
@@ -365,7 +366,7 @@ def test_a_cache_dir_others_can_write_is_refused(cache_in, monkeypatch, mode, re
     directory = cache_in("cache")
     directory.mkdir()
     os.chmod(directory, mode)
-    monkeypatch.setattr(disk, "_own_group", lambda gid: True)  # even for one's private group
+    monkeypatch.setattr(private, "_own_group", lambda gid: True)  # even for one's private group
     assert (refusal() is not None) == refused
 
 
@@ -377,7 +378,7 @@ def test_directories_above_the_cache_dir_must_not_be_writable_by_others(
     directory = cache_in("above/cache")
     directory.parent.mkdir()
     os.chmod(directory.parent, mode)
-    monkeypatch.setattr(disk, "_own_group", lambda gid: own_group)
+    monkeypatch.setattr(private, "_own_group", lambda gid: own_group)
     why = refusal()
     assert (why is not None) == refused
     assert why is None or f"{directory.parent} can be written by other users" in why

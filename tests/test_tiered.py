@@ -26,7 +26,7 @@ import pytest
 from conftest import assert_agree
 from hilbert.compiler import driver
 from hilbert.compiler.plan import contraction
-from hilbert.executor import numba_exec, planned
+from hilbert.executor import codegen, numba_exec, planned
 from numba.core import event
 from opt_einsum.testing import rand_equation
 
@@ -398,7 +398,7 @@ def test_a_failed_build_leaves_the_calls_on_the_host(setting, monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug in code generation")
 
-    monkeypatch.setattr(numba_exec.codegen, "generate", broken)
+    monkeypatch.setattr(codegen, "generate", broken)
     mod = hilbert.compile_source(SOURCE)
     args = ring_arguments(np.random.default_rng(2))
     want = hilbert.compile_source(SOURCE, executor="reference").ring(*args)
@@ -549,7 +549,7 @@ def test_a_build_that_fails_fails_at_build(setting, monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug in code generation")
 
-    monkeypatch.setattr(numba_exec.codegen, "generate", broken)
+    monkeypatch.setattr(codegen, "generate", broken)
     f = hilbert.compile_source(SOURCE).squashed
     with pytest.raises(hilbert.HilbertError) as err:
         f.build((6, 4), (4, 3))
