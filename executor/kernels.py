@@ -227,7 +227,7 @@ if _DGEMM is not None:
         tb, ldb = _layout(b)
         tc, ldc = _layout(out)
         if ta == 0 or tb == 0 or tc != 111:  # never made by generated code, but be correct
-            return _small_beta(a, b, out, beta)
+            return small_product_beta(a, b, out, beta)
         # (no copies here: BLAS gets raw addresses, so every array must outlive the call)
         if n == 1 or m == 1:  # a matrix times a vector: GEMV reads it once
             _gemv(a, b, out, beta, ta, lda, tb, ldb)
@@ -271,7 +271,7 @@ else:
 
 
 @compiled
-def _small_beta(a, b, out, beta):
+def small_product_beta(a, b, out, beta):
     """out = a · b + beta · out as plain loops (any strides)."""
     for i in range(a.shape[0]):
         for j in range(b.shape[1]):

@@ -200,10 +200,10 @@ def _measure(function: Function, optimisers: tuple[str, ...], repeat: int,
     if uncounted is None:
         _ratios(contestants)
     notes = ([uncounted] if uncounted else _notes(work, direct)) + [
-        "first call: a fresh function of this process, planning included; without loops it "
-        "runs on the host (its compiled code is built before the warm calls), with loops it "
-        "compiles first; code compiled earlier in this process, or kept in the disk cache, is "
-        "reused, so the first row's first call may include work that later rows' do not"]
+        "first call: a fresh function of this process, planning included; it runs on the host "
+        "tier (its compiled code is built before the warm calls; under HILBERT_COMPILE=eager "
+        "it compiles first); code compiled earlier in this process, or kept in the disk cache, "
+        "is reused, so the first row's first call may include work that later rows' do not"]
     return BenchResult(function.entry.name, function.entry.params, tuple(v.shape for v in inputs),
                        function.executor, repeat, work, tuple(contestants), tuple(notes),
                        _machine())

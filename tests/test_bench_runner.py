@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +22,7 @@ if str(ROOT) not in sys.path:  # benchmarks/ lives in the checkout, it is not in
 
 from benchmarks import readme, report, runner  # noqa: E402
 from benchmarks.cases import Case, Config, Setup, Skip, Target  # noqa: E402
-from benchmarks.cases.base import Anchor, last_words  # noqa: E402
+from benchmarks.cases.base import ROOT, Anchor, last_words  # noqa: E402
 
 QUICK = Config(quick=True, executor="reference", optional=False)
 A = np.array([[1.0, 2.0], [3.0, 4.0]])
@@ -186,3 +188,41 @@ def test_the_readme_table_lists_every_anchor_and_ratio():
     assert readme.rewrite(f"x\n{readme.BEGIN}\nold\n{readme.END}\ny", fake).startswith("x\n" + block)
     with pytest.raises(ValueError):
         readme.rewrite("no markers", fake)
+
+
+@pytest.mark.parametrize("program", ["mlp", "lstm"])
+def test_a_startup_child_times_a_fresh_process_and_answers_right(program, tmp_path):
+    """benchmarks/first_results.py: nothing of the contestants is imported before the clock
+    starts, the default tiers answer a loop-free call without loading Numba (a call with loops
+    starts its build, and so loads Numba, in the background), and the answer is the
+    program's (checked against NumPy written here)."""
+    from benchmarks import first_results
+
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("HILBERT_COMPILE", None)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    done = subprocess.run([sys.executable, "-c", "from benchmarks.first_results import child; "
+                           f"child({program!r}, 'hilbert')"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["imported_before"] == []
+    if program == "mlp":
+        assert report["numba_loaded"] is False
+    assert 0 < report["import_s"] <= report["total_s"]
+    inputs = first_results.PROGRAMS[program][0]()
+    if program == "mlp":
+        x, y, w1, w2 = (inputs[k] for k in ("x", "y", "w1", "w2"))
+        hidden = x @ w1
+        error = (np.maximum(hidden, 0) @ w2 - y) / x.shape[0]
+        want = w1 - 0.01 * x.T @ ((error @ w2.T) * (hidden > 0))
+    else:
+        h, c = inputs["h"], inputs["c"]
+        for t in range(inputs["x"].shape[0]):
+            z = (np.einsum("be,edg->bdg", inputs["x"][t], inputs["wx"])
+                 + np.einsum("bh,hdg->bdg", h, inputs["wh"]) + inputs["b"])
+            gate = 1 / (1 + np.exp(-z))
+            c = gate[..., 1] * c + gate[..., 0] * np.tanh(z[..., 2])
+            h = gate[..., 3] * np.tanh(c)
+        want = h
+    assert report["checksum"] == pytest.approx(float(np.sum(want)), rel=1e-10)

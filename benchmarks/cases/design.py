@@ -27,6 +27,7 @@ from benchmarks.cases.base import (
     last_words,
     networks,
 )
+from benchmarks.first_results import mlp_problem
 
 SEED_X = np.array([[0, 1], [1, 1], [2, 1], [3, 1]], dtype=float)
 SEED_Y = np.array([[1], [3], [5], [7]], dtype=float)
@@ -66,19 +67,10 @@ def seed_fit(config: Config) -> Setup:
         flops=A.mlp_flops(t, 4, 2, 2, 1, 4))
 
 
-def _mlp_problem(n, p, h, q, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, p))
-    y = rng.standard_normal((n, q))
-    w1 = rng.standard_normal((p, h)) / np.sqrt(p)
-    w2 = rng.standard_normal((h, q)) / np.sqrt(h)
-    return x, y, w1, w2
-
-
 def mlp_fit(config: Config) -> Setup:
     n, p, h, q = 1024, 64, 256, 10
     t, r = config.pick(100, 20), 0.01
-    x, y, w1, w2 = _mlp_problem(n, p, h, q)
+    x, y, w1, w2 = mlp_problem(n, p, h, q)
     fit = networks(config).mlpFit
     return Setup(
         ours=lambda: fit(float(t), r, x, y, w1, w2),
@@ -102,7 +94,7 @@ def large_dense(config: Config) -> Setup:
 def mlp_predict(config: Config) -> Setup:
     n, p, h, q, m = 256, 32, 64, 4, 64
     t, r = config.pick(200, 50), 0.01
-    x, y, w1, w2 = _mlp_problem(n, p, h, q, seed=2)
+    x, y, w1, w2 = mlp_problem(n, p, h, q, seed=2)
     z = np.random.default_rng(3).standard_normal((m, p))
     nets = networks(config)
     args = (float(t), r, x, y, w1, w2)

@@ -10,13 +10,10 @@ import numpy as np
 
 from benchmarks import anchors as A
 from benchmarks.cases.base import JAX, TORCH, Anchor, Case, Config, Setup, Target, example
-from benchmarks.cases.design import SEED_RATE, SEED_W1, SEED_W2, SEED_X, SEED_Y, _mlp_problem
+from benchmarks.cases.design import SEED_RATE, SEED_W1, SEED_W2, SEED_X, SEED_Y
+from benchmarks.first_results import jax_mlp_step, loss_torch, mlp_problem, torch_mlp_step
 
 HAND = "hilbert, by hand"
-
-
-def _loss_torch(torch, x, y, w1, w2):
-    return ((torch.clamp_min(x @ w1, 0.0) @ w2 - y) ** 2).sum() / (2 * x.shape[0])
 
 
 def _autograd_fit(torch):
@@ -24,7 +21,7 @@ def _autograd_fit(torch):
     def fit(t, r, x, y, w1, w2):
         w1, w2 = w1.clone().requires_grad_(), w2.clone().requires_grad_()
         for _ in range(int(t)):
-            g1, g2 = torch.autograd.grad(_loss_torch(torch, x, y, w1, w2), (w1, w2))
+            g1, g2 = torch.autograd.grad(loss_torch(torch, x, y, w1, w2), (w1, w2))
             with torch.no_grad():
                 w1, w2 = (w1 - r * g1).requires_grad_(), (w2 - r * g2).requires_grad_()
         with torch.no_grad():
@@ -87,43 +84,27 @@ def seed_fit(config: Config) -> Setup:
 
 
 def mlp_fit(config: Config) -> Setup:
-    x, y, w1, w2 = _mlp_problem(1024, 64, 256, 10)
+    x, y, w1, w2 = mlp_problem(1024, 64, 256, 10)
     return _fit_setup(config, config.pick(100, 20), 0.01, x, y, w1, w2)
 
 
 def mlp_step(config: Config) -> Setup:
-    x, y, w1, w2 = _mlp_problem(1024, 64, 256, 10)
+    x, y, w1, w2 = mlp_problem(1024, 64, 256, 10)
     r = 0.01
     gradients = example("Gradients", config)
-
-    def torch_step(torch):
-        def step(x, y, w1, w2):
-            v1, v2 = w1.clone().requires_grad_(), w2.clone().requires_grad_()
-            g1, g2 = torch.autograd.grad(_loss_torch(torch, x, y, v1, v2), (v1, v2))
-            return w1 - r * g1, w2 - r * g2
-        return step
-
-    def jax_step(jnp, lax):
-        import jax
-
-        def step(x, y, w1, w2):
-            loss = lambda v: ((jnp.maximum(x @ v[0], 0.0) @ v[1] - y) ** 2).sum() / (2 * x.shape[0])  # noqa: E731
-            g1, g2 = jax.grad(loss)((w1, w2))
-            return jnp.concatenate([(w1 - r * g1).ravel(), (w2 - r * g2).ravel()])
-        return step
 
     def joined(pair):
         return np.concatenate([np.ravel(p) for p in pair])
 
     def jax_anchor():
         jax, jnp, lax = A.jax_modules()
-        fn = jax.jit(jax_step(jnp, lax))
+        fn = jax.jit(jax_mlp_step(jax, jnp, r))
         jargs = [jnp.asarray(a) for a in (x, y, w1, w2)]
         return lambda: fn(*jargs).block_until_ready()
 
     def torch_anchor():
         torch = A.torch_module()
-        fn = torch_step(torch)
+        fn = torch_mlp_step(torch, r)
         targs = [torch.from_numpy(a) for a in (x, y, w1, w2)]
         return lambda: joined([p.detach().numpy() for p in fn(*targs)])
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from benchmarks import anchors as A
 from benchmarks.cases.base import NUMPY, TORCH, Anchor, Case, Config, Setup, Target
+from benchmarks.first_results import torch_circle_step
 
 B, E, D = 32, 512, 768
 
@@ -160,27 +161,9 @@ def circle_step(config: Config) -> Setup:
     labels = ((x ** 2).sum(1) < 0.5).astype(float)
     model = example("CircleClassifier", config).CircleClassifier(32, 0)
 
-    def make_torch():
-        torch = A.torch_module()
-        torch.manual_seed(0)
-        nn = torch.nn
-        net = nn.Sequential(nn.Linear(2, 32), nn.GELU(), nn.Linear(32, 32), nn.GELU(),
-                            nn.Linear(32, 2)).double()
-        opt = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=1e-2)
-        tx, tl = torch.from_numpy(x), torch.from_numpy(labels).long()
-
-        def step():
-            loss = torch.nn.functional.cross_entropy(net(tx), tl)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-            opt.step()
-            return loss.item()
-        return step
-
     return Setup(
         ours=lambda: model.train(x, labels, 0.0),
-        anchors=[A._optional(config, Anchor(TORCH, make_torch,
+        anchors=[A._optional(config, Anchor(TORCH, lambda: torch_circle_step(A.torch_module(), x, labels),
                                             "torch eager float64: forward, backward, clip, AdamW"))],
         params={"batch": "64×2", "widths": "2→32→32→2"}, compare=False)
 
