@@ -45,12 +45,18 @@ def _stamp() -> str:
     return f"{numba.__version__} {np.__version__} {kernels.STAMP}"
 
 
+def _digest(source: str) -> str:
+    """The name generated code and its machine code are kept under: a hash of the source and
+    of what its compiled code depends on."""
+    return hashlib.sha256((_stamp() + _HEADER + source).encode()).hexdigest()[:32]
+
+
 def function(source: str, compiled: bool):
     """The function `run` defined by `source`: Numba-compiled (lazily, at its first call, warm
     from disk when it was compiled before) when `compiled`, else plain Python. Equal sources
     give the same function object, so programs that differ only in sizes share compiled code."""
     text = _HEADER + source
-    key = (hashlib.sha256((_stamp() + text).encode()).hexdigest()[:32], compiled)
+    key = (_digest(source), compiled)
     with _lock:
         found = _functions.get(key)
         if found is None:

@@ -16,10 +16,12 @@ the next step boundary once it is built, its state carried over.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import functools
 import os
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -34,7 +36,7 @@ from hilbert.compiler.settings import whole_number
 from hilbert.compiler.shapes import Scope, ShapeTable, infer_shapes
 from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, first_line, warn
 
-from . import interrupt, threads
+from . import built, interrupt, threads
 from .faults import LabelError, PositionError, StepCountError
 from .numerics import detached, fresh_first, quietly
 from .planned import PlannedProgram, einsum_kernel
@@ -112,7 +114,8 @@ class Tiers:
     it generates."""
 
     def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str]):
-        if ready.plan.loops:
+        self.looped = bool(ready.plan.loops)
+        if self.looped:
             self.resumes = resume_points(ready.body)
             note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
             walk = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
@@ -745,6 +748,7 @@ class TieredProgram:
         self.host_calls = 0  # calls run on the host so far (counted loosely under threads)
         self.moved = 0  # calls that moved to the compiled code at a step boundary
         self._resumes = tiers.resumes
+        self.looped = tiers.looped
         self._host_steps = 0  # steps host calls ran before they moved
         self._tiers = tiers
         self._replan = replan
@@ -794,25 +798,47 @@ class TieredProgram:
                 raise _fresh(self._error) from self._error  # (never one object raised again)
             self._stay_on_host(self._error)
         when = self._when
-        if when is not None and not self._done.is_set():
-            if when == 0:
-                if self.build() is not None:
-                    return self(values)
-            elif self.host_calls + 1 >= when and not self.queued:
-                self._start()
+        if when == 0 and not self._done.is_set():
+            if self.build() is not None:
+                return self(values)
         self.host_calls += 1
-        if self._resumes is None:
+        if not self.looped:
+            self._start_when_due()
             return self.host(values)
         try:
-            return self.host(values, functools.partial(self._boundary, values))
+            value = self.host(values, functools.partial(self._boundary, values))
         except _Moved as moved:
             return moved.value
+        self._start_when_due()
+        return value
+
+    def sources(self) -> list[str]:
+        """The generated sources of its compiled regions (generated now if they were not)."""
+        return [r.source for r in _regions(self.runner) if r.generated.compiled]
+
+    def kept(self) -> bool:
+        """Whether a build of this program's code is in the disk cache (executor/built.py)."""
+        try:
+            return built.kept(self.sources())
+        except Exception:  # noqa: BLE001 (code that cannot be generated is not kept)
+            return False
+
+    def _start_when_due(self) -> None:
+        """Queue the build once this signature has had the calls HILBERT_COMPILE asks for. A
+        call with loops queues it at its first step boundary (or its end): its first step, and
+        a one-step train call, then run before Numba competes with them for the interpreter."""
+        when = self._when
+        if when is not None and self.host_calls >= when and not self.queued \
+                and not self._done.is_set():
+            self._start()
 
     def _boundary(self, values, state: tuple, steps: int) -> None:
-        """At a step boundary of a host call's loop: once the compiled code is built, the rest
-        of the call runs on it, from `state` (raised as _Moved, with its result)."""
+        """At a step boundary of a host call's loop: the build is queued when due; once it is
+        built, the rest of the call runs on the compiled code from `state` when its loop can
+        move (raised as _Moved, with its result)."""
+        self._start_when_due()
         fast = self._fast
-        if fast is None:
+        if fast is None or self._resumes is None:
             return
         moved = list(values)
         for component, parameter in self._resumes:
@@ -884,6 +910,8 @@ class TieredProgram:
             region.compile()
             if advance is not None:
                 advance()
+        if self.looped:
+            built.keep(self.sources())
         second.plan = self._plan = plan
         self._fast = second
         return second
@@ -932,25 +960,61 @@ class _Moved(Exception):  # noqa: N818 (not an error: how a host call hands over
 class _Builder:
     """The background thread that builds queued programs one after another (Numba compiles one
     function at a time whatever the threads), started with the first program queued. It is a
-    daemon: a process may end while it compiles (what it was writing to the disk cache is
-    written whole or not at all, executor/disk.py)."""
+    daemon, but a process does not end while it builds a program with loops: at exit `finish`
+    waits for those (Ctrl-C skips the wait), so that the next process finds their machine code
+    in the disk cache and moves to it as soon as it is loaded, instead of compiling it again.
+    Queued loop-free programs are dropped at exit (their first calls cost the host's
+    milliseconds anyway); what a build was writing to the disk cache is written whole or not at
+    all (executor/disk.py)."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[TieredProgram] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._pending: list[TieredProgram] = []  # programs with loops queued or being built
+        self._exiting = False
 
     def submit(self, program: TieredProgram) -> None:
-        self._queue.put(program)
         with self._lock:
+            if program.looped:
+                self._pending.append(program)
+            self._queue.put(program)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="hilbert-compile",
                                                 daemon=True)
                 self._thread.start()
+                atexit.register(self.finish)
 
     def _work(self) -> None:
         while True:
-            self._queue.get().build_quietly()
+            program = self._queue.get()
+            try:
+                if not self._exiting or (program.looped and not program.kept()):
+                    program.build_quietly()
+            finally:
+                with self._lock:
+                    if program in self._pending:
+                        self._pending.remove(program)
+
+    def finish(self) -> None:
+        """At exit: wait until every queued program with loops whose code the disk cache does
+        not hold yet is built, saying so on a terminal once the wait has lasted a second."""
+        from hilbert.progress import BUILD_LINE_DELAY_S, wanted
+
+        self._exiting = True
+        with self._lock:
+            pending = list(self._pending)
+        needed = [p for p in pending if not p.kept()]
+        waited = 0.0
+        try:
+            for program in needed:
+                while not program.wait(BUILD_LINE_DELAY_S):
+                    waited += BUILD_LINE_DELAY_S
+                    if waited == BUILD_LINE_DELAY_S and wanted(sys.stderr):
+                        print("hilbert: finishing the compilation of loops for the disk "
+                              "cache (Ctrl-C skips it)", file=sys.stderr, flush=True)
+        except KeyboardInterrupt:
+            pass
 
 
 _BUILDER = _Builder()

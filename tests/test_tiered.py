@@ -231,20 +231,19 @@ def test_a_loop_that_starts_from_computed_values_moves_at_the_next_call(monkeypa
     original = numba_exec.TieredProgram._boundary
 
     def at_boundary(self, values, state, steps):
-        assert self.wait(600) and self.built  # built from the first step boundary on
-        return original(self, values, state, steps)
+        original(self, values, state, steps)  # queues the build at the first boundary
+        assert self.wait(600) and self.built  # and it is built from then on
 
     monkeypatch.setattr(numba_exec.TieredProgram, "_boundary", at_boundary)
     mod = hilbert.compile_source(source)
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) / 4
     assert any("calls that start once it is built run on it" in n
                for n in mod.f.plan((), a.shape, b.shape).notes)
-    first = mod.f(4, a, b)
+    first = mod.f(4, a, b)  # built at its first step boundary, finished on the host
     program = mod.f.program(((), a.shape, b.shape))
-    assert mod.f.tier == "host" and program.moved == 0
-    assert program.wait(600)
+    assert program.built and program.moved == 0 and program.host_calls == 1
     second = mod.f(4, a, b)
-    assert mod.f.tier == "compiled"
+    assert mod.f.tier == "compiled" and program.host_calls == 1
     for value in (first, second):
         np.testing.assert_allclose(value, _looped(np.tanh(a), b, 4), rtol=1e-12)
 
@@ -480,6 +479,52 @@ def test_the_background_build_uses_the_disk_cache(tmp_path):
     warm = _second_process(tmp_path / "cache")
     assert warm["tiers"] == ["host", "compiled"] and warm["built"]
     assert warm["compiles"] == 0 and warm["hits"] == 1
+
+
+#: A process that calls LOOP's f once, with the default tiers, and ends at once; it reports
+#: its answer and, when asked, how many functions Numba compiled while its build ran.
+_ONE_LOOP_CALL = """
+import json, sys
+import numpy as np
+from numba.core import event
+import hilbert
+from hilbert.executor import numba_exec
+f = hilbert.compile_source(sys.argv[1]).f
+a, b = np.eye(3) * 0.5, np.full((3, 3), 0.25)
+value = f(5, a, b)
+report = {"value": value.tolist(), "tier": f.tier}
+if sys.argv[2] == "wait":
+    with event.install_recorder("numba:compile") as recorder:
+        assert f.program(((), (3, 3), (3, 3))).wait(600)
+    report["compiles"] = sum(1 for _, e in recorder.buffer if e.is_start)
+print(json.dumps(report))
+"""
+
+
+def test_a_process_ends_after_its_loops_are_built_for_the_next(tmp_path):
+    """The first process's call runs on the host and the process ends right after it: its
+    exit waits for the loop's build, so the next process loads the machine code from the disk
+    cache, compiling nothing."""
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop(numba_exec.COMPILE_ENVIRONMENT, None)
+    env.pop("NUMBA_DISABLE_JIT", None)
+
+    def run(mode: str) -> dict:
+        done = subprocess.run([sys.executable, "-c", _ONE_LOOP_CALL, LOOP, mode], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first = run("exit")
+    assert first["tier"] == "host"
+    assert len(list((tmp_path / "cache" / "built").iterdir())) == 1  # built before the exit
+    second = run("wait")
+    assert second["compiles"] == 0  # loaded from the disk cache
+    want = np.eye(3) * 0.5
+    for _ in range(5):
+        want = np.tanh(want @ np.full((3, 3), 0.25))
+    for report in (first, second):
+        np.testing.assert_allclose(report["value"], want, rtol=1e-12)
 
 
 # ---------------------------------------------------------------- planning is kept
