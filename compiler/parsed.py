@@ -11,11 +11,10 @@ pickle runs whatever its writer chose, so only hilbert itself may have written i
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
-import os
 import pickle
-import tempfile
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -74,17 +73,9 @@ def _stamp() -> str:
 
 
 def _folder() -> Path | None:
-    from hilbert.executor.directory import private_dir
+    from hilbert.executor.directory import private_folder
 
-    directory = private_dir()
-    if directory is None:
-        return None
-    folder = directory / FOLDER
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-    except OSError:
-        return None
-    return folder
+    return private_folder(FOLDER)
 
 
 def _read(digest: str) -> Module | None:
@@ -112,13 +103,7 @@ def _write(digest: str, module: Module) -> None:
         data = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
     except RecursionError:
         return
-    try:
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".parsed-", suffix=".tmp")
-    except OSError:
-        return
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, folder / f"{digest}.pickle")
-    except OSError:
-        Path(temporary).unlink(missing_ok=True)
+    from hilbert.executor.directory import write_whole
+
+    with contextlib.suppress(OSError):
+        write_whole(folder / f"{digest}.pickle", data)

@@ -7,6 +7,7 @@ waits for the build only when no marker says the next process will find the code
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 from importlib import metadata
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .directory import private_dir
+from .directory import private_folder
 
 #: The folder of the cache directory that holds the markers (empty files).
 FOLDER = "built"
@@ -30,11 +31,10 @@ def _stamp() -> str:
 
 
 def _marker(sources: list[str]) -> Path | None:
-    directory = private_dir()
-    if directory is None:
+    folder = private_folder(FOLDER)
+    if folder is None:
         return None
-    digest = hashlib.sha256("\0".join([_stamp(), *sources]).encode()).hexdigest()[:32]
-    return directory / FOLDER / digest
+    return folder / hashlib.sha256("\0".join([_stamp(), *sources]).encode()).hexdigest()[:32]
 
 
 def kept(sources: list[str]) -> bool:
@@ -49,8 +49,5 @@ def keep(sources: list[str]) -> None:
     marker = _marker(sources)
     if marker is None:
         return
-    try:
-        marker.parent.mkdir(mode=0o700, exist_ok=True)
+    with contextlib.suppress(OSError):
         marker.touch(mode=0o600)
-    except OSError:
-        pass

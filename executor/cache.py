@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import sys
-import tempfile
 import threading
 import types
 from pathlib import Path
@@ -23,6 +21,7 @@ import numpy as np
 from hilbert.grammar.errors import warn
 
 from . import disk, kernels
+from .directory import write_whole
 from .disk import ENVIRONMENT, cache_dir
 
 __all__ = ["ENVIRONMENT", "cache_dir", "function"]
@@ -99,14 +98,7 @@ def _written(path: Path, text: str) -> Path:
              f"it was not run, and is rewritten", stacklevel=4)
     except FileNotFoundError:
         pass
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".hb-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_whole(path, data)
     return path
 
 

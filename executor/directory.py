@@ -14,6 +14,7 @@ import contextlib
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 from hilbert.grammar.errors import warn
@@ -154,3 +155,30 @@ def _warn_once(code: str, key: str, message: str) -> None:
     if (code, key) not in _warned:
         _warned.add((code, key))
         warn(code, message, stacklevel=4)
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """Write `data` to `path` whole or not at all: into a fresh private file (mode 600) beside
+    it, then renamed into place, so a reader never sees half a file. OSError if it cannot."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".hb-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def private_folder(name: str) -> Path | None:
+    """The folder `name` of the private cache directory, made (0700) if missing; None when
+    there is no private directory (after its warning) or the folder cannot be made."""
+    directory = private_dir()
+    if directory is None:
+        return None
+    folder = directory / name
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return folder
