@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-nojit lint bench bench-quick clean
+.PHONY: demo test test-nojit lint golden bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(PY) -m pytest -q -n auto --dist loadfile
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q -m nojit
+
+golden: $(STAMP)
+	$(PY) tests/golden/record.py --update
 
 bench: $(BENCH_STAMP)
 	$(VENV)/bin/hilbert bench --suite

@@ -1,0 +1,50 @@
+"""The golden guard (docs/testing.md): every program of tests/golden/programs.json (the
+benchmark cases' and the Prelude's, at their shapes) renders, plan and generated code, exactly
+as recorded under tests/golden/recorded. A deliberate change is accepted with `make golden`."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+from conftest import ROOT
+
+#: How many lines of a mismatch's diff a failure shows.
+SHOWN = 80
+
+
+def _recorder():
+    """tests/golden/record.py imported as a module."""
+    spec = importlib.util.spec_from_file_location("golden_record",
+                                                  ROOT / "tests" / "golden" / "record.py")
+    assert spec is not None and spec.loader is not None
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+record = _recorder()
+PROGRAMS = record.read_programs()
+
+
+@pytest.mark.timeout(300)  # a bound on blow-up, not a speed test
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p["name"] for p in PROGRAMS])
+def test_the_generated_code_is_as_recorded(program):
+    lines = record.diff(program["name"], record.read_record(program["name"]),
+                        record.render(program))
+    if lines:
+        more = f"\n… {len(lines) - SHOWN} more lines" if len(lines) > SHOWN else ""
+        pytest.fail("\n".join(lines[:SHOWN]) + more + "\nrun `make golden` to see and accept "
+                    "the change", pytrace=False)
+
+
+def test_every_program_has_a_record_and_every_record_a_program():
+    names = [p["name"] for p in PROGRAMS]
+    assert len(set(names)) == len(names)
+    assert record.recorded_names() == set(names), "run `make golden` to see and accept the change"
+
+
+def test_both_groups_are_recorded():
+    groups = {p["group"] for p in PROGRAMS}
+    assert groups == {"bench", "prelude"}
