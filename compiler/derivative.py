@@ -24,7 +24,8 @@ from hilbert.grammar.errors import CheckError
 from hilbert.grammar.source import Span
 
 from . import ir
-from .derivative_rules import RULES, einsum_adjoint, zeros_like
+from .derivative_rules import einsum_adjoint, zeros_like
+from .primitives import BY_OP
 from .share import share
 
 #: A guard: the `if` conditions (and which way each went) a contribution came through.
@@ -135,7 +136,8 @@ class Sweep:
                         if arg in self.active:
                             self.add(arg, guard, einsum_adjoint(node, g, position))
                 case ir.Prim(op=op, args=args):
-                    rule = RULES[op]
+                    rule = BY_OP[op].derivative
+                    assert rule is not None, f"derivative: {op} is never differentiated"
                     for position, arg in enumerate(args):
                         if arg in self.active:
                             self.add(arg, guard, rule(node, g, position))

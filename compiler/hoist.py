@@ -12,14 +12,13 @@ value; a loop that runs no step computes the moved values once for nothing.
 from __future__ import annotations
 
 from . import ir
-from .primitives import BY_OP
+from .primitives import having
 
 #: Primitives that may move: they read values only and cannot fail (no checked reads, no
-#: draws from a random stream).
-_MOVABLE = frozenset({"unary", "binary", "compare", "reduce", "argreduce", "positions", "size",
-                      "concat", "shift", "take"})
-#: Of those, the ones not worth a state component: they read only shapes.
-_SHAPES_ONLY = frozenset({"positions", "size"})
+#: draws from a random stream); of those, the ones not worth a state component read only
+#: shapes.
+_MOVABLE = having("movable")
+_SHAPES_ONLY = having("shapes_only")
 
 
 def hoist_invariants(root: ir.Node) -> ir.Node:
@@ -84,14 +83,14 @@ def _hoisted(loop: ir.Loop) -> ir.Loop:
 
 
 def _movable(node: ir.Einsum | ir.Prim) -> bool:
-    return isinstance(node, ir.Einsum) or BY_OP[node.op].kind in _MOVABLE
+    return isinstance(node, ir.Einsum) or node.op in _MOVABLE
 
 
 def _worth_moving(node: ir.Node) -> bool:
     """An einsum, or an entrywise value, that reads some state (not constants alone, not only
     shapes, not the ones x ^ 0)."""
     if isinstance(node, ir.Prim):
-        if BY_OP[node.op].kind in _SHAPES_ONLY:
+        if node.op in _SHAPES_ONLY:
             return False
         if node.op == "pow" and isinstance(node.args[1], ir.Const) and node.args[1].value == 0.0:
             return False

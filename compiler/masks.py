@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from . import ir
 from .einsum_spec import parse_spec
-from .primitives import BY_OP
+from .primitives import BY_OP, having
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -87,7 +87,7 @@ def _affine(node: ir.Node, memo: dict, facts: Facts) -> Affine | None:
 
 # -------------------------------------------------------------------- what loops hold
 
-_SCALAR_KINDS = ("unary", "binary", "compare")
+_ENTRYWISE = having("entrywise")
 
 
 def scalars(roots: tuple[ir.Node, ...], facts: Facts) -> set[ir.Node]:
@@ -105,7 +105,7 @@ def scalars(roots: tuple[ir.Node, ...], facts: Facts) -> set[ir.Node]:
                 found.add(node)
             case ir.Einsum(spec=spec) if spec.endswith("->"):
                 found.add(node)
-            case ir.Prim(op=op, args=args) if (BY_OP[op].kind in _SCALAR_KINDS
+            case ir.Prim(op=op, args=args) if (op in _ENTRYWISE
                                                and all(a in found for a in args)):
                 found.add(node)
             case ir.Cond(then=t, orelse=o) if t in found and o in found:

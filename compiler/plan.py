@@ -14,14 +14,15 @@ from opt_einsum.helpers import flop_count
 
 from . import ir
 from .einsum_spec import parse_spec
-from .primitives import BY_OP
+from .primitives import having
 from .settings import not_understood
 from .shapes import Scope, Shape, ShapeTable
 
 ITEM_BYTES = 8  # float64
+_ENTRYWISE = having("entrywise")
+_SHAPES_ONLY = having("shapes_only")
 OPTIMISERS = ("auto", "auto-hq", "optimal", "dp", "greedy", "branch-all", "branch-2",
               "branch-1", "random-greedy", "cotengra")
-_ENTRYWISE = {"unary", "binary", "compare"}
 #: Optimisers whose search grows factorially with the operand count, and the most operands
 #: each is given: beyond it (ten chained layers fuse into an eleven-operand einsum) they would
 #: not finish, so the einsum is planned with `dp`, which finds the same optimum on such specs.
@@ -429,10 +430,9 @@ def _peak(order: list[ir.Node], roots: list[ir.Node], sizes: dict[int, int],
 def _reads_only_shapes(root: ir.Node) -> bool:
     """True if every parameter `root` reads is read only through rows, columns or positions."""
     for node in ir.topological(root):
-        if isinstance(node, ir.Prim) and BY_OP[node.op].kind in ("size", "positions"):
+        if isinstance(node, ir.Prim) and node.op in _SHAPES_ONLY:
             continue
-        if any(isinstance(k, ir.Param) for k in ir.children(node)) and not (
-                isinstance(node, ir.Prim) and BY_OP[node.op].kind in ("size", "positions")):
+        if any(isinstance(k, ir.Param) for k in ir.children(node)):
             return False
     return not isinstance(root, ir.Param)
 
@@ -440,7 +440,7 @@ def _reads_only_shapes(root: ir.Node) -> bool:
 def _fused_groups(order: list[ir.Node], shapes: dict, label: str) -> list[FusedGroup]:
     """Maximal connected sets of entrywise nodes of one shape (each becomes one kernel)."""
     entrywise: list[ir.Prim] = [n for n in order
-                                if isinstance(n, ir.Prim) and BY_OP[n.op].kind in _ENTRYWISE]
+                                if isinstance(n, ir.Prim) and n.op in _ENTRYWISE]
     parent = {id(n): id(n) for n in entrywise}
 
     def find(x: int) -> int:

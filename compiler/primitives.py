@@ -1,27 +1,87 @@
-"""The primitives of LANGUAGE.md §5 as one table: name, arity, kind and NumPy meaning."""
+"""The op table: one row per primitive of LANGUAGE.md §5, operator and internal op, holding
+everything the compiler and the executors know of it: its arity and axis arguments, its shape
+rule (compiler/shape_rules.py), its derivative rule (compiler/derivative_rules.py), its NumPy
+meaning and dask meaning (compiler/meanings.py), its code in generated loops, and its traits.
+Every set of ops a pass needs is derived from the traits here (`having`); a new primitive is
+one row (docs/architecture.md, "The op table")."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import derivative_rules as d
+from . import meanings as m
+from . import shape_rules as sh
+from .derivative_rules import c, p
+
+#: The traits an op may have:
+#: entrywise - its value at an index reads its arguments at that index only (fused freely);
+#: movable - reads values only and cannot fail (a loop may compute it once, before itself);
+#: shapes_only - reads only its argument's shape (never worth keeping as loop state);
+#: compiled - generated code computes it (ops without it run on the host, between kernels);
+#: static - known from shapes when its arguments are (slice bounds, class counts);
+#: lazy - its NumPy meaning works on dask arrays as it is (no `dask` meaning needed).
+TRAITS = frozenset({"entrywise", "movable", "shapes_only", "compiled", "static", "lazy"})
+
 
 @dataclass(frozen=True, slots=True)
 class Primitive:
-    """One row of the table. `kind` selects the shape rule in compiler/shapes.py."""
+    """One row of the table. `kind` names the family the row's defaults come from (_KINDS);
+    `code` is the row's expression in compiled loops (`{}` for each argument), `host_code` the
+    same in uncompiled generated code where it differs."""
 
     name: str
     arity: int
-    kind: str  # unary | binary | compare | reduce | size | positions | draw | … (shapes.py)
-    numpy: Callable | None
+    kind: str
+    numpy: Callable | None = None  # the NumPy function (entrywise ops and reductions)
     axis: int | None = None  # for size primitives: which axis they measure
     axis_arg: int | None = None  # the argument that must be a whole-number literal (an axis)
+    traits: frozenset[str] = frozenset()
+    shape: Callable | None = None
+    derivative: d.Rule | None = None  # None: never differentiated (refused before)
+    meaning: m.Meaning | None = None
+    dask: m.Meaning | None = None  # on dask arrays, where the NumPy meaning is not lazy
+    code: str | None = None
+    host_code: str | None = None
 
 
-def _floor(x):
-    return np.floor(x)
+#: Each family's defaults: traits, shape rule, and meaning made from the row's NumPy function.
+_KINDS: dict[str, tuple[frozenset[str], Callable | None, Callable[[Callable], m.Meaning] | None]] = {
+    "unary": (frozenset({"entrywise", "movable", "compiled", "lazy"}), sh.same, m.entrywise),
+    "binary": (frozenset({"entrywise", "movable", "compiled", "lazy"}), sh.pair, m.entrywise),
+    "compare": (frozenset({"entrywise", "movable", "compiled", "lazy"}), sh.pair, m.compared),
+    "reduce": (frozenset({"movable", "compiled", "lazy"}), sh.reduce, m.reduced),
+    "argreduce": (frozenset({"movable"}), None, None),
+    "size": (frozenset({"movable", "shapes_only", "compiled", "lazy"}), sh.size, None),
+    "positions": (frozenset({"movable", "shapes_only", "compiled", "lazy"}), sh.positions, None),
+    "onehot": (frozenset({"compiled"}), sh.onehot, None),
+    "concat": (frozenset({"movable"}), sh.concat, None),
+    "draw": (frozenset(), sh.draw, None),
+    "shift": (frozenset({"movable", "compiled"}), sh.shift, None),
+    "take": (frozenset({"movable", "compiled"}), sh.take, None),
+    "index": (frozenset({"compiled"}), sh.index, None),
+    "slice": (frozenset({"compiled"}), sh.slice_, None),
+}
+
+
+def _row(name: str, arity: int, kind: str, numpy: Callable | None = None, *,
+         traits: frozenset[str] = frozenset(), meaning: m.Meaning | None = None,
+         shape: Callable | None = None, **fields) -> Primitive:
+    """A row, its traits, shape rule and meaning completed from its family's defaults."""
+    family_traits, family_shape, family_meaning = _KINDS.get(kind, (frozenset(), None, None))
+    if meaning is None and family_meaning is not None and numpy is not None:
+        meaning = family_meaning(numpy)
+    return Primitive(name, arity, kind, numpy, traits=family_traits | traits,
+                     meaning=meaning, shape=shape or family_shape, **fields)
+
+
+def _slope(function: Callable) -> d.Rule:
+    """The rule of an entrywise f(x) from f'(x), written over the node f(x) and x."""
+    return d.unary(lambda node: function(node, node.args[0]))
 
 
 def _erf(x):
@@ -32,63 +92,89 @@ def _erf(x):
     return special.erf(x)
 
 
-PRIMITIVES: dict[str, Primitive] = {
-    p.name: p
-    for p in [
-        Primitive("exp", 1, "unary", np.exp),
-        Primitive("ln", 1, "unary", np.log),
-        Primitive("sqrt", 1, "unary", np.sqrt),
-        Primitive("tanh", 1, "unary", np.tanh),
-        Primitive("sin", 1, "unary", np.sin),
-        Primitive("cos", 1, "unary", np.cos),
-        Primitive("tan", 1, "unary", np.tan),
-        Primitive("abs", 1, "unary", np.abs),
-        Primitive("floor", 1, "unary", _floor),
-        Primitive("erf", 1, "unary", _erf),
-        Primitive("max", 2, "binary", np.maximum),
-        Primitive("min", 2, "binary", np.minimum),
-        Primitive("maximum", 2, "reduce", np.max, axis_arg=1),
-        Primitive("minimum", 2, "reduce", np.min, axis_arg=1),
-        Primitive("argmax", 2, "argreduce", None, axis_arg=1),
-        Primitive("argmin", 2, "argreduce", None, axis_arg=1),
-        Primitive("rows", 1, "size", None, axis=0),
-        Primitive("columns", 1, "size", None, axis=1),
-        Primitive("positions", 2, "positions", None, axis_arg=1),
-        Primitive("oneHot", 2, "onehot", None),
-        Primitive("concat", 3, "concat", None, axis_arg=2),
-        Primitive("gaussian", 1, "draw", None),
-        Primitive("uniform", 1, "draw", None),
-    ]
-}
+_STATIC = frozenset({"static"})
+
+#: The primitives a .hb program calls by name.
+PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
+    _row("exp", 1, "unary", np.exp, derivative=_slope(lambda n, x: n),
+         code="K.exp({})", host_code="np.exp({})"),
+    _row("ln", 1, "unary", np.log, derivative=_slope(lambda n, x: p(n, "div", c(n, 1.0), x)),
+         code="K.log({})", host_code="np.log({})"),
+    _row("sqrt", 1, "unary", np.sqrt, derivative=_slope(lambda n, x: p(n, "div", c(n, 0.5), n)),
+         code="np.sqrt({})"),
+    _row("tanh", 1, "unary", np.tanh,
+         derivative=_slope(lambda n, x: p(n, "sub", c(n, 1.0), p(n, "pow", n, c(n, 2.0)))),
+         code="K.tanh({})", host_code="np.tanh({})"),
+    _row("sin", 1, "unary", np.sin, derivative=_slope(lambda n, x: p(n, "cos", x)),
+         code="np.sin({})"),
+    _row("cos", 1, "unary", np.cos, derivative=_slope(lambda n, x: p(n, "neg", p(n, "sin", x))),
+         code="np.cos({})"),
+    _row("tan", 1, "unary", np.tan,
+         derivative=_slope(lambda n, x: p(n, "add", c(n, 1.0), p(n, "pow", n, c(n, 2.0)))),
+         code="np.tan({})"),
+    _row("abs", 1, "unary", np.abs,
+         derivative=_slope(lambda n, x: p(n, "sub", p(n, "gt", x, c(n, 0.0)),
+                                          p(n, "lt", x, c(n, 0.0)))),
+         code="np.abs({})"),
+    _row("floor", 1, "unary", np.floor, traits=_STATIC, derivative=d.zero, code="np.floor({})"),
+    _row("erf", 1, "unary", _erf,
+         derivative=_slope(lambda n, x: p(n, "mul", c(n, 2.0 / math.sqrt(math.pi)),
+                                          p(n, "exp", p(n, "neg", p(n, "pow", x, c(n, 2.0)))))),
+         code="K.erf({})"),
+    _row("max", 2, "binary", np.maximum, traits=_STATIC, derivative=d.extreme("max"),
+         code="K.fmax({}, {})", host_code="np.maximum({}, {})"),
+    _row("min", 2, "binary", np.minimum, traits=_STATIC, derivative=d.extreme("min"),
+         code="K.fmin({}, {})", host_code="np.minimum({}, {})"),
+    _row("maximum", 2, "reduce", np.max, axis_arg=1, derivative=d.reduce_extreme),
+    _row("minimum", 2, "reduce", np.min, axis_arg=1, derivative=d.reduce_extreme),
+    _row("argmax", 2, "argreduce", axis_arg=1),
+    _row("argmin", 2, "argreduce", axis_arg=1),
+    _row("rows", 1, "size", axis=0, traits=_STATIC, meaning=m.measured(0), derivative=d.zero),
+    _row("columns", 1, "size", axis=1, traits=_STATIC, meaning=m.measured(1), derivative=d.zero),
+    _row("positions", 2, "positions", axis_arg=1, meaning=m.positions, derivative=d.zero),
+    _row("oneHot", 2, "onehot", meaning=m.encoded, derivative=d.zero),
+    _row("concat", 3, "concat", axis_arg=2, meaning=m.joined, derivative=d.concat),
+    _row("gaussian", 1, "draw"),
+    _row("uniform", 1, "draw"),
+]}
 
 #: Operators, by their ASCII spelling in the syntax tree, as primitive ops of the IR.
 OPERATORS: dict[str, Primitive] = {
-    "+": Primitive("add", 2, "binary", np.add),
-    "-": Primitive("sub", 2, "binary", np.subtract),
-    "*": Primitive("mul", 2, "binary", np.multiply),
-    "/": Primitive("div", 2, "binary", np.divide),
-    "^": Primitive("pow", 2, "binary", np.power),
-    "neg": Primitive("neg", 1, "unary", np.negative),
-    "=": Primitive("eq", 2, "compare", np.equal),
-    "!=": Primitive("ne", 2, "compare", np.not_equal),
-    "<": Primitive("lt", 2, "compare", np.less),
-    ">": Primitive("gt", 2, "compare", np.greater),
-    "<=": Primitive("le", 2, "compare", np.less_equal),
-    ">=": Primitive("ge", 2, "compare", np.greater_equal),
+    "+": _row("add", 2, "binary", np.add, traits=_STATIC, derivative=d.add, code="({} + {})"),
+    "-": _row("sub", 2, "binary", np.subtract, traits=_STATIC, derivative=d.sub,
+              code="({} - {})"),
+    "*": _row("mul", 2, "binary", np.multiply, traits=_STATIC, derivative=d.mul,
+              code="({} * {})"),
+    # uncompiled code computes on NumPy float64 scalars, which are IEEE (x/0 is inf); Python
+    # floats would raise ZeroDivisionError instead
+    "/": _row("div", 2, "binary", np.divide, traits=_STATIC, derivative=d.div,
+              code="({} / {})", host_code="np.true_divide({}, {})"),
+    # x ^ y is np.power of each pair of scalars (meanings.power), K.power in compiled code
+    "^": _row("pow", 2, "binary", np.power, traits=_STATIC, meaning=m.raised,
+              dask=m.lazy_power, derivative=d.pow_, code="K.power({}, {})",
+              host_code="np.power({}, {})"),
+    "neg": _row("neg", 1, "unary", np.negative, traits=_STATIC, derivative=d.negate,
+                code="(-{})"),
+    **{symbol: _row(name, 2, "compare", function, derivative=d.zero,
+                    code=f"(1.0 if {{}} {python} {{}} else 0.0)")
+       for symbol, name, function, python in [
+           ("=", "eq", np.equal, "=="), ("!=", "ne", np.not_equal, "!="),
+           ("<", "lt", np.less, "<"), (">", "gt", np.greater, ">"),
+           ("<=", "le", np.less_equal, "<="), (">=", "ge", np.greater_equal, ">=")]},
 }
 
 #: Ops the compiler introduces itself; no .hb text can name them (x[t] and x[a:b] are syntax).
-INTERNAL: dict[str, Primitive] = {p.name: p for p in [
+INTERNAL: dict[str, Primitive] = {row.name: row for row in [
     # shift(x, w1, …, wm) [axis, coefs, const]: x read at axis index const + Σ coefs·(new
     # indices), zero outside x; the new axes (sizes len(w1) … len(wm)) come last. See masks.py.
-    Primitive("shift", -1, "shift", None),
+    _row("shift", -1, "shift", meaning=m.shifted, dask=m.lazy_shift, derivative=d.refused),
     # take(x, t)[axis, coef, const]: x at the position s along `axis` with coef·s + const = t
     # (coef ±1, const whole; that axis dropped), zeros where there is none: an einsum against
     # the one-hot [coef·s + const = t] of a scalar t. See masks.py.
-    Primitive("take", 2, "take", None),
+    _row("take", 2, "take", meaning=m.taken, derivative=d.refused),
     # index(x, t): x[t], the slice t along the first axis; slice(x, a, b): x[a:b].
-    Primitive("index", 2, "index", None),
-    Primitive("slice", 3, "slice", None),
+    _row("index", 2, "index", meaning=m.indexed, derivative=d.index),
+    _row("slice", 3, "slice", meaning=m.sliced, derivative=d.slice_),
     # What derivatives are made of (compiler/derivative.py), each polymorphic in rank:
     # sumto(g, like): g summed down to like's shape (like a scalar) or g itself (same shape);
     # spread(g, like)[k]: g repeated along a new axis k to like's shape; sumalong(x)[k]: the
@@ -96,13 +182,14 @@ INTERNAL: dict[str, Primitive] = {p.name: p for p in [
     # from row t on, a block); cut(g, a, b)[k, which]: the part of g along axis k that came
     # from a (which = 0) or b (1) in concat(a, b, k); coordinate(x)[k]: each entry's index along
     # axis k; gradient(of, g): g, once `of` is checked to be a scalar.
-    Primitive("sumto", 2, "sumto", None),
-    Primitive("spread", 2, "spread", None),
-    Primitive("sumalong", 1, "reduce", np.sum),
-    Primitive("place", 3, "place", None),
-    Primitive("cut", 3, "cut", None),
-    Primitive("coordinate", 1, "coordinate", None),
-    Primitive("gradient", 2, "gradient", None),
+    _row("sumto", 2, "sumto", shape=sh.sumto, meaning=m.summed_to, derivative=d.sumto),
+    _row("spread", 2, "spread", shape=sh.spread, meaning=m.spread, derivative=d.spread),
+    _row("sumalong", 1, "reduce", np.sum, derivative=d.sumalong),
+    _row("place", 3, "place", shape=sh.place, meaning=m.placed, derivative=d.refused),
+    _row("cut", 3, "cut", shape=sh.cut, meaning=m.cut, derivative=d.refused),
+    _row("coordinate", 1, "coordinate", shape=sh.coordinate, meaning=m.coordinate,
+         derivative=d.zero),
+    _row("gradient", 2, "gradient", shape=sh.gradient, meaning=m.adjoint, derivative=d.refused),
 ]}
 
 #: Every IR op name to its row, operators and named primitives alike.
@@ -111,6 +198,25 @@ BY_OP: dict[str, Primitive] = {**PRIMITIVES, **{p.name: p for p in OPERATORS.val
 #: How each op is written back in .hb, for printers and messages.
 SPELLING: dict[str, str] = ({p.name: sym for sym, p in OPERATORS.items()}
                             | {"neg": "−", "index": "x[t]", "slice": "x[a:b]"})
+
+_UNICODE = {"-": "−", "*": "·", "!=": "≠", "<=": "≤", ">=": "≥"}
+
+
+def having(trait: str) -> frozenset[str]:
+    """The ops with `trait` (one of TRAITS)."""
+    assert trait in TRAITS, trait
+    return frozenset(op for op, row in BY_OP.items() if trait in row.traits)
+
+
+def spoken(op: str) -> str:
+    """An op as messages name it: `exp`, `x[t]`, `the operator ·`."""
+    name = SPELLING.get(op, op)
+    if op in _OPERATOR_NAMES:
+        return f"the operator {_UNICODE.get(name, name)}"
+    return name
+
+
+_OPERATOR_NAMES = frozenset(row.name for row in OPERATORS.values())
 
 
 def arg_extreme(op: str, x, axis: int, span):

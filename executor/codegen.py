@@ -23,19 +23,10 @@ from hilbert.compiler.shapes import Scope, ShapeTable
 from . import division, fusion, products, reference, rows, threads
 from .division import Division
 
-#: exp, ln and tanh are executor/vmath.py's (arithmetic LLVM vectorises, not calls to libm).
-UNARY = {"exp": "K.exp({})", "ln": "K.log({})", "sqrt": "np.sqrt({})", "tanh": "K.tanh({})",
-         "sin": "np.sin({})", "cos": "np.cos({})", "tan": "np.tan({})", "abs": "np.abs({})",
-         "floor": "np.floor({})", "erf": "K.erf({})", "neg": "(-{})"}
-#: Uncompiled code calls NumPy's own (a compiled function called from Python costs more).
-HOST_UNARY = {"exp": "np.exp({})", "ln": "np.log({})", "tanh": "np.tanh({})"}
-BINARY = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
-          "pow": "K.power({}, {})", "max": "K.fmax({}, {})", "min": "K.fmin({}, {})"}
-#: Uncompiled code computes on NumPy float64 scalars, where np.power already has the meaning
-#: K.power gives compiled code (numerics.power).
-HOST_BINARY = {"div": "np.true_divide({}, {})", "max": "np.maximum({}, {})",
-               "min": "np.minimum({}, {})", "pow": "np.power({}, {})"}
-COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
+#: Each entrywise op's expression is its row's `code` in the op table (exp, ln and tanh are
+#: executor/vmath.py's: arithmetic LLVM vectorises, not calls to libm), or its `host_code` in
+#: uncompiled code (NumPy's own: a compiled function called from Python costs more, and
+#: NumPy float64 scalars already give x ^ y and x / 0 their meaning).
 REDUCE = {"maximum": ("K.fmax", "-np.inf"), "minimum": ("K.fmin", "np.inf")}
 #: The largest step count a counted loop accepts (what the reference executor accepts too):
 #: past 2^53 a float64 count cannot go down by one exactly.
@@ -641,9 +632,6 @@ class Emitter:
                 return self._taken(node, index, temps)
             case ir.Prim() if fusion.is_ones(node):
                 return "1.0"
-            case ir.Prim(op=op, args=args) if op in UNARY:
-                unary = HOST_UNARY.get(op, UNARY[op]) if self.host else UNARY[op]
-                return unary.format(self.at(args[0], index, temps))
             case ir.Prim(op="pow", args=(base, ir.Const(value=2.0))):
                 x = self.at(base, index, temps)
                 return f"({x} * {x})"
@@ -654,14 +642,10 @@ class Emitter:
                                  f"{split.divisor} = {divisor}", split.fast]
                 self.divisions.append(split)
                 return split.quotient
-            case ir.Prim(op=op, args=(a, b)) if op in BINARY:
-                # Uncompiled code computes on NumPy scalars, which are IEEE (x/0 is inf);
-                # Python floats would raise ZeroDivisionError instead.
-                template = HOST_BINARY.get(op, BINARY[op]) if self.host else BINARY[op]
-                return template.format(self.at(a, index, temps), self.at(b, index, temps))
-            case ir.Prim(op=op, args=(a, b)) if op in COMPARE:
-                x, y = self.at(a, index, temps), self.at(b, index, temps)
-                return f"(1.0 if {x} {COMPARE[op]} {y} else 0.0)"
+            case ir.Prim(op=op, args=args) if BY_OP[op].code is not None:
+                row = BY_OP[op]
+                template = (row.host_code or row.code) if self.host else row.code
+                return template.format(*(self.at(a, index, temps) for a in args))
             case ir.Einsum(spec=spec, args=args):
                 parsed = parse_spec(spec)
                 where = {ch: i for ch, i in zip(parsed.output, index, strict=True)}

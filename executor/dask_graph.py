@@ -19,30 +19,26 @@ import dask
 import dask.array as da
 import numpy as np
 import opt_einsum
-from hilbert.compiler import ir
+from hilbert.compiler import ir, meanings
 from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.plan import Plan, memory_limit
 from hilbert.compiler.plan_text import human_bytes
-from hilbert.compiler.primitives import BY_OP
+from hilbert.compiler.primitives import BY_OP, having
 from hilbert.compiler.shapes import ShapeTable
 from hilbert.grammar.errors import RuntimeHilbertError
 from hilbert.grammar.source import Span
 
-from . import cache, codegen, sequences
-from .numerics import power
+from . import cache, codegen
 from .reference import (
-    TABLE_KINDS,
     evaluate,
     guard_tapes,
     moving_components,
     needs,
-    shift,
     step_count,
-    table_prim,
     tape_guard,
 )
 
-_ENTRYWISE = ("unary", "binary", "compare")
+_ENTRYWISE = having("entrywise")
 #: A task holds its input blocks, its result and a temporary at once: each block of a value may
 #: use at most this share of HILBERT_MEMORY_LIMIT.
 BLOCK_SHARE = 4
@@ -161,7 +157,7 @@ class DaskGraph:
     def _fused(self, node: ir.Node, scope) -> bool:
         """True for the root of a blockwise kernel: an entrywise node with an array value
         whose region holds more than itself (one operation is as fast as dask's ufunc)."""
-        return (isinstance(node, ir.Prim) and BY_OP[node.op].kind in _ENTRYWISE
+        return (isinstance(node, ir.Prim) and node.op in _ENTRYWISE
                 and self.table.scopes[scope][node] != () and self._kernel(node, scope) is not None)
 
     def _first_extreme(self, node: ir.Node, scope) -> tuple[ir.Node, int, bool] | None:
@@ -215,7 +211,7 @@ class DaskGraph:
             seen.add(node)
             if isinstance(node, ir.Const):
                 continue
-            if isinstance(node, ir.Prim) and BY_OP[node.op].kind in _ENTRYWISE:
+            if isinstance(node, ir.Prim) and node.op in _ENTRYWISE:
                 operations += 1
                 stack.extend(reversed(node.args))
             else:
@@ -310,27 +306,16 @@ class DaskGraph:
         return opt_einsum.contract(node.spec, *arrays, optimize=path, backend="dask")
 
     def _prim(self, node: ir.Prim, args: list, scope):
-        kind = BY_OP[node.op].kind
-        if not any(lazy(a) for a in args):
-            return table_prim(node, args) if kind in TABLE_KINDS else sequences.evaluate(
-                node, kind, args)
-        if kind in TABLE_KINDS:
-            return table_prim(node, args, _lazy_power, self._shift)
-        return self._sequence(node, kind, args, self.table.scopes[scope][node])
-
-    def _shift(self, node: ir.Prim, args: list):
-        """A shifted read: along its axis each block needs the whole line, so that axis is made
-        one chunk; the new axes come last, one chunk each."""
-        x, sizes = args[0], [len(w) for w in args[1:]]
-        axis = node.attrs[0]
-        if not lazy(x):
-            return shift(x, sizes, *node.attrs)
-        whole = x.rechunk({axis: -1})
-        kept = [c for i, c in enumerate(whole.chunks) if i != axis]
-        return da.map_blocks(_shift_block, whole, sizes, node.attrs, dtype=np.float64,
-                             drop_axis=axis, new_axis=list(range(len(kept), len(kept) + len(sizes))),
-                             chunks=tuple(kept) + tuple((n,) for n in sizes),
-                             meta=np.empty((0,) * (len(kept) + len(sizes))))
+        """The op's NumPy meaning on values the client holds; on lazy ones its dask meaning
+        (compiler/meanings.py), the NumPy one where that is lazy already, or a sequence op's
+        way of reading blocks (`_sequence`)."""
+        row = BY_OP[node.op]
+        if row.meaning is not None and (not any(lazy(a) for a in args) or (
+                row.dask is None and "lazy" in row.traits)):
+            return row.meaning(node, args)
+        if row.dask is not None:
+            return row.dask(node, args)
+        return self._sequence(node, row.kind, args, self.table.scopes[scope][node])
 
     def _sequence(self, node: ir.Prim, kind: str, args: list, shape: tuple[int, ...]):
         """x[t], x[a:b], concat, oneHot and the derivative ops on lazy values (positions and
@@ -338,9 +323,9 @@ class DaskGraph:
         match kind:
             case "index":
                 x, t = args
-                return x[sequences.position(node, self.number(t), x.shape[0])]
+                return x[meanings.position(node, self.number(t), x.shape[0])]
             case "take":
-                return sequences.take(args[0], self.number(args[1], np.nan), *node.attrs)
+                return meanings.take(args[0], self.number(args[1], np.nan), *node.attrs)
             case "slice":
                 x, start, stop = args
                 first = int(self.number(start))
@@ -349,7 +334,7 @@ class DaskGraph:
                 return da.concatenate([da.asarray(args[0]), da.asarray(args[1])], axis=node.attrs[0])
             case "onehot":
                 labels, k = da.asarray(args[0]), int(self.number(args[1], shape[-1]))
-                return labels.map_blocks(partial(sequences.one_hot, node), k, dtype=np.float64,
+                return labels.map_blocks(partial(meanings.one_hot, node), k, dtype=np.float64,
                                          new_axis=labels.ndim, chunks=labels.chunks + ((k,),))
             case "sumto":
                 g, like = args
@@ -365,7 +350,9 @@ class DaskGraph:
                 line[axis] = x.shape[axis]
                 steps = da.arange(x.shape[axis], dtype=np.float64).reshape(line)
                 return da.broadcast_to(steps, x.shape, chunks=x.chunks)
-        return sequences.evaluate(node, kind, args)  # cut and gradient: slicing and identity
+        meaning = BY_OP[node.op].meaning  # cut and gradient: slicing and identity
+        assert meaning is not None
+        return meaning(node, args)
 
     def _place(self, node: ir.Prim, g, like, start):
         """Zeros shaped like `like` with g at row `start` (or from it on, a block), as a join of
@@ -593,25 +580,6 @@ def _diagonal_chunks(term: str, array: da.Array) -> da.Array:
             wanted[axis] = array.chunks[first[letter]]
         first.setdefault(letter, axis)
     return array.rechunk(wanted) if wanted else array
-
-
-def _lazy_power(x, y):
-    """x ^ y with the meaning of executor/numerics.py's power, block by block. x ^ 0 is 1
-    whatever x (NaN and ±inf too): ones in x's blocks, which read nothing (the compiler spreads
-    a value along an axis, or counts positions, as an einsum with x ^ 0)."""
-    if not lazy(y) and np.ndim(y) == 0 and y == 0 and lazy(x):
-        return da.ones(x.shape, chunks=x.chunks)
-    operands = [da.asarray(v) if np.ndim(v) else v for v in (x, y)]
-    return da.map_blocks(_quiet_power, *operands, dtype=np.float64)
-
-
-def _quiet_power(x, y):
-    with np.errstate(all="ignore"):  # inf and NaN are values here, as everywhere
-        return power(x, y)
-
-
-def _shift_block(block: np.ndarray, sizes: list[int], attrs: tuple) -> np.ndarray:
-    return np.ascontiguousarray(shift(block, sizes, *attrs))
 
 
 def _stand_in(value):

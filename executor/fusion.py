@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from hilbert.compiler import ir
 from hilbert.compiler.einsum_spec import parse_spec
-from hilbert.compiler.primitives import BY_OP
+from hilbert.compiler.primitives import BY_OP, having
 
-_ENTRYWISE = ("unary", "binary", "compare")
+_ENTRYWISE = having("entrywise")
 
 
 def is_ones(node: ir.Node) -> bool:
@@ -83,7 +83,7 @@ def role(node: ir.Node, shapes: dict) -> str:
                 return "tail"
             if is_generator(node, shapes):
                 return "generator"
-            if kind in _ENTRYWISE:
+            if op in _ENTRYWISE:
                 return "member" if shapes[node] else "scalar"
             if kind in ("shift", "take"):  # a scalar read (of a vector) is one statement
                 return "member" if shapes[node] else "scalar"

@@ -30,6 +30,7 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.driver import Entry, Specialised, plan_entry
 from hilbert.compiler.masks import split_windowed_dots
+from hilbert.compiler.meanings import one_hot, position
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
 from hilbert.compiler.settings import whole_number
@@ -51,15 +52,12 @@ from .reference import (
     step_count,
     tapes_at_the_call,
 )
-from .sequences import one_hot, position
 
 if TYPE_CHECKING:
     from . import codegen
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"
-_COMPILED_KINDS = ("unary", "binary", "compare", "reduce", "size", "positions", "shift", "take", "index",
-                   "slice", "onehot")
 _FLOAT64 = np.dtype(np.float64)
 #: Environment variable saying when a loop-free call's generated code is built (compiled and
 #: swapped in): "eager" (at the first call, before it runs), "never" (calls stay on the host),
@@ -249,7 +247,7 @@ class Placement:
             case ir.Prim(op=op):
                 if op in self.forced:
                     return f"{op} is forced to the host by {HOST_ENVIRONMENT}"
-                if BY_OP[op].kind not in _COMPILED_KINDS:
+                if "compiled" not in BY_OP[op].traits:
                     return f"{SPELLING.get(op, op)} has no compiled form"
             case ir.Einsum() if "einsum" in self.forced:
                 return f"einsum is forced to the host by {HOST_ENVIRONMENT}"

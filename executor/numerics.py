@@ -1,33 +1,10 @@
-"""Host numerics every executor shares: `x ^ y` as NumPy's power of two scalars, NumPy's
-floating-point warnings kept quiet around host work, and results detached from the inputs."""
+"""Host numerics every executor shares: NumPy's floating-point warnings kept quiet around
+host work, and results detached from the inputs (x ^ y's host meaning is
+compiler/meanings.py's `power`)."""
 
 from __future__ import annotations
 
 import numpy as np
-
-# NumPy computes x ** c for a *scalar* exponent c of −1, ½ or 2 as 1/x, √x and x·x (so
-# (−∞)^½ is NaN and (−0)^½ is −0), but an array of exponents through C's pow (where
-# (−∞)^½ is +∞, and 1/x and x·x may differ in the last bit). hilbert gives `x ^ y` one
-# meaning, np.power of the two scalars, so these exponents are redone that way.
-_SCALAR_CASES = ((-1.0, lambda x: np.divide(1.0, x)), (0.5, np.sqrt), (2.0, np.square))
-
-
-def power(x, y):
-    """x ^ y entrywise: np.power of each pair of float64 scalars, whatever the shapes.
-
-    >>> float(power(np.float64(-np.inf), np.float64(0.5)))
-    nan
-    """
-    result = np.power(x, y)
-    if np.ndim(y) == 0:
-        return result
-    bases, exponents = np.broadcast_arrays(x, y)
-    for exponent, scalar_way in _SCALAR_CASES:
-        where = exponents == exponent
-        if where.any():
-            result[where] = scalar_way(bases[where])
-    return result
-
 
 try:  # NumPy ≥ 2 keeps its error state in a context variable: setting it costs 0.1 µs
     from numpy._core._ufunc_config import _extobj_contextvar as _ERROR_STATE

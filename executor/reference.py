@@ -9,8 +9,7 @@ from hilbert.compiler import ir
 from hilbert.compiler.primitives import BY_OP
 from hilbert.grammar.errors import RuntimeHilbertError
 
-from . import sequences
-from .numerics import detached, power, quietly
+from .numerics import detached, quietly
 
 #: Above 2^53, float64 cannot hold every whole number, so `t − 1` would stop counting down.
 _EXACT = 2.0 ** 53
@@ -27,67 +26,6 @@ def step_count(loop: ir.Loop, value) -> int:
             "E500", f"{loop.name} runs a counted loop, so its step count must be a non-negative "
             f"whole number, but it was given {number:g} ({why})", loop.span)
     return int(number)
-
-
-def shift(x: np.ndarray, sizes: list[int], axis: int, coefs: tuple, const: float) -> np.ndarray:
-    """x read along `axis` at const + Σ coefs·index over new axes of `sizes` (appended last);
-    zero where that index falls outside x."""
-    if const >= 0 and all(float(c).is_integer() and c > 0 for c in coefs):
-        return _sliding(x, sizes, axis, [int(c) for c in coefs], int(const))
-    index = np.full(sizes, const)
-    for d, c in enumerate(coefs):
-        shape = [1] * len(sizes)
-        shape[d] = sizes[d]
-        index = index + c * np.arange(sizes[d]).reshape(shape)
-    valid = (index >= 0) & (index < x.shape[axis])
-    taken = np.take(x, np.where(valid, index, 0).astype(np.intp), axis=axis)
-    taken = np.moveaxis(taken, list(range(axis, axis + len(sizes))),
-                        list(range(taken.ndim - len(sizes), taken.ndim)))
-    return np.where(valid, taken, 0.0)  # not taken · valid: outside x is 0 even where x is inf
-
-
-def _sliding(x: np.ndarray, sizes: list[int], axis: int, coefs: list[int], const: int):
-    """The forward-shift case as a strided view of x padded with zeros: nothing is copied but
-    the padding (this is how convolve's L×K windows cost L·K reads, not L²·K memory)."""
-    reach = const + sum(c * (n - 1) for c, n in zip(coefs, sizes, strict=True)) + 1
-    pad = [(0, 0)] * x.ndim
-    pad[axis] = (0, max(0, reach - x.shape[axis]))
-    padded = np.ascontiguousarray(np.pad(x, pad))
-    step = padded.strides[axis]
-    moved = np.moveaxis(padded, axis, -1)
-    base = moved[..., const:]
-    shape = moved.shape[:-1] + tuple(sizes)
-    strides = moved.strides[:-1] + tuple(c * step for c in coefs)
-    return np.lib.stride_tricks.as_strided(base, shape, strides, writeable=False)
-
-
-#: The kinds of op `table_prim` evaluates (the rest: executor/sequences.py).
-TABLE_KINDS = frozenset({"unary", "binary", "compare", "reduce", "size", "positions", "shift"})
-
-
-def _shifted(node: ir.Prim, args: list):
-    return shift(args[0], [len(w) for w in args[1:]], *node.attrs)
-
-
-def table_prim(node: ir.Prim, args: list, raise_to=power, shifted=_shifted):
-    """The value of an op of the primitives' table from its arguments' values, NumPy's way;
-    `raise_to(x, y)` is x ^ y and `shifted(node, args)` a shifted read (the dask executor
-    gives its own, for arrays in blocks)."""
-    prim = BY_OP[node.op]
-    match prim.kind:
-        case "unary" | "binary":
-            return raise_to(*args) if node.op == "pow" else prim.numpy(*args)  # type: ignore[misc]
-        case "compare":
-            return prim.numpy(*args).astype(np.float64)  # type: ignore[misc]
-        case "reduce":
-            return prim.numpy(args[0], axis=node.attrs[0])  # type: ignore[misc]
-        case "size":
-            return np.float64(np.shape(args[0])[prim.axis])
-        case "positions":
-            return np.arange(np.shape(args[0])[node.attrs[0]], dtype=np.float64)
-        case "shift":
-            return shifted(node, args)
-    raise AssertionError(f"{node.op} is not an op of the primitives' table")
 
 
 def needs(node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
@@ -165,9 +103,10 @@ class Reference:
         raise AssertionError(f"cannot evaluate {node!r}")
 
     def prim(self, node: ir.Prim, args: list):
-        if BY_OP[node.op].kind in TABLE_KINDS:
-            return table_prim(node, args)
-        return sequences.evaluate(node, BY_OP[node.op].kind, args)
+        """The op's NumPy meaning (compiler/meanings.py) for these argument values."""
+        meaning = BY_OP[node.op].meaning
+        assert meaning is not None, f"{node.op} has no NumPy meaning"
+        return meaning(node, args)
 
     def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
         final, steps = run_loop_grad(node, init, seeds, self.eval, self.eval)

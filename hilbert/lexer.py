@@ -27,15 +27,15 @@ from pygments.token import (
     Whitespace,
 )
 
+from hilbert.compiler.primitives import PRIMITIVES as OP_TABLE
+
 #: A name, as the grammar has it: a letter (any script), then letters, digits and `_`; the
 #: superscript ² is the square operator, never part of a name.
 NAME = r"[^\W\d²][^\W²]*"
 _END = r"(?![^\W²])"  # a keyword or primitive ends where a name could not go on
-#: Every primitive a .hb program can call by name (compiler/primitives.py's PRIMITIVES, the
-#: contraction, and grad, the ASCII spelling of ∂); tests/test_lexer.py keeps them in step.
-PRIMITIVES = ("einsum", "grad", "exp", "ln", "sqrt", "tanh", "sin", "cos", "tan", "abs", "floor",
-              "erf", "max", "min", "maximum", "minimum", "argmax", "argmin", "rows", "columns",
-              "positions", "oneHot", "concat", "gaussian", "uniform")
+#: Every primitive a .hb program can call by name: the op table's (compiler/primitives.py),
+#: the contraction, and grad, the ASCII spelling of ∂.
+PRIMITIVES = ("einsum", "grad", *OP_TABLE)
 KEYWORDS = ("if", "then", "else", "let", "in", "from")
 NUMBER = r"(\d+(\.\d+)?|\.\d+)([eE][+\-−]?\d+)?"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import EXECUTORS, needs
-from hilbert.executor import sequences
+from hilbert.compiler import meanings
 
 import hilbert
 
@@ -117,14 +117,14 @@ def test_each_step_reads_one_slice_not_the_whole_axis(module):
 
 def test_take_tests_the_position_as_the_mask_does():
     x = np.arange(12.0).reshape(3, 4)
-    np.testing.assert_array_equal(sequences.take(x, 2.0, 1), x[:, 2])
-    np.testing.assert_array_equal(sequences.take(x, 1.0, 0, -1.0, 3.0), x[2])  # −s + 3 = 1
-    np.testing.assert_array_equal(sequences.take(x, 4.0, 1, 1.0, 1.0), x[:, 3])  # s + 1 = 4
+    np.testing.assert_array_equal(meanings.take(x, 2.0, 1), x[:, 2])
+    np.testing.assert_array_equal(meanings.take(x, 1.0, 0, -1.0, 3.0), x[2])  # −s + 3 = 1
+    np.testing.assert_array_equal(meanings.take(x, 4.0, 1, 1.0, 1.0), x[:, 3])  # s + 1 = 4
     # t − const rounds to 3.0, but the mask's test s − 3 = 2⁻⁶⁰ holds for no s
-    np.testing.assert_array_equal(sequences.take(x, 2.0 ** -60, 1, 1.0, -3.0), np.zeros(3))
+    np.testing.assert_array_equal(meanings.take(x, 2.0 ** -60, 1, 1.0, -3.0), np.zeros(3))
     for t in (4.0, -1.0, 0.5, np.nan, np.inf, -np.inf):
-        np.testing.assert_array_equal(sequences.take(x, t, 1), np.zeros(3))
-    taken = sequences.take(x, 1.0, 1)
+        np.testing.assert_array_equal(meanings.take(x, t, 1), np.zeros(3))
+    taken = meanings.take(x, 1.0, 1)
     taken[0] = 99.0
     assert x[0, 1] == 1.0  # a fresh value, never a view of an argument
 
