@@ -10,13 +10,10 @@ from dataclasses import dataclass, field
 from hilbert.grammar.errors import HilbertError
 from hilbert.grammar.source import Span
 
-from . import ir
+from . import ir, passes, verify
 from .debug import dump
 from .entry import Entry, build_entry
-from .fuse import fuse
-from .hoist import hoist_invariants
 from .inline import Inliner
-from .masks import eliminate_masks
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
 from .monomorphise import monomorphise
@@ -24,7 +21,6 @@ from .plan import Plan, contraction, guard, make_plan, memory_limit
 from .recursion import check_recursion
 from .resolve import Definition, Resolved, resolve
 from .shapes import Shape, ShapeTable, infer_shapes
-from .share import share
 
 
 class Entries(Mapping[str, Entry]):
@@ -129,8 +125,10 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
         table = infer_shapes(body, shapes)
     lowered = monomorphise(body, table)                       # derivatives' ops as einsums
     if lowered is not body:
-        body = lowered if reference else fuse(hoist_invariants(share(eliminate_masks(lowered))))
+        body = lowered if reference else passes.run(passes.AGAIN, lowered)
         table = infer_shapes(body, shapes)
+    if verify.enabled():
+        verify.verify(body, "specialised", shapes, table)
     plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor, values,
                      limit, keeps_all=keeps)
     dump("plan", plan)

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import ir
+from . import ir, passes, verify
 from .debug import dump
-from .fuse import fuse
-from .hoist import hoist_invariants
 from .inline import Inliner
-from .masks import eliminate_masks
 from .resolve import Definition
-from .share import share
 from .tuples import check_settled
 
 
@@ -35,10 +31,11 @@ def build_entry(d: Definition, inliner: Inliner) -> Entry:
     body = ir.substitute(inliner.body(d.key), params)
     check_settled(body)
     dump("inline", body)
-    body = share(body)                                        # equal work done once
-    masked = share(eliminate_masks(body))                     # [s = t + j] masks -> shifts
-    fused = fuse(hoist_invariants(masked))   # invariants before loops; einsum chains -> one
-    dump("fuse", fused)
+    if verify.enabled():
+        verify.verify(body, "entry")
+    body = passes.run(passes.SHARE, body)                     # equal work done once
+    masked = passes.run(passes.MASK, body)                    # [s = t + j] masks -> shifts
+    fused = passes.run(passes.OPTIMISE, masked)  # invariants before loops; einsum chains -> one
     return Entry(d.name, d.params, body, masked, fused, d)
 
 

@@ -21,7 +21,7 @@ def _fuse_scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]
     """One scope's roots with its einsum chains merged; its loops take their fused bodies."""
     # One scope: a value two roots (a loop's steps) share must stay shared, so count uses
     # across all of them.
-    holder = ir.Prim("body", roots, (), roots[0].span)
+    holder = ir.Tuple(roots, roots[0].span)
     uses = _use_counts(holder)
 
     def visit(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
@@ -32,7 +32,7 @@ def _fuse_scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...]
             return _merge(rebuilt, node, uses)
         return rebuilt
 
-    return ir.transform(holder, visit).args  # type: ignore[union-attr]
+    return ir.transform(holder, visit).items  # type: ignore[union-attr]
 
 
 def _use_counts(root: ir.Node) -> Counter:

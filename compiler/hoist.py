@@ -71,14 +71,14 @@ def _hoisted(loop: ir.Loop) -> ir.Loop:
         return loop
 
     # the values computed from the loop's start (in one pass: what they share stays shared)
-    starts = ir.transform(ir.Prim("body", tuple(moved), (), loop.span), lambda n, kids: (
+    starts = ir.transform(ir.Tuple(tuple(moved), loop.span), lambda n, kids: (
         loop.init[n.index] if isinstance(n, ir.State) else ir.rebuild(n, kids)))
     first = len(loop.init)
     states = {id(n): ir.State(first + j, n.span) for j, n in enumerate(moved)}
-    holder = ir.Prim("body", roots, (), loop.span)
+    holder = ir.Tuple(roots, loop.span)
     body = ir.transform(holder, lambda n, kids: states.get(id(n)) or ir.rebuild(n, kids))
-    until, *step = body.args  # type: ignore[union-attr]
-    return ir.Loop((*loop.init, *starts.args), until,  # type: ignore[union-attr]
+    until, *step = body.items  # type: ignore[union-attr]
+    return ir.Loop((*loop.init, *starts.items), until,  # type: ignore[union-attr]
                    (*step, *(states[id(n)] for n in moved)), loop.counter, loop.name, loop.span)
 
 

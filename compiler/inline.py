@@ -105,8 +105,8 @@ class Inliner:
     def _expand_form(self, key: str) -> LoopForm:
         d = self.definitions[key]
         raw = loop_form(d)
-        holder = ir.Prim("body", (raw.until, raw.result, *raw.step), (), raw.until.span)
-        until, result, *step = self._write_out(d.name, d.span, ir.topological(holder)).args  # type: ignore[union-attr]
+        holder = ir.Tuple((raw.until, raw.result, *raw.step), raw.until.span)
+        until, result, *step = self._write_out(d.name, d.span, ir.topological(holder)).items  # type: ignore[union-attr]
         self._result_sizes[key] = len(ir.topological(result))
         return LoopForm(until, tuple(step), result, raw.counter)
 

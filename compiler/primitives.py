@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import derivative_rules as d
+from . import lowering
 from . import meanings as m
 from . import shape_rules as sh
 from .derivative_rules import c, p
@@ -41,12 +42,14 @@ class Primitive:
     axis: int | None = None  # for size primitives: which axis they measure
     axis_arg: int | None = None  # the argument that must be a whole-number literal (an axis)
     traits: frozenset[str] = frozenset()
+    attrs: int = 0  # how many attributes its IR nodes carry (an axis, a shift's offsets…)
     shape: Callable | None = None
     derivative: d.Rule | None = None  # None: never differentiated (refused before)
     meaning: m.Meaning | None = None
     dask: m.Meaning | None = None  # on dask arrays, where the NumPy meaning is not lazy
     code: str | None = None
     host_code: str | None = None
+    lower: Callable | None = None  # once shapes are known, written as einsums (lowering.py)
 
 
 #: Each family's defaults: traits, shape rule, and meaning made from the row's NumPy function.
@@ -70,12 +73,14 @@ _KINDS: dict[str, tuple[frozenset[str], Callable | None, Callable[[Callable], m.
 
 def _row(name: str, arity: int, kind: str, numpy: Callable | None = None, *,
          traits: frozenset[str] = frozenset(), meaning: m.Meaning | None = None,
-         shape: Callable | None = None, **fields) -> Primitive:
+         shape: Callable | None = None, axis_arg: int | None = None, **fields) -> Primitive:
     """A row, its traits, shape rule and meaning completed from its family's defaults."""
     family_traits, family_shape, family_meaning = _KINDS.get(kind, (frozenset(), None, None))
     if meaning is None and family_meaning is not None and numpy is not None:
         meaning = family_meaning(numpy)
-    return Primitive(name, arity, kind, numpy, traits=family_traits | traits,
+    if axis_arg is not None:
+        fields.setdefault("attrs", 1)
+    return Primitive(name, arity, kind, numpy, axis_arg=axis_arg, traits=family_traits | traits,
                      meaning=meaning, shape=shape or family_shape, **fields)
 
 
@@ -134,8 +139,8 @@ PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
     _row("positions", 2, "positions", axis_arg=1, meaning=m.positions, derivative=d.zero),
     _row("oneHot", 2, "onehot", meaning=m.encoded, derivative=d.zero),
     _row("concat", 3, "concat", axis_arg=2, meaning=m.joined, derivative=d.concat),
-    _row("gaussian", 1, "draw"),
-    _row("uniform", 1, "draw"),
+    _row("gaussian", 1, "draw", attrs=1),
+    _row("uniform", 1, "draw", attrs=1),
 ]}
 
 #: Operators, by their ASCII spelling in the syntax tree, as primitive ops of the IR.
@@ -167,11 +172,12 @@ OPERATORS: dict[str, Primitive] = {
 INTERNAL: dict[str, Primitive] = {row.name: row for row in [
     # shift(x, w1, …, wm) [axis, coefs, const]: x read at axis index const + Σ coefs·(new
     # indices), zero outside x; the new axes (sizes len(w1) … len(wm)) come last. See masks.py.
-    _row("shift", -1, "shift", meaning=m.shifted, dask=m.lazy_shift, derivative=d.refused),
+    _row("shift", -1, "shift", attrs=3, meaning=m.shifted, dask=m.lazy_shift,
+         derivative=d.refused),
     # take(x, t)[axis, coef, const]: x at the position s along `axis` with coef·s + const = t
     # (coef ±1, const whole; that axis dropped), zeros where there is none: an einsum against
     # the one-hot [coef·s + const = t] of a scalar t. See masks.py.
-    _row("take", 2, "take", meaning=m.taken, derivative=d.refused),
+    _row("take", 2, "take", attrs=3, meaning=m.taken, derivative=d.refused),
     # index(x, t): x[t], the slice t along the first axis; slice(x, a, b): x[a:b].
     _row("index", 2, "index", meaning=m.indexed, derivative=d.index),
     _row("slice", 3, "slice", meaning=m.sliced, derivative=d.slice_),
@@ -182,14 +188,18 @@ INTERNAL: dict[str, Primitive] = {row.name: row for row in [
     # from row t on, a block); cut(g, a, b)[k, which]: the part of g along axis k that came
     # from a (which = 0) or b (1) in concat(a, b, k); coordinate(x)[k]: each entry's index along
     # axis k; gradient(of, g): g, once `of` is checked to be a scalar.
-    _row("sumto", 2, "sumto", shape=sh.sumto, meaning=m.summed_to, derivative=d.sumto),
-    _row("spread", 2, "spread", shape=sh.spread, meaning=m.spread, derivative=d.spread),
-    _row("sumalong", 1, "reduce", np.sum, derivative=d.sumalong),
-    _row("place", 3, "place", shape=sh.place, meaning=m.placed, derivative=d.refused),
-    _row("cut", 3, "cut", shape=sh.cut, meaning=m.cut, derivative=d.refused),
-    _row("coordinate", 1, "coordinate", shape=sh.coordinate, meaning=m.coordinate,
-         derivative=d.zero),
-    _row("gradient", 2, "gradient", shape=sh.gradient, meaning=m.adjoint, derivative=d.refused),
+    _row("sumto", 2, "sumto", shape=sh.sumto, meaning=m.summed_to, derivative=d.sumto,
+         lower=lowering.sumto),
+    _row("spread", 2, "spread", attrs=1, shape=sh.spread, meaning=m.spread,
+         derivative=d.spread, lower=lowering.spread),
+    _row("sumalong", 1, "reduce", np.sum, attrs=1, derivative=d.sumalong,
+         lower=lowering.sumalong),
+    _row("place", 3, "place", attrs=1, shape=sh.place, meaning=m.placed, derivative=d.refused),
+    _row("cut", 3, "cut", attrs=2, shape=sh.cut, meaning=m.cut, derivative=d.refused),
+    _row("coordinate", 1, "coordinate", attrs=1, shape=sh.coordinate, meaning=m.coordinate,
+         derivative=d.zero, lower=lowering.coordinate),
+    _row("gradient", 2, "gradient", shape=sh.gradient, meaning=m.adjoint, derivative=d.refused,
+         lower=lowering.gradient),
 ]}
 
 #: Every IR op name to its row, operators and named primitives alike.

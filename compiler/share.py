@@ -19,5 +19,5 @@ def _share_scope(roots: tuple[ir.Node, ...], bodies: dict) -> tuple[ir.Node, ...
         node = ir.with_scopes(node, kids, bodies)
         return canonical.setdefault(node, node)
 
-    holder = ir.Prim("body", roots, (), roots[0].span)  # one scope, however many roots
-    return ir.transform(holder, visit).args  # type: ignore[union-attr]
+    holder = ir.Tuple(roots, roots[0].span)  # one scope, however many roots
+    return ir.transform(holder, visit).items  # type: ignore[union-attr]

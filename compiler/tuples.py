@@ -26,8 +26,8 @@ def settle(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
             check_tensor(c, node, "the condition of an if")
             if isinstance(then, ir.Tuple) or isinstance(orelse, ir.Tuple):
                 return _choose(node, c, then, orelse)
-        case ir.Tuple() | ir.Prim(op="body"):
-            pass  # a tuple holds tuples; a "body" holder holds a loop's result, which may be one
+        case ir.Tuple():
+            pass  # a tuple holds tuples (and a pass's holder of a scope's roots, a loop's result)
         case ir.Grad():
             pass  # the derivative itself says what it needs (compiler/derivative.py)
         case ir.Loop():

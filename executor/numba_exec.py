@@ -27,9 +27,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from hilbert.compiler import ir
+from hilbert.compiler import ir, passes
 from hilbert.compiler.driver import Entry, Specialised, plan_entry
-from hilbert.compiler.masks import split_windowed_dots
 from hilbert.compiler.meanings import one_hot, position
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
@@ -147,7 +146,7 @@ def generated_ir(ready: Specialised) -> tuple[ir.Node, ShapeTable]:
     windows in one matrix-vector product. Made once per plan."""
     made = ready.derived.get("generated ir")
     if made is None:
-        body = split_windowed_dots(ready.body)
+        body = passes.run(passes.GENERATE, ready.body)
         table = ready.table if body is ready.body else infer_shapes(body, ready.plan.signature)
         made = ready.derived.setdefault("generated ir", (body, table))
     return made
