@@ -52,12 +52,19 @@ class Primitive:
     lower: Callable | None = None  # once shapes are known, written as einsums (lowering.py)
 
 
+def _along(node, args: list, shapes: dict):
+    """x's own shape, for an op that runs along an axis x has (a running sum)."""
+    sh.axis_of(node, args[0], "runs along")
+    return args[0]
+
+
 #: Each family's defaults: traits, shape rule, and meaning made from the row's NumPy function.
 _KINDS: dict[str, tuple[frozenset[str], Callable | None, Callable[[Callable], m.Meaning] | None]] = {
     "unary": (frozenset({"entrywise", "movable", "compiled", "lazy"}), sh.same, m.entrywise),
     "binary": (frozenset({"entrywise", "movable", "compiled", "lazy"}), sh.pair, m.entrywise),
     "compare": (frozenset({"entrywise", "movable", "compiled", "lazy"}), sh.pair, m.compared),
     "reduce": (frozenset({"movable", "compiled", "lazy"}), sh.reduce, m.reduced),
+    "scan": (frozenset({"movable", "lazy"}), _along, m.reduced),
     "argreduce": (frozenset({"movable"}), None, None),
     "size": (frozenset({"movable", "shapes_only", "compiled", "lazy"}), sh.size, None),
     "positions": (frozenset({"movable", "shapes_only", "compiled", "lazy"}), sh.positions, None),
@@ -97,6 +104,32 @@ def _erf(x):
     return special.erf(x)
 
 
+def _running_sum_adjoint(node, g):
+    """cumsum(x, k)'s adjoint: g summed along k from each position to the end, written as the
+    whole sum less the running sum before it (Σ_{j ≥ i} g_j = Σ_j g_j − Σ_{j ≤ i} g_j + g_i)."""
+    total = p(node, "spread", p(node, "sumalong", g, attrs=node.attrs), g, attrs=node.attrs)
+    return p(node, "add", p(node, "sub", total, p(node, "cumsum", g, attrs=node.attrs)), g)
+
+
+def _product_adjoint(x, g, axis: int):
+    """The adjoint of x in cumprod(x, k), given g: Σ_{j ≥ i} g_j ∏_{l ≤ j, l ≠ i} x_l, exact
+    where x holds zeros (no division by x): the product of the entries before i times r_i,
+    where r_i = g_i + x_{i+1} · r_{i+1} runs backwards from the last position."""
+    xs, gs = np.moveaxis(x, axis, 0), np.moveaxis(g, axis, 0)
+    n = xs.shape[0]
+    if n == 0:
+        return np.zeros(np.shape(x))
+    after = [gs[n - 1]]
+    for i in range(n - 2, -1, -1):
+        after.append(gs[i] + xs[i + 1] * after[-1])
+    after.reverse()
+    parts, before = [], np.ones(xs.shape[1:])
+    for i in range(n):
+        parts.append(before * after[i])
+        before = before * xs[i]
+    return np.moveaxis(np.stack(parts), 0, axis)
+
+
 _STATIC = frozenset({"static"})
 
 #: The primitives a .hb program calls by name.
@@ -132,6 +165,10 @@ PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
          code="K.fmin({}, {})", host_code="np.minimum({}, {})"),
     _row("maximum", 2, "reduce", np.max, axis_arg=1, derivative=d.reduce_extreme),
     _row("minimum", 2, "reduce", np.min, axis_arg=1, derivative=d.reduce_extreme),
+    _row("cumsum", 2, "scan", np.cumsum, axis_arg=1, derivative=lambda node, g, position: (
+        _running_sum_adjoint(node, g))),
+    _row("cumprod", 2, "scan", np.cumprod, axis_arg=1, derivative=lambda node, g, position: (
+        p(node, "productadjoint", node.args[0], g, attrs=node.attrs))),
     _row("argmax", 2, "argreduce", axis_arg=1),
     _row("argmin", 2, "argreduce", axis_arg=1),
     _row("rows", 1, "size", axis=0, traits=_STATIC, meaning=m.measured(0), derivative=d.zero),
@@ -200,6 +237,10 @@ INTERNAL: dict[str, Primitive] = {row.name: row for row in [
          derivative=d.zero, lower=lowering.coordinate),
     _row("gradient", 2, "gradient", shape=sh.gradient, meaning=m.adjoint, derivative=d.refused,
          lower=lowering.gradient),
+    # productadjoint(x, g)[k]: the adjoint of x in cumprod(x, k), given g, the adjoint of the
+    # running products (what cumprod's derivative is written with).
+    _row("productadjoint", 2, "scan", attrs=1, derivative=d.refused,
+         meaning=lambda node, args: _product_adjoint(*args, *node.attrs)),
 ]}
 
 #: Every IR op name to its row, operators and named primitives alike.
