@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
+from .settings import names
 
 
 def dump(stage: str, value) -> None:
     """Print `value` (IR, a plan or a syntax tree) if HILBERT_DUMP names `stage`."""
-    if stage not in os.environ.get("HILBERT_DUMP", "").split(","):
+    if stage not in names("HILBERT_DUMP"):
         return
     from . import ir
     from .printer import print_ir

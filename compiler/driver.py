@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from hilbert.grammar.errors import HilbertError
 from hilbert.grammar.source import Span
 
-from . import ir, passes, verify
+from . import ir, passes, settings, verify
 from .debug import dump
 from .entry import Entry, build_entry
 from .inline import Inliner
@@ -105,11 +105,13 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
     the literal IR and keeps every value of a scope, the numba executor runs the fused IR and
     frees a value after its last reader (`keeps_all` says otherwise: a call with work on the
     host keeps what the host computes). Plans made without values are kept (PLANS_KEPT) and
-    given again, the memory guard applied anew, when the same entry is planned alike."""
+    given again, the memory guard applied anew, when the same entry is planned alike under the
+    same settings of generated code (settings.CODE_SETTINGS: what is derived from a plan, its
+    code, depends on them)."""
     reference = executor == "reference"
     keeps = reference if keeps_all is None else keeps_all
     limit = memory_limit() if limit is None else limit
-    key = (id(entry), shapes, optimize, executor, keeps)
+    key = (id(entry), shapes, optimize, executor, keeps, settings.current())
     if values is None:
         with _plans_lock:
             found = _plans.get(key)

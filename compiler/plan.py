@@ -12,7 +12,7 @@ import opt_einsum
 from hilbert.grammar.errors import RuntimeHilbertError
 from opt_einsum.helpers import flop_count
 
-from . import ir
+from . import ir, settings
 from .einsum_spec import parse_spec
 from .primitives import having
 from .settings import not_understood
@@ -112,7 +112,7 @@ class Plan:
 
 def memory_limit() -> int:
     """Bytes a plan may use: HILBERT_MEMORY_LIMIT (e.g. 8G, 500M, 1e9) or half of RAM."""
-    text = os.environ.get("HILBERT_MEMORY_LIMIT", "").strip()
+    text = settings.text("HILBERT_MEMORY_LIMIT")
     if text:
         scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1].upper(), 1)
         try:  # (float reads other scripts' digits too: ASCII only)

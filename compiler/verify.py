@@ -10,12 +10,12 @@ checks every node's shape against its rule, by inferring the shapes again."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from . import ir
 from .einsum_spec import parse_spec
 from .primitives import BY_OP
+from .settings import text
 
 #: Environment variable that turns the verifier on between passes.
 VERIFY_ENVIRONMENT = "HILBERT_VERIFY"
@@ -64,7 +64,7 @@ class VerifyError(AssertionError):
 
 def enabled() -> bool:
     """Whether HILBERT_VERIFY asks for the verifier between passes."""
-    return os.environ.get(VERIFY_ENVIRONMENT, "").strip() not in ("", "0")
+    return text(VERIFY_ENVIRONMENT) not in ("", "0")
 
 
 def verify(root: ir.Node, layer: str, params: tuple | None = None, table=None) -> None:

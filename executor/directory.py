@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from hilbert.compiler.settings import text
 from hilbert.grammar.errors import warn
 
 ENVIRONMENT = "HILBERT_CACHE_DIR"
@@ -29,7 +30,7 @@ _warned: set[tuple[str, str]] = set()
 def cache_dir() -> Path:
     """Where generated code and Numba's cache files go: HILBERT_CACHE_DIR, else the user's cache
     directory (~/.cache/hilbert on Linux)."""
-    chosen = os.environ.get(ENVIRONMENT)
+    chosen = text(ENVIRONMENT)
     if chosen:  # (made absolute: Numba's file paths must not move when the process changes directory)
         return Path(os.path.abspath(Path(chosen).expanduser()))
     home = Path.home()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import copy
 import functools
-import os
 import queue
 import sys
 import threading
@@ -27,12 +26,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from hilbert.compiler import ir, passes
+from hilbert.compiler import ir, passes, settings
 from hilbert.compiler.driver import Entry, Specialised, plan_entry
 from hilbert.compiler.meanings import one_hot, position
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
-from hilbert.compiler.settings import whole_number
+from hilbert.compiler.settings import names, whole_number
 from hilbert.compiler.shapes import Scope, ShapeTable, infer_shapes
 from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, first_line, warn
 
@@ -92,7 +91,7 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
     """Specialise and plan `entry` for `shapes`; return the program that runs it: tiered when
     it has no loops (nothing is generated or compiled here), else compiled at its first call."""
     ready = plan_entry(entry, shapes, optimize, "numba", values)
-    forced = frozenset(filter(None, os.environ.get(HOST_ENVIRONMENT, "").split(",")))
+    forced = names(HOST_ENVIRONMENT)
     threads.count()  # HILBERT_THREADS read here, on the caller's thread (E600 if unreadable)
 
     def replan() -> Plan:  # host walks and generated code run as Python hold every value
@@ -185,7 +184,7 @@ def compile_when(looped: bool = False) -> int | None:
     the first call before it runs; None: never), or an ArgumentError (E600). By default a call
     with loops is built from its first call (its steps are worth compiling), one without from
     the COMPILE_AFTER-th."""
-    text = os.environ.get(COMPILE_ENVIRONMENT, "").strip().lower()
+    text = settings.text(COMPILE_ENVIRONMENT).lower()
     if text in ("", "background"):
         return 1 if looped else COMPILE_AFTER
     if text == "eager":

@@ -31,7 +31,7 @@ import functools
 import importlib
 import os
 
-from hilbert.compiler.settings import whole_number
+from hilbert.compiler.settings import text, whole_number
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
 #: (no array expressions or NumPy calls rewritten behind the code's back).
@@ -44,13 +44,21 @@ _SAFE_LAYERS = ("tbb", "omp")
 ENVIRONMENT = "HILBERT_THREADS"
 
 
-@functools.cache
 def count() -> int:
     """How many threads a parallel loop nest may use; 1 when nests run serially (the default:
     HILBERT_THREADS unset, or 1; one core; NUMBA_DISABLE_JIT; no thread-safe threading layer;
     an OpenMP runtime already set up to spin). A setting that is neither a whole number nor
-    `auto` is an ArgumentError (E600)."""
-    cap = os.environ.get(ENVIRONMENT, "").strip().lower()
+    `auto` is an ArgumentError (E600). Worked out once per setting."""
+    return _count(text(ENVIRONMENT).lower())
+
+
+def forget() -> None:
+    """Work out `count` afresh (the threading layer or OpenMP's state changed)."""
+    _count.cache_clear()
+
+
+@functools.cache
+def _count(cap: str) -> int:
     if cap != "auto":
         cap = whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial, the "
                            "default) or auto (every core)") or 1

@@ -10,7 +10,6 @@ A bar is drawn when stderr is a terminal; `HILBERT_PROGRESS=0` never draws one a
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -18,6 +17,8 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from tqdm import tqdm
+
+from hilbert.compiler.settings import text
 
 #: The environment variable that forces bars on ("1") or off ("0").
 ENVIRONMENT = "HILBERT_PROGRESS"
@@ -32,7 +33,7 @@ MOST_GROWTH = 16
 
 def wanted(stream: TextIO) -> bool:
     """Whether to draw a bar on `stream`: as HILBERT_PROGRESS says, else when it is a terminal."""
-    setting = os.environ.get(ENVIRONMENT, "").strip()
+    setting = text(ENVIRONMENT)
     if setting in ("0", "1"):
         return setting == "1"
     try:

@@ -148,14 +148,14 @@ def test_every_component_of_a_tuple_is_a_fresh_array(executor, when, name, monke
 def test_a_setting_that_is_no_ascii_number_is_e600_naming_it(variable, text, monkeypatch):
     from hilbert.executor import threads
 
-    threads.count.cache_clear()
+    threads.forget()
     monkeypatch.setenv(variable, text)
     try:
         with pytest.raises(hilbert.ArgumentError) as err:
             hilbert.compile_source("fn f(x) ↦ x · 2").f(np.ones(2))
     finally:
         monkeypatch.delenv(variable)
-        threads.count.cache_clear()
+        threads.forget()
     assert err.value.code == "E600"
     assert variable in err.value.message
 

@@ -139,32 +139,32 @@ def test_parallel_nests_called_from_many_threads_give_the_serial_results(two_thr
 
 def test_threads_are_asked_for(monkeypatch):
     monkeypatch.delenv("HILBERT_THREADS", raising=False)
-    threads.count.cache_clear()
+    threads.forget()
     try:
         assert threads.count() == 1  # serial unless asked
     finally:
-        threads.count.cache_clear()
+        threads.forget()
 
 
 def test_a_thread_setting_that_is_not_a_count_is_refused(monkeypatch):
     monkeypatch.setenv("HILBERT_THREADS", "lots")
-    threads.count.cache_clear()
+    threads.forget()
     try:
         with pytest.raises(hilbert.ArgumentError) as raised:
             _function(NORMED, "normed")(np.ones((2048, 300)))
         assert raised.value.code == "E600" and "HILBERT_THREADS='lots'" in raised.value.message
     finally:
-        threads.count.cache_clear()
+        threads.forget()
 
 
 def test_hilbert_threads_caps_the_threads(monkeypatch):
     for setting, most in (("1", 1), ("0", 1), (" 1 ", 1)):
         monkeypatch.setenv("HILBERT_THREADS", setting)
-        threads.count.cache_clear()
+        threads.forget()
         try:
             assert threads.count() == most
         finally:
-            threads.count.cache_clear()
+            threads.forget()
 
 
 def test_one_thread_writes_no_prange(monkeypatch):
@@ -349,13 +349,13 @@ def test_nests_stay_serial_beside_an_openmp_that_spins(monkeypatch):
     monkeypatch.setenv("HILBERT_THREADS", "auto")
     monkeypatch.setattr(threads, "_openmp_loaded", lambda: True)
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    threads.count.cache_clear()
+    threads.forget()
     try:
         assert threads.count() == 1
         monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
         assert not threads._spins_when_idle()
     finally:
-        threads.count.cache_clear()
+        threads.forget()
 
 
 def test_an_openmp_runtime_is_found_once_loaded(two_threads):

@@ -69,7 +69,7 @@ def pinned_environment() -> Iterator[None]:
 
     saved = {name: os.environ.get(name) for name in PINNED}
     os.environ.update(PINNED)
-    threads.count.cache_clear()
+    threads.forget()
     try:
         yield
     finally:
@@ -78,7 +78,7 @@ def pinned_environment() -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        threads.count.cache_clear()
+        threads.forget()
 
 
 @contextlib.contextmanager
