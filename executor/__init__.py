@@ -1,12 +1,48 @@
-"""Executors: turn a specialised entry into a callable. `reference` is the oracle."""
+"""Executors: turn a specialised entry into a callable. `reference` is the oracle.
+
+An executor is a module with the `Executor` protocol's `prepare`, which gives a `Program` for
+one signature; hilbert/api.py reaches executors only through `get_executor` and these two
+protocols (and the optional hooks `Executor` lists)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from hilbert.compiler.entry import Entry
+    from hilbert.compiler.plan import Plan
 
 #: Every executor by name (`dask` needs the optional extra: pip install 'hilbert[dask]').
 NAMES = ("numba", "reference", "dask")
 
 
-def get_executor(name: str):
+@runtime_checkable
+class Program(Protocol):
+    """One entry made ready for one signature (argument shapes): `plan` says how it runs,
+    calling it with the arguments' values (a tuple of float64 arrays) runs it, and
+    `loop_steps` counts the loop iterations its calls ran (an instrument for tests)."""
+
+    @property
+    def plan(self) -> Plan: ...
+
+    @property
+    def loop_steps(self) -> int: ...
+
+    def __call__(self, values: tuple) -> Any: ...
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """An executor: `prepare` specialises and plans an entry for argument shapes (trip counts
+    known from `values`, when given) and returns its Program. Optional hooks an executor may
+    have: `OPTIONS` and `check_options` (options it takes), `first_call` and `build` (compiling
+    before a call), `call` (a call it binds itself, as dask's lazy arguments)."""
+
+    def prepare(self, entry: Entry, shapes: tuple, optimize: str = "auto",
+                values: tuple | None = None) -> Program: ...
+
+
+def get_executor(name: str) -> Executor:
     """The executor module called `name` ('reference', 'numba' or 'dask')."""
     from hilbert.grammar.errors import ArgumentError
     from hilbert.grammar.source import nowhere

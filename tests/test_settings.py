@@ -3,10 +3,11 @@ documented for users, and part of the key plans are kept under."""
 
 import re
 
-import hilbert
 from conftest import ROOT
 from hilbert.compiler import settings
 from hilbert.compiler.driver import plan_entry
+
+import hilbert
 
 
 def test_every_setting_read_anywhere_is_in_the_table_and_documented():

@@ -89,3 +89,4 @@ def test_a_program_still_runs_with_the_verifier_on():
     module = hilbert.compile_source('fn f(a, w) ↦ tanh(einsum("np,pq->nq", a, w))')
     a, w = np.ones((2, 3)), np.ones((3, 4))
     np.testing.assert_allclose(module.f(a, w), np.tanh(a @ w))
+

@@ -1,0 +1,22 @@
+"""The executor interface (executor/__init__.py): every executor keeps the Executor protocol,
+and every program it prepares the Program protocol."""
+
+import numpy as np
+import pytest
+
+import hilbert
+
+
+@pytest.mark.parametrize("name", ["reference", "numba", "dask"])
+def test_every_executor_and_its_programs_keep_the_protocols(name):
+    from hilbert.executor import Executor, Program, get_executor
+
+    executor = get_executor(name)
+    assert isinstance(executor, Executor)
+    module = hilbert.compile_source('fn f(a, w) ↦ tanh(einsum("np,pq->nq", a, w))',
+                                    executor=name)
+    program = executor.prepare(module.f.entry, ((2, 3), (3, 4)))
+    assert isinstance(program, Program)
+    value = program((np.ones((2, 3)), np.ones((3, 4))))
+    np.testing.assert_allclose(np.asarray(value), np.tanh(np.full((2, 4), 3.0)))
+    assert program.loop_steps == 0
