@@ -99,19 +99,20 @@ _plans_lock = threading.Lock()
 
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
                executor: str = "numba", values: tuple | None = None,
-               keeps_all: bool | None = None, limit: int | None = None) -> Specialised:
-    """Specialise `entry` to `shapes` and plan what `executor` runs (paths, loops, memory
-    guard at `limit` bytes, HILBERT_MEMORY_LIMIT's by default): the reference executor runs
-    the literal IR and keeps every value of a scope, the numba executor runs the fused IR and
-    frees a value after its last reader (`keeps_all` says otherwise: a call with work on the
-    host keeps what the host computes). Plans made without values are kept (PLANS_KEPT) and
+               keeps_all: bool | None = None, limit: int | None = None,
+               as_written: bool = False) -> Specialised:
+    """Specialise `entry` to `shapes` and plan what an executor runs (paths, loops, memory
+    guard at `limit` bytes, HILBERT_MEMORY_LIMIT's by default; `executor` names it in the
+    plan): `as_written`, the IR with its masks read and nothing else optimised, every value
+    of a scope kept (the reference executor's way); else the optimised IR, each value freed
+    after its last reader (`keeps_all` says otherwise: a call with work on the host keeps
+    what the host computes). Plans made without values are kept (PLANS_KEPT) and
     given again, the memory guard applied anew, when the same entry is planned alike under the
     same settings of generated code (settings.CODE_SETTINGS: what is derived from a plan, its
     code, depends on them)."""
-    reference = executor == "reference"
-    keeps = reference if keeps_all is None else keeps_all
+    keeps = as_written if keeps_all is None else keeps_all
     limit = memory_limit() if limit is None else limit
-    key = (id(entry), shapes, optimize, executor, keeps, settings.current())
+    key = (id(entry), shapes, optimize, executor, keeps, as_written, settings.current())
     if values is None:
         with _plans_lock:
             found = _plans.get(key)
@@ -122,12 +123,12 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
                 dump("plan", ready.plan)
                 return ready
     table = specialise(entry, shapes)                         # rules checked on the source's IR
-    body = entry.masked if reference else entry.fused         # what the executor runs
+    body = entry.masked if as_written else entry.fused        # what the executor runs
     if body is not entry.body:
         table = infer_shapes(body, shapes)
     lowered = monomorphise(body, table)                       # derivatives' ops as einsums
     if lowered is not body:
-        body = lowered if reference else passes.run(passes.AGAIN, lowered)
+        body = lowered if as_written else passes.run(passes.AGAIN, lowered)
         table = infer_shapes(body, shapes)
     if verify.enabled():
         verify.verify(body, "specialised", shapes, table)

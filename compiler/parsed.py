@@ -5,7 +5,7 @@ Lark nor the parser.
 An entry is named by a hash of what the parse depends on: the parser's own sources and
 grammar, the module's name (it is in every span) and its text. A text whose parse warned
 (W100) is never kept, so its warnings are given at every load. Entries are pickles of the
-syntax tree and are read only from the private directory (executor/directory.py): loading a
+syntax tree and are read only from the private directory (compiler/directory.py): loading a
 pickle runs whatever its writer chose, so only hilbert itself may have written it.
 """
 
@@ -73,7 +73,7 @@ def _stamp() -> str:
 
 
 def _folder() -> Path | None:
-    from hilbert.executor.directory import private_folder
+    from .directory import private_folder
 
     return private_folder(FOLDER)
 
@@ -103,7 +103,7 @@ def _write(digest: str, module: Module) -> None:
         data = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
     except RecursionError:
         return
-    from hilbert.executor.directory import write_whole
+    from .directory import write_whole
 
     with contextlib.suppress(OSError):
         write_whole(folder / f"{digest}.pickle", data)

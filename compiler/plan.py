@@ -374,9 +374,9 @@ class _Planner:
         values = self.values or _placeholders(self.signature)
         if values is None:
             return None
-        from hilbert.executor.reference import Reference
+        from .evaluate import value_of
 
-        value = Reference().run(init, values)
+        value = value_of(init, values)
         number = float(value)
         return int(number) if number >= 0 and number.is_integer() else None
 

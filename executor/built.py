@@ -1,5 +1,5 @@
 """Which programs have their machine code in the disk cache, known without loading Numba: a
-marker per program in the private cache directory (executor/directory.py), named by a hash of
+marker per program in the private cache directory (compiler/directory.py), named by a hash of
 its generated sources and of what their machine code depends on, written once a build has
 compiled or loaded them. A process that ends while its program with loops is being built
 waits for the build only when no marker says the next process will find the code
@@ -14,8 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
-
-from .directory import private_folder
+from hilbert.compiler.directory import private_folder
 
 #: The folder of the cache directory that holds the markers (empty files).
 FOLDER = "built"

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numba
 import numpy as np
+from hilbert.compiler.directory import write_whole
 from hilbert.grammar.errors import warn
 
 from . import disk, kernels
-from .directory import write_whole
 from .disk import ENVIRONMENT, cache_dir
 
 __all__ = ["ENVIRONMENT", "cache_dir", "function"]

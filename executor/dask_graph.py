@@ -21,6 +21,7 @@ import numpy as np
 import opt_einsum
 from hilbert.compiler import ir, meanings
 from hilbert.compiler.einsum_spec import parse_spec
+from hilbert.compiler.evaluate import evaluate, needs
 from hilbert.compiler.plan import Plan, memory_limit
 from hilbert.compiler.plan_text import human_bytes
 from hilbert.compiler.primitives import BY_OP, having
@@ -29,14 +30,7 @@ from hilbert.grammar.errors import RuntimeHilbertError
 from hilbert.grammar.source import Span
 
 from . import cache, codegen
-from .reference import (
-    evaluate,
-    guard_tapes,
-    moving_components,
-    needs,
-    step_count,
-    tape_guard,
-)
+from .reference import guard_tapes, moving_components, step_count, tape_guard
 
 _ENTRYWISE = having("entrywise")
 #: A task holds its input blocks, its result and a temporary at once: each block of a value may

@@ -1,5 +1,5 @@
 """Numba's cache of hilbert's functions (shared kernels and generated code), kept in the private
-cache directory (executor/directory.py, which checks it before anything in it is trusted).
+cache directory (compiler/directory.py, which checks it before anything in it is trusted).
 
 Numba's cache files are pickles: they are read only from that directory, and a file in it that
 someone else could have written is never unpickled (`trusted_file`). A directory that cannot be
@@ -13,11 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from hilbert.grammar.errors import warn
-from numba.core import caching
-from numba.core.dispatcher import Dispatcher
-
-from .directory import (  # noqa: F401 (the cache directory, as this module has always given it)
+from hilbert.compiler.directory import (  # noqa: F401 (the cache directory, as this module has always given it)
     ENVIRONMENT,
     NUMBA_FOLDER,
     cache_dir,
@@ -26,6 +22,9 @@ from .directory import (  # noqa: F401 (the cache directory, as this module has 
     untrusted,
     unusable,
 )
+from hilbert.grammar.errors import warn
+from numba.core import caching
+from numba.core.dispatcher import Dispatcher
 
 
 def keep(dispatcher, stamp: str):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from hilbert.compiler import ir, passes, settings
 from hilbert.compiler.driver import Entry, Specialised, plan_entry
+from hilbert.compiler.evaluate import Host
 from hilbert.compiler.meanings import one_hot, position
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.primitives import BY_OP, SPELLING
@@ -40,11 +41,8 @@ from .faults import LabelError, PositionError, StepCountError
 from .numerics import detached, fresh_first, quietly
 from .planned import PlannedProgram, einsum_kernel
 from .reference import (
-    Reference,
-    evaluate,
     guard_tapes,
     moving_components,
-    needs,
     run_loop,
     run_loop_grad,
     step_count,
@@ -431,9 +429,10 @@ class CompiledRegion:
         return args
 
 
-class ScopeRunner:
+class ScopeRunner(Host):
     """Evaluates one scope (the call's, or a loop body on the host): compiled regions for every
-    compilable node the host needs, NumPy (the planned executor) for the rest."""
+    compilable node the host needs, the host runtime (compiler/evaluate.py, each einsum along
+    its planned path) for the rest."""
 
     def __init__(self, roots: list[ir.Node], scope: Scope, table: ShapeTable, plan: Plan,
                  optimize: str, where: Placement):
@@ -448,8 +447,8 @@ class ScopeRunner:
         self.hosted: dict[ir.Node, str] = {}
         self.bodies: dict[ir.Node, list[ScopeRunner]] = {}  # host loops: each scope's runner
         self.loop_steps = 0
-        self._evaluator = Reference()
         self._einsums: dict = {}
+        super().__init__(self._einsum)
         self._place(roots)
         self.whole = self._whole()
         # the call's loops run backwards whose tapes are checked before it runs a step
@@ -545,15 +544,11 @@ class ScopeRunner:
                     lambda node: self.eval(node, memo, leaves))
         return self.eval(self.roots[0], memo, leaves)
 
-    def eval(self, node: ir.Node, memo: dict, leaves: tuple):
-        """`node`'s value, evaluating what it needs first (memoised in `memo`)."""
-        return evaluate(node, memo, leaves, self._inputs, self._value)
-
     def _inputs(self, node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
         if node in self.regions:
             return tuple(n for n in self.regions[node].region.inputs
                          if not isinstance(n, (ir.Param, ir.State)))
-        return needs(node, memo)
+        return super()._inputs(node, memo)
 
     def _value(self, node: ir.Node, memo: dict, leaves: tuple):
         region = self.regions.get(node)
@@ -563,26 +558,7 @@ class ScopeRunner:
             value, steps = region.run(region.convert(values))
             self.loop_steps += steps
             return value
-        match node:
-            case ir.Param(index=i) | ir.State(index=i):
-                return leaves[i]
-            case ir.Const(value=v):
-                return np.float64(v)
-            case ir.Prim():
-                return self._evaluator.prim(node, [memo[a] for a in node.args])
-            case ir.Einsum():
-                return self._einsum(node, [memo[a] for a in node.args])
-            case ir.Cond():
-                return memo[node.then if memo[node.cond] != 0 else node.orelse]
-            case ir.Loop():
-                return self._loop(node, [memo[a] for a in node.init], memo.get(_BOUNDARY))
-            case ir.LoopGrad():
-                return self._loop_grad(node, [memo[a] for a in ir.children(node)])
-            case ir.Project():
-                return memo[node.loop][node.index]
-            case ir.Tuple():
-                return tuple(memo[a] for a in node.items)
-        raise AssertionError(f"the numba executor cannot evaluate {node!r}")
+        return super()._value(node, memo, leaves)
 
     def _einsum(self, node: ir.Einsum, operands: list):
         key = (node.spec, tuple(np.shape(o) for o in operands))
@@ -591,23 +567,23 @@ class ScopeRunner:
             kernel = self._einsums[key] = einsum_kernel(node.spec, key[1], self.optimize)
         return kernel(*operands)
 
-    def _loop(self, loop: ir.Loop, state: list, boundary=None):
+    def loop(self, loop: ir.Loop, state: tuple, memo: dict):
         """A loop whose body holds host work: a Python loop, its body's compilable parts still
-        compiled (as the reference executor runs it, step counts checked the same way)."""
+        compiled (as the reference executor runs it, step counts checked the same way); the
+        call's memo holds the hook its step boundaries call (_BOUNDARY)."""
         body, = self.bodies[loop]
         with interrupt.host_loop():  # Ctrl-C between steps, never inside a compiled call
             final, steps = run_loop(loop, state, interrupt.stepped(body.eval),
-                                    boundary=boundary)
+                                    boundary=memo.get(_BOUNDARY))
         self.loop_steps += steps + body.take_steps()
         return final
 
-    def _loop_grad(self, node: ir.LoopGrad, values: list):
+    def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
         """A loop run backwards: forward with a tape, then the adjoint of every step, each
         body's compilable parts compiled (as the reference executor runs it)."""
         forward, backward = self.bodies[node]
-        n = len(node.loop.init)
         with interrupt.host_loop():  # Ctrl-C between steps, never inside a compiled call
-            adjoints, steps = run_loop_grad(node, tuple(values[:n]), tuple(values[n:]),
+            adjoints, steps = run_loop_grad(node, init, seeds,
                                             interrupt.stepped(forward.eval),
                                             interrupt.stepped(backward.eval))
         self.loop_steps += steps + forward.take_steps() + backward.take_steps()

@@ -10,10 +10,10 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.driver import Entry, plan_entry
 from hilbert.compiler.einsum_spec import parse_spec
+from hilbert.compiler.evaluate import Host, evaluate, needs
 from hilbert.compiler.plan import ContractStep, Plan, contraction
 
 from .numerics import detached, quietly
-from .reference import Reference, evaluate, needs
 
 #: Below this many FLOPs a pairwise step that BLAS could do runs as numpy.einsum instead: a
 #: tensordot costs a few microseconds of reshapes and transposes before its product.
@@ -35,7 +35,7 @@ class PlannedProgram:
         self._kernels: dict[tuple, Callable] = {
             (e.spec, tuple(map(tuple, e.shapes))): einsum_kernel(e.spec, e.shapes, plan.optimize)
             for e in plan.einsums}
-        self._evaluator = Reference()
+        self._host = Host(lambda node, operands: self.einsum(node.spec, operands))
 
     def __call__(self, values):
         return detached(quietly(self._run, tuple(values)), values)
@@ -49,7 +49,7 @@ class PlannedProgram:
         memo: dict = {}
 
         def value(node: ir.Node, memo: dict, leaves: tuple):
-            result = self._value(node, memo, leaves)
+            result = self._host._value(node, memo, leaves)
             for kid in _read(node, memo):
                 count = left.get(kid)
                 if count is not None:
@@ -60,22 +60,6 @@ class PlannedProgram:
             return result
 
         return evaluate(self.body, memo, leaves, needs, value)
-
-    def _value(self, node: ir.Node, memo: dict, leaves: tuple):
-        match node:
-            case ir.Param(index=i):
-                return leaves[i]
-            case ir.Const(value=v):
-                return np.float64(v)
-            case ir.Einsum():
-                return self.einsum(node.spec, [memo[a] for a in node.args])
-            case ir.Prim():
-                return self._evaluator.prim(node, [memo[a] for a in node.args])
-            case ir.Cond():
-                return memo[node.then if memo[node.cond] != 0 else node.orelse]
-            case ir.Tuple():
-                return tuple(memo[a] for a in node.items)
-        raise AssertionError(f"the planned executor cannot evaluate {node!r}")
 
     def einsum(self, spec: str, operands: list):
         """`spec` on `operands` along the plan's path for their shapes."""

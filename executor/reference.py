@@ -6,11 +6,13 @@ import math
 
 import numpy as np
 from hilbert.compiler import ir
-from hilbert.compiler.primitives import BY_OP
+from hilbert.compiler.evaluate import Host, numpy_einsum
 from hilbert.grammar.errors import RuntimeHilbertError
 
 from .numerics import detached, quietly
 
+#: Plans for this executor are of the IR as written (compiler/driver.plan_entry's as_written).
+AS_WRITTEN = True
 #: Above 2^53, float64 cannot hold every whole number, so `t − 1` would stop counting down.
 _EXACT = 2.0 ** 53
 
@@ -28,40 +30,12 @@ def step_count(loop: ir.Loop, value) -> int:
     return int(number)
 
 
-def needs(node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
-    """What `node` needs evaluated first; for an `if`, its condition, then one branch."""
-    if isinstance(node, ir.Cond):
-        if node.cond not in memo:
-            return (node.cond,)
-        return (node.then if memo[node.cond] != 0 else node.orelse,)
-    return ir.children(node)
+class Reference(Host):
+    """The reference executor's runtime: the host core (compiler/evaluate.py) with loops as
+    Python loops over a state tuple, run backwards from a tape of their states."""
 
-
-def evaluate(node: ir.Node, memo: dict, leaves: tuple, inputs, value):
-    """The value of `node`: `inputs(n, memo)` says what n needs first (for an `if`, its
-    condition, then one branch) and `value(n, memo, leaves)` computes it. An explicit stack,
-    not Python recursion, walks the IR: inlining can make a chain thousands of nodes deep."""
-    pending = [node]
-    while pending:
-        top = pending[-1]
-        if top in memo:
-            pending.pop()
-            continue
-        missing = [k for k in inputs(top, memo) if k not in memo]
-        if missing:
-            pending += reversed(missing)
-            continue
-        memo[top] = value(top, memo, leaves)
-        pending.pop()
-    return memo[node]
-
-
-class Reference:
-    """Evaluates IR with a memo per scope, so shared nodes are computed once and only the
-    branch an `if` takes is evaluated. Loops are Python loops over a state tuple."""
-
-    def __init__(self, einsum=None):
-        self.einsum = einsum or (lambda node, operands: np.einsum(node.spec, *operands))
+    def __init__(self, einsum=numpy_einsum):
+        super().__init__(einsum)
         self.loop_steps = 0  # loop iterations run so far (an instrument for tests and plans)
 
     def run(self, root: ir.Node, args: tuple[np.ndarray, ...], memo: dict | None = None):
@@ -70,50 +44,12 @@ class Reference:
         computed for this call (none by default)."""
         return detached(quietly(self.eval, root, {} if memo is None else memo, args), args)
 
-    def eval(self, node: ir.Node, memo: dict, leaves: tuple):
-        """The value of `node` (memoised in `memo`)."""
-        return evaluate(node, memo, leaves, self._inputs, self._value)
-
-    def _inputs(self, node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
-        return needs(node, memo)
-
-    def _value(self, node: ir.Node, memo: dict, leaves: tuple):
-        """The value of `node`, whose inputs are all in `memo`."""
-        match node:
-            case ir.Param(index=i) | ir.State(index=i):
-                return leaves[i]
-            case ir.Const(value=v):
-                return np.float64(v)
-            case ir.Prim():
-                return self.prim(node, [memo[a] for a in node.args])
-            case ir.Einsum():
-                return self.einsum(node, [memo[a] for a in node.args])
-            case ir.Cond():
-                return memo[node.then if memo[node.cond] != 0 else node.orelse]
-            case ir.Loop():
-                return self.loop(node, tuple(memo[a] for a in node.init))
-            case ir.LoopGrad():
-                n = len(node.loop.init)
-                values = tuple(memo[a] for a in ir.children(node))
-                return self.loop_grad(node, values[:n], values[n:])
-            case ir.Project():
-                return memo[node.loop][node.index]
-            case ir.Tuple():
-                return tuple(memo[a] for a in node.items)
-        raise AssertionError(f"cannot evaluate {node!r}")
-
-    def prim(self, node: ir.Prim, args: list):
-        """The op's NumPy meaning (compiler/meanings.py) for these argument values."""
-        meaning = BY_OP[node.op].meaning
-        assert meaning is not None, f"{node.op} has no NumPy meaning"
-        return meaning(node, args)
-
     def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
         final, steps = run_loop_grad(node, init, seeds, self.eval, self.eval)
         self.loop_steps += steps
         return final
 
-    def loop(self, loop: ir.Loop, state: tuple):
+    def loop(self, loop: ir.Loop, state: tuple, memo: dict):
         final, steps = run_loop(loop, state, self.eval)
         self.loop_steps += steps
         return final
@@ -275,7 +211,7 @@ def prepare(entry, shapes, optimize: str = "auto", values=None) -> ReferenceProg
     """Specialise `entry` to `shapes` and return the program that runs it."""
     from hilbert.compiler.driver import plan_entry
 
-    ready = plan_entry(entry, shapes, optimize, "reference", values)
+    ready = plan_entry(entry, shapes, optimize, "reference", values, as_written=AS_WRITTEN)
     # the table's state shapes are the body's when the reference runs what was planned
     states = ready.table.states if ready.body is entry.masked else None
     return ReferenceProgram(entry, shapes, ready.plan, states)

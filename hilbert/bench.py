@@ -29,6 +29,7 @@ from hilbert.compiler.driver import Specialised, annotate, forget_plans, plan_en
 from hilbert.compiler.plan import ITEM_BYTES, OPTIMISERS, check_optimiser, memory_limit
 from hilbert.compiler.plan_text import human_bytes, human_count
 from hilbert.compiler.shapes import Shape
+from hilbert.executor import get_executor
 from hilbert.grammar.errors import ArgumentError, HilbertError, RuntimeHilbertError
 from hilbert.grammar.source import nowhere
 
@@ -279,13 +280,19 @@ def _placeholder(shape: Shape) -> np.ndarray:
     return np.broadcast_to(np.float64(0.0), shape)
 
 
+def _as_written(function: Function) -> bool:
+    """Whether the function's executor runs (and so plans) the IR as written."""
+    return getattr(get_executor(function.executor), "AS_WRITTEN", False)
+
+
 def _guard_plans(function: Function, optimisers: tuple[str, ...], shapes, values) -> None:
     """E700 before anything is drawn when every optimiser's plan for these shapes is over the
     memory limit (the first optimiser's plan that is not settles it: the work goes on)."""
     refused: HilbertError | None = None
     for optimize in optimisers:
         try:
-            plan_entry(function.entry, shapes, optimize, function.executor, values)
+            plan_entry(function.entry, shapes, optimize, function.executor, values,
+                       as_written=_as_written(function))
         except HilbertError as err:
             if err.code != "E700":
                 return  # another reason, which the timed runs report (values drawn may differ)
@@ -371,7 +378,8 @@ def _planning(function: Function, optimize: str, shapes, inputs, repeat: int):
     while len(times) < repeat and (not times or time.perf_counter() < stop):
         forget_plans()
         begun = time.perf_counter()
-        ready = plan_entry(function.entry, shapes, optimize, function.executor, inputs)
+        ready = plan_entry(function.entry, shapes, optimize, function.executor, inputs,
+                           as_written=_as_written(function))
         times.append(time.perf_counter() - begun)
     return statistics.median(times), ready
 

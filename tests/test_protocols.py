@@ -20,3 +20,16 @@ def test_every_executor_and_its_programs_keep_the_protocols(name):
     value = program((np.ones((2, 3)), np.ones((3, 4))))
     np.testing.assert_allclose(np.asarray(value), np.tanh(np.full((2, 4), 3.0)))
     assert program.loop_steps == 0
+
+
+def test_the_compiler_neither_imports_an_executor_nor_branches_on_one():
+    """Executors depend on the compiler, never the other way (the numba executor's name is
+    only a label in plans)."""
+    import re
+
+    from conftest import ROOT
+
+    for path in sorted((ROOT / "compiler").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "hilbert.executor" not in text, path.name
+        assert not re.search(r"""executor\s*[!=]=\s*["']""", text), path.name

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import test_cache
 from conftest import EXECUTORS
-from hilbert.executor import directory as private
+from hilbert.compiler import directory as private
 from hilbert.executor import disk
 from test_cache import copy_of, files, run_cached
 
