@@ -3,7 +3,7 @@ marker per program in the private cache directory (compiler/directory.py), named
 its generated sources and of what their machine code depends on, written once a build has
 compiled or loaded them. A process that ends while its program with loops is being built
 waits for the build only when no marker says the next process will find the code
-(numba_exec._Builder.finish)."""
+(executor/builder.py, Builder.finish)."""
 
 from __future__ import annotations
 

@@ -144,7 +144,7 @@ def render(program: Program) -> str:
 def generated_code(prepared: Any) -> list[str]:
     """The second tier of a numba program as lines: the notes it adds to the plan, then every
     generated function (compiled, or plain NumPy calls). Generated here; nothing is compiled."""
-    from hilbert.executor.numba_exec import _regions
+    from hilbert.executor.numba_exec import regions_of as _regions
 
     try:
         runner = prepared.runner
