@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from hilbert.grammar.errors import RuntimeHilbertError
@@ -16,6 +17,10 @@ from .shape_rules import exact_number
 
 #: A meaning: the value of an op node from its arguments' values.
 Meaning = Callable[[ir.Prim, list], object]
+#: A dask meaning: the value of an op node from its arguments' (lazy) values, given `number`,
+#: which computes a scalar now (a symbolic run takes its `stand_in` instead), and the node's
+#: shape.
+LazyMeaning = Callable[[ir.Prim, list, Callable, tuple], object]
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -220,7 +225,7 @@ def adjoint(node: ir.Prim, args: list):
 
 # ---------------------------------------------------------------- dask: blocks of their own
 
-def lazy_power(node: ir.Prim, args: list):
+def lazy_power(node: ir.Prim, args: list, number=None, shape=()):
     """x ^ y with power's meaning, block by block. x ^ 0 is 1 whatever x (NaN and ±inf too):
     ones in x's blocks, which read nothing (the compiler spreads a value along an axis, or
     counts positions, as an einsum with x ^ 0)."""
@@ -238,7 +243,7 @@ def _quiet_power(x, y):
         return power(x, y)
 
 
-def lazy_shift(node: ir.Prim, args: list):
+def lazy_shift(node: ir.Prim, args: list, number=None, shape=()):
     """A shifted read: along its axis each block needs the whole line, so that axis is made
     one chunk; the new axes come last, one chunk each."""
     import dask.array as da
@@ -257,3 +262,73 @@ def lazy_shift(node: ir.Prim, args: list):
 
 def _shift_block(block: np.ndarray, sizes: list[int], attrs: tuple) -> np.ndarray:
     return np.ascontiguousarray(shift(block, sizes, *attrs))
+
+
+def lazy_index(node: ir.Prim, args: list, number, shape):
+    """x[t] of a lazy x: t computed first (it says which blocks to read)."""
+    x, t = args
+    return x[position(node, number(t), x.shape[0])]
+
+
+def lazy_take(node: ir.Prim, args: list, number, shape):
+    return take(args[0], number(args[1], np.nan), *node.attrs)
+
+
+def lazy_slice(node: ir.Prim, args: list, number, shape):
+    x, start, stop = args
+    first = int(number(start))
+    return x[first:int(number(stop, first + shape[0]))]
+
+
+def lazy_join(node: ir.Prim, args: list, number, shape):
+    import dask.array as da
+
+    return da.concatenate([da.asarray(args[0]), da.asarray(args[1])], axis=node.attrs[0])
+
+
+def lazy_encoded(node: ir.Prim, args: list, number, shape):
+    """oneHot of lazy labels: each block's labels checked in its own task (E511)."""
+    import dask.array as da
+
+    labels, k = da.asarray(args[0]), int(number(args[1], shape[-1]))
+    return labels.map_blocks(partial(one_hot, node), k, dtype=np.float64,
+                             new_axis=labels.ndim, chunks=labels.chunks + ((k,),))
+
+
+def lazy_summed_to(node: ir.Prim, args: list, number, shape):
+    import dask.array as da
+
+    g, like = args
+    return g if np.shape(g) == np.shape(like) else da.sum(g)
+
+
+def lazy_spread(node: ir.Prim, args: list, number, shape):
+    import dask.array as da
+
+    g, like = args
+    return da.broadcast_to(da.expand_dims(da.asarray(g), node.attrs[0]), np.shape(like))
+
+
+def lazy_placed(node: ir.Prim, args: list, number, shape):
+    """Zeros shaped like `like` with g at row `start` (or from it on, a block), as a join of
+    zeros, g and zeros, so no block is written after it is made."""
+    import dask.array as da
+
+    g, like, start = args
+    rows = np.shape(like)[0]
+    at = int(number(start))
+    part = da.asarray(g) if node.attrs[0] else da.expand_dims(da.asarray(g), 0)
+    rest = tuple(np.shape(like)[1:])
+    before = da.zeros((at, *rest), chunks=(-1, *part.chunks[1:]))
+    after = da.zeros((rows - at - part.shape[0], *rest), chunks=(-1, *part.chunks[1:]))
+    return da.concatenate([before, part, after], axis=0)
+
+
+def lazy_coordinate(node: ir.Prim, args: list, number, shape):
+    import dask.array as da
+
+    x, axis = args[0], node.attrs[0]
+    line = [1] * x.ndim
+    line[axis] = x.shape[axis]
+    steps = da.arange(x.shape[axis], dtype=np.float64).reshape(line)
+    return da.broadcast_to(steps, x.shape, chunks=x.chunks)

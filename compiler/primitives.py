@@ -46,7 +46,7 @@ class Primitive:
     shape: Callable | None = None
     derivative: d.Rule | None = None  # None: never differentiated (refused before)
     meaning: m.Meaning | None = None
-    dask: m.Meaning | None = None  # on dask arrays, where the NumPy meaning is not lazy
+    dask: m.LazyMeaning | None = None  # on dask arrays, where the NumPy meaning is not lazy
     code: str | None = None
     host_code: str | None = None
     lower: Callable | None = None  # once shapes are known, written as einsums (lowering.py)
@@ -131,6 +131,7 @@ def _product_adjoint(x, g, axis: int):
 
 
 _STATIC = frozenset({"static"})
+_LAZY = frozenset({"lazy"})
 
 #: The primitives a .hb program calls by name.
 PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
@@ -174,8 +175,9 @@ PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
     _row("rows", 1, "size", axis=0, traits=_STATIC, meaning=m.measured(0), derivative=d.zero),
     _row("columns", 1, "size", axis=1, traits=_STATIC, meaning=m.measured(1), derivative=d.zero),
     _row("positions", 2, "positions", axis_arg=1, meaning=m.positions, derivative=d.zero),
-    _row("oneHot", 2, "onehot", meaning=m.encoded, derivative=d.zero),
-    _row("concat", 3, "concat", axis_arg=2, meaning=m.joined, derivative=d.concat),
+    _row("oneHot", 2, "onehot", meaning=m.encoded, dask=m.lazy_encoded, derivative=d.zero),
+    _row("concat", 3, "concat", axis_arg=2, meaning=m.joined, dask=m.lazy_join,
+         derivative=d.concat),
     _row("gaussian", 1, "draw", attrs=1),
     _row("uniform", 1, "draw", attrs=1),
 ]}
@@ -214,10 +216,10 @@ INTERNAL: dict[str, Primitive] = {row.name: row for row in [
     # take(x, t)[axis, coef, const]: x at the position s along `axis` with coef·s + const = t
     # (coef ±1, const whole; that axis dropped), zeros where there is none: an einsum against
     # the one-hot [coef·s + const = t] of a scalar t. See masks.py.
-    _row("take", 2, "take", attrs=3, meaning=m.taken, derivative=d.refused),
+    _row("take", 2, "take", attrs=3, meaning=m.taken, dask=m.lazy_take, derivative=d.refused),
     # index(x, t): x[t], the slice t along the first axis; slice(x, a, b): x[a:b].
-    _row("index", 2, "index", meaning=m.indexed, derivative=d.index),
-    _row("slice", 3, "slice", meaning=m.sliced, derivative=d.slice_),
+    _row("index", 2, "index", meaning=m.indexed, dask=m.lazy_index, derivative=d.index),
+    _row("slice", 3, "slice", meaning=m.sliced, dask=m.lazy_slice, derivative=d.slice_),
     # What derivatives are made of (compiler/derivative.py), each polymorphic in rank:
     # sumto(g, like): g summed down to like's shape (like a scalar) or g itself (same shape);
     # spread(g, like)[k]: g repeated along a new axis k to like's shape; sumalong(x)[k]: the
@@ -225,18 +227,20 @@ INTERNAL: dict[str, Primitive] = {row.name: row for row in [
     # from row t on, a block); cut(g, a, b)[k, which]: the part of g along axis k that came
     # from a (which = 0) or b (1) in concat(a, b, k); coordinate(x)[k]: each entry's index along
     # axis k; gradient(of, g): g, once `of` is checked to be a scalar.
-    _row("sumto", 2, "sumto", shape=sh.sumto, meaning=m.summed_to, derivative=d.sumto,
-         lower=lowering.sumto),
+    _row("sumto", 2, "sumto", shape=sh.sumto, meaning=m.summed_to, dask=m.lazy_summed_to,
+         derivative=d.sumto, lower=lowering.sumto),
     _row("spread", 2, "spread", attrs=1, shape=sh.spread, meaning=m.spread,
-         derivative=d.spread, lower=lowering.spread),
+         dask=m.lazy_spread, derivative=d.spread, lower=lowering.spread),
     _row("sumalong", 1, "reduce", np.sum, attrs=1, derivative=d.sumalong,
          lower=lowering.sumalong),
-    _row("place", 3, "place", attrs=1, shape=sh.place, meaning=m.placed, derivative=d.refused),
-    _row("cut", 3, "cut", attrs=2, shape=sh.cut, meaning=m.cut, derivative=d.refused),
+    _row("place", 3, "place", attrs=1, shape=sh.place, meaning=m.placed, dask=m.lazy_placed,
+         derivative=d.refused),
+    _row("cut", 3, "cut", attrs=2, traits=_LAZY, shape=sh.cut, meaning=m.cut,
+         derivative=d.refused),
     _row("coordinate", 1, "coordinate", attrs=1, shape=sh.coordinate, meaning=m.coordinate,
-         derivative=d.zero, lower=lowering.coordinate),
-    _row("gradient", 2, "gradient", shape=sh.gradient, meaning=m.adjoint, derivative=d.refused,
-         lower=lowering.gradient),
+         dask=m.lazy_coordinate, derivative=d.zero, lower=lowering.coordinate),
+    _row("gradient", 2, "gradient", traits=_LAZY, shape=sh.gradient, meaning=m.adjoint,
+         derivative=d.refused, lower=lowering.gradient),
     # productadjoint(x, g)[k]: the adjoint of x in cumprod(x, k), given g, the adjoint of the
     # running products (what cumprod's derivative is written with).
     _row("productadjoint", 2, "scan", attrs=1, derivative=d.refused,

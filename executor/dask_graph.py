@@ -19,7 +19,7 @@ import dask
 import dask.array as da
 import numpy as np
 import opt_einsum
-from hilbert.compiler import ir, meanings
+from hilbert.compiler import ir
 from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.evaluate import evaluate, needs
 from hilbert.compiler.plan import Plan, memory_limit
@@ -300,64 +300,13 @@ class DaskGraph:
         return opt_einsum.contract(node.spec, *arrays, optimize=path, backend="dask")
 
     def _prim(self, node: ir.Prim, args: list, scope):
-        """The op's NumPy meaning on values the client holds; on lazy ones its dask meaning
-        (compiler/meanings.py), the NumPy one where that is lazy already, or a sequence op's
-        way of reading blocks (`_sequence`)."""
+        """The op's NumPy meaning on values the client holds, and on lazy ones where it is lazy
+        already; else its dask meaning (the op table's, compiler/meanings.py)."""
         row = BY_OP[node.op]
-        if row.meaning is not None and (not any(lazy(a) for a in args) or (
-                row.dask is None and "lazy" in row.traits)):
-            return row.meaning(node, args)
-        if row.dask is not None:
-            return row.dask(node, args)
-        return self._sequence(node, row.kind, args, self.table.scopes[scope][node])
-
-    def _sequence(self, node: ir.Prim, kind: str, args: list, shape: tuple[int, ...]):
-        """x[t], x[a:b], concat, oneHot and the derivative ops on lazy values (positions and
-        counts are computed first: they say which blocks to read)."""
-        match kind:
-            case "index":
-                x, t = args
-                return x[meanings.position(node, self.number(t), x.shape[0])]
-            case "take":
-                return meanings.take(args[0], self.number(args[1], np.nan), *node.attrs)
-            case "slice":
-                x, start, stop = args
-                first = int(self.number(start))
-                return x[first:int(self.number(stop, first + shape[0]))]
-            case "concat":
-                return da.concatenate([da.asarray(args[0]), da.asarray(args[1])], axis=node.attrs[0])
-            case "onehot":
-                labels, k = da.asarray(args[0]), int(self.number(args[1], shape[-1]))
-                return labels.map_blocks(partial(meanings.one_hot, node), k, dtype=np.float64,
-                                         new_axis=labels.ndim, chunks=labels.chunks + ((k,),))
-            case "sumto":
-                g, like = args
-                return g if np.shape(g) == np.shape(like) else da.sum(g)
-            case "spread":
-                g, like = args
-                return da.broadcast_to(da.expand_dims(da.asarray(g), node.attrs[0]), np.shape(like))
-            case "place":
-                return self._place(node, *args)
-            case "coordinate":
-                x, axis = args[0], node.attrs[0]
-                line = [1] * x.ndim
-                line[axis] = x.shape[axis]
-                steps = da.arange(x.shape[axis], dtype=np.float64).reshape(line)
-                return da.broadcast_to(steps, x.shape, chunks=x.chunks)
-        meaning = BY_OP[node.op].meaning  # cut and gradient: slicing and identity
-        assert meaning is not None
-        return meaning(node, args)
-
-    def _place(self, node: ir.Prim, g, like, start):
-        """Zeros shaped like `like` with g at row `start` (or from it on, a block), as a join of
-        zeros, g and zeros, so no block is written after it is made."""
-        rows = np.shape(like)[0]
-        at = int(self.number(start))
-        part = da.asarray(g) if node.attrs[0] else da.expand_dims(da.asarray(g), 0)
-        rest = tuple(np.shape(like)[1:])
-        before = da.zeros((at, *rest), chunks=(-1, *part.chunks[1:]))
-        after = da.zeros((rows - at - part.shape[0], *rest), chunks=(-1, *part.chunks[1:]))
-        return da.concatenate([before, part, after], axis=0)
+        if row.dask is not None and any(lazy(a) for a in args):
+            return row.dask(node, args, self.number, self.table.scopes[scope][node])
+        assert row.meaning is not None, f"{node.op} has no NumPy meaning"
+        return row.meaning(node, args)
 
     # ---------------------------------------------------------------- loops
 
