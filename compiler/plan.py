@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
 import numpy as np
-import opt_einsum
 from hilbert.grammar.errors import RuntimeHilbertError
-from opt_einsum.helpers import flop_count
 
 from . import ir, settings
-from .einsum_spec import parse_spec
+from .paths import (  # noqa: F401 (what planning gives: the optimisers, paths and their steps)
+    OPTIMISERS,
+    ContractStep,
+    capped,
+    check_optimiser,
+    contraction,
+    elements,
+)
 from .primitives import having
 from .settings import not_understood
 from .shapes import Scope, Shape, ShapeTable
@@ -21,23 +25,6 @@ from .shapes import Scope, Shape, ShapeTable
 ITEM_BYTES = 8  # float64
 _ENTRYWISE = having("entrywise")
 _SHAPES_ONLY = having("shapes_only")
-OPTIMISERS = ("auto", "auto-hq", "optimal", "dp", "greedy", "branch-all", "branch-2",
-              "branch-1", "random-greedy", "cotengra")
-#: Optimisers whose search grows factorially with the operand count, and the most operands
-#: each is given: beyond it (ten chained layers fuse into an eleven-operand einsum) they would
-#: not finish, so the einsum is planned with `dp`, which finds the same optimum on such specs.
-EXHAUSTIVE = {"optimal": 8, "branch-all": 8, "branch-2": 12}
-FALLBACK = "dp"
-
-
-@dataclass(frozen=True, slots=True)
-class ContractStep:
-    """One pairwise (or single-operand) step of a contraction path."""
-
-    spec: str
-    flops: int
-    intermediate: int  # elements of this step's result
-    blas: str  # the BLAS kernel opt_einsum would use, or '' if none
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,68 +121,6 @@ def _half_of_memory() -> int:
         return 8 * 2**30
 
 
-def check_optimiser(optimize: str, span) -> None:
-    """An ArgumentError unless `optimize` names a path optimiser that can be used here."""
-    from hilbert.grammar.errors import ArgumentError
-
-    if optimize not in OPTIMISERS:
-        raise ArgumentError("E600", f"unknown path optimiser {optimize!r} (choose from "
-                            f"{', '.join(OPTIMISERS)})", span)
-    if optimize == "cotengra":
-        try:
-            import cotengra  # type: ignore[import-not-found]  # noqa: F401
-        except ImportError:
-            raise ArgumentError("E600", "the cotengra path optimiser is not installed "
-                                "(pip install cotengra)", span) from None
-
-
-def _optimizer(optimize: str):
-    if optimize == "cotengra":
-        import cotengra  # type: ignore[import-not-found]
-
-        return cotengra.HyperOptimizer(max_repeats=16, progbar=False)
-    return optimize
-
-
-def capped(optimize: str, operands: int) -> tuple[str, str]:
-    """The optimiser to use for an einsum of `operands` operands, and a note when it is not
-    the one asked for (an exhaustive search over too many operands)."""
-    cap = EXHAUSTIVE.get(optimize)
-    if cap is None or operands <= cap:
-        return optimize, ""
-    return FALLBACK, (f"{optimize} searches every order and would not finish on {operands} "
-                      f"operands (it is used up to {cap}); this path is {FALLBACK}'s")
-
-
-@lru_cache(maxsize=4096)
-def contraction(spec: str, shapes: tuple[Shape, ...], optimize: str):
-    """opt_einsum's path and per-step costs for `spec` on `shapes` (cached), from `optimize`
-    or, past its operand count, from `capped`'s fallback. Sizes and costs are Python ints,
-    exact however large (a NumPy int64 would wrap past 2⁶³)."""
-    chosen, _ = capped(optimize, len(shapes))
-    path, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=_optimizer(chosen))
-    steps = []
-    for (_, removed, step_spec, _, blas), size in zip(info.contraction_list, info.size_list, strict=True):
-        inputs = step_spec.split("->")[0].split(",")
-        letters = frozenset("".join(inputs))
-        flops = flop_count(letters, bool(removed), len(inputs), info.size_dict)
-        steps.append(ContractStep(step_spec, int(flops), int(size), blas or ""))
-    if not steps:  # opt_einsum lists nothing for a lone operand that needs no work
-        steps.append(ContractStep(spec, 0, _elements(_output_shape(spec, shapes)), ""))
-    return tuple(tuple(p) for p in path), tuple(steps)
-
-
-def _output_shape(spec: str, shapes: tuple[Shape, ...]) -> Shape:
-    parsed = parse_spec(spec)
-    sizes = {ch: n for term, shape in zip(parsed.inputs, shapes, strict=True) for ch, n in zip(term, shape, strict=True)}
-    return tuple(sizes[ch] for ch in parsed.output)
-
-
-def _elements(shape: Shape) -> int:
-    """The number of entries of `shape`, as an exact Python int."""
-    return math.prod(int(n) for n in shape)
-
-
 @dataclass
 class _ScopeResult:
     """What planning one scope found: its FLOPs per evaluation (of the loops inside, those
@@ -289,7 +214,7 @@ class _Planner:
                 self.loop(frame) if isinstance(node, ir.Loop) else self.loop_grad(frame)
                 frame.bodies = []
                 continue
-            self.largest = max(self.largest, _elements(frame.shapes[node]))
+            self.largest = max(self.largest, elements(frame.shapes[node]))
             if isinstance(node, ir.Einsum):
                 cost, frame.during[id(node)] = self.einsum(node, frame.shapes, frame.label)
                 frame.flops += cost
@@ -328,7 +253,7 @@ class _Planner:
         trips = self.trips(loop)
         self.loops.append(LoopPlan(loop.name, loop.counter is not None, trips, state,
                                    body.flops, str(loop.span)))
-        held = 2 * sum(_elements(s) for s in state) * ITEM_BYTES + body.peak
+        held = 2 * sum(elements(s) for s in state) * ITEM_BYTES + body.peak
         frame.during[id(loop)] = held - _stored_bytes(loop, frame.shapes, self.table, frame.scope)
         if trips is None:
             frame.complete = False
@@ -351,8 +276,8 @@ class _Planner:
                                    adjoint[len(state):], forward.flops + backward.flops,
                                    str(node.span)))
         moving = [s for i, s in enumerate(state) if loop.step[i] != ir.State(i, None)]
-        tape = (trips or 0) * sum(_elements(s) for s in moving) * ITEM_BYTES
-        held = (2 * sum(_elements(s) for s in adjoint) * ITEM_BYTES
+        tape = (trips or 0) * sum(elements(s) for s in moving) * ITEM_BYTES
+        held = (2 * sum(elements(s) for s in adjoint) * ITEM_BYTES
                 + max(forward.peak, backward.peak) + tape)
         frame.during[id(node)] = held - _stored_bytes(node, frame.shapes, self.table, frame.scope)
         if trips is None:
@@ -395,13 +320,13 @@ def _stored_bytes(node: ir.Node, shapes: dict, table: ShapeTable, scope: Scope) 
     or an argument or state already held takes nothing new."""
     match node:
         case ir.Loop():
-            return sum(_elements(s) for s in table.states[scope + (node,)]) * ITEM_BYTES
+            return sum(elements(s) for s in table.states[scope + (node,)]) * ITEM_BYTES
         case ir.LoopGrad():
             state = table.states[scope + (node,)]
-            return sum(_elements(s) for s in state[len(node.loop.init):]) * ITEM_BYTES
+            return sum(elements(s) for s in state[len(node.loop.init):]) * ITEM_BYTES
         case ir.Project() | ir.Param() | ir.State() | ir.Const():
             return 0
-    return _elements(shapes[node]) * ITEM_BYTES
+    return elements(shapes[node]) * ITEM_BYTES
 
 
 def _peak(order: list[ir.Node], roots: list[ir.Node], sizes: dict[int, int],
@@ -470,7 +395,7 @@ def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: Shap
     freeing each after its last reader (compiled code)."""
     planner = _Planner(table, signature, optimize, values, keeps_all)
     call = planner.call(root)
-    arguments = sum(_elements(s) for s in signature) * ITEM_BYTES
+    arguments = sum(elements(s) for s in signature) * ITEM_BYTES
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
                 tuple(planner.groups), call.flops if call.complete else None, planner.largest * ITEM_BYTES,
                 arguments + call.peak, executor, optimize, planner.paths, _mask_notes(root))
