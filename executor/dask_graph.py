@@ -30,6 +30,7 @@ from hilbert.grammar.errors import RuntimeHilbertError
 from hilbert.grammar.source import Span
 
 from . import cache, codegen
+from .dask_extremes import Extremes, first_positions
 from .reference import guard_tapes, moving_components, step_count, tape_guard
 
 _ENTRYWISE = having("entrywise")
@@ -101,7 +102,7 @@ class DaskGraph:
         self.limit = memory_limit()
         # kernels by scope and root, shared by every run of one program (`kernels`)
         self._kernels: dict[tuple[int, ir.Node], Kernel | None] = {} if kernels is None else kernels
-        self._extremes: dict[tuple, tuple[ir.Node, int, bool] | None] = {}
+        self._extremes = Extremes(table)
         self.tapes = tapes or []  # the call's loops run backwards (reference.tapes_at_the_call)
 
     def run(self, root: ir.Node, leaves: tuple):
@@ -141,7 +142,7 @@ class DaskGraph:
             if node.cond in memo:  # computed once, kept as a number for the branch choice
                 memo[node.cond] = np.float64(self.number(memo[node.cond]))
             return needs(node, memo)
-        extreme = self._first_extreme(node, scope)
+        extreme = self._extremes.find(node, scope)
         if extreme is not None:
             return (extreme[0],)
         if self._fused(node, scope):
@@ -153,35 +154,6 @@ class DaskGraph:
         whose region holds more than itself (one operation is as fast as dask's ufunc)."""
         return (isinstance(node, ir.Prim) and node.op in _ENTRYWISE
                 and self.table.scopes[scope][node] != () and self._kernel(node, scope) is not None)
-
-    def _first_extreme(self, node: ir.Node, scope) -> tuple[ir.Node, int, bool] | None:
-        """(x, k, largest) when `node` is the heart of argmax(x, k) (largest) or argmin(x, k)
-        as compiler/primitives.py's arg_extreme writes it (and compiler/monomorphise.py lowers
-        its spread and coordinate): the minimum along k of each entry's position, pushed past
-        them all by 1e300 where it is not equal to the largest (smallest) of its line. That is
-        the first position of the extreme, or 1e300 on a line holding NaN; on dask it is one
-        arg-reduction over x's blocks (first_positions), not four passes over them."""
-        if not (isinstance(node, ir.Prim) and node.op == "minimum"):
-            return None
-        key = (scope, node)
-        if key not in self._extremes:
-            self._extremes[key] = self._match_extreme(node, scope)
-        return self._extremes[key]
-
-    def _match_extreme(self, node: ir.Prim, scope) -> tuple[ir.Node, int, bool] | None:
-        try:
-            x = node.args[0].args[1].args[0].args[1].args[0]  # type: ignore[attr-defined]
-        except (AttributeError, IndexError):
-            return None
-        shape = self.table.scopes[scope].get(x)
-        if not shape or 0 in shape or len(node.attrs) != 1:
-            return None
-        axis = node.attrs[0]
-        for largest in (True, False):
-            if any(node == _first_extreme_ir(x, axis, len(shape), largest, lowered)
-                   for lowered in (True, False)):
-                return x, axis, largest
-        return None
 
     def _kernel(self, root: ir.Node, scope) -> Kernel | None:
         key = (scope, root)
@@ -231,8 +203,8 @@ class DaskGraph:
                 return leaves[i]
             case ir.Const(value=v):
                 return np.float64(v)
-            case ir.Prim() if self._first_extreme(node, scope) is not None:
-                x, axis, largest = self._first_extreme(node, scope)  # type: ignore[misc]
+            case ir.Prim() if self._extremes.find(node, scope) is not None:
+                x, axis, largest = self._extremes.find(node, scope)  # type: ignore[misc]
                 return first_positions(memo[x], axis, largest)
             case ir.Prim() if self._fused(node, scope):
                 kernel = self._kernels[(scope, node)]
@@ -389,91 +361,6 @@ class DaskGraph:
         values = [self.eval(root, memo, leaves, scope) for root in roots]
         self.sketch.steps[name] = count_tasks(values)
         return tuple(_stand_in(v) for v in values)
-
-
-def _first_extreme_ir(x: ir.Node, axis: int, rank: int, largest: bool, lowered: bool) -> ir.Node:
-    """The `first` of compiler/primitives.py's arg_extreme(x, axis), its spread and coordinate
-    as written (lowered=False) or as compiler/monomorphise.py lowers them to einsums."""
-    span = x.span  # spans take no part in equality
-
-    def prim(name, *args, attrs=()):
-        return ir.Prim(name, args, attrs, span)
-
-    best = prim("maximum" if largest else "minimum", x, attrs=(axis,))
-    if lowered:
-        letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[:rank]
-        kept = letters[:axis] + letters[axis + 1:]
-        ones = prim("pow", x, ir.Const(0.0, span))
-        spread = ir.Einsum(f"{kept},{letters}->{letters}", (best, ones), span)
-        where = ir.Einsum(f"{letters},{letters[axis]}->{letters}",
-                          (ones, prim("positions", x, attrs=(axis,))), span)
-    else:
-        spread = prim("spread", best, x, attrs=(axis,))
-        where = prim("coordinate", x, attrs=(axis,))
-    marks = prim("eq", x, spread)
-    pushed = prim("add", where, prim("mul", prim("sub", ir.Const(1.0, span), marks),
-                                     ir.Const(1e300, span)))
-    return prim("minimum", pushed, attrs=(axis,))
-
-
-#: What the first position of a line's extreme is where there is none (a line holding NaN):
-#: arg_extreme's push, which every position plus it rounds to.
-_NO_POSITION = 1e300
-
-
-def first_positions(x, axis: int, largest: bool):
-    """Along `axis` of x, the first position (0, 1, …, as a float) of the largest entry
-    (`largest`) or the smallest, 1e300 for a line holding NaN; x's shape without that axis.
-    On dask an arg-reduction: each block gives the extreme of each of its lines and the first
-    position of it (a pair), and pairs are combined by dask's tree reduction, so every block of
-    x is read once and the graph grows with the number of blocks."""
-    if not lazy(x):
-        pairs = _extreme_pairs(np.asarray(x, dtype=np.float64), axis, largest)
-        return np.take(_final_pairs(pairs, (axis,), True, largest)[..., 1], 0, axis=axis)
-    pairs = da.map_blocks(_extreme_pairs, x, axis, largest, dtype=np.float64, new_axis=x.ndim,
-                          chunks=tuple((1,) * len(c) if i == axis else c
-                                       for i, c in enumerate(x.chunks)) + ((2,),),
-                          meta=np.empty((0,) * (x.ndim + 1)))
-    final = da.reduction(pairs, partial(_combine_pairs, largest=largest),
-                         partial(_final_pairs, largest=largest), axis=axis, keepdims=True,
-                         combine=partial(_combine_pairs, largest=largest), dtype=np.float64,
-                         concatenate=True, meta=np.empty((0,) * (x.ndim + 1)))
-    return final[(slice(None),) * axis + (0, Ellipsis, 1)]
-
-
-def _extreme_pairs(block: np.ndarray, axis: int, largest: bool, block_info=None) -> np.ndarray:
-    """Each line of `block` along `axis` as (its extreme, the first position equal to it,
-    counted from the start of the whole axis): shaped like block, that axis 1 long, and a last
-    axis of the two. An empty line gives (−inf for the largest, +inf for the smallest; +inf),
-    which any entry of another block beats."""
-    offset = 0 if block_info is None else block_info[0]["array-location"][axis][0]
-    shape = list(block.shape)
-    shape[axis] = 1
-    if block.shape[axis] == 0:
-        value = np.full(shape, -np.inf if largest else np.inf)
-        return np.stack([value, np.full(shape, np.inf)], axis=-1)
-    with np.errstate(all="ignore"):
-        value = (np.max if largest else np.min)(block, axis=axis, keepdims=True)
-        first = np.argmax(block == value, axis=axis, keepdims=True) + float(offset)
-    return np.stack([value, first.astype(np.float64)], axis=-1)
-
-
-def _combine_pairs(pairs: np.ndarray, axis, keepdims: bool, largest: bool) -> np.ndarray:
-    """Pairs of several blocks along `axis` as one: the extreme of their extremes (NaN if one
-    is NaN) and the least position among the pairs that reach it (the first)."""
-    (k,) = axis if isinstance(axis, tuple) else (axis,)
-    values, positions = pairs[..., 0], pairs[..., 1]
-    with np.errstate(all="ignore"):
-        value = (np.max if largest else np.min)(values, axis=k, keepdims=True)
-        first = np.min(np.where(values == value, positions, np.inf), axis=k, keepdims=True)
-    return np.stack([value, first], axis=-1)
-
-
-def _final_pairs(pairs: np.ndarray, axis, keepdims: bool, largest: bool) -> np.ndarray:
-    """The combined pair, its position 1e300 where the extreme is NaN (no entry equals it)."""
-    pair = _combine_pairs(pairs, axis, keepdims, largest)
-    pair[..., 1] = np.where(np.isnan(pair[..., 0]), _NO_POSITION, pair[..., 1])
-    return pair
 
 
 def settled(values) -> tuple:

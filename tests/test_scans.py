@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from conftest import EXECUTORS, assert_agree
 from hilbert.grammar.errors import CheckError
+from test_prelude_networks import central_difference
 
 import hilbert
 
@@ -36,19 +37,9 @@ def test_running_sums_and_products_are_numpys(module):
     assert_agree(module.runningProduct(x), np.cumprod(x, axis=1))
 
 
-def _finite_differences(f, x, eps=1e-6):
-    slope = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[index] += eps
-        down[index] -= eps
-        slope[index] = (f(up) - f(down)) / (2 * eps)
-    return slope
-
-
 def test_the_derivative_of_a_mix_of_both_is_the_finite_difference(module):
     x = np.random.default_rng(1).uniform(0.5, 1.5, (3, 4))
-    want = _finite_differences(lambda v: np.sum(np.cumprod(v, 1) * np.cumsum(v, 0)), x)
+    want = central_difference(lambda v: np.sum(np.cumprod(v, 1) * np.cumsum(v, 0)), x, 1e-6)
     np.testing.assert_allclose(module.mixedSlope(x), want, rtol=1e-6, atol=1e-8)
 
 
