@@ -45,6 +45,10 @@ def test_every_program_has_a_record_and_every_record_a_program():
     assert record.recorded_names() == set(names), "run `make golden` to see and accept the change"
 
 
-def test_both_groups_are_recorded():
+def test_every_group_is_recorded():
     groups = {p["group"] for p in PROGRAMS}
-    assert groups == {"bench", "prelude"}
+    assert groups == {"bench", "prelude", "bench-threads"}
+    threaded = [p for p in PROGRAMS if p["group"] == "bench-threads"]
+    # parallel nests are among them (Numba's prange: HILBERT_THREADS's code)
+    assert any("prange" in record.read_record(p["name"])
+               for p in threaded)

@@ -62,17 +62,29 @@ Program = dict[str, Any]
 # ------------------------------------------------------------------------------ rendering
 
 
+#: The thread count the threaded variants of the benchmark programs are generated for (a
+#: program with "threads" in programs.json): the code a machine with that many cores and a
+#: thread-safe threading layer gets under HILBERT_THREADS=auto, whatever this machine has.
+THREADS = 4
+
+
 @contextlib.contextmanager
-def pinned_environment() -> Iterator[None]:
-    """PINNED set in os.environ (and the thread count read again) while inside."""
+def pinned_environment(count: int = 1) -> Iterator[None]:
+    """PINNED set in os.environ (and the thread count read again) while inside; with `count`
+    above 1, nests are generated for that many threads (threads.count says so, and
+    HILBERT_THREADS is set to it, so plans are kept apart)."""
     from hilbert.executor import threads
 
     saved = {name: os.environ.get(name) for name in PINNED}
-    os.environ.update(PINNED)
+    os.environ.update(PINNED, HILBERT_THREADS=str(count))
     threads.forget()
+    counting = threads.count
+    if count > 1:
+        threads.count = lambda: count  # type: ignore[assignment]
     try:
         yield
     finally:
+        threads.count = counting  # type: ignore[assignment]
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -131,9 +143,12 @@ def render(program: Program) -> str:
     """The record of one program: what it is, its plan as prepared, then its generated code."""
     head = [f"program: {program['function']} of {json.dumps(program['module'], ensure_ascii=False)}",
             f"shapes: {json.dumps(program['shapes'])}", ""]
-    with pinned_environment():
+    if program.get("threads", 1) > 1:
+        head.insert(2, f"threads: {program['threads']}")
+    with pinned_environment(program.get("threads", 1)):
         try:
-            prepared = function_of(program).program(shapes_of(program))
+            # prepared afresh (a Function keeps programs by shapes alone, whatever the threads)
+            prepared = function_of(program)._prepare(shapes_of(program))
             body = ["== plan", str(prepared.plan), ""]
         except Exception as err:  # noqa: BLE001 (a program that cannot be prepared is recorded so)
             return "\n".join([*head, error_text(err)]) + "\n"
@@ -390,10 +405,17 @@ def ascii_name(text: str) -> str:
 
 
 def collect() -> list[Program]:
-    """programs.json made again: the benchmark cases' programs, then the Prelude's."""
+    """programs.json made again: the benchmark cases' programs, then the Prelude's, then the
+    benchmark programs again generated for THREADS threads (parallel nests)."""
     with pinned_environment():
-        programs = unique(bench_programs() + prelude_programs())
-    return named(programs)
+        programs = named(unique(bench_programs() + prelude_programs()))
+    return programs + threaded(programs)
+
+
+def threaded(programs: list[Program]) -> list[Program]:
+    """The benchmark programs, each generated for THREADS threads, named …__threadsN."""
+    return [{**p, "group": "bench-threads", "threads": THREADS,
+             "name": f"{p['name']}__threads{THREADS}"} for p in programs if p["group"] == "bench"]
 
 
 def main(argv: list[str] | None = None) -> int:
