@@ -1,0 +1,126 @@
+"""The bodies of `hilbert check`, `run`, `plan` and `demo` (`bench` is in cli_bench)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hilbert.cli_errors import EXIT_ERROR, EXIT_OK, UsageError, _complain
+from hilbert.cli_values import _SIZE, _not_a_file, parse_shape, parse_value
+from hilbert.grammar.errors import HilbertError
+from hilbert.lexer import colour
+
+
+def _check(args) -> int:
+    import hilbert
+
+    failed = 0
+    for path in args.files:
+        missing = _not_a_file(path)
+        if missing:
+            _complain(f"hilbert: {missing}")
+            failed += 1
+            continue
+        try:
+            module = hilbert.load(path)
+            module.check()  # entries are built on first use: build them all
+        except HilbertError as err:
+            _complain(colour(str(err), sys.stderr, args.color))
+            failed += 1
+        else:
+            functions = len(module.names) - len(module.models)
+            print(f"{path}: ok ({len(module.definitions)} definition(s), {functions} fn(s), "
+                  f"{len(module.models)} model(s))")
+    return EXIT_ERROR if failed else EXIT_OK
+
+
+def _function(path: Path, name: str, executor: str = "numba"):
+    import hilbert
+
+    missing = _not_a_file(path)
+    if missing:
+        raise UsageError(missing)
+    module = hilbert.load(path, executor=executor, export_all=True)
+    try:
+        return module.function(name)
+    except AttributeError:
+        raise UsageError(f"{path} has no definition {name!r} (it has: "
+                         f"{', '.join(module.names)})") from None
+
+
+def _run(args) -> int:
+    function = _function(args.file, args.function, args.executor)
+    values = [parse_value(a) for a in args.args]
+    result = function(*values)
+    print(json.dumps(_plain(result)) if args.json else _result_text(result))
+    return EXIT_OK
+
+
+def _plain(result):
+    """A result as plain data for JSON: a number, nested lists for an array, and a list of its
+    components (each converted alike) for a tuple."""
+    if isinstance(result, tuple):
+        return [_plain(part) for part in result]
+    return np.asarray(result, dtype=np.float64).tolist()
+
+
+def _result_text(result, position: str = "") -> str:
+    """A result as `run` prints it: a number as Python writes it (3.5, inf, nan), an array as a
+    JSON list; a tuple one component a line, each after its position as Python indexes the
+    tuple (`[0]: …`; `[0][1]: …` inside a nested tuple)."""
+    if isinstance(result, tuple):
+        if not result:
+            return f"{position}: ()" if position else "()"
+        return "\n".join(_result_text(part, f"{position}[{i}]") for i, part in enumerate(result))
+    array = np.asarray(result, dtype=np.float64)
+    text = repr(float(array)) if array.ndim == 0 else json.dumps(array.tolist())
+    return f"{position}: {text}" if position else text
+
+
+def _plan(args) -> int:
+    function = _function(args.file, args.function, args.executor)
+    named = [parse_shape(s) for s in args.shape]
+    given = dict(named)
+    if len(given) < len(named):
+        names = [name for name, _ in named]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        raise UsageError(f"--shape given twice for {', '.join(twice)}")
+    unknown = set(given) - set(function.entry.params)
+    if unknown:
+        raise UsageError(f"{args.function} has no parameter(s) {', '.join(sorted(unknown))}")
+    shapes = [given.get(p, ()) for p in function.entry.params]
+    if args.optimize:
+        function = function.using(optimize=args.optimize)
+    if args.chunks:
+        function = function.using(chunks=_chunks(args.chunks, args.executor))
+    plan = function.build(*shapes) if args.build else function.plan(*shapes)
+    print(json.dumps(plan.to_dict(), indent=2) if args.json else
+          colour(str(plan), sys.stdout, args.color))
+    return EXIT_OK
+
+
+def _chunks(given: list[str], executor: str):
+    """--chunks ROWS (the first array argument) or --chunks NAME=ROWS, each repeatable."""
+    if executor != "dask":
+        raise UsageError("--chunks is for --executor dask")
+    named: dict[str, int] = {}
+    for text in given:
+        name, _, rows = text.rpartition("=")
+        if not _SIZE.fullmatch(rows) or int(rows) < 1 or len(rows) > 18:
+            raise UsageError(f"--chunks {text!r:.40}: write ROWS or NAME=ROWS, rows a whole "
+                             "number ≥ 1")
+        named[name] = int(rows)
+    if "" in named:
+        if len(named) > 1:
+            raise UsageError("--chunks: give ROWS alone, or NAME=ROWS for each array to cut")
+        return named[""]
+    return named
+
+
+def _demo(args) -> int:
+    from hilbert.demo import run_demo
+
+    return EXIT_OK if run_demo() else EXIT_ERROR

@@ -1,0 +1,120 @@
+"""The `hilbert` command's arguments: one parser, a subcommand each for check, run, plan, bench
+and demo."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from hilbert.bench import DEFAULT_OPTIMISERS, PLOT_FORMATS
+from hilbert.compiler.plan import OPTIMISERS
+
+#: What `run` reads as a number although it starts with "-" (argparse would take it for an
+#: option): -2, -.5, -1e3, -inf, -Infinity, -nan.
+_NEGATIVE_VALUE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hilbert", description="Compile and run .hb tensor "
+                                     "mathematics.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    check = sub.add_parser("check", help="compile files and report every diagnostic",
+                           description="Compile each file (and what it opens) and report every "
+                           "diagnostic.")
+    check.add_argument("files", nargs="+", type=Path, metavar="FILE", help="a .hb file")
+    run = sub.add_parser("run", help="call a function of a file with arguments",
+                         description="Call a function (or any definition) of a file and print "
+                         "its result: a number, or an array as a JSON list; a tuple prints one "
+                         "component a line, each after its position ([0]: …, [1]: …).")
+    # argparse reads "-inf" or "-1e3" as an unknown option unless its negative-number pattern
+    # matches; `run` has no option that looks like a number, so widen the pattern.
+    run._negative_number_matcher = _NEGATIVE_VALUE
+    run.add_argument("file", type=Path, metavar="FILE", help="the .hb file")
+    run.add_argument("function", metavar="FN", help="a function or definition of FILE")
+    run.add_argument("args", nargs="*", metavar="ARG",
+                     help="numbers, JSON lists, or .npy/.csv paths, one per parameter")
+    run.add_argument("--json", action="store_true",
+                     help="print the result as one JSON value (a tuple as a JSON list of its "
+                     "components)")
+    _executor_option(run, dask=True)
+    plan = sub.add_parser("plan", help="print the plan of a function for given shapes",
+                          description="Print how a function will compute for given argument "
+                          "shapes: contraction paths, FLOPs, loops, memory.")
+    plan.add_argument("file", type=Path, metavar="FILE", help="the .hb file")
+    plan.add_argument("function", metavar="FN", help="a function or definition of FILE")
+    _shape_option(plan, "a parameter's shape (omit for a scalar)")
+    plan.add_argument("--optimize", default=None, metavar="NAME",
+                      help=f"the opt_einsum path optimiser (one of: {', '.join(OPTIMISERS)}; "
+                      "default auto)")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument("--build", action="store_true",
+                      help="also compile the program for these shapes now, so that a failure "
+                      "shows here rather than at the first call (numba)")
+    _executor_option(plan, dask=True, text="the executor whose plan to show (dask: blocks and "
+                     "task graph)")
+    plan.add_argument("--chunks", action="append", default=[], metavar="[NAME=]ROWS",
+                      help="dask: rows per block of the first array argument, or of NAME")
+    _bench_parser(sub)
+    sub.add_parser("demo", help="run the seed's examples beside their verified outputs",
+                   description="Run every example of the Networks seed beside its verified "
+                   "output.")
+    for command in sub.choices.values():
+        command.add_argument("--color", default="auto", choices=["auto", "always", "never"],
+                             help="colour plans and errors: auto (when writing to a terminal "
+                             "and NO_COLOR is not set), always, or never")
+    return parser
+
+
+def _executor_option(parser: argparse.ArgumentParser, dask: bool = False,
+                     text: str = "what runs the code: numba (compiled, the default), reference "
+                     "(the NumPy interpreter) or dask (blocks, on a cluster: the dask extra)") -> None:
+    choices = ["numba", "reference", "dask"] if dask else ["numba", "reference"]
+    if not dask:
+        text = text.replace(" or dask (blocks, on a cluster: the dask extra)", "").replace(
+            "the default), reference", "the default) or reference")
+    parser.add_argument("--executor", default="numba", choices=choices, help=text)
+
+
+def _shape_option(parser: argparse.ArgumentParser, text: str) -> None:
+    parser.add_argument("--shape", action="append", default=[], metavar="NAME=4x2", help=text)
+
+
+def _bench_parser(sub) -> None:
+    bench = sub.add_parser(
+        "bench", help="time a function of yours for each path optimiser, or run the suite",
+        usage="hilbert bench FILE FN [--shape NAME=4x2]… [--value NAME=V]… [--optimize LIST] "
+              "[--repeat N] [--json OUT] [--plot OUT.png]\n"
+              "       hilbert bench --suite [CASE…] [--quick] | hilbert bench --list",
+        description="Time FN of FILE, for each path optimiser, beside numpy.einsum(optimize="
+                    "True) and opt_einsum.contract_expression on the same einsums: planning, "
+                    "first call and warm call, with FLOPs, the largest intermediate and ratios. "
+                    "With --suite, run the built-in benchmark suite (a source checkout) instead.")
+    bench.add_argument("targets", nargs="*", metavar="FILE FN | CASE",
+                       help="a .hb file and one of its functions; with --suite, case names, "
+                       "group names or globs (every case if none)")
+    _shape_option(bench, "a parameter's shape; its values are drawn from a standard normal "
+                  "(seed 0). A parameter given neither --shape nor --value is a random scalar")
+    bench.add_argument("--value", action="append", default=[], metavar="NAME=V",
+                       help="a parameter's value, read as `hilbert run` reads arguments: "
+                       "for step counts and other values that matter")
+    bench.add_argument("--optimize", metavar="LIST",
+                       help="path optimisers to compare, separated by commas (default "
+                       f"{','.join(DEFAULT_OPTIMISERS)}; any of: {', '.join(OPTIMISERS)})")
+    bench.add_argument("--repeat", type=int, metavar="N",
+                       help="timed repeats of the warm call per contestant, each looping "
+                       "calls for at least 50 ms (default 5)")
+    bench.add_argument("--json", metavar="OUT",
+                       help="also write the results as JSON to OUT (- prints JSON instead of "
+                       "the table)")
+    bench.add_argument("--plot", metavar="OUT.png",
+                       help="also draw the times as a bar chart (needs matplotlib), in the "
+                       f"format OUT's extension names: {', '.join('.' + f for f in PLOT_FORMATS)}")
+    bench.add_argument("--suite", action="store_true",
+                       help="run the built-in benchmark suite instead (needs a source checkout; "
+                       "writes benchmarks/results/)")
+    bench.add_argument("--list", action="store_true", help="list the suite's cases and stop")
+    bench.add_argument("--quick", action="store_true",
+                       help="with --suite: fewer repeats and smaller sizes (under 3 minutes "
+                       "on 2 cores)")
+    _executor_option(bench)
