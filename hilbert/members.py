@@ -1,0 +1,120 @@
+"""The members of a model class: a Function per train block and method, made at its first use,
+and the Python methods that bind a call's arguments and run it on the model's weights."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hilbert.compiler.driver import CompiledModule
+from hilbert.compiler.models import STEPS, CompiledModel, Member
+from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, internal_error
+
+from .api import Function
+from .progress import run_in_chunks
+from .weights import _private
+
+if TYPE_CHECKING:
+    from .models import Learner
+
+
+class _Functions(dict):
+    """A model class's Function per member, made when the member is first used (its entry is
+    inlined and optimised then: compiler/models.py, Member)."""
+
+    def __init__(self, members: dict[str, Member], module: CompiledModule, executor: str,
+                 optimize: str):
+        super().__init__()
+        self._members = members
+        self._made = (module, executor, optimize)
+        self._lock = threading.Lock()
+
+    def __missing__(self, name: str) -> Function:
+        member = self._members[name]  # (a KeyError for a name that is no member)
+        try:
+            entry = member.entry
+        except (HilbertError, MemoryError):
+            raise
+        except Exception as err:  # a bug of hilbert's: E900, never a bare traceback
+            raise internal_error(err, member.span, f"compiling {member.name}") from err
+        with self._lock:
+            return self.setdefault(name, Function(entry, *self._made))
+
+
+def _class_doc(model: CompiledModel) -> str:
+    head = f"model {model.name}({', '.join(model.params)}) : Learner  [at {model.span}]"
+    return f"{head}\n\n{model.doc}" if model.doc else head
+
+
+def _method(model: CompiledModel, member: Member):
+    def method(self: Learner, *args, **kwargs):
+        own = self._bind(member, args, kwargs)
+        with self._lock:  # a snapshot: every weight as one train call left it
+            state = self._state()
+        return _answer(self._execute(member, state + own))
+
+    return _dressed(method, model, member, [])
+
+
+def _train_method(model: CompiledModel, member: Member):
+    def train(self: Learner, *args, steps=1, **kwargs) -> None:
+        own = self._bind(member, args, kwargs)
+        count = _step_count(model, member, steps)
+        with self._lock:  # read, step and write as one: calls from two threads both count
+            state, weights = self._state(), len(model.weights)
+
+            def run(chunk: int) -> None:  # `chunk` steps from `state`; its weights move on
+                nonlocal state
+                final = self._execute(member, state + own + (np.array(float(chunk)),))
+                state = tuple(_private(w) for w in final[1:1 + weights]) + state[weights:]
+
+            run_in_chunks(count, run, f"{model.name}.{member.name}")  # progress between chunks
+            new = {w.name: state[position]
+                   for position, w in enumerate(model.weights) if w.name in member.assigned}
+            self._weights = self._weights | new  # replaced whole, never changed in place
+
+    steps = inspect.Parameter(STEPS, inspect.Parameter.KEYWORD_ONLY, default=1)
+    return _dressed(train, model, member, [steps])
+
+
+def _dressed(function, model: CompiledModel, member: Member, extra: list[inspect.Parameter]):
+    """`function` with the member's name, signature and `--` doc comment."""
+    function.__name__ = member.name
+    function.__qualname__ = f"{model.name}.{member.name}"
+    kind = "train block" if member.kind == "train" else "method"
+    head = f"{model.name}.{member.name}({', '.join(member.params)})  [{kind} at {member.span}]"
+    if member.kind == "train":
+        head += (f"\n\nUpdates {', '.join(member.assigned) or 'no weights'}; "
+                 f"{STEPS}=N runs N steps as one compiled loop.")
+    function.__doc__ = f"{head}\n\n{member.doc}" if member.doc else head
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    function.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", positional)]
+        + [inspect.Parameter(p, positional) for p in member.params] + extra)
+    return function
+
+
+def _answer(result):
+    """A method's result as the API gives it: a float for a scalar, else a fresh array; a
+    tuple of those for a tuple."""
+    if isinstance(result, tuple):
+        return tuple(_answer(r) for r in result)
+    array = np.array(result, dtype=np.float64)
+    return float(array) if array.ndim == 0 else array
+
+
+def _step_count(model: CompiledModel, member: Member, steps) -> int:
+    """`steps` as a whole number ≥ 0, or E500 naming the train block and the value."""
+    number = float("nan")
+    if isinstance(steps, numbers.Real) and not isinstance(steps, bool):
+        number = float(steps)
+    if math.isfinite(number) and number >= 0 and number.is_integer():
+        return int(number)
+    raise RuntimeHilbertError(
+        "E500", f"{model.name}.{member.name}'s {STEPS} must be a whole number, at least 0, but "
+        f"it was given {steps!r}", member.span)
