@@ -14,6 +14,7 @@ from . import ir, passes, settings, verify
 from .debug import dump
 from .entry import Entry, build_entry
 from .inline import Inliner
+from .kept import kept_entry
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
 from .monomorphise import monomorphise
@@ -27,14 +28,17 @@ class Entries(Mapping[str, Entry]):
     """A module's entries by name, each built (inlined and optimised) the first time it is
     asked for: a module of many definitions costs nothing for the ones never called."""
 
-    def __init__(self, definitions: dict[str, Definition], inliner: Inliner):
+    def __init__(self, definitions: dict[str, Definition], inliner: Inliner, resolved: Resolved):
         self._definitions = definitions
         self._inliner = inliner
+        self._resolved = resolved
         self._built: dict[str, Entry] = {}
 
     def __getitem__(self, name: str) -> Entry:
         if name not in self._built:
-            self._built[name] = build_entry(self._definitions[name], self._inliner)
+            d = self._definitions[name]
+            self._built[name] = kept_entry(self._resolved, d.key,
+                                           lambda: build_entry(d, self._inliner))
         return self._built[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -65,7 +69,7 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
     for key in sorted(loops):
         inliner.form(key)                                     # every loop checked, used or not
     own = {name: resolved.definitions[key] for name, key in resolved.scopes[root.key].own.items()}
-    entries = Entries(own, inliner)                           # inline, share, fuse, masks: on use
+    entries = Entries(own, inliner, resolved)  # inline, share, fuse, masks: on use (or kept)
     exported = tuple(n for n, d in own.items() if export_all or d.kind == "fn")
     models = compile_models(resolved, root)                   # model declarations -> entries
     return CompiledModule(str(root), entries, exported, resolved, models)

@@ -151,6 +151,18 @@ def _node(cls: type[_T]) -> type[_T]:
         return tuple(getattr(self, n) for n in names)
 
     cls._key = _key  # type: ignore[attr-defined]
+    fields = list(cls.__dataclass_fields__)  # type: ignore[attr-defined]
+    assert fields[-1] == "_h" and hasattr(cls, "__getstate__")
+    state = cls.__getstate__  # (dataclass's, for frozen slotted classes)
+
+    def __getstate__(self, state=state):
+        """The fields as pickled: the cached hash left out (None), since it depends on the
+        process's hash seed and another process computes its own."""
+        kept = state(self)
+        kept[-1] = None
+        return kept
+
+    cls.__getstate__ = __getstate__  # type: ignore[attr-defined,method-assign]
     cls.__hash__ = _Node.__hash__  # type: ignore[assignment]
     cls.__eq__ = _Node.__eq__  # type: ignore[method-assign,assignment]
     cls.__repr__ = _Node.__repr__  # type: ignore[method-assign,assignment]

@@ -27,6 +27,7 @@ from hilbert.grammar.source import Span
 from . import ir
 from .entry import Entry, build_entry
 from .inline import Inliner
+from .kept import kept_entry
 from .modules import SourceModule
 from .recursion import check_recursion
 from .resolve import Definition, Lowering, ModuleScope, Resolved, _suggest
@@ -265,7 +266,7 @@ class _ModelCompiler:
                 inliner.definitions[d.key] = d  # (what build_entry reads it by)
                 return build_entry(d, inliner)
 
-        return build
+        return lambda: kept_entry(self.resolved, self.key(t.name), build)
 
     def method_entry(self, d: Definition, inliner: Inliner) -> Callable[[], Entry]:
         """What builds a method's entry (its body is lowered already)."""
@@ -274,7 +275,7 @@ class _ModelCompiler:
             with self.building:
                 return build_entry(d, inliner)
 
-        return build
+        return lambda: kept_entry(self.resolved, d.key, build)
 
 
 def _counted_loop(name: str, full: tuple[str, ...], new: dict[str, ir.Node], span: Span) -> ir.Loop:
