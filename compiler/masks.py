@@ -277,7 +277,7 @@ def _rewrite(node: ir.Einsum, facts: Facts) -> ir.Node:
 
 def split_windowed_dots(root: ir.Node) -> ir.Node:
     """Requires fused IR (einsum chains merged: fuse would merge these back) that only
-    generated code runs (executor/numba_exec.generated_ir); ensures no einsum
+    generated code runs (executor/tiers.generated_ir); ensures no einsum
     dots a shifted read with an operand whose every letter is summed (a convolution's kernel:
     einsum("itj,j->it", shift(x), k)): it is the entrywise product, summed. The sum is the
     same; code generation runs it in one pass over the windows (a sliding dot product) instead

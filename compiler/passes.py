@@ -40,7 +40,7 @@ PASSES: dict[str, Pass] = {p.name: p for p in [
 #: on, MASK's what the reference executor runs, OPTIMISE's what the planned executors run.
 #: AGAIN optimises once more for one signature, after derivatives' polymorphic ops are written
 #: as einsums (compiler/driver.py); GENERATE gives what generated code runs
-#: (executor/numba_exec.py).
+#: (executor/tiers.py, generated_ir).
 Pipeline = tuple[tuple[str, str, str], ...]
 SHARE: Pipeline = (("share", "entry", "entry"),)
 MASK: Pipeline = (("masks", "entry", "masked"), ("share", "masked", "masked"))
