@@ -1,6 +1,7 @@
 """Compile time grows linearly with the text: chains of definitions, many definitions, long
 operator chains; and each function keeps a bounded number of per-shape programs."""
 
+import tempfile
 
 import numpy as np
 import pytest
@@ -33,7 +34,8 @@ def expected(kind: str, n: int, x: float) -> float:
 
 def work(text: str, monkeypatch) -> int:
     """How many IR nodes the compiler looks at to compile `text` and build its entry `g`
-    (every pass reads a node's children through ir.children)."""
+    (every pass reads a node's children through ir.children), with an empty cache directory
+    (a built entry kept there would be read back, not built: compiler/kept.py)."""
     calls = 0
     original = ir.children
 
@@ -42,7 +44,8 @@ def work(text: str, monkeypatch) -> int:
         calls += 1
         return original(node)
 
-    with monkeypatch.context() as patch:
+    with monkeypatch.context() as patch, tempfile.TemporaryDirectory() as empty:
+        patch.setenv("HILBERT_CACHE_DIR", empty)
         patch.setattr(ir, "children", counted)
         hilbert.compile_source(text, executor="reference").g.entry  # noqa: B018 - builds it
     return calls
