@@ -24,16 +24,15 @@ from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.evaluate import evaluate, needs
 from hilbert.compiler.plan import Plan, memory_limit
 from hilbert.compiler.plan_text import human_bytes
-from hilbert.compiler.primitives import BY_OP, having
+from hilbert.compiler.primitives import BY_OP
 from hilbert.compiler.shapes import ShapeTable
 from hilbert.grammar.errors import RuntimeHilbertError
 from hilbert.grammar.source import Span
 
-from . import cache, codegen
 from .dask_extremes import Extremes, first_positions
+from .dask_kernels import Kernels
 from .reference import guard_tapes, moving_components, step_count, tape_guard
 
-_ENTRYWISE = having("entrywise")
 #: A task holds its input blocks, its result and a temporary at once: each block of a value may
 #: use at most this share of HILBERT_MEMORY_LIMIT.
 BLOCK_SHARE = 4
@@ -42,41 +41,6 @@ BLOCK_SHARE = 4
 def lazy(value) -> bool:
     """True for a dask array (a value the cluster holds or will compute)."""
     return isinstance(value, da.Array)
-
-
-@dataclass(frozen=True)
-class BlockKernel:
-    """A fused entrywise region's generated function applied to one block of each input. Only
-    its source travels with a task: each worker process compiles it once (or loads it from
-    hilbert's disk cache), as the numba executor does."""
-
-    source: str
-    compiled: bool
-    scalars: frozenset[int]
-
-    def __call__(self, *blocks):
-        run = cache.function(self.source, self.compiled)
-        args = [np.float64(b) if i in self.scalars else _compiled_layout(b)
-                for i, b in enumerate(blocks)]
-        with np.errstate(all="ignore"):
-            return run(*args)[0]
-
-
-def _compiled_layout(block) -> np.ndarray:
-    """`block` as compiled code is compiled for (C-ordered, writable float64; it writes no
-    input): copied only when it is not that already (a read-only or strided block)."""
-    if (type(block) is np.ndarray and block.dtype == np.float64 and block.flags.c_contiguous
-            and block.flags.writeable):
-        return block
-    return np.array(block, dtype=np.float64, order="C")
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A region's kernel and the nodes whose values it takes, in order."""
-
-    function: BlockKernel
-    inputs: tuple[ir.Node, ...]
 
 
 @dataclass
@@ -100,8 +64,7 @@ class DaskGraph:
         self.sketch = Sketch({})
         self.loop_steps = 0
         self.limit = memory_limit()
-        # kernels by scope and root, shared by every run of one program (`kernels`)
-        self._kernels: dict[tuple[int, ir.Node], Kernel | None] = {} if kernels is None else kernels
+        self._kernels = Kernels(table, optimize, kernels)  # shared by a program's runs
         self._extremes = Extremes(table)
         self.tapes = tapes or []  # the call's loops run backwards (reference.tapes_at_the_call)
 
@@ -145,49 +108,9 @@ class DaskGraph:
         extreme = self._extremes.find(node, scope)
         if extreme is not None:
             return (extreme[0],)
-        if self._fused(node, scope):
-            return self._kernels[(scope, node)].inputs  # type: ignore[union-attr]
+        if self._kernels.fused(node, scope):
+            return self._kernels.kernel(node, scope).inputs  # type: ignore[union-attr]
         return ir.children(node)
-
-    def _fused(self, node: ir.Node, scope) -> bool:
-        """True for the root of a blockwise kernel: an entrywise node with an array value
-        whose region holds more than itself (one operation is as fast as dask's ufunc)."""
-        return (isinstance(node, ir.Prim) and node.op in _ENTRYWISE
-                and self.table.scopes[scope][node] != () and self._kernel(node, scope) is not None)
-
-    def _kernel(self, root: ir.Node, scope) -> Kernel | None:
-        key = (scope, root)
-        if key not in self._kernels:
-            self._kernels[key] = self._make_kernel(root, scope)
-        return self._kernels[key]
-
-    def _make_kernel(self, root: ir.Node, scope) -> Kernel | None:
-        """The entrywise region under `root`: every entrywise node it reads (constants inline),
-        its inputs everything else; None for a region of one operation. Its code is the numba
-        executor's for the same region."""
-        shapes = self.table.scopes[scope]
-        inputs: list[ir.Node] = []
-        seen: set[ir.Node] = set()
-        operations = 0
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if node in seen:
-                continue
-            seen.add(node)
-            if isinstance(node, ir.Const):
-                continue
-            if isinstance(node, ir.Prim) and node.op in _ENTRYWISE:
-                operations += 1
-                stack.extend(reversed(node.args))
-            else:
-                inputs.append(node)
-        if operations < 2:
-            return None
-        generated = codegen.generate(codegen.Region(root, tuple(inputs), scope), self.table,
-                                     self.optimize)
-        scalars = frozenset(i for i, n in enumerate(inputs) if shapes[n] == ())
-        return Kernel(BlockKernel(generated.source, generated.compiled, scalars), tuple(inputs))
 
     # ---------------------------------------------------------------- values
 
@@ -206,10 +129,10 @@ class DaskGraph:
             case ir.Prim() if self._extremes.find(node, scope) is not None:
                 x, axis, largest = self._extremes.find(node, scope)  # type: ignore[misc]
                 return first_positions(memo[x], axis, largest)
-            case ir.Prim() if self._fused(node, scope):
-                kernel = self._kernels[(scope, node)]
+            case ir.Prim() if self._kernels.fused(node, scope):
+                kernel = self._kernels.kernel(node, scope)
                 assert kernel is not None
-                return self._blockwise(kernel, [memo[n] for n in kernel.inputs],
+                return self._kernels.blockwise(kernel, [memo[n] for n in kernel.inputs],
                                        self.table.scopes[scope][node])
             case ir.Prim():
                 return self._prim(node, [memo[a] for a in node.args], scope)
@@ -244,21 +167,6 @@ class DaskGraph:
             f"on a dask worker, over a {BLOCK_SHARE}th of the memory limit of "
             f"{human_bytes(self.limit)} (a task holds its inputs and its result at once): give "
             "smaller chunks, or set HILBERT_MEMORY_LIMIT", node.span or self.span)
-
-    def _blockwise(self, kernel: Kernel, values: list, shape: tuple[int, ...]):
-        """The kernel on every block: arrays block by block (their chunks made to agree),
-        scalars whole. On host values alone it runs once, on the client."""
-        if not any(lazy(v) for v in values):
-            return kernel.function(*values)
-        index = tuple(range(len(shape)))
-        args: list = []
-        for v in values:
-            if np.ndim(v) == 0:
-                args += [v, () if lazy(v) else None]
-            else:
-                args += [da.asarray(v), index]
-        return da.blockwise(kernel.function, index, *args, dtype=np.float64, token="hilbert-kernel",
-                            meta=np.empty((0,) * len(shape)))
 
     def _einsum(self, node: ir.Einsum, operands: list):
         """Along the plan's path: pairwise tensordot (BLAS on each block) or einsum steps."""
