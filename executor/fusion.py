@@ -19,6 +19,7 @@ from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.primitives import BY_OP, having
 
 _ENTRYWISE = having("entrywise")
+_SHAPES_ONLY = having("shapes_only")
 
 
 def is_ones(node: ir.Node) -> bool:
@@ -97,10 +98,9 @@ def value_kids(node: ir.Node) -> tuple[ir.Node, ...]:
         case ir.Cond():
             return (node.cond,)
         case ir.Prim(op=op):
-            kind = BY_OP[op].kind
-            if kind in ("size", "positions") or is_ones(node):
+            if op in _SHAPES_ONLY or is_ones(node):
                 return ()
-            if kind == "shift":
+            if op == "shift":
                 return node.args[:1]
     return ir.children(node)
 
