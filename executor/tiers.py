@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import functools
 import threading
+import time
 from collections.abc import Callable
 
 from hilbert.compiler import ir, passes, settings
@@ -32,6 +33,11 @@ COMPILE_ENVIRONMENT = "HILBERT_COMPILE"
 #: signature called once is never compiled (a call made once costs the host's milliseconds,
 #: not Numba's seconds); one called again is compiled while the calls go on on the host.
 COMPILE_AFTER = 2
+#: A call whose loop the host would finish sooner than this (seconds, at the pace of its first
+#: steps), or whose loop cannot move to compiled code, starts its build when it ends, not at
+#: its first step boundary: loading Numba beside it (about a second) would only slow its
+#: steps down. Its next calls run compiled.
+SHORT_LOOP_S = 0.5
 #: What a loop-free program's plan says before its code is built.
 TIERED = ("the first calls run on the host (each einsum along its path as NumPy/BLAS pairwise "
           "steps, entrywise work in NumPy) until the generated code is built and swapped in "
@@ -57,8 +63,12 @@ class Tiers:
 
     def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str]):
         self.looped = bool(ready.plan.loops)
+        self.counter = None  # the state component that counts a resumable loop's steps left
         if self.looped:
             self.resumes = resume_points(ready.body)
+            if self.resumes is not None:
+                self.counter = next(n.counter for n in ir.topological(ready.body)
+                                    if isinstance(n, ir.Loop))
             note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
             walk = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
                                Placement(ready.table, forced, host_only=True))
@@ -161,6 +171,7 @@ class TieredProgram:
         self.host_calls = 0  # calls run on the host so far (counted loosely under threads)
         self.moved = 0  # calls that moved to the compiled code at a step boundary
         self._resumes = tiers.resumes
+        self._counter = tiers.counter
         self.looped = tiers.looped
         self._host_steps = 0  # steps host calls ran before they moved
         self._tiers = tiers
@@ -219,7 +230,8 @@ class TieredProgram:
             self._start_when_due()
             return self.host(values)
         try:
-            value = self.host(values, functools.partial(self._boundary, values))
+            value = self.host(values, functools.partial(self._boundary, values,
+                                                        time.perf_counter()))
         except _Moved as moved:
             return moved.value
         self._start_when_due()
@@ -238,18 +250,22 @@ class TieredProgram:
 
     def _start_when_due(self) -> None:
         """Queue the build once this signature has had the calls HILBERT_COMPILE asks for. A
-        call with loops queues it at its first step boundary (or its end): its first step, and
-        a one-step train call, then run before Numba competes with them for the interpreter."""
+        call with loops queues it at a step boundary when it could move to it (`_boundary`),
+        else at its end: its first step, and a one-step train call, run before Numba competes
+        with them for the interpreter."""
         when = self._when
         if when is not None and self.host_calls >= when and not self.queued \
                 and not self._done.is_set():
             self._start()
 
-    def _boundary(self, values, state: tuple, steps: int) -> None:
-        """At a step boundary of a host call's loop: the build is queued when due; once it is
-        built, the rest of the call runs on the compiled code from `state` when its loop can
-        move (raised as _Moved, with its result)."""
-        self._start_when_due()
+    def _boundary(self, values, began: float, state: tuple, steps: int) -> None:
+        """At a step boundary of a host call's loop (begun at `began`): the build is queued
+        when due if this call can use it (`_worth_moving`; else it is queued when the call
+        ends, so Numba loading beside the steps does not slow them down); once it is built,
+        the rest of the call runs on the compiled code from `state` when its loop can move
+        (raised as _Moved, with its result)."""
+        if self._worth_moving(began, state, steps):
+            self._start_when_due()
         fast = self._fast
         if fast is None or self._resumes is None:
             return
@@ -260,6 +276,17 @@ class TieredProgram:
         self._host_steps += steps
         self.moved += 1
         raise _Moved(value)
+
+    def _worth_moving(self, began: float, state: tuple, steps: int) -> bool:
+        """Whether this call could move to the compiled code before its loop ends: the loop can
+        move (`resume_points`) and, when it is counted, its steps left (its counter in `state`)
+        would take the host at least SHORT_LOOP_S at the pace of the `steps` run so far."""
+        if self._resumes is None:
+            return False
+        if self._counter is None or not steps:
+            return True
+        pace = (time.perf_counter() - began) / steps
+        return pace * float(state[self._counter]) >= SHORT_LOOP_S
 
     def _stay_on_host(self, err: BaseException) -> None:
         """After a background build failed for a reason of hilbert's own (a bug): calls go on

@@ -26,7 +26,7 @@ import pytest
 from conftest import assert_agree
 from hilbert.compiler import driver
 from hilbert.compiler.plan import contraction
-from hilbert.executor import codegen, numba_exec, planned
+from hilbert.executor import codegen, numba_exec, planned, tiers
 from numba.core import event
 from opt_einsum.testing import rand_equation
 
@@ -199,15 +199,16 @@ def test_a_running_loop_moves_to_compiled_code_at_a_step_boundary(monkeypatch, s
     """The build is released at the third step boundary and waited for there: the call's
     remaining steps run compiled, from the state the host reached, with the same answer."""
     monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
+    monkeypatch.setattr(tiers, "SHORT_LOOP_S", 0.0)  # (however fast the host's steps)
     original = numba_exec.TieredProgram._boundary
     seen = []
 
-    def at_boundary(self, values, state, steps):
+    def at_boundary(self, values, began, state, steps):
         seen.append(steps)
         if steps == 3:
             slow_compiler.set()
             assert self.wait(600) and self.built
-        return original(self, values, state, steps)
+        return original(self, values, began, state, steps)
 
     monkeypatch.setattr(numba_exec.TieredProgram, "_boundary", at_boundary)
     mod = hilbert.compile_source(LOOP)
@@ -224,28 +225,59 @@ def test_a_running_loop_moves_to_compiled_code_at_a_step_boundary(monkeypatch, s
 @pytest.mark.nojit
 def test_a_loop_that_starts_from_computed_values_moves_at_the_next_call(monkeypatch, rng):
     """g starts from tanh(a), which the compiled code would compute again from a: such a
-    call runs to its end on the host even once the code is built, and the next call runs
-    compiled."""
+    call cannot move, so it runs to its end on the host and queues the build only then (Numba
+    loading beside its steps would only slow them down); the next call runs compiled."""
     monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
     source = LOOP.replace("↦ g(t, a, b)", "↦ g(t, tanh(a), b)")
     original = numba_exec.TieredProgram._boundary
+    queued = []
 
-    def at_boundary(self, values, state, steps):
-        original(self, values, state, steps)  # queues the build at the first boundary
-        assert self.wait(600) and self.built  # and it is built from then on
+    def at_boundary(self, values, began, state, steps):
+        original(self, values, began, state, steps)
+        queued.append(self.queued)
 
     monkeypatch.setattr(numba_exec.TieredProgram, "_boundary", at_boundary)
     mod = hilbert.compile_source(source)
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) / 4
     assert any("calls that start once it is built run on it" in n
                for n in mod.f.plan((), a.shape, b.shape).notes)
-    first = mod.f(4, a, b)  # built at its first step boundary, finished on the host
+    first = mod.f(4, a, b)  # on the host to its end; the build queued as it ends
     program = mod.f.program(((), a.shape, b.shape))
-    assert program.built and program.moved == 0 and program.host_calls == 1
+    assert queued == [False, False, False] and program.queued
+    assert program.wait(600) and program.built and program.moved == 0
+    assert program.host_calls == 1
     second = mod.f(4, a, b)
     assert mod.f.tier == "compiled" and program.host_calls == 1
     for value in (first, second):
         np.testing.assert_allclose(value, _looped(np.tanh(a), b, 4), rtol=1e-12)
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize(("short", "during"), [(1e9, False), (0.0, True)])
+def test_a_short_loop_builds_after_its_call(short, during, monkeypatch, rng):
+    """A loop the host would finish within SHORT_LOOP_S at the pace of its first step queues
+    its build when the call ends (so Numba does not slow its steps down); a longer one at its
+    first step boundary, so that the call can move to it. The pace is the machine's, so the
+    limit is set to the two extremes here."""
+    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
+    monkeypatch.setattr(tiers, "SHORT_LOOP_S", short)
+    original = numba_exec.TieredProgram._boundary
+    queued = []
+
+    def at_boundary(self, values, began, state, steps):
+        try:
+            original(self, values, began, state, steps)
+        finally:
+            queued.append(self.queued)
+
+    monkeypatch.setattr(numba_exec.TieredProgram, "_boundary", at_boundary)
+    mod = hilbert.compile_source(LOOP)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) / 4
+    value = mod.f(5, a, b)
+    program = mod.f.program(((), a.shape, b.shape))
+    assert queued[0] is during and program.queued  # queued by the call's end either way
+    np.testing.assert_allclose(value, _looped(a, b, 5), rtol=1e-12)
+    assert program.wait(600)
 
 
 @pytest.mark.parametrize(("body", "moves"), [
