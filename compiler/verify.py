@@ -40,21 +40,17 @@ class Layer:
     doc: str
 
 
-def _layer(name: str, ops: frozenset[str], doc: str, nodes: frozenset[type] = _VALUES) -> Layer:
-    return Layer(name, nodes, ops, doc)
-
-
 _ALL = frozenset(BY_OP) - _NEVER
 LAYERS: dict[str, Layer] = {layer.name: layer for layer in [
-    _layer("entry", _ALL - _MASKED,
-           "an entry point inlined over Param(0…n−1): no calls, locals, tuples but the root's, "
-           "or ∂ left (the shape rules are checked on it)"),
-    _layer("masked", _ALL, "index masks read as shifted and taken reads"),
-    _layer("optimised", _ALL, "loop invariants hoisted and einsum chains fused"),
-    _layer("specialised", _ALL - _POLYMORPHIC,
-           "for one signature: derivatives' polymorphic ops written as einsums"),
-    _layer("generated", _ALL - _POLYMORPHIC,
-           "what generated code runs: a convolution's dot split into a sliding sum"),
+    Layer("entry", _VALUES, _ALL - _MASKED,
+          "an entry point inlined over Param(0…n−1): no calls, locals, tuples but the root's, "
+          "or ∂ left (the shape rules are checked on it)"),
+    Layer("masked", _VALUES, _ALL, "index masks read as shifted and taken reads"),
+    Layer("optimised", _VALUES, _ALL, "loop invariants hoisted and einsum chains fused"),
+    Layer("specialised", _VALUES, _ALL - _POLYMORPHIC,
+          "for one signature: derivatives' polymorphic ops written as einsums"),
+    Layer("generated", _VALUES, _ALL - _POLYMORPHIC,
+          "what generated code runs: a convolution's dot split into a sliding sum"),
 ]}
 
 

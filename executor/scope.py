@@ -192,6 +192,12 @@ class ScopeRunner(Host):
 BOUNDARY = "step boundary"
 
 
+def only_loop(body: ir.Node) -> ir.Loop | None:
+    """The loop of `body`'s own scope when it holds one and nothing run backwards, else None."""
+    loops = [n for n in ir.topological(body) if isinstance(n, (ir.Loop, ir.LoopGrad))]
+    return loops[0] if len(loops) == 1 and isinstance(loops[0], ir.Loop) else None
+
+
 def resume_points(body: ir.Node) -> tuple[tuple[int, int], ...] | None:
     """Where a call of `body` can move from the host to compiled code in the middle of its
     loop: ((component, parameter index), …) when its scope holds one loop (nothing run
@@ -199,10 +205,9 @@ def resume_points(body: ir.Node) -> tuple[tuple[int, int], ...] | None:
     that nothing else reads. Calling the compiled program with those parameters set to the
     state at a step boundary (the counter to the steps left) then runs the rest of the loop,
     and what follows it, exactly. None otherwise."""
-    loops = [n for n in ir.topological(body) if isinstance(n, (ir.Loop, ir.LoopGrad))]
-    if len(loops) != 1 or not isinstance(loops[0], ir.Loop):
+    loop = only_loop(body)
+    if loop is None:
         return None
-    loop = loops[0]
     moving = moving_components(loop)
     if loop.counter is not None:
         moving.append(loop.counter)

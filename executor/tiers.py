@@ -23,7 +23,7 @@ from .placement import Placement
 from .planned import PlannedProgram
 from .programs import HostProgram, WholeProgram
 from .regions import CompiledRegion
-from .scope import ScopeRunner, regions_of, resume_points
+from .scope import ScopeRunner, only_loop, regions_of, resume_points
 
 #: Environment variable saying when a loop-free call's generated code is built (compiled and
 #: swapped in): "eager" (at the first call, before it runs), "never" (calls stay on the host),
@@ -67,8 +67,7 @@ class Tiers:
         if self.looped:
             self.resumes = resume_points(ready.body)
             if self.resumes is not None:
-                self.counter = next(n.counter for n in ir.topological(ready.body)
-                                    if isinstance(n, ir.Loop))
+                self.counter = only_loop(ready.body).counter  # type: ignore[union-attr]
             note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
             walk = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
                                Placement(ready.table, forced, host_only=True))
@@ -264,7 +263,7 @@ class TieredProgram:
         ends, so Numba loading beside the steps does not slow them down); once it is built,
         the rest of the call runs on the compiled code from `state` when its loop can move
         (raised as _Moved, with its result)."""
-        if self._worth_moving(began, state, steps):
+        if not self.queued and self._worth_moving(began, state, steps):
             self._start_when_due()
         fast = self._fast
         if fast is None or self._resumes is None:

@@ -30,7 +30,7 @@ def test_the_suite_runs_the_verifier_between_passes():
                                    passes.GENERATE) for _, _, gives in pipeline} <= set(verify.LAYERS)
 
 
-def test_a_training_loop_passes_every_layer():
+def test_a_prelude_function_passes_every_layer():
     module = hilbert.open("Prelude.Networks")
     entry = module.function("dense").entry
     for layer, node in (("entry", entry.body), ("masked", entry.masked), ("optimised", entry.fused)):
