@@ -43,6 +43,19 @@ def keep(dispatcher, stamp: str):
     return dispatcher
 
 
+def keep_native(function, stamp: str):
+    """A disk cache for a C function compiled from `function` (kernels._at_address), or None
+    when there is no private cache directory."""
+    directory = private_dir()
+    if directory is None:
+        return None
+    try:
+        return HilbertCache(function, directory / NUMBA_FOLDER, stamp)
+    except (AttributeError, TypeError) as err:  # Numba's cache interface is not the one known
+        unusable(directory, RuntimeError(f"this Numba's cache cannot be used: {err!r}"))
+        return None
+
+
 class _Locator(caching._CacheLocator):
     """Numba's files for one of hilbert's functions: in `folder`, fresh while `stamp` is (Numba
     itself would choose NUMBA_CACHE_DIR or the source file's own __pycache__)."""

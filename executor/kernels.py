@@ -14,7 +14,8 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
-from numba import config, njit, types
+from numba import carray, config, njit, types
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from . import disk, threads, vmath
@@ -89,6 +90,39 @@ def compiled(function):
     """`function` compiled by `jit`, its machine code cached in hilbert's private cache
     directory (executor/disk.py) when there is one, never beside this file."""
     return disk.keep(jit(function), STAMP)
+
+
+if PYTHON_MODE:  # generated code runs as Python
+    def transposed(x, axes: str):
+        """x.transpose(axes): a view of x with its axes in the order `axes` ("2,0,1")."""
+        return x.transpose([int(a) for a in axes.split(",")])
+else:
+    @intrinsic
+    def transposed(typingctx, x, axes):
+        """x.transpose(axes), the axes written in the code as text ("2,0,1"): a view of x with
+        its axes in that order (Numba's own transpose by a tuple compiles its slice
+        assignments' error messages into each program: seconds of compile time)."""
+        if not (isinstance(x, types.Array) and isinstance(axes, types.StringLiteral)):
+            return None
+        order = [int(a) for a in axes.literal_value.split(",")]
+        if sorted(order) != list(range(x.ndim)):
+            return None
+        result = x.copy(layout="A")
+
+        def codegen(context, builder, signature, args):
+            from numba.core import cgutils
+            from numba.np.arrayobj import make_array, populate_array
+
+            source = make_array(signature.args[0])(context, builder, args[0])
+            out = make_array(result)(context, builder)
+            sizes = cgutils.unpack_tuple(builder, source.shape)
+            steps = cgutils.unpack_tuple(builder, source.strides)
+            populate_array(out, data=source.data, shape=[sizes[a] for a in order],
+                           strides=[steps[a] for a in order], itemsize=source.itemsize,
+                           meminfo=source.meminfo, parent=source.parent)
+            return impl_ret_borrowed(context, builder, result, out._getvalue())
+
+        return result(x, axes), codegen
 
 
 #: What generated loops call before each step (interrupt.py sets the flag from another thread).
@@ -184,6 +218,38 @@ def small_product_into(a, b, out):
 
 
 
+if not PYTHON_MODE:
+    @intrinsic
+    def _items(typingctx, address):
+        """The float64 items at an address (a uintp), as a pointer carray can read."""
+        if not isinstance(address, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+        return types.CPointer(types.float64)(address), codegen
+
+
+def _at_address(function, signature, symbol: str):
+    """`function` compiled once for `signature` (numbers and addresses only) as a C function,
+    its machine code kept in the disk cache, and callable from compiled code as `symbol`: a
+    call by address, so its code is never linked into (and optimised again in) its callers."""
+    from numba.core.ccallback import CFunc
+
+    native = CFunc(function, (signature.args, signature.return_type), locals={},
+                   options={"nopython": True, "error_model": "numpy", "boundscheck": False})
+    native._cache = disk.keep_native(function, STAMP) or native._cache
+    native.compile()
+    _NATIVE.append(native)  # (its machine code lives while the CFunc does)
+    llvm.add_symbol(symbol, native.address)
+    return types.ExternalFunction(symbol, signature)
+
+
+#: The C functions compiled code calls by address (kept alive here).
+_NATIVE: list = []
+
+
 if _DGEMM is not None:
     llvm.add_symbol("hilbert_numpy_cblas_dgemm", _DGEMM[0])
     _I = types.int64 if _DGEMM[1] else types.int32
@@ -195,63 +261,82 @@ if _DGEMM is not None:
         types.int32, types.int32, _I, _I, types.float64, types.uintp, _I, types.uintp, _I,
         types.float64, types.uintp, _I))
 
-    @compiled
-    def _layout(x):
-        """(CBLAS transpose flag, leading dimension) reading x as row-major, or (0, 0)."""
-        rows, cols = x.shape
-        s0, s1 = x.strides[0] // 8, x.strides[1] // 8
+    def _product_at(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta):
+        """out = a · b + beta · out on raw matrices: each an address and its steps between rows
+        and between columns in items, any sign (a is m×k, b k×n, out m×n). One machine-code
+        function for every layout, called by address (never linked into its callers), so a
+        program compiles only `gemm`'s few lines per layout of its arguments."""
+        if m == 0 or n == 0:
+            return
+        ta, lda = _blas_layout(m, k, a0, a1)
+        tb, ldb = _blas_layout(k, n, b0, b1)
+        tc, ldc = _blas_layout(m, n, c0, c1)
+        if k > 0 and ta != 0 and tb != 0 and tc == 111:
+            # (no copies here: BLAS gets raw addresses, so every array outlives the call)
+            if n == 1:  # y = A x: A stored row-major (ta 111) or as its transpose; x strided
+                rows, cols, flip = (m, k, 111) if ta == 111 else (k, m, 112)
+                _cblas_dgemv(101, flip, rows, cols, 1.0, a, lda, b, b0 if k > 1 else 1,
+                             beta, c, c0)
+            elif m == 1:  # yᵀ = Bᵀ xᵀ: B stored row-major (tb 111) or as its transpose
+                rows, cols, flip = (k, n, 112) if tb == 111 else (n, k, 111)
+                _cblas_dgemv(101, flip, rows, cols, 1.0, b, ldb, a, a1 if k > 1 else 1,
+                             beta, c, c1)
+            else:
+                _cblas_dgemm(101, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc)
+            return
+        # plain loops (no BLAS layout, or nothing summed): never made by generated code for
+        # large products, but correct for any steps
+        sa, la = _span(a, m, k, a0, a1)
+        sb, lb = _span(b, k, n, b0, b1)
+        sc, lc = _span(c, m, n, c0, c1)
+        for i in range(m):
+            for j in range(n):
+                at = i * c0 + j * c1 - lc
+                total = sc[at] * beta if beta != 0.0 else 0.0
+                for p in range(k):
+                    total += sa[i * a0 + p * a1 - la] * sb[p * b0 + j * b1 - lb]
+                sc[at] = total
+
+    @jit
+    def _blas_layout(rows, cols, s0, s1):
+        """(CBLAS transpose flag, leading dimension) reading a rows×cols matrix with steps s0,
+        s1 as row-major (111) or column-major (112), or (0, 0) when it is neither."""
         if (s1 == 1 or cols == 1) and s0 >= max(1, cols):
             return 111, s0
         if (s0 == 1 or rows == 1) and s1 >= max(1, rows):
             return 112, s1
         return 0, 0
 
+    @jit
+    def _span(address, rows, cols, s0, s1):
+        """(items, lowest offset): a flat view over every item a rows×cols matrix at `address`
+        with steps s0, s1 reaches, and the offset of its lowest item from item [0, 0]."""
+        low = min(0, (rows - 1) * s0) + min(0, (cols - 1) * s1)
+        high = max(0, (rows - 1) * s0) + max(0, (cols - 1) * s1)
+        return carray(_items(address + 8 * low), (high - low + 1,)), low
+
+    _PRODUCT = _at_address(_product_at, types.void(
+        types.uintp, types.intp, types.intp, types.intp, types.intp, types.uintp, types.intp,
+        types.intp, types.intp, types.uintp, types.intp, types.intp, types.float64),
+        "hilbert_product_at")
+
     @compiled
     def gemm(a, b, out):
         """out = a · b through NumPy's BLAS (out C-ordered; a, b row- or column-major)."""
-        return gemm_beta(a, b, out, 0.0)
+        _PRODUCT(a.ctypes.data, a.shape[0], a.shape[1], a.strides[0] // 8, a.strides[1] // 8,
+                 b.ctypes.data, b.shape[1], b.strides[0] // 8, b.strides[1] // 8,
+                 out.ctypes.data, out.strides[0] // 8, out.strides[1] // 8, 0.0)
+        return out
 
     @compiled
     def gemm_beta(a, b, out, beta):
         """out = a · b + beta · out through NumPy's BLAS: a, b row- or column-major views
-        (either side may be a strided unit axis), out a row-major view (rows may be strided)."""
-        m, k = a.shape
-        n = b.shape[1]
-        if m == 0 or n == 0:
-            return out
-        if k == 0:
-            if beta == 0.0:
-                out[:, :] = 0.0
-            return out
-        ta, lda = _layout(a)
-        tb, ldb = _layout(b)
-        tc, ldc = _layout(out)
-        if ta == 0 or tb == 0 or tc != 111:  # never made by generated code, but be correct
-            return small_product_beta(a, b, out, beta)
-        # (no copies here: BLAS gets raw addresses, so every array must outlive the call)
-        if n == 1 or m == 1:  # a matrix times a vector: GEMV reads it once
-            _gemv(a, b, out, beta, ta, lda, tb, ldb)
-            return out
-        _cblas_dgemm(101, ta, tb, m, n, k, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, beta,
-                     out.ctypes.data, ldc)
+        (either side may be a strided unit axis), out a row-major view (rows may be strided);
+        plain loops for any other layout."""
+        _PRODUCT(a.ctypes.data, a.shape[0], a.shape[1], a.strides[0] // 8, a.strides[1] // 8,
+                 b.ctypes.data, b.shape[1], b.strides[0] // 8, b.strides[1] // 8,
+                 out.ctypes.data, out.strides[0] // 8, out.strides[1] // 8, beta)
         return out
-
-    @compiled
-    def _gemv(a, b, out, beta, ta, lda, tb, ldb):
-        """out = a · b + beta · out where out has one column (a matrix times b's column) or
-        one row (a's row times b), as one cblas_dgemv on the matrix as it is stored."""
-        m, k = a.shape
-        n = b.shape[1]
-        if n == 1:  # y = A x: A is a (m×k), stored row-major (ta 111) or as its transpose
-            rows, cols, flip = (m, k, 111) if ta == 111 else (k, m, 112)
-            step = b.strides[0] // 8 if k > 1 else 1
-            _cblas_dgemv(101, flip, rows, cols, 1.0, a.ctypes.data, lda, b.ctypes.data, step,
-                         beta, out.ctypes.data, out.strides[0] // 8)
-        else:  # yᵀ = Bᵀ xᵀ: B is b (k×n), stored row-major (tb 111) or as its transpose
-            rows, cols, flip = (k, n, 112) if tb == 111 else (n, k, 111)
-            step = a.strides[1] // 8 if k > 1 else 1
-            _cblas_dgemv(101, flip, rows, cols, 1.0, b.ctypes.data, ldb, a.ctypes.data, step,
-                         beta, out.ctypes.data, out.strides[1] // 8)
 
 else:
     @compiled
@@ -295,6 +380,47 @@ def product_into(a, b, out):
 def product(a, b):
     """a · b for matrices, in a new C-ordered array (see product_into)."""
     return product_into(a, b, empty((a.shape[0], b.shape[1])))
+
+
+def contiguous(x):
+    """np.ascontiguousarray(x) for a float64 array in any layout: a C-ordered copy, its last
+    axis copied as one run per position of the others (a kernel shared by every program:
+    Numba's own copy compiles its slice assignments' error messages into each program)."""
+    out = empty(x.shape)
+    if out.size == 0:
+        return out
+    flat = out.reshape(out.size)
+    rank = x.ndim
+    sizes = np.empty(rank, np.int64)
+    steps = np.empty(rank, np.int64)
+    low = 0
+    high = 0
+    for axis in range(rank):
+        sizes[axis] = x.shape[axis]
+        steps[axis] = x.strides[axis] // 8
+        reach = (sizes[axis] - 1) * steps[axis]
+        low += min(0, reach)
+        high += max(0, reach)
+    items = carray(_items(x.ctypes.data + 8 * low), (high - low + 1,))
+    run, step = sizes[rank - 1], steps[rank - 1]
+    index = np.zeros(rank, np.int64)
+    at = -low  # the offset of x's current run in items
+    for start in range(0, out.size, run):
+        for j in range(run):
+            flat[start + j] = items[at + j * step]
+        axis = rank - 2
+        while axis >= 0:
+            index[axis] += 1
+            at += steps[axis]
+            if index[axis] < sizes[axis]:
+                break
+            at -= steps[axis] * sizes[axis]
+            index[axis] = 0
+            axis -= 1
+    return out
+
+
+contiguous = (np.ascontiguousarray if PYTHON_MODE else compiled(contiguous))
 
 
 @compiled

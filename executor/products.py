@@ -280,7 +280,8 @@ def _copy(em, op: Operand, order: list[str]) -> str:
     """A C-ordered copy of `op` with its axes in `order`: made once, before the loop, when `op`
     is loop state the loop never changes."""
     perm = ", ".join(str(op.term.index(ch)) for ch in order)
-    text = f"np.ascontiguousarray({op.name}.transpose(({perm},)))"
+    text = (f"np.ascontiguousarray({op.name}.transpose(({perm},)))" if em.host else  # (Numba's
+            f'K.contiguous(K.transposed({op.name}, "{perm.replace(" ", "")}"))')  # compile slowly)
     em.copies += 1
     hoisted = em.frame.hoist is not None and op.node is not None and op.node in em.frame.fixed
     if hoisted:
