@@ -20,7 +20,7 @@ class Builder:
     waits for those (Ctrl-C skips the wait), so that the next process finds their machine code
     in the disk cache and moves to it as soon as it is loaded, instead of compiling it again.
     Queued loop-free programs are dropped at exit (their first calls cost the host's
-    milliseconds anyway); what a build was writing to the disk cache is written whole or not at
+    milliseconds anyway), but the build under way is let end first (`_stop`); what a build was writing to the disk cache is written whole or not at
     all (executor/disk.py)."""
 
     def __init__(self) -> None:
@@ -29,6 +29,9 @@ class Builder:
         self._lock = threading.Lock()
         self._pending: list[TieredProgram] = []  # programs with loops queued or being built
         self._exiting = False
+        self._stopped = False  # at exit, once the last build needed is done: build no more
+        self._busy = False  # a build is under way (it may hold Numba's and LLVM's locks)
+        self._done = threading.Condition(self._lock)
 
     def submit(self, program: TieredProgram) -> None:
         with self._lock:
@@ -44,13 +47,19 @@ class Builder:
     def _work(self) -> None:
         while True:
             program = self._queue.get()
+            with self._lock:
+                if self._stopped:
+                    return
+                self._busy = True
             try:
                 if not self._exiting or (program.looped and not program.kept()):
                     program.build_quietly()
             finally:
                 with self._lock:
+                    self._busy = False
                     if program in self._pending:
                         self._pending.remove(program)
+                    self._done.notify_all()
 
     def finish(self) -> None:
         """At exit: wait until every queued program with loops whose code the disk cache does
@@ -69,8 +78,18 @@ class Builder:
                     if waited == BUILD_LINE_DELAY_S and wanted(sys.stderr):
                         print("hilbert: finishing the compilation of loops for the disk "
                               "cache (Ctrl-C skips it)", file=sys.stderr, flush=True)
+            self._stop()
         except KeyboardInterrupt:
             pass
+
+    def _stop(self) -> None:
+        """Let the build under way end, and start no other. The thread is a daemon: frozen
+        mid-build when the interpreter finalises, it would keep LLVM's lock forever, and the
+        main thread, freeing LLVM objects then, would wait for it and never exit."""
+        with self._lock:
+            self._stopped = True
+            while self._busy:
+                self._done.wait()
 
 
 #: The one builder of the process.

@@ -1,0 +1,47 @@
+"""The background builder at exit (executor/builder.py): it lets the build under way end and
+starts no other, so that a process never ends with the daemon thread frozen inside Numba or
+LLVM holding their locks (the main thread, freeing LLVM objects as the interpreter finalised,
+then waited for it forever: a warm process hung at exit about one run in two)."""
+
+from __future__ import annotations
+
+import threading
+
+from hilbert.executor.builder import Builder
+
+
+class _Program:
+    """A stand-in for a TieredProgram whose build lasts until `release` is set."""
+
+    looped = False
+
+    def __init__(self, started: threading.Event, release: threading.Event, built: list):
+        self._started, self._release, self._built = started, release, built
+
+    def kept(self) -> bool:
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return True
+
+    def build_quietly(self) -> None:
+        self._built.append(self)
+        self._started.set()
+        self._release.wait(60)
+
+
+def test_exit_lets_the_build_under_way_end_and_starts_no_other():
+    started, release, built = threading.Event(), threading.Event(), []
+    builder = Builder()
+    first, second = _Program(started, release, built), _Program(started, release, built)
+    builder.submit(first)
+    builder.submit(second)
+    assert started.wait(60)
+    finishing = threading.Thread(target=builder.finish)
+    finishing.start()
+    finishing.join(0.2)
+    assert finishing.is_alive()  # it cannot end before the build under way does
+    release.set()
+    finishing.join(60)
+    assert not finishing.is_alive()
+    assert built == [first]  # the program still queued at exit was never built
