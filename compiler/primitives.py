@@ -96,9 +96,20 @@ def _slope(function: Callable) -> d.Rule:
     return d.unary(lambda node: function(node, node.args[0]))
 
 
+#: Up to this many entries, erf on the host is C's erf entry by entry (what compiled code
+#: calls), so that a program's first calls do not import SciPy (a third of a second) for it.
+ERF_BY_LIBM = 1 << 16
+_libm_erf = np.frompyfunc(math.erf, 1, 1)
+
+
 def _erf(x):
-    """SciPy's erf (a ufunc: arrays, scalars and dask arrays alike), SciPy imported at the first
-    erf evaluated, not with hilbert (it costs a third of a second)."""
+    """erf of a number or an array: C's erf (math.erf) entry by entry for numbers and arrays of
+    up to ERF_BY_LIBM entries; SciPy's erf ufunc for larger arrays and dask arrays, SciPy
+    imported at the first of those (it costs a third of a second)."""
+    if isinstance(x, (float, int, np.floating, np.integer)):
+        return np.float64(math.erf(x))
+    if isinstance(x, np.ndarray) and x.size <= ERF_BY_LIBM:
+        return _libm_erf(x).astype(np.float64) if x.ndim else np.float64(math.erf(x))
     from scipy import special
 
     return special.erf(x)
