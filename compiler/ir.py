@@ -412,6 +412,27 @@ def topological(*roots: Node) -> list[Node]:
     return order
 
 
+def region(root: Node, inside, kids=children) -> tuple[list[Node], list[Node]]:
+    """A region grown depth-first from `root`, each node met once: the nodes `inside` accepts
+    are in it and their `kids` (in that order, the last visited first) are visited; every other
+    node met is one of its inputs. Returns (the nodes inside, the inputs), in the order met."""
+    within: list[Node] = []
+    inputs: list[Node] = []
+    seen: set[Node] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if inside(node):
+            within.append(node)
+            stack.extend(kids(node))
+        else:
+            inputs.append(node)
+    return within, inputs
+
+
 def rewrite_scopes(root: Node, rewrite, owners: bool = False) -> Node:
     """Rewrite `root`'s scope and every loop body in it, innermost bodies first, without
     recursion however deep loops nest. `rewrite(roots, bodies)` returns the rewritten roots of

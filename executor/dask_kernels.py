@@ -78,22 +78,13 @@ class Kernels:
         its inputs everything else; None for a region of one operation. Its code is the numba
         executor's for the same region."""
         shapes = self.table.scopes[scope]
-        inputs: list[ir.Node] = []
-        seen: set[ir.Node] = set()
-        operations = 0
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if node in seen:
-                continue
-            seen.add(node)
-            if isinstance(node, ir.Const):
-                continue
-            if isinstance(node, ir.Prim) and node.op in _ENTRYWISE:
-                operations += 1
-                stack.extend(reversed(node.args))
-            else:
-                inputs.append(node)
+
+        def inside(node: ir.Node) -> bool:  # (a constant is written inline)
+            return isinstance(node, ir.Const) or (isinstance(node, ir.Prim)
+                                                  and node.op in _ENTRYWISE)
+
+        within, inputs = ir.region(root, inside, lambda node: reversed(ir.children(node)))
+        operations = sum(isinstance(node, ir.Prim) for node in within)
         if operations < 2:
             return None
         generated = codegen.generate(codegen.Region(root, tuple(inputs), scope), self.table,

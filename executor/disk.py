@@ -31,21 +31,17 @@ def keep(dispatcher, stamp: str):
     """`dispatcher` with its compiled code kept in the private cache directory (under `stamp`, a
     hash of everything its code depends on), or left in memory when there is none or under
     NUMBA_DISABLE_JIT. Returns the dispatcher."""
-    if not isinstance(dispatcher, Dispatcher):
-        return dispatcher
-    directory = private_dir()
-    if directory is None:
-        return dispatcher
-    try:
-        dispatcher._cache = HilbertCache(dispatcher.py_func, directory / NUMBA_FOLDER, stamp)
-    except (AttributeError, TypeError) as err:  # Numba's cache interface is not the one known
-        unusable(directory, RuntimeError(f"this Numba's cache cannot be used: {err!r}"))
+    if isinstance(dispatcher, Dispatcher):
+        cache = cache_for(dispatcher.py_func, stamp)
+        if cache is not None:
+            dispatcher._cache = cache
     return dispatcher
 
 
-def keep_native(function, stamp: str):
-    """A disk cache for a C function compiled from `function` (kernels._at_address), or None
-    when there is no private cache directory."""
+def cache_for(function, stamp: str):
+    """A disk cache for what is compiled from `function` (a dispatcher's, or a C function's:
+    kernels._at_address), or None when there is no private cache directory or Numba's cache
+    interface is not the one known."""
     directory = private_dir()
     if directory is None:
         return None

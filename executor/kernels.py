@@ -239,7 +239,7 @@ def _at_address(function, signature, symbol: str):
 
     native = CFunc(function, (signature.args, signature.return_type), locals={},
                    options={"nopython": True, "error_model": "numpy", "boundscheck": False})
-    native._cache = disk.keep_native(function, STAMP) or native._cache
+    native._cache = disk.cache_for(function, STAMP) or native._cache
     native.compile()
     _NATIVE.append(native)  # (its machine code lives while the CFunc does)
     llvm.add_symbol(symbol, native.address)
@@ -323,10 +323,7 @@ if _DGEMM is not None:
     @compiled
     def gemm(a, b, out):
         """out = a · b through NumPy's BLAS (out C-ordered; a, b row- or column-major)."""
-        _PRODUCT(a.ctypes.data, a.shape[0], a.shape[1], a.strides[0] // 8, a.strides[1] // 8,
-                 b.ctypes.data, b.shape[1], b.strides[0] // 8, b.strides[1] // 8,
-                 out.ctypes.data, out.strides[0] // 8, out.strides[1] // 8, 0.0)
-        return out
+        return gemm_beta(a, b, out, 0.0)
 
     @compiled
     def gemm_beta(a, b, out, beta):

@@ -77,19 +77,11 @@ class ScopeRunner(Host):
 
     def _region(self, root: ir.Node) -> codegen.Region:
         """Everything compilable `root` reads, down to leaves and host values (its inputs)."""
-        inputs: list[ir.Node] = []
-        seen: set[ir.Node] = set()
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if node in seen:
-                continue
-            seen.add(node)
-            if isinstance(node, (ir.Param, ir.State)) or (
-                    node is not root and self.where.reason(node, self.scope) is not None):
-                inputs.append(node)
-            else:
-                stack.extend(ir.children(node))
+        def inside(node: ir.Node) -> bool:
+            return not (isinstance(node, (ir.Param, ir.State)) or (
+                node is not root and self.where.reason(node, self.scope) is not None))
+
+        _, inputs = ir.region(root, inside)
         inputs.sort(key=lambda n: (not isinstance(n, (ir.Param, ir.State)), getattr(n, "index", 0)))
         from .codegen import Region
 
