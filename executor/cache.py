@@ -50,16 +50,19 @@ def _digest(source: str) -> str:
     return hashlib.sha256((_stamp() + _HEADER + source).encode()).hexdigest()[:32]
 
 
-def function(source: str, compiled: bool):
+def function(source: str, compiled: bool, parallel: bool):
     """The function `run` defined by `source`: Numba-compiled (lazily, at its first call, warm
-    from disk when it was compiled before) when `compiled`, else plain Python. Equal sources
-    give the same function object, so programs that differ only in sizes share compiled code."""
+    from disk when it was compiled before) when `compiled`, else plain Python; `parallel`: its
+    prange loops run on several threads (the code generator says whether it wrote any). Equal
+    sources give the same function object, so programs that differ only in sizes share
+    compiled code."""
     text = _HEADER + source
     key = (_digest(source), compiled)
     with _lock:
         found = _functions.get(key)
         if found is None:
-            found = _functions[key] = _compiled(key[0], text) if compiled else _plain(text)
+            found = _functions[key] = (_compiled(key[0], text, parallel) if compiled
+                                      else _plain(text))
         return found
 
 
@@ -70,13 +73,12 @@ def _plain(text: str):
     return namespace["run"]
 
 
-def _compiled(digest: str, text: str):
+def _compiled(digest: str, text: str, parallel: bool):
     """`run` of `text` compiled by Numba, its machine code kept in the cache directory when
     that is private and usable (else compiled in memory, after a warning)."""
     if kernels.PYTHON_MODE:
         return _plain(text)
     directory = disk.private_dir()
-    parallel = "in prange(" in text  # (codegen writes prange only where threads may run it)
     if directory is None:
         return kernels.jit(_plain(text), parallel)
     try:

@@ -25,10 +25,11 @@ class BlockKernel:
 
     source: str
     compiled: bool
+    parallel: bool
     scalars: frozenset[int]
 
     def __call__(self, *blocks):
-        run = cache.function(self.source, self.compiled)
+        run = cache.function(self.source, self.compiled, self.parallel)
         args = [np.float64(b) if i in self.scalars else _compiled_layout(b)
                 for i, b in enumerate(blocks)]
         with np.errstate(all="ignore"):
@@ -90,7 +91,8 @@ class Kernels:
         generated = codegen.generate(codegen.Region(root, tuple(inputs), scope), self.table,
                                      self.optimize)
         scalars = frozenset(i for i, n in enumerate(inputs) if shapes[n] == ())
-        return Kernel(BlockKernel(generated.source, generated.compiled, scalars), tuple(inputs))
+        kernel = BlockKernel(generated.source, generated.compiled, generated.parallel, scalars)
+        return Kernel(kernel, tuple(inputs))
 
     def blockwise(self, kernel: Kernel, values: list, shape: tuple[int, ...]):
         """The kernel on every block: arrays block by block (their chunks made to agree),

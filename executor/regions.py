@@ -58,7 +58,8 @@ class CompiledRegion:
         if self._function is None:
             from . import cache
 
-            self._function = cache.function(self.generated.source, self.generated.compiled)
+            self._function = cache.function(self.generated.source, self.generated.compiled,
+                                            self.generated.parallel)
         return self._function
 
     @function.setter

@@ -1,7 +1,7 @@
 """Whether generated loop nests may run on several threads, and on how many.
 
 A large loop nest whose outer iterations are independent is written with Numba's `prange`
-(codegen.Emitter._parallel) and compiled with `parallel=True`, restricted to those loops. Its
+(codegen/entrywise.py, _parallel) and compiled with `parallel=True`, restricted to those loops. Its
 threads come from Numba's threading layer, which must be thread-safe: hilbert's functions are
 called from several Python threads at once (models, the background builder), and Numba's own
 fallback layer, `workqueue`, aborts the process when two threads launch parallel code together.

@@ -342,7 +342,7 @@ def quotient(a, d, y):
     against NumPy on 2·10⁸ quotients, near-2 mantissas among them). Three multiply-adds,
     where a vectorised division costs about 2 cycles an entry. It holds for a divisor
     `divisor_unsafe` accepts and a quotient `quotient_unsafe` accepts; a loop dividing by one
-    d uses it and divides again where it does not hold (executor/division.py)."""
+    d uses it and divides again where it does not hold (executor/codegen/division.py)."""
     q = a * y
     r = fma(-q, d, a)
     return q if r == 0.0 else fma(r, y, q)  # (r = 0: q is exact, and keeps the sign of 0)

@@ -1,4 +1,4 @@
-"""Division by a value the innermost loop does not change (executor/division.py): multiplied by
+"""Division by a value the innermost loop does not change (executor/codegen/division.py): multiplied by
 its reciprocal and corrected, to the bit of NumPy's division, with a second, dividing run of
 the loop wherever a number leaves the range the correction holds in. Every expected value is
 NumPy's own division written here."""
@@ -157,7 +157,7 @@ def test_parallel_nests_keep_their_divisions(monkeypatch):
     ("open Prelude.Arithmetic\nfn soft(m) ↦ softmaxRows(m)\n", "soft"),
 ])
 def test_rows_with_a_scratch_row_still_run_as_one_loop(text, name):
-    """executor/rows.py merges a layer norm's or a softmax's nests into one loop over the rows
+    """executor/codegen/rows.py merges a layer norm's or a softmax's nests into one loop over the rows
     with the division multiplied (its scratch row is private to the row)."""
     f = hilbert.compile_source(text).function(name)
     source = _source(f, np.random.default_rng(6).normal(size=(300, 70)))

@@ -1,4 +1,4 @@
-"""Layout planning of pairwise products (executor/products.py): which operand is copied, which
+"""Layout planning of pairwise products (executor/codegen/layout.py): which operand is copied, which
 letters are looped over, and that every layout computes what numpy.einsum and the reference
 executor compute, compiled and on the host, on finite data and on inf and NaN."""
 
@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 from conftest import assert_agree
-from hilbert.executor import products
-from hilbert.executor.products import layout
+from hilbert.executor.codegen import layout as layouts
+from hilbert.executor.codegen.layout import layout
 
 import hilbert
 
@@ -94,7 +94,7 @@ def random_products(count: int, seed: int):
         made += 1
 
 
-def simulate(plan: products.Layout, a_term: str, b_term: str, out_term: str, a, b):
+def simulate(plan: layouts.Layout, a_term: str, b_term: str, out_term: str, a, b):
     """What the emitted code computes for `plan`, in NumPy: the checks the planner promises
     (each operand read in place is a view of whole merged axes) made as assertions."""
     if plan.a != a_term:

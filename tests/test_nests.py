@@ -1,4 +1,4 @@
-"""How generated loop nests run (executor/codegen.py): sums along the innermost axis added in
+"""How generated loop nests run (executor/codegen/): sums along the innermost axis added in
 any order (a partial sum per vector lane), large nests whose outer iterations are independent run on several threads
 (executor/threads.py), and matrix-vector products go to BLAS's GEMV. Each is checked against
 NumPy written here, on finite data and on inf and NaN."""
@@ -11,7 +11,23 @@ import threading
 
 import numpy as np
 import pytest
-from hilbert.executor import codegen, kernels, threads
+from hilbert.executor import kernels, threads
+from hilbert.executor.codegen import render, tidy
+from hilbert.executor.codegen.loops import (
+    Assign,
+    For,
+    If,
+    Num,
+    Return,
+    Store,
+    Sub,
+    Var,
+    View,
+    call,
+    fmt,
+    sizes,
+)
+from hilbert.executor.codegen.rows import fuse_rows
 
 import hilbert
 
@@ -248,22 +264,23 @@ def test_nests_that_read_other_rows_stay_apart_and_agree_with_numpy(text, numpy)
     np.testing.assert_allclose(f(a), numpy(a), rtol=1e-12)
 
 
-def _fused(text: str) -> str:
-    from hilbert.executor.rows import fuse_rows
+def _alloc(name: str, *dims: str) -> Assign:
+    return Assign((name,), (call("K.empty", sizes([Var(d) for d in dims])),))
 
-    return "\n".join(fuse_rows(textwrap.dedent(text).splitlines()))
+
+I0, I1, A0, B1, B2 = Var("i0"), Var("i1"), Var("a0"), Var("b1"), Var("b2")
 
 
 def test_merged_nests_keep_their_order_within_each_row():
-    got = _fused("""\
-        b1 = K.empty((n1, ))
-        for i0 in range(n1):
-            b1[i0] = a0[i0, 0]
-        b2 = K.empty((n1, n2, ))
-        for i0 in prange(n1):
-            for i1 in range(n2):
-                b2[i0, i1] = a0[i0, i1] - b1[i0]
-        """)
+    body = [
+        _alloc("b1", "n1"),
+        For("i0", Var("n1"), [Store(Sub(B1, (I0,)), Sub(A0, (I0, Num("0"))))], nest=True),
+        _alloc("b2", "n1", "n2"),
+        For("i0", Var("n1"), [For("i1", Var("n2"), [
+            Store(Sub(B2, (I0, I1)), fmt("{} - {}", Sub(A0, (I0, I1)), Sub(B1, (I0,))))])],
+            parallel=True, nest=True),
+    ]
+    got = "\n".join(render.lines(fuse_rows(body), depth=0))
     assert got == textwrap.dedent("""\
         b1 = K.empty((n1, ))
         b2 = K.empty((n1, n2, ))
@@ -274,15 +291,20 @@ def test_merged_nests_keep_their_order_within_each_row():
 
 
 @pytest.mark.parametrize("second", [
-    "    b2[i0] = b1[int(p3)]",           # another row of what the first wrote
-    "    b2[i0] = v4[i0]",                # a view of what the first wrote
-    "    b2[i0] = K.first(b1)",           # the whole of it
-    "    b2[i0] = t5",                    # a number the first computes per row
+    Sub(B1, (call("int", Var("p3")),)),   # another row of what the first wrote
+    Sub(Var("v4"), (I0,)),                # a view of what the first wrote
+    call("K.first", B1),                  # the whole of it
+    Var("t5"),                            # a number the first computes per row
 ])
 def test_nests_are_not_merged_when_a_row_reads_anything_but_itself(second):
-    text = ("b1 = K.empty((n1, ))\nv4 = b1.reshape((n1, 1))\nfor i0 in range(n1):\n"
-            "    t5 = a0[i0]\n    b1[i0] = t5\nfor i0 in range(n1):\n" + second + "\n")
-    assert _fused(text).count("for i0 in") == 2
+    body = [
+        _alloc("b1", "n1"),
+        Assign(("v4",), (View(B1, "{0}.reshape(({1}, 1))", (Var("n1"),)),)),
+        For("i0", Var("n1"), [Assign(("t5",), (Sub(A0, (I0,)),)),
+                              Store(Sub(B1, (I0,)), Var("t5"))], nest=True),
+        For("i0", Var("n1"), [Store(Sub(B2, (I0,)), second)], nest=True),
+    ]
+    assert sum(isinstance(s, For) for s in fuse_rows(body)) == 2
 
 
 # ---------------------------------------------------------------- sliding dot products
@@ -339,8 +361,11 @@ def test_uncompiled_code_lets_go_of_each_intermediate_after_its_last_reader():
 
 
 def test_code_with_blocks_is_left_as_it_is():
-    lines = ["    v1 = np.dot(a0, a1)", "    if a2 > 0:", "        v2 = v1 + 1", "    return v1, steps"]
-    assert codegen._released(lines) == lines
+    v1 = Var("v1")
+    body = [Assign(("v1",), (call("np.dot", A0, Var("a1")),)),
+            If(fmt("{} > 0", Var("a2")), [Assign(("v2",), (fmt("{} + 1", v1),))]),
+            Return(fmt("{}, {}", v1, Var("steps")))]
+    assert tidy.released(body) == body
 
 
 def test_nests_stay_serial_beside_an_openmp_that_spins(monkeypatch):

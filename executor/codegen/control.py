@@ -1,0 +1,195 @@
+"""Control and views in generated code: `if` on a scalar, loops (state in locals, array state
+double-buffered), x[t] and x[a:b] as checked views, and oneHot."""
+
+from __future__ import annotations
+
+from hilbert.compiler import ir
+
+from .. import fusion, reference
+from .loops import (
+    Assign,
+    Break,
+    Do,
+    Fmt,
+    Num,
+    Pick,
+    Raise,
+    Store,
+    Sub,
+    Update,
+    Var,
+    View,
+    call,
+    fmt,
+    number,
+    product,
+    sizes,
+)
+
+#: The largest step count a counted loop accepts (what the reference executor accepts too):
+#: past 2^53 a float64 count cannot go down by one exactly.
+LARGEST_COUNT = getattr(reference, "_EXACT", 2.0 ** 53)
+
+
+
+def _not_whole(x, bound, below: str = "<"):
+    """A test that `x` is not a whole number in [0, bound) (`below` "<="`: [0, bound])."""
+    return fmt(f"not ({{}} >= 0.0 and {{}} {below} {{}} and np.floor({{}}) == {{}})",
+               x, x, bound, x, x)
+
+
+def emit_cond(em, node: ir.Cond) -> None:
+    """if/else on a scalar: each branch computes only what it alone needs."""
+    name = em.fresh("v")
+    with em.out.if_(fmt("{} != 0.0", em.value(node.cond))):
+        _branch(em, node.then, name)
+    with em.out.else_():
+        _branch(em, node.orelse, name)
+    em.bind(node, Var(name))
+
+
+def _branch(em, root: ir.Node, name: str) -> None:
+    em.frame.blocks.append({})
+    em.ensure([root])
+    em.out.add(Assign((name,), (em.value(root),)))
+    em.frame.blocks.pop()
+
+
+def emit_loop(em, loop: ir.Loop) -> None:
+    """The whole loop, inline: state in locals, array state double-buffered (each step
+    writes the buffer the state does not hold), body buffers made once before it."""
+    from .emitter import Frame
+
+    em.needs_compile = True
+    number_ = len(em.loops)
+    em.loops.append(loop)
+    outer = em.frame
+    state = [f"s{number_}_{i}" for i in range(len(loop.init))]
+    state_dims = [em.dims_of(a) for a in loop.init]
+    for name, init in zip(state, loop.init, strict=True):
+        em.out.add(Assign((name,), (em.value(init),)))
+        outer.owned.pop(init, None)  # the state may hold this buffer after the loop
+    outer.states[loop] = state
+    moving = [i for i, s in enumerate(loop.step)
+              if s != ir.State(i, None) and i != loop.counter]
+    arrays = [i for i in moving if state_dims[i]]
+    left, turns = f"left{number_}", f"turns{number_}"
+    if loop.counter is not None:
+        c = Var(state[loop.counter])
+        with em.out.if_(_not_whole(c, number(LARGEST_COUNT), "<=")):
+            em.out.add(Raise(call("K.StepCountError", Num(str(number_)), c)))
+        em.out.add(Assign((left,), (call("int", c),)))
+    mark = em.out.mark()
+    hoist: list = []
+    for i in arrays:
+        made = call("K.empty", sizes(state_dims[i]))
+        hoist += [Assign((f"A{number_}_{i}",), (made,)), Assign((f"B{number_}_{i}",), (made,))]
+    em.out.add(Assign((turns,), (Num("0"),)))
+    body = outer.scope + (loop,)
+    em.frame = Frame(em.table.scopes[body], body, hoist=hoist,
+                     fixed={ir.State(i, None) for i in range(len(state))
+                            if i not in moving and i != loop.counter})
+    for i, name in enumerate(state):
+        em.bind(ir.State(i, None), Var(name))
+        em.frame.dims[ir.State(i, None)] = state_dims[i]
+    with em.out.while_():
+        _loop_body(em, loop, number_, state, moving, arrays)
+    em.frame = outer
+    em.out.insert(mark, hoist)
+    if loop.counter is not None:
+        em.out.add(Assign((state[loop.counter],), (call("np.float64", Num("0.0")),)))
+    em.out.add(Update("steps", "+=", Var(turns)))
+    em.bind(loop, Fmt("(" + ", ".join("{}" for _ in state) + ",)",
+                      tuple(Var(s) for s in state)))  # the loop's value: its final state
+
+
+def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[int],
+               arrays: list[int]) -> None:
+    left, turns = Var(f"left{number_}"), Var(f"turns{number_}")
+    with em.out.if_(call("K.stop_requested", Var("stop"))):  # Ctrl-C: the result is discarded
+        em.out.add(Break())
+    if loop.counter is not None:
+        with em.out.if_(fmt("{} == 0", left)):
+            em.out.add(Break())
+        em.out.add(Assign((state[loop.counter],), (call("np.float64", left),)))
+    else:
+        em.ensure([loop.until], final=False)  # the steps below may read what it computes
+        with em.out.if_(fmt("{} != 0.0", em.value(loop.until))):
+            em.out.add(Break())
+    for i in arrays:
+        target = Var(f"G{number_}_{i}")
+        em.out.add(Assign((target.name,), (Pick(Var(f"A{number_}_{i}"), fmt("{} % 2 == 0", turns),
+                                                Var(f"B{number_}_{i}")),)))
+        step = loop.step[i]
+        if (step not in em.frame.destinations and em.lookup(step) is None
+                and fusion.role(step, em.frame.shapes) in ("member", "tail", "contraction",
+                                                            "generator")):
+            em.frame.destinations[step] = target
+    em.ensure([loop.step[i] for i in moving])
+    em.frame.destinations.clear()
+    new = {}
+    for i in moving:
+        value = em.value(loop.step[i])
+        if i in arrays:
+            new[i] = Var(f"G{number_}_{i}")
+            if value != new[i]:
+                em.out.add(Do(call("K.copy_into", new[i], value)))
+        else:
+            new[i] = Var(em.fresh("n"))
+            em.out.add(Assign((new[i].name,), (value,)))
+    for i in moving:
+        em.out.add(Assign((state[i],), (new[i],)))
+    em.out.add(Update(turns.name, "+=", Num("1")))
+    if loop.counter is not None:
+        em.out.add(Update(left.name, "-=", Num("1")))
+
+
+def emit_view(em, node: ir.Prim) -> None:
+    """x[t] (checked: a whole number in range, before the read) or x[a:b], as a view of x;
+    nothing may then write over x's buffer, which the view shares."""
+    x = node.args[0]
+    em.frame.owned.pop(x, None)
+    name = em.fresh("v")
+    if node.op == "index":
+        t = em.value(node.args[1])
+        size = em.dims_of(x)[0]
+        number_ = len(em.reads)
+        em.reads.append(node)
+        with em.out.if_(_not_whole(t, size)):
+            em.out.add(Raise(call("K.PositionError", Num(str(number_)), t, size)))
+        em.out.add(Assign((name,), (Sub(em.value(x), (call("int", t),)),)))
+    else:
+        start, stop = (call("int", em.value(a)) for a in node.args[1:])
+        em.out.add(Assign((name,), (Sub(em.value(x), (fmt("{}:{}", start, stop),)),)))
+    em.bind(node, Var(name))
+
+
+def emit_one_hot(em, node: ir.Prim) -> None:
+    """oneHot(labels, k): every label checked to be a whole number 0 … k − 1 (or the
+    reference executor's E511 is raised), then a row of zeros with one 1 per label."""
+    labels, classes = node.args
+    number_ = len(em.reads)
+    em.reads.append(node)
+    k = Var(em.fresh("k"))
+    em.out.add(Assign((k.name,), (call("int", em.value(classes)),)))
+    dims = em.dims_of(node)
+    out = em.alloc(node, dims)
+    count = product(dims[:-1])
+    flat_labels = Var(em.fresh("l"))
+    em.out.add(Assign((flat_labels.name,), (_flat(em, labels),)))
+    flat_out = View(out, "{0}.reshape(({1}, {2}))", (count, k))
+    i, v = Var(em.fresh("i")), Var(em.fresh("v"))
+    with em.out.for_(i.name, count):
+        em.out.add(Assign((v.name,), (Sub(flat_labels, (i,)),)))
+        with em.out.if_(_not_whole(v, k)):
+            em.out.add(Raise(call("K.LabelError", Num(str(number_)), v, k)))
+        em.out.add(Store(Sub(flat_out, (i, Num(":"))), Num("0.0")),
+                   Store(Sub(flat_out, (i, call("int", v))), Num("1.0")))
+    em.bind(node, out)
+
+
+def _flat(em, node: ir.Node):
+    """`node`'s value as a vector of its entries (a scalar as a vector of one)."""
+    if not em.shape(node):
+        return call("np.full", Num("1"), em.value(node))
+    return View(em.value(node), "{0}.reshape(({1},))", (product(em.dims_of(node)),))

@@ -1,0 +1,401 @@
+"""The emitter: a region of fused, shape-checked IR -> the loop IR of one function, printed.
+
+The function takes the region's inputs (arrays, or NumPy scalars) and returns its value and
+the number of loop steps it ran. Its code is generic in sizes (they are read from the inputs),
+so programs that differ only in sizes share one source, one compilation and one disk-cache
+entry. Every identifier in it is made here from counters, and every number is printed from a
+float: nothing from .hb source text (names, specs) reaches the generated text.
+
+The Emitter walks the IR block by block (fusion.schedule decides each block's units) and hands
+each unit to entrywise.py (nests, scalars), products.py (contractions) or control.py (loops,
+branches, views); rows.py, division.py and tidy.py then rewrite the loop IR, and render.py
+prints it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from hilbert.compiler import ir
+from hilbert.compiler.einsum_spec import parse_spec
+from hilbert.compiler.primitives import BY_OP
+from hilbert.compiler.shapes import Scope, ShapeTable
+
+from .. import fusion
+from . import control, entrywise, products, render, rows, tidy
+from .division import Division
+from .loops import (
+    Assign,
+    Call,
+    Do,
+    Expr,
+    Fmt,
+    For,
+    Num,
+    Return,
+    Var,
+    call,
+    number,
+    sizes,
+    statements,
+)
+from .writer import Writer
+
+
+@dataclass(frozen=True)
+class Region:
+    """What one generated function computes: `root` (in IR scope `scope`) from `inputs`, the
+    nodes it is given as arguments."""
+
+    root: ir.Node
+    inputs: tuple[ir.Node, ...]
+    scope: Scope
+
+
+@dataclass
+class Generated:
+    """The source of one function, and what it holds."""
+
+    source: str
+    compiled: bool  # False: plain NumPy calls only, so it runs uncompiled (no call overhead)
+    loops: list[ir.Loop]  # by the number compiled code names a loop with in StepCountError
+    reads: list[ir.Prim]  # by the number compiled code names an x[t] or a oneHot in its errors
+    kernels: int  # fused loop nests
+    products: int  # contractions that reach a matrix product
+    copies: int = 0  # operands (or results) a product copies into another axis order
+    looped: int = 0  # products run as a loop of products over views (batch letters and others)
+    parallel: bool = False  # a nest runs its outer loop on several threads (a prange)
+
+
+@dataclass
+class Block:
+    """Where emission is within one block's schedule: its nodes, the position of the last unit
+    reading each stored value, and the position of the unit being emitted (so a kernel may
+    write over an input nothing reads after it)."""
+
+    nodes: set = field(default_factory=set)
+    last_read: dict = field(default_factory=dict)
+    position: int = -1
+
+
+@dataclass
+class Frame:
+    """Code-generation state of one IR scope (the call's, or a loop body's)."""
+
+    shapes: dict
+    scope: Scope = ()  # where in the IR's loops this frame is (ShapeTable's key)
+    dims: dict = field(default_factory=dict)
+    blocks: list[dict] = field(default_factory=lambda: [{}])
+    hoist: list | None = None  # allocations of the enclosing loop, made once before it
+    destinations: dict = field(default_factory=dict)  # loop steps written straight to state
+    states: dict = field(default_factory=dict)  # loop -> names of its state variables
+    owned: dict = field(default_factory=dict)  # node -> the buffer it alone holds
+    recomputed: set = field(default_factory=set)  # members kernels compute again, not read back
+    fixed: set = field(default_factory=set)  # loop state this loop never changes
+    copied: dict = field(default_factory=dict)  # copies of fixed state, made before the loop
+    gathered: dict = field(default_factory=dict)  # node -> axis its readers take slices along
+    layouts: dict = field(default_factory=dict)  # node -> its buffer's axis order, if not its own
+
+
+class Emitter:
+    """Writes one function. `host`: emit NumPy calls for contractions (no compiled kernels);
+    `exact`: sizes written as constants (generate: a tiny program)."""
+
+    def __init__(self, table: ShapeTable, optimize: str, host: bool, exact: bool = False):
+        self.table = table
+        self.optimize = optimize
+        self.host = host
+        self.exact = exact
+        self.out = Writer()
+        self.count = 0
+        self.needs_compile = False
+        self.loops: list[ir.Loop] = []
+        self.reads: list[ir.Prim] = []
+        self.kernels = 0
+        self.products = 0
+        self.copies = 0
+        self.looped = 0
+        self.numbers: dict[str, int] = {}  # the letter sizes of the einsum being emitted
+        self.frame = Frame({})
+        self.identity: list[Var] = []  # the indices of the nest being emitted
+        self.pending: list = []  # statements an expression needs first (shift positions)
+        # a compiled nest's divisions, while emit_group writes its statements (division.py)
+        self.divisions: list[Division] | None = None
+        self.block = Block()
+        self.input_sizes: set[str] = set()  # sizes read from the inputs (tidy drops unread ones)
+
+    # ---------------------------------------------------------------- the function
+
+    def function(self, region: Region) -> Generated:
+        args = [f"a{k}" for k in range(len(region.inputs))]
+        self.frame = Frame(self.table.scopes[region.scope], region.scope)
+        self.out.add(Assign(("steps",), (Num("0"),)))
+        for name, node in zip(args, region.inputs, strict=True):
+            self.bind(node, Var(name))
+            shape = self.frame.shapes[node]
+            dims = tuple(Var(self.fresh("n")) for _ in shape)
+            for axis, dim in enumerate(dims):
+                size: Expr = Num(str(shape[axis]))
+                if not self.exact:
+                    size = Fmt(f"{{}}.shape[{axis}]", (Var(name),))
+                    self.input_sizes.add(dim.name)
+                self.out.add(Assign((dim.name,), (size,)))
+            self.frame.dims[node] = dims
+        self.ensure([region.root])
+        self.out.add(Return(Fmt("{}, {}", (self.value(region.root), Var("steps")))))
+        body = self.out.body if self.host else rows.fuse_rows(self.out.body)
+        if self.products or self.loops:
+            # OpenMP's threads spin a while after a parallel nest, and a BLAS product started
+            # meanwhile loses a core to them: an MLP fit, whose steps alternate products and
+            # nests, ran ten times slower so (with torch imported, whose OpenMP settings then
+            # hold). A function with products or loops keeps its nests serial.
+            body = tidy.serial(body)
+        body = tidy.without_unread(body, self.input_sizes)
+        if self.needs_compile:
+            if tidy.calls_vector_maths_in(body):
+                body = [Do(Call("K.wide_vectors", ())), *body]
+        else:
+            body = tidy.released(body)
+        # (uncompiled code computes on NumPy scalars, which warn on x/0: its callers run it
+        # under numerics.quietly, as they run every other NumPy call on the host)
+        if self.loops:  # loops leave when stop[0] is set (executor/interrupt.py: Ctrl-C)
+            args.append("stop")
+        source = "\n".join([f"def run({', '.join(args)}):", *render.lines(body)]) + "\n"
+        parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
+        return Generated(source, self.needs_compile, self.loops, self.reads, self.kernels,
+                         self.products, self.copies, self.looped, parallel)
+
+    # ---------------------------------------------------------------- names and shapes
+
+    def fresh(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def bind(self, node: ir.Node, value: Expr) -> None:
+        owned = self.frame.owned
+        if value in owned.values() and owned.get(node) != value:
+            for other in [n for n, b in owned.items() if b == value]:
+                del owned[other]  # an alias (an identity einsum): no longer safe to write over
+        self.frame.blocks[-1][node] = value
+
+    def lookup(self, node: ir.Node) -> Expr | None:
+        for block in reversed(self.frame.blocks):
+            if node in block:
+                return block[node]
+        return None
+
+    def value(self, node: ir.Node) -> Expr:
+        """The expression holding `node`'s (already computed) value."""
+        if isinstance(node, ir.Const):
+            return number(node.value)
+        found = self.lookup(node)
+        assert found is not None, f"code generation: {node!r} used before it is computed"
+        return found
+
+    def shape(self, node: ir.Node):
+        return self.frame.shapes[node]
+
+    def dims_of(self, node: ir.Node) -> tuple[Expr, ...]:
+        """Each axis size of `node` as an expression over the inputs' sizes."""
+        dims = self.frame.dims
+        stack = [(node, False)]
+        while stack:  # inputs already have their sizes: do not walk below them
+            n, ready = stack.pop()
+            if n in dims:
+                continue
+            if ready:
+                dims[n] = self._dims_rule(n)
+                continue
+            stack.append((n, True))
+            stack.extend((k, False) for k in ir.children(n) if k not in dims)
+        return dims[node]
+
+    def _dims_rule(self, node: ir.Node) -> tuple[Expr, ...]:
+        dims = self.frame.dims
+        match node:
+            case ir.Const() | ir.Loop() | ir.Tuple():
+                return ()
+            case ir.Cond():
+                return dims[node.then]
+            case ir.Project():
+                return dims[node.loop.init[node.index]]
+            case ir.Prim(op="index", args=(x, _)):
+                return dims[x][1:]
+            # (a class count and a slice's bounds are known from shapes alone: their numbers,
+            # not the values computed from them, which a buffer made before a loop would read
+            # before the loop computes them)
+            case ir.Prim(op="oneHot", args=(labels, _)):
+                return dims[labels] + (Num(str(self.frame.shapes[node][-1])),)
+            case ir.Prim(op="slice", args=(x, _, _)):
+                return (Num(str(self.frame.shapes[node][0])),) + dims[x][1:]
+            case ir.Einsum(spec=spec):
+                parsed = parse_spec(spec)
+                known = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)
+                         for ch, d in zip(term, dims[a], strict=True)}
+                return tuple(known[ch] for ch in parsed.output)
+            case ir.Prim(op=op, args=args, attrs=attrs):
+                kind = BY_OP[op].kind
+                if kind == "reduce":
+                    return dims[args[0]][:attrs[0]] + dims[args[0]][attrs[0] + 1:]
+                if kind == "positions":
+                    return (dims[args[0]][attrs[0]],)
+                if kind == "shift":
+                    x = dims[args[0]]
+                    return x[:attrs[0]] + x[attrs[0] + 1:] + tuple(dims[w][0] for w in args[1:])
+                if kind == "take":
+                    x = dims[args[0]]
+                    return x[:attrs[0]] + x[attrs[0] + 1:]
+                if kind == "size":
+                    return ()
+                return next((dims[a] for a in args if dims[a]), ())
+        raise AssertionError(f"code generation: no shape rule for {node!r}")
+
+    def alloc(self, node: ir.Node | None, dims: tuple[Expr, ...]) -> Var:
+        """A new C-ordered buffer for `node` (made once before the enclosing loop, if any), or
+        the state buffer a loop step should land in."""
+        if node is not None and node in self.frame.destinations:
+            return self.frame.destinations.pop(node)
+        name = Var(self.fresh("b"))
+        made = Assign((name.name,), (call("K.empty", sizes(dims)),))
+        if self.frame.hoist is not None:
+            self.frame.hoist.append(made)
+        else:
+            self.out.add(made)
+        if node is not None:
+            self.frame.owned[node] = name
+        return name
+
+    def reuse(self, node: ir.Node, dims: tuple[Expr, ...], inputs: list[ir.Node]) -> Var:
+        """A buffer for `node`, a kernel output: the buffer of one of `inputs` (which the kernel
+        reads only at its own index, before it writes) if nothing reads that input later, else
+        a new one."""
+        if node not in self.frame.destinations:
+            block = self.block
+            for x in inputs:
+                if (x in self.frame.owned and x in block.nodes and self.dims_of(x) == dims
+                        and block.last_read.get(x, -1) == block.position):
+                    name = self.frame.owned.pop(x)
+                    self.frame.owned[node] = name
+                    return name
+        return self.alloc(node, dims)
+
+    # ---------------------------------------------------------------- blocks
+
+    def ensure(self, roots: list[ir.Node], final: bool = True) -> None:
+        """Emit, in the current block, the code that computes every node of `roots`. Not
+        `final`: more code of this block will follow and may read what this computes (so no
+        buffer of it may be written over)."""
+        order = self._needed(roots)
+        if not order:
+            return
+        branch_reads = self._read_by_branches(order)
+        read_later = list(roots) + [n for nodes in branch_reads.values() for n in nodes]
+        plan = fusion.schedule(order, self.frame.shapes, read_later, branch_reads)
+        last = {n: i for i, reads in enumerate(plan.reads) for n in reads} if final else {}
+        last.update((n, len(plan.units)) for n in read_later)
+        saved = self.block
+        self.frame.recomputed |= plan.recomputed
+        if final:
+            self.frame.gathered.update(entrywise.sliced(order, set(read_later),
+                                                        self.frame.shapes))
+        inside = set(order)  # once: a set per unit made long chains quadratic
+        for position, unit in enumerate(plan.units):
+            self.block = Block(inside, last, position)
+            self.emit(unit)
+        self.block = saved
+
+    def _needed(self, roots: list[ir.Node]) -> list[ir.Node]:
+        """Nodes not yet computed that `roots` need unconditionally, inputs first."""
+        order: list[ir.Node] = []
+        seen: set[ir.Node] = set()
+        stack = [(r, False) for r in reversed(roots)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if node in seen or isinstance(node, ir.Const) or self.lookup(node) is not None:
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(fusion.value_kids(node)))
+        return order
+
+    def _read_by_branches(self, order: list[ir.Node]) -> dict[ir.Node, list[ir.Node]]:
+        """For each `if` of this block, the nodes of the block its branches read (they must be
+        stored, and computed before the `if`)."""
+        inside = set(order)
+        reads: dict[ir.Node, list[ir.Node]] = {}
+        for cond in (n for n in order if isinstance(n, ir.Cond)):
+            found: list[ir.Node] = []
+            seen: set[ir.Node] = set()
+            stack = [cond.then, cond.orelse]
+            while stack:
+                node = stack.pop()
+                if node in seen:
+                    continue
+                seen.add(node)
+                if node in inside:
+                    found.append(node)
+                elif self.lookup(node) is None:
+                    stack.extend(ir.children(node))
+            reads[cond] = found
+        return reads
+
+    def emit(self, unit: fusion.Unit) -> None:
+        if unit.group is not None:
+            entrywise.emit_group(self, unit.group)
+            return
+        node = unit.node
+        assert node is not None
+        match fusion.role(node, self.frame.shapes):
+            case "scalar":
+                entrywise.emit_scalar(self, node)
+            case "size":
+                prim = BY_OP[node.op]
+                self.bind(node, call("np.float64", self.dims_of(node.args[0])[prim.axis]))
+            case "generator":
+                entrywise.emit_group(self, fusion.Group(node, [node], [], {node}))
+            case "contraction":
+                products.emit_einsum(self, node)
+            case "cond":
+                control.emit_cond(self, node)
+            case "loop":
+                control.emit_loop(self, node)
+            case "project":
+                self.bind(node, Var(self.frame.states[node.loop][node.index]))
+            case "view":
+                control.emit_view(self, node)
+            case "onehot":
+                control.emit_one_hot(self, node)
+            case "tuple":
+                self.bind(node, sizes([self.value(i) for i in node.items]))
+            case other:
+                raise AssertionError(f"code generation: cannot emit a {other} alone")
+
+
+#: A program with loops none of whose values holds more entries than this is written for its
+#: exact sizes (generate).
+TINY = 256
+
+
+def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = False) -> Generated:
+    """The function computing `region`: compiled code, or plain NumPy calls when that is all
+    it needs (a lone contraction, say), which runs fastest uncompiled. `exact`: the code runs
+    only on the table's own shapes, so a tiny program with loops (no array over TINY entries)
+    may be written with its sizes as constants; LLVM then unrolls and vectorises its loops
+    (the seed's 4×2 fit runs several times faster). A program without loops gains little
+    (one pass, its time in the call) and keeps code that serves every size. Code shared by
+    other shapes (dask's blocks) must not ask for it."""
+    exact = exact and bool(table.states) and is_tiny(table)
+    first = Emitter(table, optimize, host=False, exact=exact).function(region)
+    if first.compiled:
+        return first
+    return Emitter(table, optimize, host=True).function(region)
+
+
+def is_tiny(table: ShapeTable) -> bool:
+    """Whether no value of the program, in any scope, holds more than TINY entries."""
+    return all(math.prod(shape) <= TINY for shapes in table.scopes.values()
+               for shape in shapes.values())

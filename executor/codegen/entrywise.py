@@ -1,0 +1,319 @@
+"""Entrywise code: fused loop nests (fusion.Group), their reductions, and scalar values.
+
+Each entrywise op's expression is its row's `code` in the op table (exp, ln and tanh are
+executor/vmath.py's: arithmetic LLVM vectorises, not calls to libm), or its `host_code` in
+uncompiled code (NumPy's own: a compiled function called from Python costs more, and NumPy
+float64 scalars already give x ^ y and x / 0 their meaning).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hilbert.compiler import ir
+from hilbert.compiler.einsum_spec import parse_spec
+from hilbert.compiler.primitives import BY_OP
+
+from .. import fusion, threads
+from . import division, rows
+from .division import Division
+from .loops import (
+    Assign,
+    Do,
+    Expr,
+    Fmt,
+    Num,
+    Stmt,
+    Store,
+    Sub,
+    Var,
+    call,
+    exprs,
+    fmt,
+    kernel_calls,
+    number,
+)
+
+REDUCE = {"maximum": ("K.fmax", "-np.inf"), "minimum": ("K.fmin", "np.inf")}
+#: Shift coefficients and offsets below this are written as integers when whole.
+WHOLE = 2.0 ** 31
+
+#: A nest runs its outer loop on several threads from this much work (entries × cost per
+#: entry, counting a statement of the body as 1 and a call of a kernel, such as K.exp, as
+#: CALL_COST): about half a millisecond on one core, against the tens of microseconds that
+#: waking sleeping threads may take.
+PARALLEL_WORK = 1 << 20
+CALL_COST = 8
+
+
+def sliced(order: list[ir.Node], read_later: set, shapes) -> dict[ir.Node, int]:
+    """The arrays of `order` whose every reader takes one constant slice along the same axis,
+    the last (and which nothing after this block reads): that axis, each. A slice along a
+    middle axis is already contiguous along the last, which nests run innermost."""
+    readers: dict[ir.Node, set[ir.Node]] = {}
+    for node in order:
+        for kid in ir.children(node):
+            readers.setdefault(kid, set()).add(node)
+    found = {}
+    for node in order:
+        axes = {fusion.slice_axis(r, node) for r in readers.get(node, ())}
+        last = len(shapes[node]) - 1
+        if node not in read_later and last > 0 and axes == {last}:
+            found[node] = last
+    return found
+
+
+def placed(index: list, layout: tuple[int, ...] | None) -> tuple:
+    """An element's index in a buffer whose axes are in `layout` order (None: its own)."""
+    return tuple(index if layout is None else [index[k] for k in layout])
+
+
+def emit_scalar(em, node: ir.Prim) -> None:
+    if all(isinstance(a, ir.Const) for a in node.args):  # fold: no Python-float x/0
+        with np.errstate(all="ignore"):
+            em.bind(node, number(BY_OP[node.op].numpy(*(np.float64(a.value) for a in node.args))))
+        return
+    name = em.fresh("v")
+    em.pending = []
+    value = expr(em, node, [], {})
+    em.out.add(*em.pending)  # the position a scalar take or shift reads
+    em.out.add(Assign((name,), (value,)))
+    em.bind(node, Var(name))
+
+
+def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
+    """An expression for `node`'s value at `index` (its own axes), reading inputs there."""
+    match node:
+        case ir.Prim(op="positions"):
+            return call("np.float64", index[0])
+        case ir.Prim(op="shift"):
+            return _shifted(em, node, index, temps)
+        case ir.Prim(op="take"):
+            return _taken(em, node, index, temps)
+        case ir.Prim() if fusion.is_ones(node):
+            return Num("1.0")
+        case ir.Prim(op="pow", args=(base, ir.Const(value=2.0))):
+            x = at(em, base, index, temps)
+            return fmt("({} * {})", x, x)
+        case ir.Prim(op="div", args=(a, b)) if em.divisions is not None:
+            numerator, divisor = at(em, a, index, temps), at(em, b, index, temps)
+            split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")))
+            em.pending += [Assign((split.numerator,), (numerator,)),
+                           Assign((split.divisor,), (divisor,)), split.fast]
+            em.divisions.append(split)
+            return Var(split.quotient)
+        case ir.Prim(op=op, args=args) if BY_OP[op].code is not None:
+            row = BY_OP[op]
+            template = (row.host_code or row.code) if em.host else row.code
+            return Fmt(template, tuple(at(em, a, index, temps) for a in args))
+        case ir.Einsum(spec=spec, args=args):
+            parsed = parse_spec(spec)
+            where = dict(zip(parsed.output, index, strict=True))
+            factors = [at(em, a, [where[ch] for ch in term], temps)
+                       for a, term in zip(args, parsed.inputs, strict=True)]
+            if len(factors) == 1:
+                return factors[0]
+            return Fmt("(" + " * ".join("{}" for _ in factors) + ")", tuple(factors))
+    raise AssertionError(f"code generation: no entrywise form for {node!r}")
+
+
+def at(em, node: ir.Node, index: list, temps: dict) -> Expr:
+    """`node` read at `index`: a scalar, a local of this loop nest, an inlined generator, or
+    an element of a stored array."""
+    if isinstance(node, ir.Const):
+        return number(node.value)
+    if not em.shape(node):
+        return em.value(node)
+    if node in temps and index == em.identity:
+        return temps[node]
+    if fusion.is_generator(node, em.frame.shapes):
+        return expr(em, node, index, temps)
+    if node in em.frame.recomputed and em.lookup(node) is None:
+        if index != em.identity:
+            return expr(em, node, index, temps)
+        temps[node] = Var(em.fresh("t"))  # computed once per index, before its first reader
+        em.pending.append(Assign((temps[node].name,), (expr(em, node, index, temps),)))
+        return temps[node]
+    return Sub(em.value(node), placed(index, em.frame.layouts.get(node)))
+
+
+def _shifted(em, node: ir.Prim, index: list, temps: dict) -> Expr:
+    """shift: x read along `axis` at const + Σ coefs·(new indices), zero outside x."""
+    axis, coefs, const = node.attrs
+    x = node.args[0]
+    rank = len(em.shape(x)) - 1
+    outer, new = index[:rank], index[rank:]
+    name = em.fresh("p")
+    size = em.dims_of(x)[axis]
+    if all(float(v).is_integer() and abs(v) < WHOLE for v in (const, *coefs)):
+        # whole steps (a window, a convolution): integer positions, which LLVM sees
+        # advance by one with the loop, so it reads x in vector loads, not gathers
+        terms = [str(int(const))] + [f"{int(c)} * {{}}" for c in coefs]
+        em.pending.append(Assign((name,), (Fmt(" + ".join(terms), tuple(new)),)))
+        inner = outer[:axis] + [Var(name)] + outer[axis:]
+        return fmt("({} if 0 <= {} < {} else 0.0)", at(em, x, inner, temps), Var(name), size)
+    terms = [number(const).text] + [f"{number(c).text} * {{}}" for c in coefs]
+    em.pending.append(Assign((name,), (Fmt(" + ".join(terms), tuple(new)),)))
+    inner = outer[:axis] + [call("int", Var(name))] + outer[axis:]
+    return fmt("({} if 0.0 <= {} < {} else 0.0)", at(em, x, inner, temps), Var(name), size)
+
+
+def _taken(em, node: ir.Prim, index: list, temps: dict) -> Expr:
+    """take: x read along `axis` at the s with coef·s + const = t, zero when there is none
+    (s not whole, out of range, NaN): the mask's own test, on scalars only, so LLVM makes
+    it once, outside the loop nest."""
+    x, where = node.args
+    axis, coef, const = node.attrs
+    t, p, ok = (Var(em.fresh(prefix)) for prefix in ("t", "p", "ok"))
+    size = em.dims_of(x)[axis]
+    c, k = number(const).text, number(coef).text
+    em.pending += [
+        Assign((t.name,), (em.value(where),)),
+        Assign((p.name,), (Fmt(f"({{}} - {c}) * {k}", (t,)),)),
+        Assign((ok.name,), (Fmt(f"0.0 <= {{}} < {{}} and np.floor({{}}) == {{}} "
+                                f"and {k} * {{}} + {c} == {{}}", (p, size, p, p, p, t)),))]
+    inner = index[:axis] + [call("int", p)] + index[axis:]
+    return fmt("({} if {} else 0.0)", at(em, x, inner, temps), ok)
+
+
+def emit_group(em, group: fusion.Group) -> None:
+    """One loop nest: every member computed once per index, stored if read outside, tails
+    accumulated in the same pass."""
+    if not group.stored and not group.tails:
+        return  # every reader recomputes its members (fusion: an LSTM's a + u + b)
+    em.needs_compile = True
+    em.kernels += 1
+    dims = em.dims_of(group.space)
+    rank = len(dims)
+    index = [Var(f"i{k}") for k in range(rank)]
+    em.identity = index
+    before: list[list[Stmt]] = [[] for _ in range(rank + 1)]
+    after: list[list[Stmt]] = [[] for _ in range(rank + 1)]
+    body: list[Stmt] = []
+    temps: dict = {}
+    overwritable = _read_in_place(em, group)
+    stores = {}
+    for member in group.members:
+        if member in group.stored:
+            stores[member] = _store(em, member, dims, overwritable)
+            overwritable.pop(member, None)
+    divisions: list[Division] = []
+    em.divisions = None if em.host else divisions
+    for member in group.members:
+        em.pending = []
+        value = expr(em, member, index, temps)
+        body += em.pending
+        temps[member] = Var(em.fresh("t"))
+        body.append(Assign((temps[member].name,), (value,)))
+    for tail in group.tails:
+        em.pending = []
+        _accumulate(em, tail, index, temps, before, after, body)
+    em.divisions = None
+    # stores last: an output may be the buffer of an input, read above at the same index
+    written = [Store(Sub(stores[m], placed(index, em.frame.layouts.get(m))), temps[m])
+               for m in stores]
+    parallel = _parallel(em, group, before, after, division.exact(body, divisions))
+    nest = division.Nest(index, dims, before, after, body, written)
+    body = division.rewrite(nest, divisions, em.fresh("bad"),
+                            [em.fresh(rows.SCRATCH) for _ in written],
+                            allowed=not parallel and not em.out.merged(rank)
+                            and em.out.room() > rank)
+    merged = em.out.nest(dims, [i.name for i in index], before, parallel, rows=True)
+    em.out.add(*body)
+    em.out.unnest(rank, merged, after)
+    for member, name in stores.items():
+        em.bind(member, name)
+
+
+def _store(em, member: ir.Node, dims: tuple, overwritable: dict) -> Var:
+    """The buffer a group stores `member` in. One whose every reader takes slices along its
+    last axis (gates read as `gate(z, k)`, z B×D×G) is laid out with that axis first, so
+    each slice is contiguous and the nests reading it vectorise (sliced)."""
+    axis = em.frame.gathered.get(member)
+    if axis is None or member in em.frame.destinations:
+        return em.reuse(member, dims, [x for x in overwritable if x not in em.frame.layouts])
+    order = (axis, *(k for k in range(len(dims)) if k != axis))
+    em.frame.layouts[member] = order
+    return em.alloc(member, tuple(dims[k] for k in order))
+
+
+def _read_in_place(em, group: fusion.Group) -> dict[ir.Node, None]:
+    """Stored values the group reads only at its own index (recomputed members seen
+    through), in the order first read: a member may be written over one of them once
+    nothing else needs it. (Ordered, not a set: which buffer is taken over must not follow
+    the process's hashing, or the generated code would differ from process to process.)"""
+    same: dict[ir.Node, None] = {}
+    other: set[ir.Node] = set()
+    pending = list(group.members + group.tails)
+    seen: set[ir.Node] = set()
+    while pending:
+        node = pending.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for kid, identity in fusion.reads(node, em.frame.shapes):
+            if kid in em.frame.recomputed and kid not in group.members:
+                pending.append(kid) if identity else other.update(
+                    fusion.stored_kids(kid, em.frame.recomputed))
+            elif kid not in group.members:
+                if identity:
+                    same[kid] = None
+                else:
+                    other.add(kid)
+    return {n: None for n in same if n not in other}
+
+
+def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after: list,
+                body: list) -> None:
+    """A reduction folded into the nest: in a local when it keeps the leading axes (row
+    sums, row maxima), else into its output array. A local sum adds in any order
+    (K.add_any_order): LLVM then vectorises its loop with a partial sum per vector lane,
+    combined after the loop, where adding in order would wait 4 cycles for each addition
+    and keep the loop scalar (a 4096×512 layer norm: 2.3 → 1.5 ms; a softmax's exp pass
+    over 2048² scores: 2 ms of 20). A local maximum is exact in any order: K.fmax is
+    LLVM's maximum, which LLVM vectorises as it is."""
+    x = at(em, tail.args[0], index, temps)
+    body += em.pending
+    if isinstance(tail, ir.Prim):
+        combine, start = REDUCE[tail.op]
+        kept = [k for k in range(len(index)) if k != tail.attrs[0]]
+    else:
+        combine, start = "+", "0.0"
+        parsed = parse_spec(tail.spec)
+        kept = [parsed.inputs[0].index(ch) for ch in parsed.output]
+    depth = len(kept)
+    dims = tuple(em.dims_of(tail.args[0])[k] for k in kept)
+    # a local per leading index, unless the nest runs those axes as one flat loop
+    if kept == list(range(depth)) and not 0 < depth < em.out.merged(len(index)):
+        acc = Var(em.fresh("acc"))
+        before[depth].append(Assign((acc.name,), (Num(start),)))
+        reduce = "K.add_any_order" if combine == "+" else combine
+        body.append(Assign((acc.name,), (call(reduce, acc, x),)))
+        if depth == 0:
+            em.bind(tail, acc)
+            return
+        out = em.alloc(tail, dims)
+        after[depth].append(Store(Sub(out, tuple(index[:depth])), acc))
+    else:
+        out = em.alloc(tail, dims)
+        before[0].append(Do(Fmt(f"{{}}.fill({start})", (out,))))
+        target = Sub(out, tuple(index[k] for k in kept))
+        body.append(Store(target, x, add=True) if combine == "+" else
+                    Store(target, call(combine, target, x)))
+    em.bind(tail, out)
+
+
+def _parallel(em, group: fusion.Group, before, after, body: list) -> bool:
+    """Whether the group's nest runs its outer loop on several threads: when there are
+    threads (executor/threads.py), its iterations are independent (no sum or maximum
+    carried across them: nothing set before the outer loop or read after it), and its
+    work, entries times a rough cost per entry, pays for starting them."""
+    if em.host or threads.count() < 2 or before[0] or after[0]:
+        return False
+    shape = em.frame.shapes.get(group.space, ())
+    if len(shape) < 1 or shape[0] < 2 or em.out.merged(len(shape)):
+        return False
+    cost = sum(1 + CALL_COST * sum(kernel_calls(e, but="K.add_any_order") for e in exprs(s))
+               for s in body)
+    return math.prod(shape) * cost >= PARALLEL_WORK

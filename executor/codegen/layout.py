@@ -1,0 +1,181 @@
+"""How one pairwise product runs: which operands are copied into another axis order, which
+letters are looped over (products on views), and the result's order; chosen by a cost model
+(products.py emits what it chooses)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import combinations
+
+#: Below this many multiply-adds a product runs as plain loops (kernels.SMALL_PRODUCT).
+SMALL_PRODUCT = 4096
+
+# The cost model `layout` compares layouts with, in nanoseconds on a CI-class core. Only the
+# ratios matter: a copy moves each element once, slowly (transposing reads across lines);
+# each product has a set-up cost; BLAS runs near peak only when no side of a product is thin.
+COPY_NS = 1.0  # per element copied into another axis order
+COPY_CALL_NS = {"compiled": 100.0, "host": 1500.0}  # per copy (a NumPy call, on the host)
+CALL_NS = {"compiled": 400.0, "small": 20.0, "host": 300.0}  # per product (BLAS or loops)
+FLOP_NS = 0.05  # per floating-point operation at BLAS speed (20 GFLOP/s)
+TOUCH_NS = 0.3  # per element a product reads or writes (memory-bound products: GEMV, k = 1)
+SCALAR_FLOP_NS = 0.5  # per floating-point operation of a small product's plain loops
+#: Past this many letters that could be looped over, only loops over one letter are tried.
+SEARCH_PAIRS = 12
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one pairwise product runs: a product of matrix views per index of the `loops`
+    letters (none: one product), each view of `a` having `rows` down and `summed` across and
+    each of `b` `summed` down and `cols` across. `a` and `b` are the operands' letter orders in
+    memory: their own terms, or the order a copy puts them in. `output` is the result's
+    order; `rearranged`: the products land in a scratch buffer in `output` order and are then
+    rearranged into the einsum's own order. Loop letters not in the output are summed: their
+    products accumulate."""
+
+    loops: tuple[str, ...]
+    rows: tuple[str, ...]
+    summed: tuple[str, ...]
+    cols: tuple[str, ...]
+    a: str
+    b: str
+    output: str
+    rearranged: bool
+    cost: float
+
+    def copies(self, a: str, b: str) -> int:
+        """How many operands (and scratch results) this layout copies."""
+        return (self.a != a) + (self.b != b) + self.rearranged
+
+
+def layout(a: str, b: str, output: str, sizes: dict[str, int], free: bool,
+           host: bool = False) -> Layout:
+    """The cheapest layout (by the cost model above) of the product of operands with letters
+    `a` and `b` (C-ordered) into `output` (whose order is ours to choose when `free`). Letters
+    in both operands and the output are looped over (batch letters); so may any other letter,
+    when a loop of products on views costs less than copying an operand. `host`: the products
+    are NumPy calls (a loop is one np.matmul over stacked views, and nothing summed is looped).
+
+    >>> layout("abc", "b", "ac", {"a": 300, "b": 64, "c": 300}, free=False).loops
+    ('a',)
+    """
+    batch = tuple(ch for ch in output if ch in a and ch in b)
+    best = _cheapest(a, b, output, sizes, free, host, batch)
+    if best is not None and best.copies(a, b) == 0:
+        return best
+    others = [ch for ch in a + b if ch not in batch and (not host or ch in output)]
+    others = list(dict.fromkeys(others))
+    width = 2 if len(others) <= SEARCH_PAIRS else 1
+    for count in range(1, width + 1):
+        for extra in combinations(others, count):
+            found = _cheapest(a, b, output, sizes, free, host, batch + extra)
+            if found is not None and (best is None or found.cost < best.cost):
+                best = found
+    assert best is not None, f"no layout for {a},{b}->{output}"
+    return best
+
+
+def _cheapest(a: str, b: str, output: str, sizes: dict[str, int], free: bool, host: bool,
+              loops: tuple[str, ...]) -> Layout | None:
+    """The cheapest layout looping over `loops`, over every choice of what to copy."""
+    looped = set(loops)
+    rows = tuple(ch for ch in a if ch not in b and ch not in looped)
+    cols = tuple(ch for ch in b if ch not in a and ch not in looped)
+    summed = tuple(ch for ch in a if ch in b and ch not in output and ch not in looped)
+    kept = [ch for ch in output if ch in looped]
+    loops = tuple(kept + [ch for ch in loops if ch not in output])  # sums innermost
+    fits = _host_runs if host else _runs
+    natives = (_runs(a, looped, rows, summed), _runs(b, looped, summed, cols),
+               None if free else fits(output, looped, rows, cols))
+    best: Layout | None = None
+    for copied in ((False, False), (True, False), (False, True), (True, True)):
+        for rearranged in (False,) if free else (False, True):
+            found = _choose(a, b, output, sizes, loops, (rows, summed, cols), natives,
+                            (*copied, rearranged), free, host)
+            if found is not None and (best is None or found.cost < best.cost):
+                best = found
+    return best
+
+
+def _choose(a: str, b: str, output: str, sizes: dict[str, int], loops: tuple[str, ...],
+            groups: tuple, natives: tuple, copied: tuple[bool, bool, bool], free: bool,
+            host: bool) -> Layout | None:
+    """The layout that copies what `copied` says (a, b, the result), or None when something
+    left in place cannot be read as a matrix, or two in-place readings disagree on the order
+    of the letters they share (each side of a product is one merged axis)."""
+    copy_a, copy_b, rearranged = copied
+    in_place = not free and not rearranged
+    if (not copy_a and natives[0] is None) or (not copy_b and natives[1] is None) or (
+            in_place and natives[2] is None):
+        return None
+    at_a = None if copy_a else natives[0]
+    at_b = None if copy_b else natives[1]
+    at_out = natives[2] if in_place else None
+    orders = []
+    for choices, default in (((at_a and at_a[0], at_out and at_out[0]), groups[0]),
+                             ((at_a and at_a[1], at_b and at_b[0]), groups[1]),
+                             ((at_b and at_b[1], at_out and at_out[1]), groups[2])):
+        present = {c for c in choices if c is not None}
+        if len(present) > 1:
+            return None
+        orders.append(present.pop() if present else default)
+    rows, summed, cols = orders
+    new_a = a if not copy_a else "".join(ch for ch in loops if ch in a) + "".join(rows + summed)
+    new_b = b if not copy_b else "".join(ch for ch in loops if ch in b) + "".join(summed + cols)
+    kept = "".join(ch for ch in loops if ch in output)
+    result = output if in_place else kept + "".join(rows + cols)
+    calls = math.prod(sizes[ch] for ch in loops)
+    m, k, n = (math.prod(sizes[ch] for ch in g) for g in (rows, summed, cols))
+    moved = (copy_a * _elements(a, sizes) + copy_b * _elements(b, sizes)
+             + rearranged * _elements(output, sizes))
+    cost = (moved * COPY_NS + (copy_a + copy_b + rearranged) * COPY_CALL_NS["host" if host else "compiled"]
+            + calls * _product_ns(m, n, k, host))
+    return Layout(loops, rows, summed, cols, new_a, new_b, result, rearranged, cost)
+
+
+def _elements(term: str, sizes: dict[str, int]) -> int:
+    return math.prod(sizes[ch] for ch in term)
+
+
+def _product_ns(m: int, n: int, k: int, host: bool) -> float:
+    """The model's time for one m×k by k×n product."""
+    flops = 2.0 * m * n * k
+    if not host and m * n * k <= SMALL_PRODUCT:
+        return CALL_NS["small"] + flops * SCALAR_FLOP_NS
+    touched = m * k + k * n + m * n
+    return CALL_NS["host" if host else "compiled"] + max(flops * FLOP_NS, touched * TOUCH_NS)
+
+
+def _runs(term: str, looped: set[str], first: tuple[str, ...], second: tuple[str, ...]):
+    """(first's letter order, second's) when `term`, C-ordered, reads as a matrix with the
+    letters of `first` down and `second` across at each index of the `looped` letters, as a
+    view BLAS accepts; else None. Each side's letters must be adjacent (to merge into one
+    axis) and, when both sides have letters, one of them must hold the last, unit-stride axis
+    (a side with no letters is a unit axis, whose stride does not matter)."""
+    orders = []
+    for group in (first, second):
+        if not group:
+            orders.append(())
+            continue
+        where = sorted(term.index(ch) for ch in group)
+        if where[-1] - where[0] != len(group) - 1:
+            return None
+        orders.append(tuple(term[where[0]:where[-1] + 1]))
+    if first and second and term[-1] in looped:
+        return None
+    return tuple(orders)
+
+
+def _host_runs(term: str, looped: set[str], first: tuple[str, ...], second: tuple[str, ...]):
+    """As _runs, for the result of np.matmul over stacked views: the looped letters first
+    (np.matmul puts its stack axes first), then either side."""
+    head = len([ch for ch in term if ch in looped])
+    if any(ch not in looped for ch in term[:head]):
+        return None
+    rest = term[head:]
+    for one, two in ((first, second), (second, first)):
+        if set(rest[:len(one)]) == set(one) and set(rest[len(one):]) == set(two):
+            orders = (tuple(rest[:len(one)]), tuple(rest[len(one):]))
+            return orders if one is first else orders[::-1]
+    return None

@@ -1,0 +1,310 @@
+"""The loop IR: what a generated function does, as data, before it is printed.
+
+The code generator (emitter.py and the modules it calls) builds a function as statements over
+expressions; the rewrites (rows.py, division.py, tidy.py) read and change that structure, and
+render.py only prints it. Names are the generator's own (counters: `b3`, `t12`, `i0`), so a
+name is never mistaken for another; every node is a frozen dataclass, and statement bodies are
+lists the generator fills as it goes (a loop's body is complete once the loop is closed).
+
+Expressions: Var (a local), Num (a literal, or a constant of np or K, naming no local), Sub
+(an element or a slice: base[index]), View (what may share base's memory: base.T, a reshape, a
+slice), Pick (a if test else b, either of which it may be), Call (fn(args); fn is np's, K's or
+a builtin) and Fmt (an op-table template, or a form of its own, filled with expressions).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+# ------------------------------------------------------------------------------ expressions
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+
+
+@dataclass(frozen=True)
+class Num:
+    """A literal, or a constant naming no local (`0.0`, `np.inf`, `:`, `K.SMALL_PRODUCT`)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Sub:
+    """`base[index, …]`: an element (a loop nest's read) or a slice (a view)."""
+
+    base: Expr
+    index: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class View:
+    """An expression that may share `base`'s memory: `form` with `{0}` for base and `{1}`… for
+    `args` (`{0}.T`, `{0}.reshape(({1}, {2}, ))`)."""
+
+    base: Expr
+    form: str
+    args: tuple[Expr, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pick:
+    """`a if test else b`: either array."""
+
+    a: Expr
+    test: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Call:
+    """`fn(arg, …)`; `fn` names no local (np.…, K.…, int, range)."""
+
+    fn: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Fmt:
+    """An expression of its own form: `template`'s `{}` fields filled with `args` in order (an
+    op table's code, `({} * {})`, a test). The template names no local."""
+
+    template: str
+    args: tuple[Expr, ...]
+
+
+Expr = Var | Num | Sub | View | Pick | Call | Fmt
+
+#: Vector-maths calls of executor/vmath.py (emitter: they ask for wider vectors).
+VECTOR_MATHS = ("K.exp(", "K.log(", "K.tanh(")
+
+
+def number(value: float) -> Num:
+    """A float as Python source (inf and nan included)."""
+    value = float(value)
+    if math.isnan(value):
+        return Num("np.nan")
+    if math.isinf(value):
+        return Num("np.inf" if value > 0 else "(-np.inf)")
+    return Num(repr(value))
+
+
+def var(name: str) -> Var:
+    return Var(name)
+
+
+def fmt(template: str, *args: Expr) -> Fmt:
+    return Fmt(template, args)
+
+
+def call(fn: str, *args: Expr) -> Call:
+    return Call(fn, args)
+
+
+def sizes(dims) -> Fmt:
+    """A shape tuple as the generator writes it: `(n1, n2, )`."""
+    return Fmt("(" + "{}, " * len(dims) + ")", tuple(dims))
+
+
+def product(dims) -> Expr:
+    """`n1 * n2 * …` (1 for none)."""
+    if not dims:
+        return Num("1")
+    return dims[0] if len(dims) == 1 else Fmt(" * ".join("{}" for _ in dims), tuple(dims))
+
+
+def kids(expr: Expr) -> tuple[Expr, ...]:
+    match expr:
+        case Sub(base=base, index=index):
+            return (base, *index)
+        case View(base=base, args=args):
+            return (base, *args)
+        case Pick(a=a, test=test, b=b):
+            return (a, test, b)
+        case Call(args=args) | Fmt(args=args):
+            return args
+    return ()
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """`expr` and every expression inside it."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(kids(node)))
+
+
+def aliases(expr: Expr) -> set[str]:
+    """The locals whose memory `expr`'s value may share (none for a computed value)."""
+    match expr:
+        case Var(name=name):
+            return {name}
+        case Sub(base=base) | View(base=base):
+            return aliases(base)
+        case Pick(a=a, b=b):
+            return aliases(a) | aliases(b)
+    return set()
+
+
+def kernel_calls(expr: Expr, but: str = "") -> int:
+    """How many calls of hilbert's kernels (K.…) `expr` makes, not counting `but`'s."""
+    count = 0
+    for node in walk(expr):
+        if isinstance(node, Call):
+            count += node.fn.startswith("K.") and node.fn != but
+        elif isinstance(node, Fmt):
+            count += node.template.count("K.") - (node.template.count(but + "(") if but else 0)
+    return count
+
+
+def calls_vector_maths(expr: Expr) -> bool:
+    return any(isinstance(n, Call) and f"{n.fn}(" in VECTOR_MATHS
+               or isinstance(n, Fmt) and any(f in n.template for f in VECTOR_MATHS)
+               for n in walk(expr))
+
+
+# ------------------------------------------------------------------------------ statements
+
+
+@dataclass(frozen=True)
+class Assign:
+    """`t1, t2 = e1, e2` (one target: `t = e`)."""
+
+    targets: tuple[str, ...]
+    values: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Update:
+    """`name += value` (`op`: "+=" or "-=")."""
+
+    name: str
+    op: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Store:
+    """`target[index] = value`, or `+=` when `add`."""
+
+    target: Sub
+    value: Expr
+    add: bool = False
+
+
+@dataclass(frozen=True)
+class Do:
+    """An expression run for its effect: a kernel call, `b.fill(0.0)`."""
+
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class For:
+    """`for index in range(size):` (prange when `parallel`). `nest`: the outer loop of a fused
+    nest (rows.py may run consecutive ones as one)."""
+
+    index: str
+    size: Expr
+    body: list = field(default_factory=list, hash=False, compare=True)
+    parallel: bool = False
+    nest: bool = False
+
+
+@dataclass(frozen=True)
+class If:
+    test: Expr
+    body: list = field(default_factory=list, hash=False)
+    orelse: list = field(default_factory=list, hash=False)  # (none: no else)
+
+
+@dataclass(frozen=True)
+class While:
+    """`while True:`."""
+
+    body: list = field(default_factory=list, hash=False)
+
+
+@dataclass(frozen=True)
+class Break:
+    pass
+
+
+@dataclass(frozen=True)
+class Raise:
+    error: Expr
+
+
+@dataclass(frozen=True)
+class Return:
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Delete:
+    names: tuple[str, ...]
+
+
+Stmt = Assign | Update | Store | Do | For | If | While | Break | Raise | Return | Delete
+
+
+def blocks(stmt: Stmt) -> list[list]:
+    """The statement lists directly inside `stmt`."""
+    match stmt:
+        case For(body=body) | While(body=body):
+            return [body]
+        case If(body=body, orelse=orelse):
+            return [body, orelse] if orelse else [body]
+    return []
+
+
+def exprs(stmt: Stmt) -> tuple[Expr, ...]:
+    """The expressions `stmt` itself holds (not those of the statements inside it)."""
+    match stmt:
+        case Assign(values=values):
+            return values
+        case Update(value=value) | Do(expr=value) | Raise(error=value) | Return(value=value):
+            return (value,)
+        case Store(target=target, value=value):
+            return (target, value)
+        case For(size=size):
+            return (size,)
+        case If(test=test):
+            return (test,)
+    return ()
+
+
+def statements(body: list) -> Iterator[Stmt]:
+    """Every statement of `body`, those inside loops and branches included, in order."""
+    for stmt in body:
+        yield stmt
+        for inner in blocks(stmt):
+            yield from statements(inner)
+
+
+def mentions(body: list) -> Counter:
+    """How many times each local is named in `body` (read, assigned, looped over or deleted)."""
+    found: Counter = Counter()
+    for stmt in statements(body):
+        match stmt:
+            case Assign(targets=targets) | Delete(names=targets):
+                found.update(targets)
+            case Update(name=name) | For(index=name):
+                found[name] += 1
+        for expr in exprs(stmt):
+            found.update(n.name for n in walk(expr) if isinstance(n, Var))
+    return found
+
+
+def assigned(stmt: Stmt) -> str | None:
+    """The one local `stmt` sets as a whole (`x = …`, `x += …`, `for x in …`), if any."""
+    match stmt:
+        case Assign(targets=(name,)) | Update(name=name) | For(index=name):
+            return name
+    return None

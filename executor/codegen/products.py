@@ -1,0 +1,369 @@
+"""Contractions in generated code: each planned pairwise step as matrix products (BLAS when
+large) on views of its operands, laid out by layout.py so that nothing is copied where a view,
+or a loop of products over views, will do; or as a loop nest when a step is not a product
+(diagonals, single-operand rearrangements, scalar results)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hilbert.compiler import ir
+from hilbert.compiler.einsum_spec import parse_spec
+from hilbert.compiler.plan import contraction
+
+from .layout import SMALL_PRODUCT, Layout, layout
+from .loops import (
+    Assign,
+    Do,
+    Expr,
+    Fmt,
+    Num,
+    Pick,
+    Store,
+    Sub,
+    Update,
+    Var,
+    View,
+    call,
+    fmt,
+    product,
+    sizes,
+)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A value in generated code with one einsum letter per axis (`node`: the IR node it holds,
+    when it is one, so a copy of a loop-invariant operand can be made once, before the loop)."""
+
+    value: Expr
+    term: str
+    dims: tuple[Expr, ...]
+    node: ir.Node | None = None
+
+
+def emit_einsum(em, node: ir.Einsum) -> None:
+    """Emit `node` along its planned path; the last step writes the einsum's own output."""
+    shapes = tuple(em.shape(a) for a in node.args)
+    path, steps = contraction(node.spec, shapes, em.optimize)
+    parsed = parse_spec(node.spec)
+    numbers = {ch: int(n) for term, shape in zip(parsed.inputs, shapes, strict=True)
+               for ch, n in zip(term, shape, strict=True)}
+    operands = [Operand(em.value(a), term, em.dims_of(a), a)
+                for a, term in zip(node.args, parsed.inputs, strict=True)]
+    em.numbers = numbers
+    for number, (positions, step) in enumerate(zip(path, steps, strict=True)):
+        last = number == len(steps) - 1
+        taken = [operands.pop(i) for i in sorted(positions, reverse=True)]
+        output = parsed.output if last else parse_spec(step.spec).output
+        operands.append(_step(em, taken, output, numbers, node if last else None, free=not last))
+    em.bind(node, operands[0].value)
+    em.products += 1
+
+
+def _step(em, taken: list[Operand], output: str, numbers: dict, node, free: bool) -> Operand:
+    """One step. `free`: the output's letter order is ours to choose (an intermediate)."""
+    known = {ch: d for op in taken for ch, d in zip(op.term, op.dims, strict=True)}
+    if len(taken) == 1 and taken[0].term == output:
+        return taken[0]
+    if len(taken) == 2 and _is_product(taken[0].term, taken[1].term, output):
+        a, b = taken
+        plan = layout(a.term, b.term, output, numbers, free, em.host)
+        return _product(em, a, b, plan, known, node, output)
+    return _loop_nest(em, taken, output, known, node)
+
+
+def _is_product(a: str, b: str, output: str) -> bool:
+    """A matrix product: no diagonal, something summed between the two, nothing summed within
+    one operand alone, and a non-scalar result."""
+    if len(set(a)) != len(a) or len(set(b)) != len(b) or not output:
+        return False
+    summed = (set(a) & set(b)) - set(output)
+    alone = (set(a) ^ set(b)) - set(output)
+    return bool(summed) and not alone
+
+
+def _transposed(value: Expr, perm: str) -> View:
+    return View(value, f"{{0}}.transpose(({perm},))")
+
+
+def _product(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node,
+             output: str) -> Operand:
+    """The product `plan` lays out: operands copied where it says, then one product per index
+    of its loop letters (into a scratch buffer first when the result is to be rearranged)."""
+    if plan.a != a.term:
+        a = _copied(em, a, plan.a, dims_of)
+    if plan.b != b.term:
+        b = _copied(em, b, plan.b, dims_of)
+    dims = tuple(dims_of[ch] for ch in plan.output)
+    target = None if plan.rearranged else node
+    if not plan.loops:
+        result = _single(em, a, b, plan, dims_of, target, dims)
+    elif em.host:
+        result = _stacked(em, a, b, plan, dims_of, dims)
+    else:
+        result = _looped(em, a, b, plan, dims_of, target, dims)
+    if not plan.rearranged:
+        return result
+    em.copies += 1
+    if em.host:
+        perm = ", ".join(str(plan.output.index(ch)) for ch in output)
+        name = Var(em.fresh("v"))
+        em.out.add(Assign((name.name,), (call("np.ascontiguousarray",
+                                              _transposed(result.value, perm)),)))
+        return Operand(name, output, tuple(dims_of[ch] for ch in output))
+    return _loop_nest(em, [result], output, dims_of, node)
+
+
+def _copied(em, op: Operand, order: str, dims_of: dict) -> Operand:
+    return Operand(_copy(em, op, list(order)), order, tuple(dims_of[ch] for ch in order))
+
+
+def _copy(em, op: Operand, order: list[str]) -> Var:
+    """A C-ordered copy of `op` with its axes in `order`: made once, before the loop, when `op`
+    is loop state the loop never changes."""
+    perm = ", ".join(str(op.term.index(ch)) for ch in order)
+    made = (call("np.ascontiguousarray", _transposed(op.value, perm)) if em.host else  # (Numba's
+            call("K.contiguous", call("K.transposed", op.value,  # own compile slowly)
+                                      Num(f'"{perm.replace(" ", "")}"'))))
+    em.copies += 1
+    if em.frame.hoist is not None and op.node is not None and op.node in em.frame.fixed:
+        key = (op.value, tuple(order))
+        if key not in em.frame.copied:
+            em.frame.copied[key] = Var(em.fresh("c"))
+            em.frame.hoist.append(Assign((em.frame.copied[key].name,), (made,)))
+        return em.frame.copied[key]
+    name = Var(em.fresh("c"))
+    em.out.add(Assign((name.name,), (made,)))
+    return name
+
+
+@dataclass(frozen=True)
+class _View:
+    """An operand reshaped so that each index of the loop letters picks a matrix: `base` is
+    the reshaped array's expression, `axes` its axes in memory order (a loop letter, or "1"
+    and "2" for the matrix's first and second side)."""
+
+    base: Expr
+    axes: tuple[str, ...]
+    reshaped: bool
+
+    def at(self, base: Expr, index: dict[str, Expr]) -> Expr:
+        """The matrix at the loop indices `index`, the array being held in `base`."""
+        picked = base
+        if len(self.axes) > 2:
+            picked = Sub(base, tuple(index.get(axis, Num(":")) for axis in self.axes))
+        sides = [axis for axis in self.axes if axis in ("1", "2")]
+        return picked if sides == ["1", "2"] else View(picked, "{0}.T")
+
+
+def _view(op: Operand, first: tuple[str, ...], second: tuple[str, ...], dims_of: dict) -> _View:
+    """`op` (C-ordered, in a layout's letter order) reshaped: each side's letters merged into
+    one axis, each loop letter an axis of its own, and a side with no letters a unit axis at
+    the end (whose stride BLAS ignores)."""
+    axes: list[str] = []
+    letters: list[list[str]] = []
+    for ch in op.term:
+        side = "1" if ch in first else "2" if ch in second else ch
+        if side in ("1", "2") and axes and axes[-1] == side:
+            letters[-1].append(ch)
+        else:
+            axes.append(side)
+            letters.append([ch])
+    for side, group in (("1", first), ("2", second)):
+        if not group:
+            axes.append(side)
+            letters.append([])
+    if all(len(group) == 1 for group in letters):
+        return _View(op.value, tuple(axes), False)
+    shape = tuple(product([dims_of[ch] for ch in group]) for group in letters)
+    form = "{0}.reshape((" + "".join(f"{{{k + 1}}}, " for k in range(len(shape))) + "))"
+    return _View(View(op.value, form, shape), tuple(axes), True)
+
+
+def _swapped(plan: Layout) -> bool:
+    """Whether the result's matrices are computed transposed, as bᵀ·aᵀ: they are written
+    row-major, so when the result's memory order puts the columns' letters first (or only
+    they are left), the rows must be the fast side."""
+    if not plan.cols:
+        return False
+    if not plan.rows:
+        return True
+    return [ch for ch in plan.output if ch not in plan.loops][-1] in plan.rows
+
+
+def _factors(a: Operand, b: Operand, plan: Layout, dims_of: dict) -> tuple[_View, _View]:
+    """The left and right factors' views: a·b, or bᵀ·aᵀ when the result is swapped."""
+    if _swapped(plan):
+        return _view(b, plan.cols, plan.summed, dims_of), _view(a, plan.summed, plan.rows, dims_of)
+    return _view(a, plan.rows, plan.summed, dims_of), _view(b, plan.summed, plan.cols, dims_of)
+
+
+def _result_sides(plan: Layout) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return (plan.cols, plan.rows) if _swapped(plan) else (plan.rows, plan.cols)
+
+
+def _single(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims) -> Operand:
+    """One product: both operands and the result read as matrices as they are."""
+    left, right = _factors(a, b, plan, dims_of)
+    first, second = _result_sides(plan)
+    m, n = (product([dims_of[ch] for ch in side]) for side in (first, second))
+    known = _known(em, first, plan.summed, second)
+    out = _multiply(em, left.at(left.base, {}), right.at(right.base, {}), node, dims, (m, n),
+                    known)
+    return Operand(out, plan.output, dims)
+
+
+def _known(em, rows, summed, cols) -> tuple[int, int, int] | None:
+    """The product's m, k and n as numbers when the code is written for exact sizes
+    (`em.exact`: a tiny program), else None (the code reads them from the arrays)."""
+    if not em.exact:
+        return None
+    m, k, n = (math.prod(em.numbers[ch] for ch in side) for side in (rows, summed, cols))
+    return m, k, n
+
+
+def _multiply(em, left: Expr, right: Expr, node, dims: tuple, shape,
+              known: tuple[int, int, int] | None = None) -> Var:
+    """left · right into the output of `node` (a new buffer when None), viewed as m×n;
+    `known`: m, k and n as numbers (exact-size code)."""
+    m, n = shape
+    natural = len(dims) == 2 and dims == (m, n)
+    if em.host:
+        name = Var(em.fresh("v"))
+        dot = call("np.dot", left, right)
+        em.out.add(Assign((name.name,), (dot if natural else
+                                         View(dot, "{0}.reshape({1})", (sizes(dims),)),)))
+        return name
+    out = em.alloc(node, dims)
+    whole = out if natural else View(out, "{0}.reshape(({1}, {2}))", (m, n))
+    a, b, c = (Var(em.fresh(p)) for p in ("ma", "mb", "mc"))
+    em.out.add(Assign((a.name, b.name, c.name), (left, right, whole)))
+    _blas_or_loops(em, a, b, c, call("K.gemm", a, b, c), None, known)
+    return out
+
+
+def _blas_or_loops(em, a: Var, b: Var, c: Var, gemm: Expr, more: Expr | None,
+                   known: tuple[int, int, int] | None) -> None:
+    """c = a · b (+ c where `more` holds) by `gemm` when large, else by plain loops. The test
+    is written here so small products pay no BLAS dispatch; with the sizes `known` (exact-size
+    code, a tiny program), only the branch they take is written, as loops with constant
+    bounds. Otherwise the loops are a shared kernel's (K.small_product_into): a call costs
+    nanoseconds, while loops written into every product site cost Numba and LLVM time at
+    every compilation (a circle classifier's train step: 13 sites, a third of its compile
+    time)."""
+    if known is not None:
+        if math.prod(known) > SMALL_PRODUCT:
+            em.out.add(Do(gemm))
+        else:
+            _small_loops(em, a, b, c, more, known)
+        return
+    with em.out.if_(fmt("{}.shape[0] * {}.shape[1] * {}.shape[1] > K.SMALL_PRODUCT", a, a, b)):
+        em.out.add(Do(gemm))
+    with em.out.else_():
+        em.out.add(Do(call("K.small_product_into", a, b, c) if more is None else
+                      call("K.small_product_beta", a, b, c, fmt("1.0 if {} else 0.0", more))))
+
+
+def _small_loops(em, a: Var, b: Var, c: Var, more: Expr | None,
+                 known: tuple[int, int, int]) -> None:
+    """c = a · b as plain loops with constant bounds written into the generated code (LLVM
+    then unrolls and vectorises the loops of a tiny product); c += a · b where the condition
+    `more` holds."""
+    i, j, k, total = (Var(em.fresh(p)) for p in ("i", "j", "k", "acc"))
+    rows, inner, cols = known
+    with em.out.for_(i.name, Num(str(rows))), em.out.for_(j.name, Num(str(cols))):
+        em.out.add(Assign((total.name,), (Num("0.0") if more is None else
+                                          Pick(Sub(c, (i, j)), more, Num("0.0")),)))
+        with em.out.for_(k.name, Num(str(inner))):
+            em.out.add(Update(total.name, "+=", fmt("{} * {}", Sub(a, (i, k)), Sub(b, (k, j)))))
+        em.out.add(Store(Sub(c, (i, j)), total))
+
+
+def _looped(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims) -> Operand:
+    """One product per index of the loop letters, on views (compiled code): each reads its
+    operands' matrices in place; the products over a summed letter accumulate. Large products
+    over kept letters need no compiling: host code runs them as one np.matmul (`_stacked`)."""
+    sums = [ch for ch in plan.loops if ch not in plan.output]
+    each = math.prod(em.numbers[ch] for ch in plan.rows + plan.summed + plan.cols)
+    em.needs_compile |= bool(sums) or each <= SMALL_PRODUCT
+    em.looped += 1
+    out = em.alloc(node, dims)
+    left, right = _factors(a, b, plan, dims_of)
+    target = _view(Operand(out, plan.output, dims), *_result_sides(plan), dims_of)
+    bases: list[Expr] = []
+    for view in (left, right, target):
+        if view.reshaped:  # made once, outside the loops
+            bases.append(Var(em.fresh("r")))
+            em.out.add(Assign((bases[-1].name,), (view.base,)))
+        else:
+            bases.append(view.base)
+    if sums:  # a sum over nothing is 0: the loop below never writes the result then
+        with em.out.if_(Fmt(" * ".join("{}" for _ in sums) + " == 0",
+                            tuple(dims_of[ch] for ch in sums))):
+            em.out.add(Do(fmt("{}.fill(0.0)", out)))
+    index = {ch: Var(em.fresh("j")) for ch in plan.loops}
+    more = Fmt(" or ".join("{} > 0" for _ in sums), tuple(index[ch] for ch in sums)) if sums \
+        else None
+    merged = em.out.nest([dims_of[ch] for ch in plan.loops], [index[ch].name for ch in plan.loops])
+    x, y, z = (Var(em.fresh(p)) for p in ("ma", "mb", "mc"))
+    em.out.add(Assign((x.name, y.name, z.name),
+                      tuple(view.at(base, index)
+                            for view, base in zip((left, right, target), bases, strict=True))))
+    gemm = (call("K.gemm", x, y, z) if more is None else
+            call("K.gemm_beta", x, y, z, fmt("1.0 if {} else 0.0", more)))
+    first, second = _result_sides(plan)
+    _blas_or_loops(em, x, y, z, gemm, more, _known(em, first, plan.summed, second))
+    em.out.unnest(len(plan.loops), merged)
+    return Operand(out, plan.output, dims)
+
+
+def _stacked(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, dims) -> Operand:
+    """The loop of products as one np.matmul over stacked views (host code): each factor is
+    viewed with the loop letters first (a new unit axis for one it lacks) and its matrix
+    last; the result comes out so, which is the layout's output order."""
+    factors: list[Expr] = []
+    for view in _factors(a, b, plan, dims_of):
+        order = [view.axes.index(ch) for ch in plan.loops if ch in view.axes]
+        order += [view.axes.index("1"), view.axes.index("2")]
+        factor = view.base
+        if order != sorted(order):
+            factor = View(factor, "{0}.transpose((" + "".join(f"{p}, " for p in order) + "))")
+        if any(ch not in view.axes for ch in plan.loops):
+            picks = "".join(":, " if ch in view.axes else "None, " for ch in plan.loops)
+            factor = View(factor, "{0}[" + picks + ":, :]")
+        factors.append(factor)
+    name = Var(em.fresh("v"))
+    em.out.add(Assign((name.name,), (View(call("np.matmul", *factors), "{0}.reshape({1})",
+                                          (sizes(dims),)),)))
+    em.looped += 1
+    return Operand(name, plan.output, dims)
+
+
+def _loop_nest(em, taken: list[Operand], output: str, dims_of: dict, node) -> Operand:
+    """Any einsum step as loops over its letters: the sum of products into the output."""
+    em.needs_compile = True
+    letters = list(output) + [ch for op in taken for ch in op.term if ch not in output]
+    letters = list(dict.fromkeys(letters))
+    index = {ch: Var(em.fresh("j")) for ch in letters}
+    dims = tuple(dims_of[ch] for ch in output)
+    factors = [Sub(op.value, tuple(index[ch] for ch in op.term)) if op.term else op.value
+               for op in taken]
+    summand = (Fmt(" * ".join("{}" for _ in factors), tuple(factors)) if len(factors) > 1 else
+               factors[0] if factors else Num("1.0"))
+    summing = len(letters) > len(output)
+    merged = 0
+    if output:
+        out = em.alloc(node, dims)
+        if summing:
+            em.out.add(Do(fmt("{}.fill(0.0)", out)))
+        merged = em.out.nest([dims_of[ch] for ch in letters], [index[ch].name for ch in letters])
+        em.out.add(Store(Sub(out, tuple(index[ch] for ch in output)), summand, add=summing))
+    else:
+        out = Var(em.fresh("v"))
+        em.out.add(Assign((out.name,), (Num("0.0"),)))
+        merged = em.out.nest([dims_of[ch] for ch in letters], [index[ch].name for ch in letters])
+        em.out.add(Update(out.name, "+=", summand))
+    em.out.unnest(len(letters), merged)
+    return Operand(out, output, dims)

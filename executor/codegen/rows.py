@@ -1,0 +1,230 @@
+"""Consecutive loop nests over the same rows run as one loop over the rows.
+
+A layer norm is three nests over an n×p array: the row sums, then the centred values and their
+squares' sums, then the division. Each reads the whole array from memory. When every value one
+nest hands the next is written and read at the row being computed (`b[i0, …]`), the rows can
+be computed one after another instead, each nest's work on a row done before the next row
+starts: the row stays in the cache between the nests, and memory is read once. A softmax's
+maximum, exponentials and division fuse the same way.
+
+This is a rewrite of the loop IR (emitter.Emitter.function runs it): the outer loops of fused
+nests are the `For` statements marked `nest`. Two of them in one block, over the same size,
+with only new buffers allocated between them (`b = K.empty(…)`, moved up), are merged when
+
+- neither carries a number across its rows (a local its body sets that a statement outside it
+  names: a total's start before the loop, its use after it);
+- every array either writes is written at `i0` first; every array written in one and read
+  in the other is read at `i0` first too; and no other array the two access may be a view of
+  it (views are followed through every assignment in the function: a slice, a reshape, a
+  transpose, `a if c else b`); an array written and named whole (passed to a call) stops the
+  merge.
+
+The merged loop is a prange when any of the nests was one (their rows are independent).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from . import render
+from .loops import (
+    Assign,
+    Call,
+    For,
+    If,
+    Stmt,
+    Store,
+    Sub,
+    Var,
+    While,
+    aliases,
+    assigned,
+    exprs,
+    kids,
+    mentions,
+    statements,
+    walk,
+)
+
+#: The names of a nest's row scratch arrays (division.py): private to the row being computed,
+#: but one array reused by every row, so a nest using one never joins a prange.
+SCRATCH = "row"
+
+
+def is_scratch(name: str) -> bool:
+    return name.startswith(SCRATCH) and name[len(SCRATCH):].isdigit()
+
+
+def fuse_rows(body: list[Stmt]) -> list[Stmt]:
+    """`body` with runs of row-wise nests merged into one loop each (see the module's doc)."""
+    if sum(isinstance(s, For) and s.nest for s in statements(body)) < 2:
+        return body
+    parents = _parents(body)
+    return _fused(body, mentions(body), parents)
+
+
+def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]]) -> list[Stmt]:
+    out: list[Stmt] = []
+    i = 0
+    while i < len(body):
+        head = body[i]
+        if not (isinstance(head, For) and head.nest):
+            out.append(_inside(head, counts, parents))
+            i += 1
+            continue
+        end = i + 1
+        if _carries(head.body, counts):
+            out.append(head)
+            i = end
+            continue
+        bodies, parallel, moved = [head.body], head.parallel, []
+        while True:
+            k = end
+            allocs = []
+            while k < len(body) and _is_alloc(body[k]):
+                allocs.append(body[k])
+                k += 1
+            nxt = body[k] if k < len(body) else None
+            if not (isinstance(nxt, For) and nxt.nest and nxt.size == head.size):
+                break
+            if _carries(nxt.body, counts) or not _row_local(
+                    [s for b in bodies for s in b], nxt.body, parents):
+                break
+            if (parallel or nxt.parallel) and any(_writes_scratch(b) for b in [*bodies, nxt.body]):
+                break  # (one scratch row shared by threads)
+            moved += allocs
+            bodies.append(nxt.body)
+            parallel = parallel or nxt.parallel
+            end = k + 1
+        out += moved
+        out.append(For(head.index, head.size, [s for b in bodies for s in b], parallel, True)
+                   if len(bodies) > 1 else head)
+        i = end
+    return out
+
+
+def _inside(stmt: Stmt, counts: Counter, parents: dict[str, set[str]]) -> Stmt:
+    """`stmt` with the blocks inside it rewritten too."""
+    match stmt:
+        case For() | While():
+            return replace(stmt, body=_fused(stmt.body, counts, parents))
+        case If():
+            return replace(stmt, body=_fused(stmt.body, counts, parents),
+                           orelse=_fused(stmt.orelse, counts, parents))
+    return stmt
+
+
+def _is_alloc(stmt: Stmt) -> bool:
+    return (isinstance(stmt, Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.values[0], Call) and stmt.values[0].fn == "K.empty")
+
+
+def _writes_scratch(body: list[Stmt]) -> bool:
+    """Whether `body` writes a row scratch array."""
+    return any(isinstance(s, Store) and is_scratch(_base(s.target)) for s in statements(body))
+
+
+def _base(sub: Sub) -> str:
+    return sub.base.name if isinstance(sub.base, Var) else ""
+
+
+def _carries(body: list[Stmt], counts: Counter) -> bool:
+    """Whether a nest carries a scalar across its rows: a local its body sets (other than a
+    loop index) that statements outside it also name (a total's start before the loop, its use
+    after it, or a later nest reading it)."""
+    here = mentions(body)
+    for stmt in statements(body):
+        name = assigned(stmt)
+        if name is not None and not isinstance(stmt, For) and counts[name] > here[name]:
+            return True
+    return False
+
+
+def _parents(body: list[Stmt]) -> dict[str, set[str]]:
+    """For each local assigned in `body`, the locals whose arrays it may be a view of."""
+    found: dict[str, set[str]] = {}
+    for stmt in statements(body):
+        if isinstance(stmt, Assign):
+            for target, value in zip(stmt.targets, stmt.values, strict=True):
+                found.setdefault(target, set()).update(aliases(value))
+    return found
+
+
+def _roots(name: str, parents: dict[str, set[str]]) -> set[str]:
+    """`name` and every name it may be a view of."""
+    seen, stack = set(), [name]
+    while stack:
+        n = stack.pop()
+        if n not in seen:
+            seen.add(n)
+            stack.extend(parents.get(n, ()))
+    return seen
+
+
+def _uses(body: list[Stmt]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """The arrays written and read in `body`, each with the first index of every access."""
+    writes: dict[str, set[str]] = {}
+    reads: dict[str, set[str]] = {}
+    for stmt in statements(body):
+        values = exprs(stmt)
+        if isinstance(stmt, Store):
+            first = render.expr(stmt.target.index[0])
+            writes.setdefault(_base(stmt.target), set()).add(first)
+            if stmt.add:
+                reads.setdefault(_base(stmt.target), set()).add(first)
+            values = (*stmt.target.index, stmt.value)
+        for value in values:
+            for node in walk(value):
+                if isinstance(node, Sub) and isinstance(node.base, Var):
+                    reads.setdefault(node.base.name, set()).add(render.expr(node.index[0]))
+    for name in [n for n in (*writes, *reads) if is_scratch(n)]:
+        writes.pop(name, None)  # a row's own scratch (division.py): filled and read again
+        reads.pop(name, None)   # within the row
+    return writes, reads
+
+
+def _row_local(first: list[Stmt], second: list[Stmt], parents: dict[str, set[str]]) -> bool:
+    """Whether `second` may run row by row interleaved with `first` (see the module's doc)."""
+    w1, r1 = _uses(first)
+    w2, r2 = _uses(second)
+    if any(index != {"i0"} for index in (*w1.values(), *w2.values())):
+        return False  # (a row's results go elsewhere: a sum into other rows, another layout)
+    written = set(w1) | set(w2)
+    accessed = written | set(r1) | set(r2)
+    whole = _named_whole(first + second)
+    for name in written:
+        if name in whole:
+            return False
+        shared = name in (set(w1) & (set(w2) | set(r2))) or name in (set(w2) & set(r1))
+        if shared:
+            indices = w1.get(name, set()) | w2.get(name, set()) | r1.get(name, set()) \
+                | r2.get(name, set())
+            if indices != {"i0"}:
+                return False
+        roots = _roots(name, parents)
+        for other in accessed - {name}:
+            if roots & _roots(other, parents):
+                return False
+    return True
+
+
+def _named_whole(body: list[Stmt]) -> set[str]:
+    """The locals `body` names other than as the array of an element or slice read."""
+    found: set[str] = set()
+    for stmt in statements(body):
+        if isinstance(stmt, Assign):
+            found.update(stmt.targets)
+        elif assigned(stmt) is not None:
+            found.add(assigned(stmt))
+        for value in exprs(stmt):
+            stack = [value]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, Sub) and isinstance(node.base, Var):
+                    stack.extend(node.index)
+                    continue
+                if isinstance(node, Var):
+                    found.add(node.name)
+                stack.extend(kids(node))
+    return found
