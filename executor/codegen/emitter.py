@@ -205,51 +205,11 @@ class Emitter:
             if n in dims:
                 continue
             if ready:
-                dims[n] = self._dims_rule(n)
+                dims[n] = dims_rule(n, dims, self.frame.shapes)
                 continue
             stack.append((n, True))
             stack.extend((k, False) for k in ir.children(n) if k not in dims)
         return dims[node]
-
-    def _dims_rule(self, node: ir.Node) -> tuple[Expr, ...]:
-        dims = self.frame.dims
-        match node:
-            case ir.Const() | ir.Loop() | ir.Tuple():
-                return ()
-            case ir.Cond():
-                return dims[node.then]
-            case ir.Project():
-                return dims[node.loop.init[node.index]]
-            case ir.Prim(op="index", args=(x, _)):
-                return dims[x][1:]
-            # (a class count and a slice's bounds are known from shapes alone: their numbers,
-            # not the values computed from them, which a buffer made before a loop would read
-            # before the loop computes them)
-            case ir.Prim(op="oneHot", args=(labels, _)):
-                return dims[labels] + (Num(str(self.frame.shapes[node][-1])),)
-            case ir.Prim(op="slice", args=(x, _, _)):
-                return (Num(str(self.frame.shapes[node][0])),) + dims[x][1:]
-            case ir.Einsum(spec=spec):
-                parsed = parse_spec(spec)
-                known = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)
-                         for ch, d in zip(term, dims[a], strict=True)}
-                return tuple(known[ch] for ch in parsed.output)
-            case ir.Prim(op=op, args=args, attrs=attrs):
-                kind = BY_OP[op].kind
-                if kind == "reduce":
-                    return dims[args[0]][:attrs[0]] + dims[args[0]][attrs[0] + 1:]
-                if kind == "positions":
-                    return (dims[args[0]][attrs[0]],)
-                if kind == "shift":
-                    x = dims[args[0]]
-                    return x[:attrs[0]] + x[attrs[0] + 1:] + tuple(dims[w][0] for w in args[1:])
-                if kind == "take":
-                    x = dims[args[0]]
-                    return x[:attrs[0]] + x[attrs[0] + 1:]
-                if kind == "size":
-                    return ()
-                return next((dims[a] for a in args if dims[a]), ())
-        raise AssertionError(f"code generation: no shape rule for {node!r}")
 
     def alloc(self, node: ir.Node | None, dims: tuple[Expr, ...]) -> Var:
         """A new C-ordered buffer for `node` (made once before the enclosing loop, if any), or
@@ -373,6 +333,49 @@ class Emitter:
                 self.bind(node, sizes([self.value(i) for i in node.items]))
             case other:
                 raise AssertionError(f"code generation: cannot emit a {other} alone")
+
+
+
+def dims_rule(node: ir.Node, dims: dict, shapes: dict) -> tuple[Expr, ...]:
+    """`node`'s axis sizes as expressions, from its arguments' (`dims`) and, where they are
+    numbers known from shapes alone, its own shape."""
+    match node:
+        case ir.Const() | ir.Loop() | ir.Tuple():
+            return ()
+        case ir.Cond():
+            return dims[node.then]
+        case ir.Project():
+            return dims[node.loop.init[node.index]]
+        case ir.Prim(op="index", args=(x, _)):
+            return dims[x][1:]
+        # (a class count and a slice's bounds are known from shapes alone: their numbers,
+        # not the values computed from them, which a buffer made before a loop would read
+        # before the loop computes them)
+        case ir.Prim(op="oneHot", args=(labels, _)):
+            return dims[labels] + (Num(str(shapes[node][-1])),)
+        case ir.Prim(op="slice", args=(x, _, _)):
+            return (Num(str(shapes[node][0])),) + dims[x][1:]
+        case ir.Einsum(spec=spec):
+            parsed = parse_spec(spec)
+            known = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)
+                     for ch, d in zip(term, dims[a], strict=True)}
+            return tuple(known[ch] for ch in parsed.output)
+        case ir.Prim(op=op, args=args, attrs=attrs):
+            kind = BY_OP[op].kind
+            if kind == "reduce":
+                return dims[args[0]][:attrs[0]] + dims[args[0]][attrs[0] + 1:]
+            if kind == "positions":
+                return (dims[args[0]][attrs[0]],)
+            if kind == "shift":
+                x = dims[args[0]]
+                return x[:attrs[0]] + x[attrs[0] + 1:] + tuple(dims[w][0] for w in args[1:])
+            if kind == "take":
+                x = dims[args[0]]
+                return x[:attrs[0]] + x[attrs[0] + 1:]
+            if kind == "size":
+                return ()
+            return next((dims[a] for a in args if dims[a]), ())
+    raise AssertionError(f"code generation: no shape rule for {node!r}")
 
 
 #: A program with loops none of whose values holds more entries than this is written for its
