@@ -1,5 +1,5 @@
 """hilbert's private directory on disk, checked before anything in it is trusted: what it keeps
-there (Numba's cache of compiled code, executor/disk.py; parsed modules, compiler/parsed.py)
+there (Numba's cache of compiled code, executor/numba/disk.py; parsed modules, compiler/parsed.py)
 is pickles, and loading a pickle runs whatever its writer chose.
 
 So they are read only from a directory that no one but the user (and root) can change: owned

@@ -7,21 +7,21 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from hilbert.compiler import ir, passes, settings
+from hilbert.compiler.debug import dump
+from hilbert.compiler.entry import Entry, build_entry
+from hilbert.compiler.ir import verify
+from hilbert.compiler.kept import kept_entry
+from hilbert.compiler.models import CompiledModel, compile_models
+from hilbert.compiler.modules import Loader, SourceModule
+from hilbert.compiler.passes.inline import Inliner
+from hilbert.compiler.passes.monomorphise import monomorphise
+from hilbert.compiler.passes.recursion import check_recursion
+from hilbert.compiler.passes.resolve import Definition, Resolved, resolve
+from hilbert.compiler.passes.shapes import Shape, ShapeTable, infer_shapes
+from hilbert.compiler.plan import Plan, contraction, guard, make_plan, memory_limit
 from hilbert.grammar.errors import HilbertError
 from hilbert.grammar.source import Span
-
-from . import ir, passes, settings, verify
-from .debug import dump
-from .entry import Entry, build_entry
-from .inline import Inliner
-from .kept import kept_entry
-from .models import CompiledModel, compile_models
-from .modules import Loader, SourceModule
-from .monomorphise import monomorphise
-from .plan import Plan, contraction, guard, make_plan, memory_limit
-from .recursion import check_recursion
-from .resolve import Definition, Resolved, resolve
-from .shapes import Shape, ShapeTable, infer_shapes
 
 
 class Entries(Mapping[str, Entry]):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import ir, passes, verify
-from .debug import dump
-from .inline import Inliner
-from .resolve import Definition
-from .tuples import check_settled
+from hilbert.compiler import ir, passes
+from hilbert.compiler.debug import dump
+from hilbert.compiler.ir import verify
+from hilbert.compiler.passes.inline import Inliner
+from hilbert.compiler.passes.resolve import Definition
+from hilbert.compiler.passes.tuples import check_settled
 
 
 @dataclass(frozen=True, slots=True)

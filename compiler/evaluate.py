@@ -1,5 +1,5 @@
 """The host runtime's core: IR evaluated on values the process holds, each op by its NumPy
-meaning (compiler/primitives.py), each einsum by a hook the runtime is given. The reference
+meaning (compiler/ops/primitives.py), each einsum by a hook the runtime is given. The reference
 executor (loops as Python loops), the numba executor's host tier and host steps, and the
 planner's trip counts all evaluate IR through `Host`; the dask executor keeps a walk of its
 own (its values are lazy, and each is guarded as it is made)."""
@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-
-from . import ir
-from .primitives import BY_OP
+from hilbert.compiler import ir
+from hilbert.compiler.ops.primitives import BY_OP
 
 #: How an einsum node is computed from its operands' values.
 Einsum = Callable[[ir.Einsum, list], object]
@@ -91,7 +90,7 @@ class Host:
         raise AssertionError(f"cannot evaluate {node!r}")
 
     def prim(self, node: ir.Prim, args: list):
-        """The op's NumPy meaning (compiler/meanings.py) for these argument values."""
+        """The op's NumPy meaning (compiler/ops/meanings.py) for these argument values."""
         meaning = BY_OP[node.op].meaning
         assert meaning is not None, f"{node.op} has no NumPy meaning"
         return meaning(node, args)

@@ -4,16 +4,16 @@ the same modules reads it back instead of inlining again (a train block with ∂
 a warm start to inline). An entry is named by a hash of what building it reads: the
 compiler's and the grammar's sources, every module the root module resolved (each by its key
 and text), and which entry it is. IR nodes are pickled without their cached hashes, which
-depend on the process's hash seed (compiler/ir.py)."""
+depend on the process's hash seed (compiler/ir/__init__.py)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
 
-from . import pickles
-from .entry import Entry
-from .resolve import Resolved
+from hilbert.compiler import pickles
+from hilbert.compiler.entry import Entry
+from hilbert.compiler.passes.resolve import Resolved
 
 #: The folder of the cache directory that holds built entries.
 FOLDER = "entries"

@@ -14,9 +14,8 @@ import hashlib
 import threading
 from collections import OrderedDict
 
+from hilbert.compiler import pickles
 from hilbert.grammar.syntax import Module
-
-from . import pickles
 
 #: The folder of the cache directory that holds parsed modules.
 FOLDER = "parsed"

@@ -22,16 +22,18 @@ def stamp(*folders: str) -> str:
     `compiler`): what a kept pickle was made by."""
     digest = hashlib.sha256()
     for name in folders:
-        for path in sorted((_HERE.parent / name).iterdir()):
+        folder = _HERE.parent / name
+        for path in sorted(folder.rglob("*")):
             if path.suffix in (".py", ".lark"):
-                digest.update(f"{name}/{path.name}".encode() + b"\0" + path.read_bytes())
+                where = path.relative_to(folder).as_posix()
+                digest.update(f"{name}/{where}".encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
 def read(folder: str, digest: str, kind: type):
     """The pickle `digest` of `folder` in the private cache directory, if it is there, loads,
     and is a `kind`; else None (a damaged entry is made again and rewritten)."""
-    from .directory import private_folder
+    from hilbert.compiler.directory import private_folder
 
     place = private_folder(folder)
     if place is None:
@@ -50,7 +52,7 @@ def read(folder: str, digest: str, kind: type):
 def write(folder: str, digest: str, value) -> None:
     """Keep `value` as the pickle `digest` of `folder`, written whole or not at all; a value too
     deep to pickle, or a cache that cannot be written, is simply not kept."""
-    from .directory import private_folder, write_whole
+    from hilbert.compiler.directory import private_folder, write_whole
 
     place = private_folder(folder)
     if place is None:

@@ -49,14 +49,14 @@ def get_executor(name: str) -> Executor:
     from hilbert.grammar.source import nowhere
 
     if name == "reference":
-        from . import reference
+        from hilbert.executor import reference
         return reference
     if name == "numba":
-        from . import numba_exec
+        from hilbert.executor.numba import executor as numba_exec
         return numba_exec
     if name == "dask":
         try:
-            from . import dask_exec
+            from hilbert.executor.dask import executor as dask_exec
         except ImportError as err:
             if not (err.name or "").startswith("dask"):
                 raise

@@ -15,8 +15,8 @@ import heapq
 from dataclasses import dataclass, field
 
 from hilbert.compiler import ir
-from hilbert.compiler.einsum_spec import parse_spec
-from hilbert.compiler.primitives import BY_OP, having
+from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.primitives import BY_OP, having
 
 _ENTRYWISE = having("entrywise")
 _SHAPES_ONLY = having("shapes_only")

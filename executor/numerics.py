@@ -1,6 +1,6 @@
 """Host numerics every executor shares: NumPy's floating-point warnings kept quiet around
 host work, and results detached from the inputs (x ^ y's host meaning is
-compiler/meanings.py's `power`)."""
+compiler/ops/meanings.py's `power`)."""
 
 from __future__ import annotations
 

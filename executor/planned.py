@@ -9,11 +9,10 @@ from collections.abc import Callable
 import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.driver import Entry, plan_entry
-from hilbert.compiler.einsum_spec import parse_spec
 from hilbert.compiler.evaluate import Host, evaluate, needs
+from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.plan import ContractStep, Plan, contraction
-
-from .numerics import detached, quietly
+from hilbert.executor.numerics import detached, quietly
 
 #: Below this many FLOPs a pairwise step that BLAS could do runs as numpy.einsum instead: a
 #: tensordot costs a few microseconds of reshapes and transposes before its product.

@@ -7,9 +7,8 @@ import math
 import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.evaluate import Host, numpy_einsum
+from hilbert.executor.numerics import detached, quietly
 from hilbert.grammar.errors import RuntimeHilbertError
-
-from .numerics import detached, quietly
 
 #: Plans for this executor are of the IR as written (compiler/driver.plan_entry's as_written).
 AS_WRITTEN = True
@@ -106,7 +105,7 @@ def run_loop(loop: ir.Loop, state, eval_body, tape: list | None = None,
 def tape_guard(loop: ir.Loop, state: list, moving: list[int], steps: int) -> None:
     """E700 before a backward run's tape of `steps` states would pass the memory limit."""
     from hilbert.compiler.plan import memory_limit
-    from hilbert.compiler.plan_text import human_bytes
+    from hilbert.compiler.plan.text import human_bytes
 
     per_step = sum(np.size(state[i]) for i in moving) * 8
     limit = memory_limit()
@@ -189,7 +188,7 @@ class ReferenceProgram:
         self.evaluator = Reference()
         self.tapes = tapes_at_the_call(self.body)
         if self.tapes and states is None:
-            from hilbert.compiler.shapes import infer_shapes
+            from hilbert.compiler.passes.shapes import infer_shapes
 
             states = infer_shapes(self.body, tuple(shapes)).states
         self.states = states or {}

@@ -8,9 +8,9 @@ import numbers
 
 import numpy as np
 
+from hilbert.compiler.passes.shapes import describe_shape
 from hilbert.compiler.plan import ITEM_BYTES, memory_limit
-from hilbert.compiler.plan_text import human_bytes
-from hilbert.compiler.shapes import describe_shape
+from hilbert.compiler.plan.text import human_bytes
 from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
 
 _FLOAT64 = np.dtype(np.float64)

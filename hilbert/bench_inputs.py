@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from hilbert.compiler.driver import annotate, plan_entry, specialise
+from hilbert.compiler.passes.shapes import Shape
 from hilbert.compiler.plan import ITEM_BYTES, OPTIMISERS, check_optimiser, memory_limit
-from hilbert.compiler.plan_text import human_bytes
-from hilbert.compiler.shapes import Shape
+from hilbert.compiler.plan.text import human_bytes
 from hilbert.executor import get_executor
 from hilbert.grammar.errors import ArgumentError, HilbertError, RuntimeHilbertError
 

@@ -7,8 +7,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hilbert.compiler.plan_text import human_count
-from hilbert.compiler.shapes import Shape
+from hilbert.compiler.passes.shapes import Shape
+from hilbert.compiler.plan.text import human_count
 from hilbert.grammar.errors import ArgumentError
 from hilbert.grammar.source import nowhere
 

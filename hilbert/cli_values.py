@@ -63,7 +63,7 @@ def _read_npy(path: Path) -> np.ndarray:
     """A .npy file as numpy.save writes it: its header is checked against the memory limit
     before its data is read, and it may hold no pickled objects."""
     from hilbert.compiler.plan import memory_limit
-    from hilbert.compiler.plan_text import human_bytes
+    from hilbert.compiler.plan.text import human_bytes
     from hilbert.models import npy_header
 
     try:

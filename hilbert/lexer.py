@@ -27,13 +27,13 @@ from pygments.token import (
     Whitespace,
 )
 
-from hilbert.compiler.primitives import PRIMITIVES as OP_TABLE
+from hilbert.compiler.ops.primitives import PRIMITIVES as OP_TABLE
 
 #: A name, as the grammar has it: a letter (any script), then letters, digits and `_`; the
 #: superscript ² is the square operator, never part of a name.
 NAME = r"[^\W\d²][^\W²]*"
 _END = r"(?![^\W²])"  # a keyword or primitive ends where a name could not go on
-#: Every primitive a .hb program can call by name: the op table's (compiler/primitives.py),
+#: Every primitive a .hb program can call by name: the op table's (compiler/ops/primitives.py),
 #: the contraction, and grad, the ASCII spelling of ∂.
 PRIMITIVES = ("einsum", "grad", *OP_TABLE)
 KEYWORDS = ("if", "then", "else", "let", "in", "from")

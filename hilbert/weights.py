@@ -11,10 +11,10 @@ import numpy as np
 
 from hilbert.compiler import ir
 from hilbert.compiler.models import CompiledModel, WeightDecl
+from hilbert.compiler.ops.primitives import BY_OP
+from hilbert.compiler.passes.shapes import describe_shape, infer_shapes
 from hilbert.compiler.plan import memory_limit
-from hilbert.compiler.plan_text import human_bytes
-from hilbert.compiler.primitives import BY_OP
-from hilbert.compiler.shapes import describe_shape, infer_shapes
+from hilbert.compiler.plan.text import human_bytes
 from hilbert.executor.reference import Reference
 from hilbert.grammar.errors import ModelError
 

@@ -14,7 +14,7 @@ import pytest
 # The suite checks compiled code: each loop-free call builds its code at its first call, before
 # it runs (docs/testing.md). test_tiered.py checks the tiers themselves, under each setting.
 os.environ.setdefault("HILBERT_COMPILE", "eager")
-# Every pass's result is checked against the IR layer it gives (compiler/verify.py).
+# Every pass's result is checked against the IR layer it gives (compiler/ir/verify.py).
 os.environ.setdefault("HILBERT_VERIFY", "1")
 
 #: Optional packages the test run needs (`make test` installs them): missing, their tests

@@ -1,4 +1,4 @@
-"""The background builder at exit (executor/builder.py): it lets the build under way end and
+"""The background builder at exit (executor/numba/builder.py): it lets the build under way end and
 starts no other, so that a process never ends with the daemon thread frozen inside Numba or
 LLVM holding their locks (the main thread, freeing LLVM objects as the interpreter finalised,
 then waited for it forever: a warm process hung at exit about one run in two)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from hilbert.executor.builder import Builder
+from hilbert.executor.numba.builder import Builder
 
 
 class _Program:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ROOT
-from hilbert.executor import disk, kernels
+from hilbert.executor.numba import disk, kernels
 from hilbert.grammar.errors import WARNING_CODES, HilbertWarning
 
 import hilbert
@@ -38,7 +38,7 @@ from numba.core import event
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import hilbert
-    from hilbert.executor import kernels
+    from hilbert.executor.numba import kernels
     with event.install_recorder("numba:compile") as recorder:
         a, b = np.arange(12.0).reshape(3, 4) / 10, np.ones((4, 4)) / 4
         value = hilbert.compile_source(SOURCE).f(3, a, b)

@@ -305,9 +305,9 @@ def test_without_dask_the_executor_is_a_coded_error(monkeypatch):
 
     from hilbert import executor
 
-    for module in ("dask_exec", "dask_graph"):  # as if never imported
-        monkeypatch.delitem(sys.modules, f"hilbert.executor.{module}")
-        monkeypatch.delattr(executor, module)
+    for module in [m for m in sys.modules if m.startswith("hilbert.executor.dask")]:
+        monkeypatch.delitem(sys.modules, module)  # as if never imported
+    monkeypatch.delattr(executor, "dask", raising=False)
     monkeypatch.setitem(sys.modules, "dask", None)  # `import dask` fails as if not installed
     with pytest.raises(HilbertError) as raised:
         executor.get_executor("dask")
@@ -475,7 +475,7 @@ def test_a_tape_over_the_limit_is_refused_before_any_step_runs_on_dask(monkeypat
     the loop run backwards) is sent to the scheduler: none is counted, and 10⁹ steps are
     refused (at a round trip a step they would take weeks). An `if` branch not taken is not
     refused, and a tape within the limit runs as on the reference executor."""
-    from hilbert.executor.dask_graph import DaskGraph
+    from hilbert.executor.dask.graph import DaskGraph
 
     steps: list[int] = []
     step = DaskGraph._step

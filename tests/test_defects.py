@@ -10,7 +10,8 @@ import signal
 import numpy as np
 import pytest
 from conftest import ROOT, assert_agree
-from hilbert.executor import codegen, interrupt
+from hilbert.executor import codegen
+from hilbert.executor.numba import interrupt
 
 import hilbert
 
@@ -91,7 +92,7 @@ def test_ctrl_c_during_a_host_loop_never_reaches_a_compiled_call(monkeypatch):
         'fn g(t, a, x) ↦ ∂ einsum("i->", grow(t, a, x)) / ∂ x')
     a, x = np.eye(3) * 0.5, np.ones(3)
     mod.g(2.0, a, x)  # compiled before the test
-    from hilbert.executor import numba_exec
+    from hilbert.executor.numba import executor as numba_exec
 
     handlers, calls = [], []
     run = numba_exec.CompiledRegion.run
@@ -146,7 +147,7 @@ def test_every_component_of_a_tuple_is_a_fresh_array(executor, when, name, monke
                                       "HILBERT_MAX_PROGRAMS", "HILBERT_MEMORY_LIMIT"])
 @pytest.mark.parametrize("text", ["²", "①", "٣", "3x"])
 def test_a_setting_that_is_no_ascii_number_is_e600_naming_it(variable, text, monkeypatch):
-    from hilbert.executor import threads
+    from hilbert.executor.numba import threads
 
     threads.forget()
     monkeypatch.setenv(variable, text)

@@ -301,7 +301,7 @@ def test_every_op_has_a_derivative_rule():
     """A new primitive must come with a derivative rule in its row of the op table (or be one
     that is never differentiated: draws live only in weight initialisers; argmax/argmin become
     other ops)."""
-    from hilbert.compiler.primitives import BY_OP
+    from hilbert.compiler.ops.primitives import BY_OP
 
     never = {"gaussian", "uniform", "argmax", "argmin"}
     assert {op for op, row in BY_OP.items() if row.derivative is None} == never

@@ -10,7 +10,7 @@ import re
 import numba
 import numpy as np
 import pytest
-from hilbert.executor import threads, vmath
+from hilbert.executor.numba import threads, vmath
 
 import hilbert
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hilbert.compiler.primitives import PRIMITIVES
+from hilbert.compiler.ops.primitives import PRIMITIVES
 
 import hilbert
 

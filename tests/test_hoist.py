@@ -1,4 +1,4 @@
-"""Work a loop repeats on values it never changes is done once (compiler/hoist.py), and equal
+"""Work a loop repeats on values it never changes is done once (compiler/passes/hoist.py), and equal
 work that mask elimination makes in two places of a loop step is shared (compiler/entry.py:
 sharing runs again after masks). Expected values are NumPy loops written here."""
 

@@ -12,7 +12,7 @@ import sys
 import textwrap
 
 import numpy as np
-from hilbert.compiler import primitives
+from hilbert.compiler.ops import primitives
 from scipy import special
 
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hilbert.compiler.primitives import PRIMITIVES
+from hilbert.compiler.ops.primitives import PRIMITIVES
 from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
 from pygments.token import Comment, Error, Generic, Keyword, Name, Number, Operator, String
 

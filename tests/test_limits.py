@@ -9,7 +9,7 @@ import tracemalloc
 import numpy as np
 import pytest
 from conftest import EXECUTORS
-from hilbert.compiler.inline import MAX_NODES
+from hilbert.compiler.passes.inline import MAX_NODES
 from hilbert.grammar.parser import MAX_NESTING
 
 import hilbert
@@ -283,7 +283,7 @@ def test_long_chains_on_vectors_and_matrices_compile_and_run(operations, executo
     # 20,000 operations is past the E701 bound of one definition: raised here, to show every
     # pass walks the chain without recursing. (Numba's own compilation of 20,000 operations
     # takes many minutes, so the compiled executor is run to 2,000.)
-    monkeypatch.setattr("hilbert.compiler.inline.MAX_NODES", 2 * operations + 100)
+    monkeypatch.setattr("hilbert.compiler.passes.inline.MAX_NODES", 2 * operations + 100)
     x = np.linspace(-1.5, 1.5, int(np.prod(shape))).reshape(shape)
     expected = numpy_tanh_chain(operations // 2, x)
     if executor == "reference":  # every pass is hilbert's own: none may recurse per operation

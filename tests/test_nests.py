@@ -1,6 +1,6 @@
 """How generated loop nests run (executor/codegen/): sums along the innermost axis added in
 any order (a partial sum per vector lane), large nests whose outer iterations are independent run on several threads
-(executor/threads.py), and matrix-vector products go to BLAS's GEMV. Each is checked against
+(executor/numba/threads.py), and matrix-vector products go to BLAS's GEMV. Each is checked against
 NumPy written here, on finite data and on inf and NaN."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import threading
 
 import numpy as np
 import pytest
-from hilbert.executor import kernels, threads
 from hilbert.executor.codegen import render, tidy
 from hilbert.executor.codegen.loops import (
     Assign,
@@ -28,6 +27,7 @@ from hilbert.executor.codegen.loops import (
     sizes,
 )
 from hilbert.executor.codegen.rows import fuse_rows
+from hilbert.executor.numba import kernels, threads
 
 import hilbert
 

@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 from conftest import assert_agree
-from hilbert.executor import cache, kernels
+from hilbert.executor.numba import cache, kernels
 from hilbert.grammar.errors import HilbertError
 
 import hilbert

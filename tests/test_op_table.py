@@ -1,8 +1,8 @@
-"""The op table (compiler/primitives.py) is complete: every op that reaches an executor has
+"""The op table (compiler/ops/primitives.py) is complete: every op that reaches an executor has
 its shape rule, NumPy meaning and a way onto dask arrays; every entrywise op has its code in
 generated loops; the sets passes use are the traits' (and what they always were)."""
 
-from hilbert.compiler.primitives import BY_OP, TRAITS, having
+from hilbert.compiler.ops.primitives import BY_OP, TRAITS, having
 
 #: Ops that never reach an executor: draws are run by a model's initialiser, arg-extremes are
 #: written as other ops by the resolver.

@@ -12,7 +12,7 @@ import opt_einsum
 import opt_einsum.testing
 import pytest
 from hilbert.compiler import ir
-from hilbert.compiler.fuse import count_einsums, count_loops
+from hilbert.compiler.passes.fuse import count_einsums, count_loops
 from hilbert.compiler.plan import contraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -197,7 +197,7 @@ def test_ten_chained_layers_are_planned_at_the_chain_optimum(optimize, monkeypat
         asked.append(optimize)
         return contract_path(*args, optimize=optimize, **kwargs)
 
-    monkeypatch.setattr("hilbert.compiler.paths.opt_einsum.contract_path", recording)
+    monkeypatch.setattr("hilbert.compiler.plan.paths.opt_einsum.contract_path", recording)
     contraction.cache_clear()  # paths are cached per optimiser: see this test's requests
     dims = [64, 17, 33, 9, 48, 12, 30, 7, 40, 21, 5, 26]
     mod = hilbert.compile_source(DENSE_CHAIN).deep.using(optimize=optimize)

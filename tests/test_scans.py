@@ -1,6 +1,6 @@
 """cumsum(x, k) and cumprod(x, k): running sums and products along an axis, on every executor,
 differentiable (cumprod exactly where x holds zeros), each added as one row of the op table
-(compiler/primitives.py). Expected values are NumPy's, and derivatives finite differences or
+(compiler/ops/primitives.py). Expected values are NumPy's, and derivatives finite differences or
 the adjoint written out entry by entry here."""
 
 import numpy as np
@@ -94,7 +94,7 @@ def test_an_axis_out_of_range_names_the_op_and_the_shape():
 
 
 def test_both_are_rows_of_the_op_table_and_words_of_the_lexer():
-    from hilbert.compiler.primitives import PRIMITIVES
+    from hilbert.compiler.ops.primitives import PRIMITIVES
 
     from hilbert import lexer
 

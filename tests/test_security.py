@@ -21,7 +21,7 @@ import pytest
 import test_cache
 from conftest import EXECUTORS
 from hilbert.compiler import directory as private
-from hilbert.executor import disk
+from hilbert.executor.numba import disk
 from test_cache import copy_of, files, run_cached
 
 import hilbert

@@ -1,4 +1,4 @@
-"""The shared kernels generated code calls for products and copies (executor/kernels.py): each
+"""The shared kernels generated code calls for products and copies (executor/numba/kernels.py): each
 agrees with NumPy in every layout, and a program built with them compiles none of Numba's
 error-message machinery (issue 27: cold compile time)."""
 
@@ -12,7 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from hilbert.executor import kernels
+from hilbert.executor.numba import kernels
 from numba import njit
 
 pytestmark = pytest.mark.skipif(kernels.PYTHON_MODE, reason="compiled kernels only")

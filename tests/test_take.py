@@ -1,5 +1,5 @@
 """An einsum against the one-hot [s = t] of a scalar value t (a loop counter: the seed's atTime)
-reads the slice at t (compiler/masks.py, `take`): equal to NumPy written here on every
+reads the slice at t (compiler/passes/masks.py, `take`): equal to NumPy written here on every
 executor, zeros where t is no position (outside, not whole, NaN, inf), inf and NaN of the
 columns not read never leak, each step costs one slice (not the whole axis), and derivatives
 through it match finite differences."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import EXECUTORS, needs
-from hilbert.compiler import meanings
+from hilbert.compiler.ops import meanings
 
 import hilbert
 

@@ -26,7 +26,9 @@ import pytest
 from conftest import assert_agree
 from hilbert.compiler import driver
 from hilbert.compiler.plan import contraction
-from hilbert.executor import codegen, numba_exec, planned, tiers
+from hilbert.executor import codegen, planned
+from hilbert.executor.numba import executor as numba_exec
+from hilbert.executor.numba import tiers
 from numba.core import event
 from opt_einsum.testing import rand_equation
 
@@ -520,7 +522,7 @@ import json, sys
 import numpy as np
 from numba.core import event
 import hilbert
-from hilbert.executor import numba_exec
+from hilbert.executor.numba import executor as numba_exec
 f = hilbert.compile_source(sys.argv[1]).f
 a, b = np.eye(3) * 0.5, np.full((3, 3), 0.25)
 value = f(5, a, b)

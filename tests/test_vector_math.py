@@ -1,4 +1,4 @@
-"""executor/vmath.py: exp, log and tanh within 2 ulp of NumPy on every finite input (dense grids
+"""executor/numba/vmath.py: exp, log and tanh within 2 ulp of NumPy on every finite input (dense grids
 over the whole range, random samples, the neighbourhoods of every threshold), NumPy's exact
 values on special inputs, the same through .hb programs on both executors, and machine code
 that is vectorised (packed FMA instructions in the loop a generated kernel compiles to)."""
@@ -11,7 +11,7 @@ import re
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
-from hilbert.executor import cache, kernels, vmath
+from hilbert.executor.numba import cache, kernels, vmath
 
 import hilbert
 

@@ -1,10 +1,11 @@
-"""The IR verifier (compiler/verify.py): it passes every stage of real programs (the suite runs
+"""The IR verifier (compiler/ir/verify.py): it passes every stage of real programs (the suite runs
 it after every pass: conftest sets HILBERT_VERIFY), and it catches each kind of broken IR."""
 
 import numpy as np
 import pytest
-from hilbert.compiler import ir, passes, verify
-from hilbert.compiler.shapes import infer_shapes
+from hilbert.compiler import ir, passes
+from hilbert.compiler.ir import verify
+from hilbert.compiler.passes.shapes import infer_shapes
 from hilbert.grammar.source import nowhere
 
 import hilbert

@@ -1,4 +1,4 @@
-"""One transcendental function over 10⁶ entries: executor/vmath.py's loops against NumPy's own
+"""One transcendental function over 10⁶ entries: executor/numba/vmath.py's loops against NumPy's own
 vectorised ufuncs (and torch, JAX)."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def entrywise(op: str):
 
 CASES = [
     Case(f"{op}-1e6", "entrywise", f"{op} over 10⁶ entries",
-         f"{op} in a compiled loop nest (executor/vmath.py, vectorised) against np.{name}",
+         f"{op} in a compiled loop nest (executor/numba/vmath.py, vectorised) against np.{name}",
          entrywise(op))
     for op, (name, _) in FUNCTIONS.items()
 ]

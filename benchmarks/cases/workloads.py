@@ -80,7 +80,7 @@ def recurrent(config: Config, b: int = 64, w: int = 32, lengths: tuple[int, int]
 
 def recurrent_long(config: Config) -> Setup:
     """A long sequence through a narrow state: each step's read of x at the counter must cost
-    one column (compiler/masks.py, `take`), not the whole sequence."""
+    one column (compiler/passes/masks.py, `take`), not the whole sequence."""
     return recurrent(config, b=8, w=8, lengths=(4000, 1000))
 
 

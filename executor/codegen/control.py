@@ -4,9 +4,8 @@ double-buffered), x[t] and x[a:b] as checked views, and oneHot."""
 from __future__ import annotations
 
 from hilbert.compiler import ir
-
-from .. import fusion, reference
-from .loops import (
+from hilbert.executor import fusion, reference
+from hilbert.executor.codegen.loops import (
     Assign,
     Break,
     Do,
@@ -58,7 +57,7 @@ def _branch(em, root: ir.Node, name: str) -> None:
 def emit_loop(em, loop: ir.Loop) -> None:
     """The whole loop, inline: state in locals, array state double-buffered (each step
     writes the buffer the state does not hold), body buffers made once before it."""
-    from .emitter import Frame
+    from hilbert.executor.codegen.emitter import Frame
 
     em.needs_compile = True
     number_ = len(em.loops)

@@ -35,7 +35,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .loops import Assign, Call, Expr, Fmt, For, If, Stmt, Store, Sub, Update, Var, call, fmt, walk
+from hilbert.executor.codegen.loops import (
+    Assign,
+    Call,
+    Expr,
+    Fmt,
+    For,
+    If,
+    Stmt,
+    Store,
+    Sub,
+    Update,
+    Var,
+    call,
+    fmt,
+    walk,
+)
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,13 @@ import math
 from dataclasses import dataclass, field
 
 from hilbert.compiler import ir
-from hilbert.compiler.einsum_spec import parse_spec
-from hilbert.compiler.primitives import BY_OP
-from hilbert.compiler.shapes import Scope, ShapeTable
-
-from .. import fusion
-from . import control, entrywise, products, render, rows, tidy
-from .division import Division
-from .loops import (
+from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.primitives import BY_OP
+from hilbert.compiler.passes.shapes import Scope, ShapeTable
+from hilbert.executor import fusion
+from hilbert.executor.codegen import control, entrywise, products, render, rows, tidy
+from hilbert.executor.codegen.division import Division
+from hilbert.executor.codegen.loops import (
     Assign,
     Call,
     Do,
@@ -40,7 +39,7 @@ from .loops import (
     sizes,
     statements,
 )
-from .writer import Writer
+from hilbert.executor.codegen.writer import Writer
 
 
 @dataclass(frozen=True)
@@ -159,7 +158,7 @@ class Emitter:
             body = tidy.released(body)
         # (uncompiled code computes on NumPy scalars, which warn on x/0: its callers run it
         # under numerics.quietly, as they run every other NumPy call on the host)
-        if self.loops:  # loops leave when stop[0] is set (executor/interrupt.py: Ctrl-C)
+        if self.loops:  # loops leave when stop[0] is set (executor/numba/interrupt.py: Ctrl-C)
             args.append("stop")
         source = "\n".join([f"def run({', '.join(args)}):", *render.lines(body)]) + "\n"
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))

@@ -1,7 +1,7 @@
 """Entrywise code: fused loop nests (fusion.Group), their reductions, and scalar values.
 
 Each entrywise op's expression is its row's `code` in the op table (exp, ln and tanh are
-executor/vmath.py's: arithmetic LLVM vectorises, not calls to libm), or its `host_code` in
+executor/numba/vmath.py's: arithmetic LLVM vectorises, not calls to libm), or its `host_code` in
 uncompiled code (NumPy's own: a compiled function called from Python costs more, and NumPy
 float64 scalars already give x ^ y and x / 0 their meaning).
 """
@@ -12,13 +12,12 @@ import math
 
 import numpy as np
 from hilbert.compiler import ir
-from hilbert.compiler.einsum_spec import parse_spec
-from hilbert.compiler.primitives import BY_OP
-
-from .. import fusion, threads
-from . import division, rows
-from .division import Division
-from .loops import (
+from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.primitives import BY_OP
+from hilbert.executor import fusion
+from hilbert.executor.codegen import division, rows
+from hilbert.executor.codegen.division import Division
+from hilbert.executor.codegen.loops import (
     Assign,
     Do,
     Expr,
@@ -34,6 +33,7 @@ from .loops import (
     kernel_calls,
     number,
 )
+from hilbert.executor.numba import threads
 
 REDUCE = {"maximum": ("K.fmax", "-np.inf"), "minimum": ("K.fmin", "np.inf")}
 #: Shift coefficients and offsets below this are written as integers when whole.
@@ -306,7 +306,7 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
 
 def _parallel(em, group: fusion.Group, before, after, body: list) -> bool:
     """Whether the group's nest runs its outer loop on several threads: when there are
-    threads (executor/threads.py), its iterations are independent (no sum or maximum
+    threads (executor/numba/threads.py), its iterations are independent (no sum or maximum
     carried across them: nothing set before the outer loop or read after it), and its
     work, entries times a rough cost per entry, pays for starting them."""
     if em.host or threads.count() < 2 or before[0] or after[0]:

@@ -80,7 +80,7 @@ class Fmt:
 
 Expr = Var | Num | Sub | View | Pick | Call | Fmt
 
-#: Vector-maths calls of executor/vmath.py (emitter: they ask for wider vectors).
+#: Vector-maths calls of executor/numba/vmath.py (emitter: they ask for wider vectors).
 VECTOR_MATHS = ("K.exp(", "K.log(", "K.tanh(")
 
 

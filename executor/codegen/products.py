@@ -9,11 +9,10 @@ import math
 from dataclasses import dataclass
 
 from hilbert.compiler import ir
-from hilbert.compiler.einsum_spec import parse_spec
+from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.plan import contraction
-
-from .layout import SMALL_PRODUCT, Layout, layout
-from .loops import (
+from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout, layout
+from hilbert.executor.codegen.loops import (
     Assign,
     Do,
     Expr,

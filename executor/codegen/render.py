@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .loops import (
+from hilbert.executor.codegen.loops import (
     Assign,
     Break,
     Call,

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from . import render
-from .loops import (
+from hilbert.executor.codegen import render
+from hilbert.executor.codegen.loops import (
     Assign,
     Call,
     For,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .loops import (
+from hilbert.executor.codegen.loops import (
     Assign,
     Delete,
     For,

@@ -73,7 +73,7 @@ def pinned_environment(count: int = 1) -> Iterator[None]:
     """PINNED set in os.environ (and the thread count read again) while inside; with `count`
     above 1, nests are generated for that many threads (threads.count says so, and
     HILBERT_THREADS is set to it, so plans are kept apart)."""
-    from hilbert.executor import threads
+    from hilbert.executor.numba import threads
 
     saved = {name: os.environ.get(name) for name in PINNED}
     os.environ.update(PINNED, HILBERT_THREADS=str(count))
@@ -159,7 +159,7 @@ def render(program: Program) -> str:
 def generated_code(prepared: Any) -> list[str]:
     """The second tier of a numba program as lines: the notes it adds to the plan, then every
     generated function (compiled, or plain NumPy calls). Generated here; nothing is compiled."""
-    from hilbert.executor.numba_exec import regions_of as _regions
+    from hilbert.executor.numba.executor import regions_of as _regions
 
     try:
         runner = prepared.runner

@@ -1,0 +1,359 @@
+"""Resolves names and lowers syntax to IR: opens modules, binds every name, checks arity."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from hilbert.compiler import ir
+from hilbert.compiler.modules import Loader, SourceModule, prelude_index
+from hilbert.compiler.ops.einsum_spec import check_spec
+from hilbert.compiler.ops.primitives import OPERATORS, PRIMITIVES, arg_extreme
+from hilbert.grammar import syntax as s
+from hilbert.grammar.confusables import skeleton, spelled
+from hilbert.grammar.errors import CheckError, NameResolutionError
+from hilbert.grammar.foreign import FOREIGN_WORDS
+from hilbert.grammar.source import Span
+
+#: The precedence group of each binary operator: a chain continues within a group.
+_GROUPS = {"+": "sum", "-": "sum", "*": "product", "/": "product", "^": "power"}
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """A resolved definition: its body is IR over Local(i) parameters, with Calls by key."""
+
+    key: str
+    name: str
+    module: str
+    kind: str
+    params: tuple[str, ...]
+    body: ir.Node
+    span: Span = field(compare=False)
+    doc: str = field(default="", compare=False)
+
+
+@dataclass
+class ModuleScope:
+    """The names one module sees: its own definitions, and the modules it opens."""
+
+    module: SourceModule
+    own: dict[str, str] = field(default_factory=dict)  # name -> definition key
+    opened: list[ModuleScope] = field(default_factory=list)
+
+
+@dataclass
+class Resolved:
+    """Everything resolve produces: definitions by key, and each module's scope by key."""
+
+    definitions: dict[str, Definition] = field(default_factory=dict)
+    scopes: dict[str, ModuleScope] = field(default_factory=dict)
+    syntax: dict[str, s.Definition] = field(default_factory=dict)
+
+
+def definition_key(module: SourceModule, name: str) -> str:
+    return f"{module.key}::{name}"
+
+
+def resolve(loader: Loader, root: SourceModule, resolved: Resolved | None = None) -> Resolved:
+    """Resolve `root` and every module it opens (each once).
+
+    Requires parsed modules; ensures every name is bound, every call has the right arity,
+    every einsum spec is well-formed, and definitions are IR with Calls between them.
+    """
+    resolved = resolved or Resolved()
+    _scope(loader, root, resolved, [])
+    return resolved
+
+
+def _scope(loader: Loader, module: SourceModule, resolved: Resolved,
+           opening: list[SourceModule]) -> ModuleScope:
+    """The scope of `module`, resolved once; `opening` are the modules whose opens led here."""
+    if module.key in resolved.scopes:
+        return resolved.scopes[module.key]
+    scope = ModuleScope(module)
+    resolved.scopes[module.key] = scope
+    opening.append(module)
+    for decl in module.syntax.decls:
+        if isinstance(decl, s.Open):
+            target = loader.open(decl, module)
+            _no_cycle(target, opening, decl)
+            opened = _scope(loader, target, resolved, opening)
+            if all(o is not opened for o in scope.opened):  # opening twice is opening once
+                scope.opened.append(opened)
+        elif isinstance(decl, s.Definition):
+            if decl.name in scope.own:
+                first = resolved.syntax[scope.own[decl.name]]
+                raise NameResolutionError(
+                    "E205", f"{decl.name} is defined twice in this module (first at {first.span})",
+                    decl.span)
+            _distinct_params(decl)
+            key = definition_key(module, decl.name)
+            scope.own[decl.name] = key
+            resolved.syntax[key] = decl
+    for decl in module.syntax.decls:
+        if isinstance(decl, s.Definition):
+            key = scope.own[decl.name]
+            body = Lowering(scope, resolved, decl.params).expr(decl.body)
+            resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
+                                                   decl.params, body, decl.span, decl.doc)
+    opening.pop()
+    return scope
+
+
+def _no_cycle(target: SourceModule, opening: list[SourceModule], decl: s.Open) -> None:
+    """E209 if `target` is being resolved already: modules that open each other would each
+    need the other's definitions first."""
+    keys = [m.key for m in opening]
+    if target.key not in keys:
+        return
+    cycle = opening[keys.index(target.key):]
+    if len(cycle) == 1:
+        story = f"{target.name} opens itself"
+    else:
+        story = f"{cycle[0].name} opens " + ", which opens ".join(m.name for m in cycle[1:])
+        story += f", which opens {target.name} again"
+    raise NameResolutionError(
+        "E209", f"modules open each other: {story}; move what they share into a module "
+        "that both open", decl.span)
+
+
+def _distinct_params(decl: s.Definition) -> None:
+    """E205 if a parameter is named twice: the second would silently never be read."""
+    for index, param in enumerate(decl.params):
+        if param in decl.params[:index]:
+            raise NameResolutionError(
+                "E205", f"{decl.name} names its parameter {param} twice; give each parameter "
+                "its own name", decl.span)
+
+
+def _modules(scopes: list[ModuleScope]) -> str:
+    """Modules named for a message: by name, or by file where two share a name."""
+    names = [o.module.name for o in scopes]
+    shown = [f"{o.module.name} ({o.module})" if names.count(o.module.name) > 1 else o.module.name
+             for o in scopes]
+    return " and ".join(shown)
+
+
+def _suggest(name: str, candidates) -> str:
+    alike = [spelled(c) for c in candidates if c != name and skeleton(c) == skeleton(name)]
+    close = alike or difflib.get_close_matches(name, list(candidates), n=3)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
+def _elsewhere(name: str, known: set[str]) -> str:
+    """Where an unknown name can be found: a Prelude module that defines it (to open), a
+    construct of another language, or the names in scope it is close to."""
+    modules = prelude_index().get(name)
+    if modules:
+        return (f"; {name} is defined in {' and '.join(modules)}: add `open {modules[0]}` "
+                "at the top of the file")
+    if name in FOREIGN_WORDS:
+        return f"; .hb has no {name}: {FOREIGN_WORDS[name]}"
+    return _suggest(name, known)
+
+
+class Lowering:
+    """Lowers one body: `locals_` are the names bound to Local(i) (parameters, weights)."""
+
+    def __init__(self, scope: ModuleScope, resolved: Resolved, params: tuple[str, ...],
+                 extra: dict[str, ir.Node] | None = None, allow_draws: bool = False):
+        self.scope = scope
+        self.resolved = resolved
+        self.params = params
+        self.extra = extra or {}
+        self.allow_draws = allow_draws
+        self.bound: list[dict[str, ir.Node]] = []  # names `let` binds, innermost last
+
+    def local(self, name: str, span: Span) -> ir.Node | None:
+        for names in reversed(self.bound):
+            if name in names:
+                return names[name]
+        if name in self.params:
+            return ir.Local(self.params.index(name), name, span)
+        return self.extra.get(name)
+
+    def expr(self, e: s.Expr) -> ir.Node:
+        match e:
+            case s.Number(value=v):
+                return ir.Const(v, e.span)
+            case s.String():
+                raise CheckError("E316", "a string can only be the first argument of einsum",
+                                 e.span)
+            case s.Name(name=n, module=m):
+                return self.name(n, m, e.span)
+            case s.Call(name=n, module=m, args=args):
+                return self.call(n, m, args, e.span)
+            case s.Binary():
+                return self.chain(e)
+            case s.Negate(operand=o):
+                return ir.Prim("neg", (self.expr(o),), (), e.span)
+            case s.Compare(op=op, left=l, right=r):
+                return ir.Prim(OPERATORS[op].name, (self.expr(l), self.expr(r)), (), e.span)
+            case s.If(cond=c, then=t, orelse=o):
+                return ir.Cond(self.expr(c), self.expr(t), self.expr(o), e.span)
+            case s.Let():
+                return self.let(e)
+            case s.Tuple(items=items):
+                return ir.Tuple(tuple(self.expr(i) for i in items), e.span)
+            case s.Index(target=x, index=i):
+                return ir.Prim("index", (self.expr(x), self.expr(i)), (), e.span)
+            case s.Slice(target=x, start=a, stop=b):
+                return ir.Prim("slice", (self.expr(x), self.expr(a), self.expr(b)), (), e.span)
+            case s.Derivative(of=of, wrt=wrt, many=many):
+                return self.derivative(of, tuple((n, e.span) for n in wrt), many, e.span)
+        raise AssertionError(f"unknown syntax node {e!r}")
+
+    def let(self, e: s.Let) -> ir.Node:
+        """`let a ≔ v, (b, c) ≔ w in body`: each name stands for its value's node, so a value
+        used twice is one node (computed once), never written out again."""
+        self.bound.append({})
+        try:
+            for b in e.bindings:
+                value = self.expr(b.value)
+                if b.pattern:
+                    self.bound[-1].update({n: ir.Item(value, i, len(b.names), b.span)
+                                           for i, n in enumerate(b.names)})
+                else:
+                    self.bound[-1][b.names[0]] = value
+            return self.expr(e.body)
+        finally:
+            self.bound.pop()
+
+    def derivative(self, of: s.Expr, wrt: tuple[tuple[str, Span], ...], many: bool,
+                   span: Span) -> ir.Node:
+        """∂ of / ∂ x: x must name a parameter (or a model's weight); ∂ of / ∂ (x, y) is the
+        tuple of the derivatives, which share their forward work."""
+        value = self.expr(of)
+        variables = []
+        for name, where in wrt:
+            let_bound = any(name in names for names in self.bound)
+            variable = None if let_bound else self.local(name, where)
+            if not isinstance(variable, ir.Local):
+                what = ("a name bound by let" if let_bound else
+                        "not a parameter here" + _suggest(name, self.params))
+                raise CheckError("E322", f"∂ … / ∂ {name}: a derivative is taken with respect to "
+                                 f"a parameter of the definition (or a weight of the model), but "
+                                 f"{name} is {what}", where)
+            variables.append(variable)
+        grads = tuple(ir.Grad(value, v, span) for v in variables)
+        return ir.Tuple(grads, span) if many else grads[0]
+
+    def chain(self, e: s.Binary) -> ir.Node:
+        """A chain of operators of one precedence (`a + b − c + …`, or `a ^ b ^ c` to the
+        right), lowered in a loop: the parser bounds nesting (E101) but not a chain's length."""
+        group = _GROUPS[e.op]
+        links: list[s.Binary] = []  # outermost first
+        end: s.Expr = e
+        while isinstance(end, s.Binary) and _GROUPS[end.op] == group:
+            links.append(end)
+            end = end.right if group == "power" else end.left
+        if group == "power":  # operands lowered left to right, as errors should be found
+            lefts = [self.expr(link.left) for link in links]
+            value = self.expr(end)
+            for link, left in zip(reversed(links), reversed(lefts), strict=True):
+                value = ir.Prim(OPERATORS[link.op].name, (left, value), (), link.span)
+            return value
+        value = self.expr(end)
+        for link in reversed(links):
+            value = ir.Prim(OPERATORS[link.op].name, (value, self.expr(link.right)), (), link.span)
+        return value
+
+    def name(self, name: str, module: str | None, span: Span) -> ir.Node:
+        if module is None:
+            bound = self.local(name, span)
+            if bound is not None:
+                return bound
+        key = self.definition(name, module, span)
+        if key is None:
+            if name in PRIMITIVES or name == "einsum":
+                raise NameResolutionError("E201", f"{name} is a primitive; call it with arguments, "
+                                          f"as {name}(…)", span)
+            raise self.unknown(name, module, span)
+        target = self.resolved.syntax[key]
+        if target.params:
+            raise NameResolutionError(
+                "E201", f"{name} takes {len(target.params)} argument(s) "
+                f"({', '.join(target.params)}); call it as {name}(…)", span)
+        return ir.Call(key, (), span)
+
+    def call(self, name: str, module: str | None, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
+        if module is None and self.local(name, span) is not None:
+            raise NameResolutionError("E206", f"{name} is a value, not a definition, so it "
+                                      "cannot be called", span)
+        key = self.definition(name, module, span)
+        if key is not None:
+            target = self.resolved.syntax[key]
+            self.arity(name, len(target.params), len(args), span)
+            return ir.Call(key, tuple(self.expr(a) for a in args), span)
+        if module is None and name == "einsum":
+            return self.einsum(args, span)
+        if module is None and name in PRIMITIVES:
+            return self.primitive(name, args, span)
+        raise self.unknown(name, module, span)
+
+    def arity(self, name: str, expected: int, got: int, span: Span) -> None:
+        if expected != got:
+            raise NameResolutionError(
+                "E201", f"{name} takes {expected} argument(s) but is given {got}", span)
+
+    def einsum(self, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
+        if not args or not isinstance(args[0], s.String):
+            raise CheckError("E307", "einsum's first argument must be a string literal such as "
+                             '"ij,jk->ik"', args[0].span if args else span)
+        spec = check_spec(args[0].text, len(args) - 1, args[0].span)
+        return ir.Einsum(spec, tuple(self.expr(a) for a in args[1:]), span)
+
+    def primitive(self, name: str, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
+        prim = PRIMITIVES[name]
+        self.arity(name, prim.arity, len(args), span)
+        if prim.kind == "draw" and not self.allow_draws:
+            raise NameResolutionError(
+                "E207", f"{name} draws random numbers, which only a model's `weight … from` "
+                "may do; pass draws in as an argument instead", span)
+        lowered = tuple(self.expr(a) for a in args)
+        if prim.axis_arg is None:
+            return ir.Prim(name, lowered, (), span)
+        axis = lowered[prim.axis_arg]
+        if not isinstance(axis, ir.Const) or not float(axis.value).is_integer() or axis.value < 0:
+            raise CheckError("E314", f"{name}'s axis must be a whole-number literal such as 0 "
+                             "or 1", args[prim.axis_arg].span)
+        operands = lowered[:prim.axis_arg] + lowered[prim.axis_arg + 1:]
+        if prim.kind == "argreduce":
+            return arg_extreme(name, operands[0], int(axis.value), span)
+        return ir.Prim(name, operands, (int(axis.value),), span)
+
+    def definition(self, name: str, module: str | None, span: Span) -> str | None:
+        """The key `name` refers to (qualified by `module`, if given), or None if no definition."""
+        scope = self.scope
+        if module is not None:
+            named = [o for o in [scope, *scope.opened] if o.module.name == module]
+            if not named:
+                names = ", ".join(o.module.name for o in scope.opened) or "none"
+                raise NameResolutionError("E200", f"no opened module is called {module} "
+                                          f"(opened: {names})", span)
+            found = [o for o in named if name in o.own]
+            if not found:
+                raise NameResolutionError(
+                    "E200", f"module {module} has no definition {name}"
+                    f"{_suggest(name, named[0].own)}", span)
+            if len(found) > 1:
+                raise NameResolutionError(
+                    "E202", f"{module}.{name} is defined in both {_modules(found)}, which are "
+                    f"both called {module}; define {name} once, or open one of them", span)
+            return found[0].own[name]
+        if name in scope.own:
+            return scope.own[name]
+        found = [o for o in scope.opened if name in o.own]
+        if len(found) > 1:
+            raise NameResolutionError(
+                "E202", f"{name} is defined in both {_modules(found)}; qualify it, as "
+                f"{found[0].module.name}.{name}", span)
+        return found[0].own[name] if found else None
+
+    def unknown(self, name: str, module: str | None, span: Span) -> NameResolutionError:
+        known = set(self.params) | set(self.extra) | set(self.scope.own) | set(PRIMITIVES)
+        for o in self.scope.opened:
+            known |= set(o.own)
+        return NameResolutionError("E200", f"unknown name {spelled(name)}"
+                                   f"{_elsewhere(name, known)}", span)

@@ -1,0 +1,435 @@
+"""Planning: a contraction path for every einsum, fused groups, loops, FLOPs and memory (the
+path optimisers in paths.py; the plan as text in text.py)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from hilbert.compiler import ir, settings
+from hilbert.compiler.ops.primitives import having
+from hilbert.compiler.passes.shapes import Scope, Shape, ShapeTable
+from hilbert.compiler.plan.paths import (  # noqa: F401 (what planning gives: the optimisers, paths and their steps)
+    OPTIMISERS,
+    ContractStep,
+    capped,
+    check_optimiser,
+    contraction,
+    elements,
+)
+from hilbert.compiler.settings import not_understood
+from hilbert.grammar.errors import RuntimeHilbertError
+
+ITEM_BYTES = 8  # float64
+_ENTRYWISE = having("entrywise")
+_SHAPES_ONLY = having("shapes_only")
+
+
+@dataclass(frozen=True, slots=True)
+class EinsumPlan:
+    """The plan of one einsum: its operand shapes, path, steps and costs."""
+
+    spec: str
+    shapes: tuple[Shape, ...]
+    path: tuple[tuple[int, ...], ...]
+    steps: tuple[ContractStep, ...]
+    flops: int
+    largest: int  # elements of the largest intermediate
+    where: str  # source location
+    scope: str  # 'call' or the loop it runs in
+    note: str = ""  # why the path came from another optimiser than the one asked for, if so
+
+    @property
+    def blas(self) -> bool:
+        return any(s.blas for s in self.steps)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopPlan:
+    """A loop: its definition's name, trip count (if known) and state shapes."""
+
+    name: str
+    counted: bool
+    trips: int | None
+    state: tuple[Shape, ...]
+    flops_per_step: int
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class FusedGroup:
+    """A connected group of entrywise operations the executor runs as one kernel."""
+
+    ops: tuple[str, ...]
+    shape: Shape
+    scope: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one call of a function will be computed, for one signature of argument shapes."""
+
+    function: str
+    signature: tuple[Shape, ...]
+    params: tuple[str, ...]
+    einsums: tuple[EinsumPlan, ...]
+    loops: tuple[LoopPlan, ...]
+    groups: tuple[FusedGroup, ...]
+    flops: int | None  # total for the call; None when a loop's trip count is unknown
+    largest_bytes: int
+    peak_bytes: int
+    executor: str
+    optimize: str
+    paths: dict = field(default_factory=dict, compare=False, repr=False)
+    notes: tuple[str, ...] = ()  # the executor's account: what it compiled, what it did not and why
+
+    def to_dict(self) -> dict:
+        """Plain data (JSON-ready) for the plan."""
+        data = asdict(self)
+        data.pop("paths")
+        return data
+
+    def __str__(self) -> str:
+        from hilbert.compiler.plan.text import render_plan
+
+        return render_plan(self)
+
+
+def memory_limit() -> int:
+    """Bytes a plan may use: HILBERT_MEMORY_LIMIT (e.g. 8G, 500M, 1e9) or half of RAM."""
+    text = settings.text("HILBERT_MEMORY_LIMIT")
+    if text:
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1].upper(), 1)
+        try:  # (float reads other scripts' digits too: ASCII only)
+            limit = float(text[:-1] if scale > 1 else text) * scale if text.isascii() else -1.0
+        except ValueError:
+            limit = -1.0
+        if not limit > 0 or limit == float("inf"):
+            raise not_understood("HILBERT_MEMORY_LIMIT", text,
+                                 "a size in bytes such as 8G, 500M, 64K or 1e9")
+        return int(limit)
+    return _half_of_memory()
+
+
+@lru_cache(maxsize=1)
+def _half_of_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+@dataclass
+class _ScopeResult:
+    """What planning one scope found: its FLOPs per evaluation (of the loops inside, those
+    whose step counts are known), whether that is all of them, and the most bytes it holds at
+    once while it runs."""
+
+    flops: int
+    complete: bool
+    peak: int
+
+
+class _Frame:
+    """One scope being planned: its nodes in order, how far planning has got, and what it has
+    found so far. `keeps_all`: every value is held until the scope ends."""
+
+    def __init__(self, table: ShapeTable, roots: list[ir.Node], scope: Scope, keeps_all: bool):
+        self.roots = roots
+        self.scope = scope
+        self.keeps_all = keeps_all
+        self.shapes = table.scopes[scope]
+        self.label = _label(scope)
+        self.order = ir.topological(*roots)
+        self.position = 0
+        self.flops = 0
+        self.complete = True  # every loop's step count known
+        self.during: dict[int, int] = {}  # bytes a node needs while computed, beyond its value
+        self.bodies: list[_ScopeResult] = []  # the scopes of the loop at `position`, planned
+
+
+def _label(scope: Scope) -> str:
+    """How a plan names a scope: the call, a loop's name, or a loop run backwards."""
+    if not scope:
+        return "call"
+    last = scope[-1]
+    return last.name if isinstance(last, ir.Loop) else f"{last.loop.name} backwards"
+
+
+def _scopes_of(node: ir.Node, scope: Scope) -> list[tuple[Scope, list[ir.Node]]]:
+    """The scopes inside a loop node, in the order they are planned: a Loop's body; a
+    LoopGrad's forward loop's body, then its adjoints."""
+    if isinstance(node, ir.Loop):
+        return [(scope + (node,), [node.until, *node.step])]
+    assert isinstance(node, ir.LoopGrad)
+    loop = node.loop
+    return [(scope + (loop,), [loop.until, *loop.step]), (scope + (node,), list(node.vjp))]
+
+
+class _Planner:
+    """Walks the scopes of specialised IR: a path per einsum, the loops, fused groups, costs
+    and a memory estimate. `keeps_all`: the executor keeps every value of a scope until the
+    scope ends (a host walk with a memo); otherwise a value is freed after its last reader."""
+
+    def __init__(self, table: ShapeTable, signature: tuple[Shape, ...], optimize: str,
+                 values: tuple | None, keeps_all: bool):
+        self.table = table
+        self.signature = signature
+        self.optimize = optimize
+        self.values = values
+        self.keeps_all = keeps_all
+        self.einsums: list[EinsumPlan] = []
+        self.loops: list[LoopPlan] = []
+        self.groups: list[FusedGroup] = []
+        self.paths: dict = {}
+        self.largest = 0  # elements of the largest value or intermediate
+
+    def call(self, root: ir.Node) -> _ScopeResult:
+        """Plan the call's scope and every loop body in it. Loops nest as deep as definitions
+        do, so scopes are walked with an explicit stack: a loop suspends its scope until its
+        body is planned (`loop` then finishes it)."""
+        frames = [_Frame(self.table, [root], (), self.keeps_all)]
+        while True:
+            frame = frames[-1]
+            body = self.advance(frame)
+            if body is not None:
+                frames.append(body)
+                continue
+            result = self.close(frames.pop())
+            if not frames:
+                return result
+            frames[-1].bodies.append(result)
+
+    def advance(self, frame: _Frame) -> _Frame | None:
+        """Plan `frame` onwards; the frame of a loop body to plan first, or None at its end."""
+        while frame.position < len(frame.order):
+            node = frame.order[frame.position]
+            if ir.is_loop(node):
+                scopes = _scopes_of(node, frame.scope)
+                if len(frame.bodies) < len(scopes):  # every value of a body is held through it
+                    scope, roots = scopes[len(frame.bodies)]
+                    return _Frame(self.table, roots, scope, True)
+                self.loop(frame) if isinstance(node, ir.Loop) else self.loop_grad(frame)
+                frame.bodies = []
+                continue
+            self.largest = max(self.largest, elements(frame.shapes[node]))
+            if isinstance(node, ir.Einsum):
+                cost, frame.during[id(node)] = self.einsum(node, frame.shapes, frame.label)
+                frame.flops += cost
+            frame.position += 1
+        return None
+
+    def close(self, frame: _Frame) -> _ScopeResult:
+        """A planned scope's FLOPs and peak; its fused groups recorded."""
+        self.groups += _fused_groups(frame.order, frame.shapes, frame.label)
+        sizes = {id(n): _stored_bytes(n, frame.shapes, self.table, frame.scope) for n in frame.order}
+        peak = _peak(frame.order, frame.roots, sizes, frame.during, frame.keeps_all)
+        return _ScopeResult(frame.flops, frame.complete, peak)
+
+    def einsum(self, node: ir.Einsum, shapes: dict, label: str) -> tuple[int, int]:
+        """(FLOPs, bytes of intermediates) of one einsum, planned and recorded."""
+        operand_shapes = tuple(shapes[a] for a in node.args)
+        path, steps = contraction(node.spec, operand_shapes, self.optimize)
+        note = capped(self.optimize, len(operand_shapes))[1]
+        self.paths[(node.spec, operand_shapes)] = path
+        largest = max(s.intermediate for s in steps)
+        self.largest = max(self.largest, largest)
+        flops = sum(s.flops for s in steps)
+        self.einsums.append(EinsumPlan(node.spec, operand_shapes, path, steps, flops, largest,
+                                       str(node.span), label, note))
+        # Every step's result but the last (the einsum's own value) may be alive at once.
+        return flops, sum(s.intermediate for s in steps[:-1]) * ITEM_BYTES
+
+    def loop(self, frame: _Frame) -> None:
+        """Finish the loop `frame` waits at, its body planned: its total FLOPs, and the bytes
+        it holds while it runs, its state twice (the state a step reads and the one it writes)
+        and every value of its body (compiled code makes a body's buffers once, before it)."""
+        loop = frame.order[frame.position]
+        assert isinstance(loop, ir.Loop)
+        body, = frame.bodies
+        state = self.table.states[frame.scope + (loop,)]
+        trips = self.trips(loop)
+        self.loops.append(LoopPlan(loop.name, loop.counter is not None, trips, state,
+                                   body.flops, str(loop.span)))
+        held = 2 * sum(elements(s) for s in state) * ITEM_BYTES + body.peak
+        frame.during[id(loop)] = held - _stored_bytes(loop, frame.shapes, self.table, frame.scope)
+        if trips is None:
+            frame.complete = False
+        else:
+            frame.flops += body.flops * trips
+            frame.complete = frame.complete and body.complete
+        frame.position += 1
+
+    def loop_grad(self, frame: _Frame) -> None:
+        """Finish a loop run backwards: its forward run again, then each step's adjoints, with a
+        tape of every step's moving state (counted in the peak when the step count is known)."""
+        node = frame.order[frame.position]
+        assert isinstance(node, ir.LoopGrad)
+        forward, backward = frame.bodies
+        loop = node.loop
+        state = self.table.states[frame.scope + (loop,)]
+        adjoint = self.table.states[frame.scope + (node,)]
+        trips = self.trips(loop)
+        self.loops.append(LoopPlan(f"{loop.name} backwards", loop.counter is not None, trips,
+                                   adjoint[len(state):], forward.flops + backward.flops,
+                                   str(node.span)))
+        moving = [s for i, s in enumerate(state) if loop.step[i] != ir.State(i, None)]
+        tape = (trips or 0) * sum(elements(s) for s in moving) * ITEM_BYTES
+        held = (2 * sum(elements(s) for s in adjoint) * ITEM_BYTES
+                + max(forward.peak, backward.peak) + tape)
+        frame.during[id(node)] = held - _stored_bytes(node, frame.shapes, self.table, frame.scope)
+        if trips is None:
+            frame.complete = False
+        else:
+            frame.flops += (forward.flops + backward.flops) * trips
+            frame.complete = frame.complete and forward.complete and backward.complete
+        frame.position += 1
+
+    def trips(self, loop: ir.Loop) -> int | None:
+        if loop.counter is None:
+            return None
+        init = loop.init[loop.counter]
+        leaves = [n for n in ir.topological(init) if isinstance(n, (ir.Param, ir.Loop, ir.State))]
+        if any(not isinstance(n, ir.Param) for n in leaves):
+            return None
+        if self.values is None and not _reads_only_shapes(init):
+            return None
+        values = self.values or _placeholders(self.signature)
+        if values is None:
+            return None
+        from hilbert.compiler.evaluate import value_of
+
+        value = value_of(init, values)
+        number = float(value)
+        return int(number) if number >= 0 and number.is_integer() else None
+
+
+def _placeholders(signature: tuple[Shape, ...]) -> tuple | None:
+    """Zero arrays of these shapes that take no memory (read for their shapes only), or None
+    if a shape is too large for NumPy to describe."""
+    try:
+        return tuple(np.broadcast_to(np.float64(0.0), s) for s in signature)
+    except ValueError:
+        return None
+
+
+def _stored_bytes(node: ir.Node, shapes: dict, table: ShapeTable, scope: Scope) -> int:
+    """Bytes a node's value takes: a loop's value is its final state; a component read from it
+    or an argument or state already held takes nothing new."""
+    match node:
+        case ir.Loop():
+            return sum(elements(s) for s in table.states[scope + (node,)]) * ITEM_BYTES
+        case ir.LoopGrad():
+            state = table.states[scope + (node,)]
+            return sum(elements(s) for s in state[len(node.loop.init):]) * ITEM_BYTES
+        case ir.Project() | ir.Param() | ir.State() | ir.Const():
+            return 0
+    return elements(shapes[node]) * ITEM_BYTES
+
+
+def _peak(order: list[ir.Node], roots: list[ir.Node], sizes: dict[int, int],
+          during: dict[int, int], keeps_all: bool) -> int:
+    """The most bytes held at once while `order` is computed in turn: the values computed so
+    far, less those whose last reader has run (unless the executor keeps them all), plus what
+    the node being computed needs beyond its value (einsum intermediates, a loop's body)."""
+    last: dict[int, int] = {}
+    for position, node in enumerate(order):
+        for kid in ir.children(node):
+            last[id(kid)] = position
+    for root in roots:
+        last[id(root)] = len(order)  # read after the scope: held to its end
+    held = peak = 0
+    for position, node in enumerate(order):
+        peak = max(peak, held + during.get(id(node), 0) + sizes[id(node)])
+        held += sizes[id(node)]
+        if keeps_all:
+            continue
+        for read in set(map(id, ir.children(node))):
+            if last[read] == position:
+                held -= sizes[read]
+    return peak
+
+
+def _reads_only_shapes(root: ir.Node) -> bool:
+    """True if every parameter `root` reads is read only through rows, columns or positions."""
+    for node in ir.topological(root):
+        if isinstance(node, ir.Prim) and node.op in _SHAPES_ONLY:
+            continue
+        if any(isinstance(k, ir.Param) for k in ir.children(node)):
+            return False
+    return not isinstance(root, ir.Param)
+
+
+def _fused_groups(order: list[ir.Node], shapes: dict, label: str) -> list[FusedGroup]:
+    """Maximal connected sets of entrywise nodes of one shape (each becomes one kernel)."""
+    entrywise: list[ir.Prim] = [n for n in order
+                                if isinstance(n, ir.Prim) and n.op in _ENTRYWISE]
+    parent = {id(n): id(n) for n in entrywise}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for node in entrywise:
+        for kid in node.args:
+            if id(kid) in parent and shapes[kid] == shapes[node]:
+                parent[find(id(kid))] = find(id(node))
+    groups: dict[int, list[ir.Prim]] = {}
+    for node in entrywise:
+        groups.setdefault(find(id(node)), []).append(node)
+    return [FusedGroup(tuple(n.op for n in members), shapes[members[-1]], label)
+            for members in groups.values() if len(members) > 1]
+
+
+def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: ShapeTable,
+              signature: tuple[Shape, ...], optimize: str = "auto", executor: str = "numba",
+              values: tuple | None = None, limit: int | None = None,
+              keeps_all: bool = False) -> Plan:
+    """Requires shape-checked IR (what `executor` will run); ensures a Plan within the memory
+    limit, or raises E700. The arguments count towards the peak; `keeps_all`: the executor
+    holds every value it computes in a scope until the scope ends (a host walk), rather than
+    freeing each after its last reader (compiled code)."""
+    planner = _Planner(table, signature, optimize, values, keeps_all)
+    call = planner.call(root)
+    arguments = sum(elements(s) for s in signature) * ITEM_BYTES
+    plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
+                tuple(planner.groups), call.flops if call.complete else None, planner.largest * ITEM_BYTES,
+                arguments + call.peak, executor, optimize, planner.paths, _mask_notes(root))
+    guard(plan, root, table, limit if limit is not None else memory_limit())
+    return plan
+
+
+def _mask_notes(root: ir.Node) -> tuple[str, ...]:
+    """What the masks pass made of a one-hot of a value, for the user (docs/semantics.md)."""
+    return tuple(f"masks: the einsum at {node.span} reads one slice at a value (the one-hot "
+                 "mask is not built; zeros where the value is no position)"
+                 for node in ir.everything(root) if isinstance(node, ir.Prim) and node.op == "take")
+
+
+def guard(plan: Plan, root: ir.Node, table: ShapeTable, limit: int) -> None:
+    """E700 (naming the einsum that needs the most, if one does) when `plan`'s peak memory is
+    over `limit` bytes; `root` and `table` are what was planned."""
+    if plan.peak_bytes <= limit:
+        return
+    from hilbert.compiler.plan.text import human_bytes
+
+    culprit = max(plan.einsums, key=lambda e: e.largest, default=None)
+    span = root.span
+    if culprit is not None and culprit.largest * ITEM_BYTES * 2 >= plan.largest_bytes:
+        for scope in table.scopes.values():
+            for node in scope:
+                if isinstance(node, ir.Einsum) and node.spec == culprit.spec:
+                    span = node.span
+        what = (f'einsum "{culprit.spec}" on {", ".join("×".join(map(str, s)) or "scalar" for s in culprit.shapes)} '
+                f"needs an intermediate of {culprit.largest:,} elements "
+                f"({human_bytes(culprit.largest * ITEM_BYTES)})")
+    else:
+        what = f"its largest value has {plan.largest_bytes // ITEM_BYTES:,} elements"
+    raise RuntimeHilbertError(
+        "E700", f"{plan.function} would need about {human_bytes(plan.peak_bytes)} of memory: "
+        f"{what}, over the limit of {human_bytes(limit)} (set HILBERT_MEMORY_LIMIT to change it)",
+        span)

@@ -1,0 +1,93 @@
+"""Contraction paths: the path optimisers hilbert offers, and opt_einsum's path and per-step
+costs for one einsum on given shapes (searched once per spec, shapes and optimiser)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import opt_einsum
+from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.shape_rules import Shape
+from opt_einsum.helpers import flop_count
+
+OPTIMISERS = ("auto", "auto-hq", "optimal", "dp", "greedy", "branch-all", "branch-2",
+              "branch-1", "random-greedy", "cotengra")
+#: Optimisers whose search grows factorially with the operand count, and the most operands
+#: each is given: beyond it (ten chained layers fuse into an eleven-operand einsum) they would
+#: not finish, so the einsum is planned with `dp`, which finds the same optimum on such specs.
+EXHAUSTIVE = {"optimal": 8, "branch-all": 8, "branch-2": 12}
+FALLBACK = "dp"
+
+
+@dataclass(frozen=True, slots=True)
+class ContractStep:
+    """One pairwise (or single-operand) step of a contraction path."""
+
+    spec: str
+    flops: int
+    intermediate: int  # elements of this step's result
+    blas: str  # the BLAS kernel opt_einsum would use, or '' if none
+
+
+def check_optimiser(optimize: str, span) -> None:
+    """An ArgumentError unless `optimize` names a path optimiser that can be used here."""
+    from hilbert.grammar.errors import ArgumentError
+
+    if optimize not in OPTIMISERS:
+        raise ArgumentError("E600", f"unknown path optimiser {optimize!r} (choose from "
+                            f"{', '.join(OPTIMISERS)})", span)
+    if optimize == "cotengra":
+        try:
+            import cotengra  # type: ignore[import-not-found]  # noqa: F401
+        except ImportError:
+            raise ArgumentError("E600", "the cotengra path optimiser is not installed "
+                                "(pip install cotengra)", span) from None
+
+
+def _optimizer(optimize: str):
+    if optimize == "cotengra":
+        import cotengra  # type: ignore[import-not-found]
+
+        return cotengra.HyperOptimizer(max_repeats=16, progbar=False)
+    return optimize
+
+
+def capped(optimize: str, operands: int) -> tuple[str, str]:
+    """The optimiser to use for an einsum of `operands` operands, and a note when it is not
+    the one asked for (an exhaustive search over too many operands)."""
+    cap = EXHAUSTIVE.get(optimize)
+    if cap is None or operands <= cap:
+        return optimize, ""
+    return FALLBACK, (f"{optimize} searches every order and would not finish on {operands} "
+                      f"operands (it is used up to {cap}); this path is {FALLBACK}'s")
+
+
+@lru_cache(maxsize=4096)
+def contraction(spec: str, shapes: tuple[Shape, ...], optimize: str):
+    """opt_einsum's path and per-step costs for `spec` on `shapes` (cached), from `optimize`
+    or, past its operand count, from `capped`'s fallback. Sizes and costs are Python ints,
+    exact however large (a NumPy int64 would wrap past 2⁶³)."""
+    chosen, _ = capped(optimize, len(shapes))
+    path, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=_optimizer(chosen))
+    steps = []
+    for (_, removed, step_spec, _, blas), size in zip(info.contraction_list, info.size_list, strict=True):
+        inputs = step_spec.split("->")[0].split(",")
+        letters = frozenset("".join(inputs))
+        flops = flop_count(letters, bool(removed), len(inputs), info.size_dict)
+        steps.append(ContractStep(step_spec, int(flops), int(size), blas or ""))
+    if not steps:  # opt_einsum lists nothing for a lone operand that needs no work
+        steps.append(ContractStep(spec, 0, elements(_output_shape(spec, shapes)), ""))
+    return tuple(tuple(p) for p in path), tuple(steps)
+
+
+def _output_shape(spec: str, shapes: tuple[Shape, ...]) -> Shape:
+    parsed = parse_spec(spec)
+    sizes = {ch: n for term, shape in zip(parsed.inputs, shapes, strict=True) for ch, n in zip(term, shape, strict=True)}
+    return tuple(sizes[ch] for ch in parsed.output)
+
+
+def elements(shape: Shape) -> int:
+    """The number of entries of `shape`, as an exact Python int."""
+    return math.prod(int(n) for n in shape)

@@ -1,0 +1,72 @@
+"""The numba executor: a call compiled whole into one function (loops inside, contractions
+through BLAS, entrywise work in fused loop nests), with a per-node fallback to the host.
+
+What cannot be compiled (a primitive with no compiled form, or one forced to the host by
+HILBERT_NUMBA_HOST=op,op) runs as the planned NumPy executor would; every maximal compilable
+part around it still runs compiled, and the plan's notes say which nodes ran where and why.
+
+Calls run in tiers (docs/architecture.md, "Tiers"): no call waits for Numba. A call without
+loops runs at once as the planned executor (executor/planned.py) runs it, on the host, while
+its code is generated and compiled in a background thread (from the HILBERT_COMPILE-th call of
+its signature), then swapped in. A call with loops runs its steps on the host (each step's work
+in NumPy) while its code is compiled from its first call; a loop that starts from the call's
+parameters (a model's train block, a self-recursive definition) moves to the compiled code at
+the next step boundary once it is built, its state carried over.
+"""
+
+from __future__ import annotations
+
+from hilbert.compiler.driver import Entry, plan_entry
+from hilbert.compiler.plan import Plan
+from hilbert.compiler.settings import names
+from hilbert.executor.numba import threads
+from hilbert.executor.numba.placement import HOST_ENVIRONMENT
+from hilbert.executor.numba.regions import CompiledRegion
+from hilbert.executor.numba.scope import ScopeRunner, regions_of, resume_points
+from hilbert.executor.numba.tiers import (
+    COMPILE_AFTER,
+    COMPILE_ENVIRONMENT,
+    TieredProgram,
+    compile_when,
+    generated_ir,
+    tiers_of,
+)
+
+__all__ = ["COMPILE_AFTER", "COMPILE_ENVIRONMENT", "HOST_ENVIRONMENT", "CompiledRegion",
+           "ScopeRunner", "TieredProgram", "build", "compile_when", "first_call",
+           "generated_ir", "prepare", "regions_of", "resume_points"]
+
+
+def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
+    """Specialise and plan `entry` for `shapes`; return the program that runs it: tiered when
+    it has no loops (nothing is generated or compiled here), else compiled at its first call."""
+    ready = plan_entry(entry, shapes, optimize, "numba", values)
+    forced = names(HOST_ENVIRONMENT)
+    threads.count()  # HILBERT_THREADS read here, on the caller's thread (E600 if unreadable)
+
+    def replan() -> Plan:  # host walks and generated code run as Python hold every value
+        return plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True).plan
+
+    looped = bool(ready.plan.loops)  # (every loop is planned, however deep)
+    return TieredProgram(tiers_of(ready, optimize, forced), replan, len(entry.params),
+                         compile_when(looped))
+
+
+def build(program, label: str = "") -> None:
+    """Compile `program` (one `prepare` made) now, so that its first call waits for no
+    compiler: a loop-free program's second tier is built and swapped in (unless the memory
+    guard keeps it on the host, as its plan then says); a program with loops has every one of
+    its compiled regions compiled (loaded from the disk cache when it holds them). A build that
+    lasts shows a line `compiling LABEL` on a terminal (hilbert.progress.compiling)."""
+    from hilbert.progress import compiling
+
+    with compiling(label, len(regions_of(program.runner))) as advance:
+        program.build(advance)
+
+
+def first_call(program, label: str) -> None:
+    """Before the first call of a new signature: what that call would wait for, built now under
+    `build`'s line (under HILBERT_COMPILE=eager only: otherwise the first call starts on the
+    host tier at once)."""
+    if isinstance(program, TieredProgram) and program.eager:
+        build(program, label)

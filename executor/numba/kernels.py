@@ -1,0 +1,429 @@
+"""Shared compiled kernels the generated code calls: small or BLAS products, NaN-aware max/min.
+
+These are generic in shape (one compilation per rank and layout, cached on disk), so every
+program shares them instead of compiling its own.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import math
+import sys
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import numpy as np
+from hilbert.executor.numba import disk, threads, vmath
+from hilbert.executor.numba.faults import LabelError, PositionError, StepCountError  # noqa: F401 (generated code raises them)
+from hilbert.executor.numba.vmath import (  # noqa: F401 (generated code calls them)
+    add_any_order,
+    divisor_unsafe,
+    exp,
+    log,
+    quotient,
+    quotient_unsafe,
+    tanh,
+    wide_vectors,
+)
+from numba import carray, config, njit, types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+
+#: NUMBA_DISABLE_JIT=1: everything runs as plain Python (slowly), for debugging and tests.
+PYTHON_MODE = bool(getattr(config, "DISABLE_JIT", False))
+
+#: Below this many multiply-adds a product runs as a plain loop: a BLAS call costs more.
+SMALL_PRODUCT = 4096
+
+
+def jit(function, parallel: bool = False):
+    """`function` compiled the way all of hilbert's code is: NumPy's error model (x/0 is inf,
+    not an exception), no GIL (threads run compiled code at once), no bounds checks (indices
+    come from the planner). `parallel`: its prange loops run on several threads (nothing
+    else is parallelised: executor/numba/threads.py). In memory: disk.keep gives it the disk cache."""
+    return njit(function, nogil=True, error_model="numpy", boundscheck=False,
+                parallel=threads.PRANGE_ONLY if parallel else False)
+
+
+def _numpy_cblas(routine: str) -> tuple[int, bool] | None:
+    """The address of NumPy's own cblas_<routine> (dgemm, dgemv) and whether its integers are
+    64-bit, or None. Compiled code multiplies through it, so NumPy and hilbert share one BLAS
+    and one thread pool: two OpenBLAS pools in one process (NumPy's, and SciPy's that Numba's
+    np.dot uses) make each other's threads wait, which turns a 1 ms product into tens of
+    milliseconds."""
+    if PYTHON_MODE:
+        return None
+    try:
+        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
+        ilp64 = "64BITINT" in blas.get("openblas configuration", "").upper()
+    except (AttributeError, KeyError, TypeError):
+        return None
+    root = Path(np.__file__).parent
+    for library in [*root.parent.glob("numpy.libs/*blas*"), *root.glob(".dylibs/*blas*")]:
+        try:
+            handle = ctypes.CDLL(str(library))
+        except OSError:
+            continue
+        for name, wide in ((f"scipy_cblas_{routine}64_", True), (f"cblas_{routine}64_", True),
+                           (f"scipy_cblas_{routine}", ilp64), (f"cblas_{routine}", ilp64)):
+            function = getattr(handle, name, None)
+            if function is not None:
+                return ctypes.cast(function, ctypes.c_void_p).value, wide
+    return None
+
+
+_DGEMM = _numpy_cblas("dgemm")
+_DGEMV = _numpy_cblas("dgemv")
+if _DGEMM is None or _DGEMV is None or _DGEMV[1] != _DGEMM[1]:  # NumPy's BLAS, both or none
+    _DGEMM = _DGEMV = None
+#: Which BLAS compiled code multiplies with (part of the disk cache's key).
+BLAS = ("numpy-cblas" + ("-ilp64" if _DGEMM[1] else "") + "-gemv"
+        if _DGEMM else "numba-dot")
+#: What the kernels' machine code depends on: this file, vmath.py, NumPy and the BLAS it calls.
+STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP} "
+         f"{np.__version__} {BLAS}")
+
+
+def compiled(function):
+    """`function` compiled by `jit`, its machine code cached in hilbert's private cache
+    directory (executor/numba/disk.py) when there is one, never beside this file."""
+    return disk.keep(jit(function), STAMP)
+
+
+if PYTHON_MODE:  # generated code runs as Python
+    def transposed(x, axes: str):
+        """x.transpose(axes): a view of x with its axes in the order `axes` ("2,0,1")."""
+        return x.transpose([int(a) for a in axes.split(",")])
+else:
+    @intrinsic
+    def transposed(typingctx, x, axes):
+        """x.transpose(axes), the axes written in the code as text ("2,0,1"): a view of x with
+        its axes in that order (Numba's own transpose by a tuple compiles its slice
+        assignments' error messages into each program: seconds of compile time)."""
+        if not (isinstance(x, types.Array) and isinstance(axes, types.StringLiteral)):
+            return None
+        order = [int(a) for a in axes.literal_value.split(",")]
+        if sorted(order) != list(range(x.ndim)):
+            return None
+        result = x.copy(layout="A")
+
+        def codegen(context, builder, signature, args):
+            from numba.core import cgutils
+            from numba.np.arrayobj import make_array, populate_array
+
+            source = make_array(signature.args[0])(context, builder, args[0])
+            out = make_array(result)(context, builder)
+            sizes = cgutils.unpack_tuple(builder, source.shape)
+            steps = cgutils.unpack_tuple(builder, source.strides)
+            populate_array(out, data=source.data, shape=[sizes[a] for a in order],
+                           strides=[steps[a] for a in order], itemsize=source.itemsize,
+                           meminfo=source.meminfo, parent=source.parent)
+            return impl_ret_borrowed(context, builder, result, out._getvalue())
+
+        return result(x, axes), codegen
+
+
+#: What generated loops call before each step (interrupt.py sets the flag from another thread).
+if PYTHON_MODE:  # generated code runs as Python
+    def stop_requested(stop) -> bool:
+        """Whether stop[0] asks compiled loops to stop."""
+        return stop[0] != 0
+else:
+    @intrinsic
+    def _load_atomic(typingctx, flags):
+        """flags[0] read from memory at every call: an atomic load, which the compiler may not
+        hoist out of a loop as it would a plain load of memory the loop never writes."""
+        if not (isinstance(flags, types.Array) and flags.dtype == types.int64):
+            return None
+
+        def codegen(context, builder, signature, args):
+            array = context.make_array(signature.args[0])(context, builder, args[0])
+            return builder.load_atomic(array.data, "monotonic", 8)
+
+        return types.int64(flags), codegen
+
+    def _requested(stop) -> bool:
+        """Whether stop[0] asks compiled loops to stop (another thread sets it)."""
+        return _load_atomic(stop) != 0
+
+    # kept in hilbert's private cache directory, as every compiled kernel is
+    stop_requested = disk.keep(njit(_requested, nogil=True), STAMP)
+
+
+#: Arrays of at least this many bytes ask the kernel for huge pages, as NumPy's own do: with
+#: 4 KiB pages, first touching a fresh 32 MiB buffer costs more than computing into it.
+HUGE = 1 << 22
+_MADV_HUGEPAGE = 14
+
+if sys.platform.startswith("linux") and not PYTHON_MODE:
+    _madvise = types.ExternalFunction("madvise", types.intc(types.uintp, types.uintp, types.intc))
+
+    @compiled
+    def empty(shape):
+        """np.empty(shape), on huge pages when large (Linux; elsewhere plain np.empty)."""
+        out = np.empty(shape)
+        size = out.size * 8
+        if size >= HUGE:
+            start = out.ctypes.data
+            skip = 4096 - start % 4096
+            _madvise(start + skip, size - skip, _MADV_HUGEPAGE)
+        return out
+else:
+    def empty(shape):
+        """np.empty(shape), on huge pages when large (Linux; elsewhere plain np.empty)."""
+        return np.empty(shape)
+
+
+#: The error function on one number (compiled code calls it per entry: Numba knows math.erf).
+erf = math.erf
+
+
+@compiled
+def fmax(a, b):
+    """np.maximum on scalars: NaN if either is NaN (vmath.maximum: vectorised reductions)."""
+    return vmath.maximum(a, b)
+
+
+@compiled
+def fmin(a, b):
+    """np.minimum on scalars: NaN if either is NaN (vmath.minimum: vectorised reductions)."""
+    return vmath.minimum(a, b)
+
+
+@compiled
+def power(x, y):
+    """np.power on float64 scalars: NumPy's own ways for the exponents 2, ½ and −1 (x·x, √x,
+    1/x, so (−∞)^½ is NaN), C's pow otherwise (see executor/numerics.py)."""
+    if y == 2.0:
+        return x * x
+    if y == 0.5:
+        return np.sqrt(x)
+    if y == -1.0:
+        return 1.0 / x
+    return np.power(x, y)
+
+
+@compiled
+def small_product_into(a, b, out):
+    """out = a · b for small matrices (either possibly a transposed view), as plain loops."""
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            total = 0.0
+            for p in range(a.shape[1]):
+                total += a[i, p] * b[p, j]
+            out[i, j] = total
+    return out
+
+
+
+if not PYTHON_MODE:
+    @intrinsic
+    def _items(typingctx, address):
+        """The float64 items at an address (a uintp), as a pointer carray can read."""
+        if not isinstance(address, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+        return types.CPointer(types.float64)(address), codegen
+
+
+def _at_address(function, signature, symbol: str):
+    """`function` compiled once for `signature` (numbers and addresses only) as a C function,
+    its machine code kept in the disk cache, and callable from compiled code as `symbol`: a
+    call by address, so its code is never linked into (and optimised again in) its callers."""
+    from numba.core.ccallback import CFunc
+
+    native = CFunc(function, (signature.args, signature.return_type), locals={},
+                   options={"nopython": True, "error_model": "numpy", "boundscheck": False})
+    native._cache = disk.cache_for(function, STAMP) or native._cache
+    native.compile()
+    _NATIVE.append(native)  # (its machine code lives while the CFunc does)
+    llvm.add_symbol(symbol, native.address)
+    return types.ExternalFunction(symbol, signature)
+
+
+#: The C functions compiled code calls by address (kept alive here).
+_NATIVE: list = []
+
+
+if _DGEMM is not None:
+    llvm.add_symbol("hilbert_numpy_cblas_dgemm", _DGEMM[0])
+    _I = types.int64 if _DGEMM[1] else types.int32
+    _cblas_dgemm = types.ExternalFunction("hilbert_numpy_cblas_dgemm", types.void(
+        types.int32, types.int32, types.int32, _I, _I, _I, types.float64, types.uintp, _I,
+        types.uintp, _I, types.float64, types.uintp, _I))
+    llvm.add_symbol("hilbert_numpy_cblas_dgemv", _DGEMV[0])
+    _cblas_dgemv = types.ExternalFunction("hilbert_numpy_cblas_dgemv", types.void(
+        types.int32, types.int32, _I, _I, types.float64, types.uintp, _I, types.uintp, _I,
+        types.float64, types.uintp, _I))
+
+    def _product_at(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta):
+        """out = a · b + beta · out on raw matrices: each an address and its steps between rows
+        and between columns in items, any sign (a is m×k, b k×n, out m×n). One machine-code
+        function for every layout, called by address (never linked into its callers), so a
+        program compiles only `gemm`'s few lines per layout of its arguments."""
+        if m == 0 or n == 0:
+            return
+        ta, lda = _blas_layout(m, k, a0, a1)
+        tb, ldb = _blas_layout(k, n, b0, b1)
+        tc, ldc = _blas_layout(m, n, c0, c1)
+        if k > 0 and ta != 0 and tb != 0 and tc == 111:
+            # (no copies here: BLAS gets raw addresses, so every array outlives the call)
+            if n == 1:  # y = A x: A stored row-major (ta 111) or as its transpose; x strided
+                rows, cols, flip = (m, k, 111) if ta == 111 else (k, m, 112)
+                _cblas_dgemv(101, flip, rows, cols, 1.0, a, lda, b, b0 if k > 1 else 1,
+                             beta, c, c0)
+            elif m == 1:  # yᵀ = Bᵀ xᵀ: B stored row-major (tb 111) or as its transpose
+                rows, cols, flip = (k, n, 112) if tb == 111 else (n, k, 111)
+                _cblas_dgemv(101, flip, rows, cols, 1.0, b, ldb, a, a1 if k > 1 else 1,
+                             beta, c, c1)
+            else:
+                _cblas_dgemm(101, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc)
+            return
+        # plain loops (no BLAS layout, or nothing summed): never made by generated code for
+        # large products, but correct for any steps
+        sa, la = _span(a, m, k, a0, a1)
+        sb, lb = _span(b, k, n, b0, b1)
+        sc, lc = _span(c, m, n, c0, c1)
+        for i in range(m):
+            for j in range(n):
+                at = i * c0 + j * c1 - lc
+                total = sc[at] * beta if beta != 0.0 else 0.0
+                for p in range(k):
+                    total += sa[i * a0 + p * a1 - la] * sb[p * b0 + j * b1 - lb]
+                sc[at] = total
+
+    @jit
+    def _blas_layout(rows, cols, s0, s1):
+        """(CBLAS transpose flag, leading dimension) reading a rows×cols matrix with steps s0,
+        s1 as row-major (111) or column-major (112), or (0, 0) when it is neither."""
+        if (s1 == 1 or cols == 1) and s0 >= max(1, cols):
+            return 111, s0
+        if (s0 == 1 or rows == 1) and s1 >= max(1, rows):
+            return 112, s1
+        return 0, 0
+
+    @jit
+    def _span(address, rows, cols, s0, s1):
+        """(items, lowest offset): a flat view over every item a rows×cols matrix at `address`
+        with steps s0, s1 reaches, and the offset of its lowest item from item [0, 0]."""
+        low = min(0, (rows - 1) * s0) + min(0, (cols - 1) * s1)
+        high = max(0, (rows - 1) * s0) + max(0, (cols - 1) * s1)
+        return carray(_items(address + 8 * low), (high - low + 1,)), low
+
+    _PRODUCT = _at_address(_product_at, types.void(
+        types.uintp, types.intp, types.intp, types.intp, types.intp, types.uintp, types.intp,
+        types.intp, types.intp, types.uintp, types.intp, types.intp, types.float64),
+        "hilbert_product_at")
+
+    @compiled
+    def gemm(a, b, out):
+        """out = a · b through NumPy's BLAS (out C-ordered; a, b row- or column-major)."""
+        return gemm_beta(a, b, out, 0.0)
+
+    @compiled
+    def gemm_beta(a, b, out, beta):
+        """out = a · b + beta · out through NumPy's BLAS: a, b row- or column-major views
+        (either side may be a strided unit axis), out a row-major view (rows may be strided);
+        plain loops for any other layout."""
+        _PRODUCT(a.ctypes.data, a.shape[0], a.shape[1], a.strides[0] // 8, a.strides[1] // 8,
+                 b.ctypes.data, b.shape[1], b.strides[0] // 8, b.strides[1] // 8,
+                 out.ctypes.data, out.strides[0] // 8, out.strides[1] // 8, beta)
+        return out
+
+else:
+    @compiled
+    def gemm(a, b, out):
+        """out = a · b through BLAS (Numba's np.dot)."""
+        np.dot(a, b, out)
+        return out
+
+    @compiled
+    def gemm_beta(a, b, out, beta):
+        """out = a · b + beta · out (Numba's np.dot, then the sum)."""
+        if beta == 0.0:
+            out[:, :] = np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        else:
+            out[:, :] += np.dot(np.ascontiguousarray(a), np.ascontiguousarray(b))
+        return out
+
+
+@compiled
+def small_product_beta(a, b, out, beta):
+    """out = a · b + beta · out as plain loops (any strides)."""
+    for i in range(a.shape[0]):
+        for j in range(b.shape[1]):
+            total = out[i, j] * beta if beta != 0.0 else 0.0
+            for p in range(a.shape[1]):
+                total += a[i, p] * b[p, j]
+            out[i, j] = total
+    return out
+
+
+@compiled
+def product_into(a, b, out):
+    """out = a · b for matrices (either possibly a transposed view): BLAS (np.dot into out)
+    when large, plain loops when small."""
+    if a.shape[0] * a.shape[1] * b.shape[1] > SMALL_PRODUCT:
+        return gemm(a, b, out)
+    return small_product_into(a, b, out)
+
+
+@compiled
+def product(a, b):
+    """a · b for matrices, in a new C-ordered array (see product_into)."""
+    return product_into(a, b, empty((a.shape[0], b.shape[1])))
+
+
+def contiguous(x):
+    """np.ascontiguousarray(x) for a float64 array in any layout: a C-ordered copy, its last
+    axis copied as one run per position of the others (a kernel shared by every program:
+    Numba's own copy compiles its slice assignments' error messages into each program)."""
+    out = empty(x.shape)
+    if out.size == 0:
+        return out
+    flat = out.reshape(out.size)
+    rank = x.ndim
+    sizes = np.empty(rank, np.int64)
+    steps = np.empty(rank, np.int64)
+    low = 0
+    high = 0
+    for axis in range(rank):
+        sizes[axis] = x.shape[axis]
+        steps[axis] = x.strides[axis] // 8
+        reach = (sizes[axis] - 1) * steps[axis]
+        low += min(0, reach)
+        high += max(0, reach)
+    items = carray(_items(x.ctypes.data + 8 * low), (high - low + 1,))
+    run, step = sizes[rank - 1], steps[rank - 1]
+    index = np.zeros(rank, np.int64)
+    at = -low  # the offset of x's current run in items
+    for start in range(0, out.size, run):
+        for j in range(run):
+            flat[start + j] = items[at + j * step]
+        axis = rank - 2
+        while axis >= 0:
+            index[axis] += 1
+            at += steps[axis]
+            if index[axis] < sizes[axis]:
+                break
+            at -= steps[axis] * sizes[axis]
+            index[axis] = 0
+            axis -= 1
+    return out
+
+
+contiguous = (np.ascontiguousarray if PYTHON_MODE else compiled(contiguous))
+
+
+@compiled
+def copy_into(out, x):
+    """out[...] = x for C-ordered arrays of one shape."""
+    flat_out = out.reshape(out.size)
+    flat_x = x.reshape(x.size)
+    for i in range(flat_x.size):
+        flat_out[i] = flat_x[i]
+    return out

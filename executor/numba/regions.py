@@ -1,0 +1,126 @@
+"""One generated function of the numba executor and how to call it: its code generated when
+first asked for, compiled (or loaded from the disk cache) when built, its arguments converted
+to the one layout compiled code takes, and its refusals turned into coded errors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from hilbert.compiler.ops.meanings import one_hot, position
+from hilbert.compiler.passes.shapes import ShapeTable
+from hilbert.executor.numba import interrupt
+from hilbert.executor.numba.faults import LabelError, PositionError, StepCountError
+from hilbert.executor.reference import step_count
+
+if TYPE_CHECKING:
+    from hilbert.executor import codegen
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+class CompiledRegion:
+    """One generated function and how to call it: `inputs` are the IR nodes whose values it is
+    given (scalars are passed as NumPy floats, arrays as C-ordered writable float64 arrays)."""
+
+    def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str):
+        from hilbert.executor.numba.kernels import (
+            PYTHON_MODE,  # (Numba is loaded once something is to compile)
+        )
+
+        self.python_mode = PYTHON_MODE  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
+        self.region = region
+        self._table = table
+        self._optimize = optimize
+        self._generated: codegen.Generated | None = None
+        self._function = None
+        self.scalars = tuple(i for i, n in enumerate(region.inputs)
+                             if not table.scopes[region.scope][n])
+        self.arrays = tuple(i for i in range(len(region.inputs)) if i not in self.scalars)
+
+    @property
+    def generated(self) -> codegen.Generated:
+        """The region's code, generated when first asked for (a call on the host needs none)."""
+        if self._generated is None:
+            from hilbert.executor import codegen
+
+            self._generated = codegen.generate(self.region, self._table, self._optimize,
+                                              exact=True)
+        return self._generated
+
+    @property
+    def source(self) -> str:
+        return self.generated.source
+
+    @property
+    def function(self):
+        """The generated function (a Numba dispatcher when its code needs compiling), made
+        once; Numba compiles it at its first call, or when `compile` says."""
+        if self._function is None:
+            from hilbert.executor.numba import cache
+
+            self._function = cache.function(self.generated.source, self.generated.compiled,
+                                            self.generated.parallel)
+        return self._function
+
+    @function.setter
+    def function(self, value) -> None:
+        self._function = value
+
+    def compile(self) -> None:
+        """Compile the function now, for the argument types `convert` gives (loaded from the
+        disk cache when it holds them), so that its first call runs compiled code at once."""
+        function = self.function
+        if not self.generated.compiled or not hasattr(function, "compile"):
+            return  # plain NumPy calls, or NUMBA_DISABLE_JIT: nothing to compile
+        from numba import types
+
+        shapes = self._table.scopes[self.region.scope]
+        signature = [types.Array(types.float64, len(shapes[n]), "C") if shapes[n]
+                     else types.float64 for n in self.region.inputs]
+        if self.generated.loops:
+            signature.append(types.Array(types.int64, 1, "C"))  # interrupt's stop flag
+        function.compile(tuple(signature))
+
+    def __call__(self, args):
+        """(value, loop steps run) for these input values (as `convert` makes them). Anything
+        compiled code raises but a bad step count is a bug and propagates: a bad disk cache
+        entry never reaches here (disk.HilbertCache replaces it while loading)."""
+        try:
+            if self.python_mode:
+                with np.errstate(all="ignore"):
+                    return self.function(*args)
+            return self.function(*args)
+        except StepCountError as err:
+            number, value = err.args
+            step_count(self.generated.loops[number], value)  # raises the HilbertError
+            raise AssertionError("a step count compiled code refused was accepted") from err
+        except PositionError as err:
+            number, value, size = err.args
+            position(self.generated.reads[number], value, size)  # raises the HilbertError
+            raise AssertionError("a position compiled code refused was accepted") from err
+        except LabelError as err:
+            number, value, classes = err.args
+            one_hot(self.generated.reads[number], np.array([value]), classes)  # raises E511
+            raise AssertionError("a label compiled code refused was accepted") from err
+
+    def run(self, args: list):
+        """(value, loop steps run): the function called on `args`, stopped by Ctrl-C within
+        one loop step when it has loops (executor/numba/interrupt.py)."""
+        if self.generated.loops:
+            return interrupt.call(self, args)
+        return self(args)
+
+    def convert(self, values) -> list:
+        """Host values as this function's arguments: compiled code is compiled for one layout
+        only, so any other array (another order or dtype, a strided or read-only view, a
+        subclass) is copied into it here, at the boundary, instead of reaching compiled code."""
+        args = list(values)
+        for i in self.scalars:
+            args[i] = np.float64(args[i])
+        for i in self.arrays:
+            v = args[i]
+            if not (type(v) is np.ndarray and v.dtype == _FLOAT64 and v.flags.c_contiguous
+                    and v.flags.writeable):
+                args[i] = np.array(v, dtype=np.float64, order="C")
+        return args

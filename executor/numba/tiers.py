@@ -1,0 +1,411 @@
+"""Calls in tiers (docs/architecture.md, "Tiers"): a program's first calls run on the host
+tier at once, while its generated code is built in the background and swapped in; a running
+loop moves to the compiled code at a step boundary where it can (`resume_points`)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import threading
+import time
+from collections.abc import Callable
+
+from hilbert.compiler import ir, passes, settings
+from hilbert.compiler.driver import Specialised
+from hilbert.compiler.passes.shapes import ShapeTable, infer_shapes
+from hilbert.compiler.plan import Plan
+from hilbert.compiler.settings import whole_number
+from hilbert.executor.numba import built
+from hilbert.executor.numba.builder import BUILDER
+from hilbert.executor.numba.placement import Placement
+from hilbert.executor.numba.programs import HostProgram, WholeProgram
+from hilbert.executor.numba.regions import CompiledRegion
+from hilbert.executor.numba.scope import ScopeRunner, only_loop, regions_of, resume_points
+from hilbert.executor.planned import PlannedProgram
+from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, first_line, warn
+
+#: Environment variable saying when a loop-free call's generated code is built (compiled and
+#: swapped in): "eager" (at the first call, before it runs), "never" (calls stay on the host),
+#: or N (in a background thread from the N-th call of a signature). See COMPILE_AFTER.
+COMPILE_ENVIRONMENT = "HILBERT_COMPILE"
+#: The call of a signature from which its code is built in the background, by default: a
+#: signature called once is never compiled (a call made once costs the host's milliseconds,
+#: not Numba's seconds); one called again is compiled while the calls go on on the host.
+COMPILE_AFTER = 2
+#: A call whose loop the host would finish sooner than this (seconds, at the pace of its first
+#: steps), or whose loop cannot move to compiled code, starts its build when it ends, not at
+#: its first step boundary: loading Numba beside it (about a second) would only slow its
+#: steps down. Its next calls run compiled.
+SHORT_LOOP_S = 0.5
+#: What a loop-free program's plan says before its code is built.
+TIERED = ("the first calls run on the host (each einsum along its path as NumPy/BLAS pairwise "
+          "steps, entrywise work in NumPy) until the generated code is built and swapped in "
+          f"({COMPILE_ENVIRONMENT} says when: by default in a background thread from call "
+          f"{COMPILE_AFTER})")
+#: What a tiered program's plan says once its code is built.
+BUILT = "the generated code is built: calls run on it"
+#: What a program with loops says before its code is built, (1) when a running loop moves to
+#: the compiled code at a step boundary, (2) when only the next call does.
+STEPPED = ("the first calls run on the host (loops step by step in Python, each step's work in "
+           "NumPy) while the generated code is built in the background "
+           f"({COMPILE_ENVIRONMENT} says when: by default from the first call); ")
+RESUMED = "a running loop moves to it at the next step boundary, its state carried over"
+RESTARTED = "calls that start once it is built run on it"
+
+
+class Tiers:
+    """What every program of one signature shares, made once per plan (and kept with it): the
+    host tier's program (the planned program; for a call with loops, a walk of the IR on the
+    host with every loop stepped in Python), where a running loop may move to the second tier
+    (`resumes`), and the runner of the second tier (made when first asked for), with the code
+    it generates."""
+
+    def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str]):
+        self.looped = bool(ready.plan.loops)
+        self.counter = None  # the state component that counts a resumable loop's steps left
+        if self.looped:
+            self.resumes = resume_points(ready.body)
+            if self.resumes is not None:
+                self.counter = only_loop(ready.body).counter  # type: ignore[union-attr]
+            note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
+            walk = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
+                               Placement(ready.table, forced, host_only=True))
+            self.host = HostProgram(walk, _noted(ready.plan, (note,)))
+        else:
+            self.resumes = None
+            note = TIERED
+            self.host = PlannedProgram(ready.body, _noted(ready.plan, (note,)))
+        self.note = note
+        self._ready = ready
+        self._optimize = optimize
+        self._forced = forced
+        self._runner: ScopeRunner | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def runner(self) -> ScopeRunner:
+        with self._lock:
+            if self._runner is None:
+                body, table = generated_ir(self._ready)
+                self._runner = ScopeRunner([body], (), table, self._ready.plan, self._optimize,
+                                           Placement(table, self._forced))
+            return self._runner
+
+
+def generated_ir(ready: Specialised) -> tuple[ir.Node, ShapeTable]:
+    """The IR generated code runs, and its shapes: the plan's, with each sliding dot product
+    split (masks.split_windowed_dots), which one compiled nest sums window by window. The host
+    tier and the plan (its memory count included) keep the dot, which NumPy runs on the stored
+    windows in one matrix-vector product. Made once per plan."""
+    made = ready.derived.get("generated ir")
+    if made is None:
+        body = passes.run(passes.GENERATE, ready.body)
+        table = ready.table if body is ready.body else infer_shapes(body, ready.plan.signature)
+        made = ready.derived.setdefault("generated ir", (body, table))
+    return made
+
+
+def tiers_of(ready: Specialised, optimize: str, forced: frozenset[str]) -> Tiers:
+    key = ("numba tiers", optimize, forced)
+    made = ready.derived.get(key)
+    if made is None:
+        made = ready.derived.setdefault(key, Tiers(ready, optimize, forced))
+    return made
+
+
+def compile_when(looped: bool = False) -> int | None:
+    """HILBERT_COMPILE as the call of a signature from which its code is built (0: eager, at
+    the first call before it runs; None: never), or an ArgumentError (E600). By default a call
+    with loops is built from its first call (its steps are worth compiling), one without from
+    the COMPILE_AFTER-th."""
+    text = settings.text(COMPILE_ENVIRONMENT).lower()
+    if text in ("", "background"):
+        return 1 if looped else COMPILE_AFTER
+    if text == "eager":
+        return 0
+    if text == "never":
+        return None
+    return whole_number(COMPILE_ENVIRONMENT, "eager, never, or the call from which to compile "
+                        f"in the background (a whole number ≥ 1; {COMPILE_AFTER} by default)",
+                        smallest=1)
+
+
+def _holds_every_value(runner: ScopeRunner) -> bool:
+    """Whether `runner`'s program keeps every value until the call ends: a host walk, or
+    generated code that runs as Python (it holds its locals)."""
+    from hilbert.executor.numba.kernels import (
+        PYTHON_MODE,  # NUMBA_DISABLE_JIT=1: generated code runs as Python
+    )
+
+    return runner.whole is None or not runner.whole.generated.compiled or PYTHON_MODE
+
+
+def _noted(plan: Plan, lines) -> Plan:
+    """`plan` with `lines` added to its notes (a copy: dataclasses.replace costs 10 µs)."""
+    noted = copy.copy(plan)
+    object.__setattr__(noted, "notes", plan.notes + tuple(f"numba: {line}" for line in lines))
+    return noted
+
+
+def _second_tier(runner: ScopeRunner, plan: Plan, arity: int):
+    """The program of generated code for `runner`: one function of the parameters, or a host
+    walk calling compiled regions."""
+    if runner.whole is not None:
+        return WholeProgram(runner.whole, plan, arity)
+    return HostProgram(runner, plan)
+
+
+class TieredProgram:
+    """A call in two tiers. The first, from the first call, needs nothing compiled: the
+    planned program on the host (executor/planned.py), or for a call with loops a walk of it
+    on the host that steps each loop in Python. The second: the generated code (one compiled
+    function, or plain NumPy calls when nothing needs compiling), built when HILBERT_COMPILE
+    says (`compile_when`) and swapped in once built, so a call never waits for Numba unless
+    asked to; a call in the middle of a loop whose start the second tier can take
+    (`resume_points`) moves to it at the next step boundary. `tier` is the tier the latest
+    call ran on ("host" or "compiled"); both give the same results but for the last bits'
+    rounding (docs/semantics.md, "Tiers")."""
+
+    def __init__(self, tiers: Tiers, replan: Callable[[], Plan], arity: int, when: int | None):
+        self.host = tiers.host
+        self.host_calls = 0  # calls run on the host so far (counted loosely under threads)
+        self.moved = 0  # calls that moved to the compiled code at a step boundary
+        self._resumes = tiers.resumes
+        self._counter = tiers.counter
+        self.looped = tiers.looped
+        self._host_steps = 0  # steps host calls ran before they moved
+        self._tiers = tiers
+        self._replan = replan
+        self._arity = arity
+        self._when = when
+        self._plan = self.host.plan
+        self._second: WholeProgram | HostProgram | None = None  # generated, not yet built
+        self._fast: WholeProgram | HostProgram | None = None  # built and swapped in
+        self._lock = threading.RLock()  # (build holds it while it generates the code)
+        self._done = threading.Event()  # set when the build has ended, built or not
+        self.queued = False  # handed to the background builder
+        self._error: BaseException | None = None
+
+    @property
+    def plan(self) -> Plan:
+        """The plan, its notes saying which tier calls run on (and, once the code is generated,
+        what it holds)."""
+        return self._plan
+
+    def __call__(self, values):
+        fast = self._fast
+        if fast is not None:
+            return fast.run(values)
+        return self._first_tier(values)
+
+    @property
+    def tier(self) -> str | None:
+        """The tier calls run on now ("host" or "compiled"), None before the first call: the
+        tier of the latest call, but for one that ran while the code was being swapped in."""
+        if self._fast is not None:
+            return "compiled"
+        return "host" if self.host_calls else None
+
+    @property
+    def eager(self) -> bool:
+        """Whether its code is built before its first call runs (HILBERT_COMPILE=eager)."""
+        return self._when == 0
+
+    @property
+    def built(self) -> bool:
+        """Whether the generated code is built and calls run on it."""
+        return self._fast is not None
+
+    def _first_tier(self, values):
+        if self._error is not None:  # the build failed: as a call that compiles would
+            if self._when == 0 or isinstance(self._error, HilbertError):
+                raise _fresh(self._error) from self._error  # (never one object raised again)
+            self._stay_on_host(self._error)
+        when = self._when
+        if when == 0 and not self._done.is_set():
+            if self.build() is not None:
+                return self(values)
+        self.host_calls += 1
+        if not self.looped:
+            self._start_when_due()
+            return self.host(values)
+        try:
+            value = self.host(values, functools.partial(self._boundary, values,
+                                                        time.perf_counter()))
+        except _Moved as moved:
+            return moved.value
+        self._start_when_due()
+        return value
+
+    def sources(self) -> list[str]:
+        """The generated sources of its compiled regions (generated now if they were not)."""
+        return [r.source for r in regions_of(self.runner) if r.generated.compiled]
+
+    def kept(self) -> bool:
+        """Whether a build of this program's code is in the disk cache (executor/numba/built.py)."""
+        try:
+            return built.kept(self.sources())
+        except Exception:  # noqa: BLE001 (code that cannot be generated is not kept)
+            return False
+
+    def _start_when_due(self) -> None:
+        """Queue the build once this signature has had the calls HILBERT_COMPILE asks for. A
+        call with loops queues it at a step boundary when it could move to it (`_boundary`),
+        else at its end: its first step, and a one-step train call, run before Numba competes
+        with them for the interpreter."""
+        when = self._when
+        if when is not None and self.host_calls >= when and not self.queued \
+                and not self._done.is_set():
+            self._start()
+
+    def _boundary(self, values, began: float, state: tuple, steps: int) -> None:
+        """At a step boundary of a host call's loop (begun at `began`): the build is queued
+        when due if this call can use it (`_worth_moving`; else it is queued when the call
+        ends, so Numba loading beside the steps does not slow them down); once it is built,
+        the rest of the call runs on the compiled code from `state` when its loop can move
+        (raised as _Moved, with its result)."""
+        if not self.queued and self._worth_moving(began, state, steps):
+            self._start_when_due()
+        fast = self._fast
+        if fast is None or self._resumes is None:
+            return
+        moved = list(values)
+        for component, parameter in self._resumes:
+            moved[parameter] = state[component]
+        value = fast.run(moved)
+        self._host_steps += steps
+        self.moved += 1
+        raise _Moved(value)
+
+    def _worth_moving(self, began: float, state: tuple, steps: int) -> bool:
+        """Whether this call could move to the compiled code before its loop ends: the loop can
+        move (`resume_points`) and, when it is counted, its steps left (its counter in `state`)
+        would take the host at least SHORT_LOOP_S at the pace of the `steps` run so far."""
+        if self._resumes is None:
+            return False
+        if self._counter is None or not steps:
+            return True
+        pace = (time.perf_counter() - began) / steps
+        return pace * float(state[self._counter]) >= SHORT_LOOP_S
+
+    def _stay_on_host(self, err: BaseException) -> None:
+        """After a background build failed for a reason of hilbert's own (a bug): calls go on
+        on the host tier, which gives the same results, and the user is told once (W903)."""
+        self._error = None
+        self._when = None
+        self._plan = _noted(self.host.plan, (f"calls stay on the host: the compiled code could "
+                                             f"not be built ({type(err).__name__}: {err})",))
+        warn("W903", f"the compiled code of a call could not be built ({type(err).__name__}: "
+             f"{first_line(err)}); its calls go on on the host tier, with the same results. "
+             "This is a bug in hilbert: please report it with the .hb source", stacklevel=6)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self.queued or self._done.is_set():
+                return
+            self.queued = True
+        BUILDER.submit(self)
+
+    def build_quietly(self) -> None:
+        """`build`, its error kept for the next call to raise (the background thread's way)."""
+        try:
+            self.build()
+        except Exception:  # noqa: BLE001, S110 (kept in self._error: the next call raises it)
+            pass
+
+    def build(self, advance=None):
+        """Generate the code, compile it for this signature and swap it in, in this thread (the
+        background thread calls this; so may anyone who wants the compiled tier now). Returns
+        the program calls now run on, or None when they stay on the host (the generated code
+        would hold more memory than the limit allows; the plan's notes say so). A build that
+        fails raises here, and at every later call (as a call that compiles would); one that
+        is interrupted (Ctrl-C) is tried again by the next call that builds."""
+        with self._lock:
+            if self._done.is_set():
+                return self._fast
+            try:
+                fast = self._built(advance)
+            except Exception as err:
+                self._error = err
+                self._done.set()
+                raise
+            self._done.set()
+            return fast
+
+    def _built(self, advance=None):
+        second = self.generated()
+        plan = second.plan
+        runner = self._tiers.runner
+        if _holds_every_value(runner):  # planned again, as such: within the memory limit?
+            try:
+                plan = _noted(self._replan(), (self._tiers.note, BUILT, *_notes(runner)))
+            except RuntimeHilbertError as err:
+                if err.code != "E700":
+                    raise
+                self._plan = _noted(self.host.plan, (f"calls stay on the host: the generated "
+                                                     f"code would hold every value of a call "
+                                                     f"({err.message})",))
+                return None
+        for region in regions_of(runner):
+            region.compile()
+            if advance is not None:
+                advance()
+        if self.looped:
+            built.keep(self.sources())
+        second.plan = self._plan = plan
+        self._fast = second
+        return second
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until a build started (by a call, or `build`) has ended; whether it has."""
+        return self._done.wait(timeout)
+
+    def generated(self) -> WholeProgram | HostProgram:
+        """The second tier's program (its code generated now if it was not yet; nothing is
+        compiled here)."""
+        with self._lock:
+            if self._second is None:
+                plan = _noted(self.host.plan, (BUILT, *_notes(self._tiers.runner)))
+                self._second = _second_tier(self._tiers.runner, plan, self._arity)
+            return self._second
+
+    @property
+    def region(self) -> CompiledRegion:
+        """The generated function of a call that is one (as WholeProgram's), generated now if it
+        was not yet."""
+        second = self.generated()
+        assert isinstance(second, WholeProgram), "a call with host work has no one region"
+        return second.region
+
+    @property
+    def runner(self) -> ScopeRunner:
+        return self._tiers.runner
+
+    @property
+    def loop_steps(self) -> int:
+        """Loop steps its calls have run so far, on either tier."""
+        steps = self.host.loop_steps + self._host_steps
+        second = self._second
+        return steps + (second.loop_steps if second is not None else 0)
+
+
+class _Moved(Exception):  # noqa: N818 (not an error: how a host call hands over its result)
+    """Raised at a step boundary of a host call once the compiled code has finished it."""
+
+    def __init__(self, value) -> None:
+        super().__init__()
+        self.value = value
+
+
+def _fresh(err: BaseException) -> BaseException:
+    """A new exception like `err`, to raise again without growing `err`'s traceback."""
+    try:
+        return copy.copy(err)
+    except Exception:  # noqa: BLE001 (an exception whose arguments cannot be given again)
+        return RuntimeError(f"{type(err).__name__}: {err}")
+
+
+
+
+def _notes(runner: ScopeRunner) -> tuple[str, ...]:
+    return tuple(runner.notes())

@@ -1,0 +1,388 @@
+"""exp, log and tanh as straight-line float arithmetic that LLVM vectorises inside loop nests.
+
+Numba compiles `np.exp(x)` on one number to a call of the C library's `exp`, and LLVM cannot
+vectorise a loop that calls a function without a vector maths library. Intel's SVML would be
+one, but the llvmlite wheels on PyPI are built without it (`llvmlite.binding.targets.has_svml()`
+is False), so installing `intel-cmplr-lib-rt` changes nothing. These functions are written as
+arithmetic instead, with no branches (special values are chosen with selects) and no calls,
+so once Numba inlines them into a generated loop LLVM runs them in vector lanes: 8 entries
+at a time on an AVX-512 CPU in a function that calls `wide_vectors` first (generated code
+does when its nests call these), 4 otherwise, as NumPy's ufuncs do:
+
+- exp: x = k·ln 2 + r with |r| ≤ ½ ln 2 (ln 2 split in two so k·ln2_hi is exact),
+  e^r = 1 + r + r²·(½ + r·Q(r)), the 1 + r kept exact (Fast2Sum) and rounded once at the end,
+  then multiplied by 2^k built from its bits (two factors, so subnormal results round once).
+- log: x = 2^k·m with m in [√½, √2) (from the bits; subnormals scaled by 2^54 first),
+  f = m − 1, s = f / (2 + f), log m = f − f²/2 + s·(f²/2 + z·G(z)) with z = s², plus k·ln 2.
+- tanh: |x| < 0.3: x + x³·P(x²); above: 1 − 2 / (e^{2|x|} + 1) with e^{2|x|} carried as a
+  double-double and the division corrected with an FMA, so only the last step rounds.
+
+Q, G and P are near-minimax polynomials: `mpmath.chebyfit` at 60 digits over the reduced
+ranges ([−½ ln 2, ½ ln 2] for Q of degree 9, [0, (3 − 2√2)²] for G of degree 6, [0, 0.09] for
+P of degree 7, each widened by 0.1%), rounded to float64. Measured against NumPy on this
+machine (tests/test_vector_math.py, which allows 2 ulp): within 1 ulp of NumPy everywhere
+and about 95% of results equal, within an ulp of the true value; ±0, ±∞, NaN, log of 0 and
+of negatives, and the overflow and underflow thresholds give NumPy's values exactly.
+
+A loop that sums what these return (a softmax's row sum, acc += e^x) adds with
+`add_any_order`, so LLVM vectorises it whole, a partial sum per lane; added in order, the sum
+would keep the loop scalar, exp included. (This module sets no LLVM option: nothing changes for
+the rest of the process's Numba code.)
+
+Under NUMBA_DISABLE_JIT=1 (everything run as Python) these names are NumPy's own functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+from hilbert.executor.numba import disk
+from llvmlite import ir as llvm_ir
+from numba import config, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+#: NUMBA_DISABLE_JIT=1: the functions below are NumPy's (intrinsics cannot run as Python).
+PYTHON_MODE = bool(getattr(config, "DISABLE_JIT", False))
+#: What this module's machine code depends on (part of kernels.STAMP, the cache key).
+STAMP = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+# ln 2 = LN2_HI + LN2_LO, LN2_HI with 42 significant bits: k·LN2_HI is exact for |k| < 2^11.
+LN2_HI = 0.6931471805598903
+LN2_LO = 5.497923018708371e-14
+LOG2_E = 1.4426950408889634
+#: 1.5·2^52: adding it rounds a number below 2^51 to a whole one, which its low bits then hold.
+SHIFTER = 6755399441055744.0
+SHIFTER_BITS = 0x4338000000000000
+# e^x overflows above 709.78…: clamped just outside, 2^k does the rest.
+EXP_ABOVE = 710.0
+#: e^x rounds to 0 below −745.133…: those entries are computed as e^0 and then replaced by 0.
+#: Letting the arithmetic underflow to 0 instead costs a microcode assist per entry on Intel
+#: CPUs (about 100 cycles): causal attention over 1024 positions, whose mask lowers half the
+#: scores by 1e300, took 8.3 ms so, 5.2 ms now.
+EXP_ZERO = -745.2
+#: The smallest normal float64; below it log scales its argument by 2^54 first.
+TINY = 2.2250738585072014e-308
+#: The bits of √½: x's bits minus these, shifted right by 52, are k with m = x·2^−k in [√½, √2).
+SQRT_HALF_BITS = 0x3FE6A09E667F3BCD
+#: Below this |x|, tanh is its odd polynomial; above, 1 − 2 / (e^{2|x|} + 1).
+TANH_SMALL = 0.3
+#: Beyond this |x|, tanh(x) is ±1 in float64 (from 19.06 on): e^{2|x|} stays finite.
+TANH_ONE = 20.0
+
+# (e^r − 1 − r − r²/2) / r³ on |r| ≤ ½ ln 2, lowest degree first.
+_Q = (0.16666666666666669, 0.041666666666666664, 0.008333333333330039, 0.0013888888888886537,
+      0.00019841269863171557, 2.4801587317228724e-05, 2.7557268276905696e-06,
+      2.7557282838800484e-07, 2.5100472505694996e-08, 2.09112987659402e-09)
+# (2·atanh(s)/s − 2) / z, z = s², on 0 ≤ z ≤ (3 − 2√2)².
+_G = (0.666666666666667, 0.3999999999989889, 0.28571428626253836, 0.22222211089379496,
+      0.1818289243253687, 0.15331611722055008, 0.14617807153417325)
+# (tanh(x) − x) / x³ as a polynomial in y = x², 0 ≤ y ≤ 0.09.
+_P = (-0.3333333333333333, 0.13333333333329436, -0.053968253959158, 0.021869487726147795,
+      -0.008863200040230624, 0.003591281030651438, -0.0014445686042322276,
+      0.0005108524105890769)
+
+def _compiled(function):
+    """`function` compiled as all of hilbert's code is (executor/kernels.jit: NumPy's error
+    model, no GIL, no bounds checks), its machine code kept in the private disk cache."""
+    return disk.keep(njit(function, nogil=True, error_model="numpy", boundscheck=False),
+                     STAMP)
+
+
+@intrinsic
+def bits_of(typingctx, x):
+    """The IEEE bits of a float64, as an int64 (a bit cast: no conversion)."""
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], types.float64)
+        return builder.bitcast(value, llvm_ir.IntType(64))
+
+    return types.int64(x), codegen
+
+
+@intrinsic
+def float_of(typingctx, bits):
+    """The float64 whose IEEE bits are `bits` (an int64; a bit cast)."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], types.int64)
+        return builder.bitcast(value, llvm_ir.DoubleType())
+
+    return types.float64(bits), codegen
+
+
+def _doubles(context, builder, signature, args) -> list:
+    """An intrinsic's arguments as LLVM doubles."""
+    return [context.cast(builder, v, t, types.float64)
+            for v, t in zip(args, signature.args, strict=True)]
+
+
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a·b + c rounded once (llvm.fma: one vfmadd instruction where the CPU has FMA)."""
+    if not all(isinstance(t, types.Float) for t in (a, b, c)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        values = _doubles(context, builder, signature, args)
+        double = llvm_ir.DoubleType()
+        kind = llvm_ir.FunctionType(double, [double, double, double])
+        return builder.call(cgutils.get_or_insert_function(builder.module, kind, "llvm.fma.f64"),
+                            values)
+
+    return types.float64(a, b, c), codegen
+
+
+def _binary_intrinsic(name: str, doc: str):
+    """An intrinsic calling LLVM's float64 `name` on two numbers."""
+
+    def typer(typingctx, a, b):
+        if not all(isinstance(t, (types.Float, types.Integer)) for t in (a, b)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            values = _doubles(context, builder, signature, args)
+            double = llvm_ir.DoubleType()
+            kind = llvm_ir.FunctionType(double, [double, double])
+            return builder.call(cgutils.get_or_insert_function(builder.module, kind, name), values)
+
+        return types.float64(a, b), codegen
+
+    typer.__doc__ = doc
+    typer.__name__ = name.split(".")[1]
+    return intrinsic(typer)
+
+
+maximum = _binary_intrinsic("llvm.maximum.f64", """The larger of two numbers, NaN if either is
+    NaN as in np.maximum, +0 above −0 (IEEE 754-2019's maximum). LLVM vectorises a loop that
+    reduces with it, which it does not for the same rule written as a comparison and a
+    select: a row maximum over 2048×2048 entries took 2.5 ms so, 7–15 ms before.""")
+minimum = _binary_intrinsic("llvm.minimum.f64", """The smaller of two numbers, NaN if either is
+    NaN as in np.minimum, −0 below +0; vectorised as `maximum` is.""")
+
+
+@intrinsic
+def add_any_order(typingctx, a, b):
+    """a + b, which LLVM may regroup with other such additions (the `reassoc` flag): a loop
+    summing with it is vectorised as partial sums, one per lane, combined after the loop
+    (the order NumPy's own sums use), instead of a chain in which each addition waits for the
+    last (4 cycles an entry)."""
+    if not all(isinstance(t, types.Float) for t in (a, b)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        values = _doubles(context, builder, signature, args)
+        return builder.fadd(*values, flags=("reassoc",))
+
+    return types.float64(a, b), codegen
+
+
+#: The vector width, in bits, asked of LLVM for the function that calls `wide_vectors`.
+WIDE = 512
+
+
+@intrinsic
+def wide_vectors(typingctx):
+    """Ask LLVM to vectorise the calling function's loops with 512-bit vectors (8 float64) where
+    the CPU has them. On AVX-512 CPUs LLVM prefers 256-bit vectors unless told otherwise;
+    NumPy's own ufunc loops use 512. The request is the function attribute
+    "prefer-vector-width" on the calling function only (generated code calls this first), so
+    no other Numba function in the process compiles differently; on a CPU without AVX-512 it
+    changes nothing. llvmlite's attribute set lists only LLVM's keyword attributes, so the
+    string attribute is added to the set directly."""
+
+    def codegen(context, builder, signature, args):
+        set.add(builder.function.attributes, f'"prefer-vector-width"="{WIDE}"')
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
+@_compiled
+def _power_of_two(k):
+    """2^k as a float64 for −1022 ≤ k ≤ 1023 (from its exponent bits)."""
+    return float_of((k + 1023) << 52)
+
+
+@_compiled
+def _exp_parts(x):
+    """(p, c, k) with e^x ≈ (p + c)·2^k, p rounded to nearest and c what it left out (to about
+    2^−60 of p), for |x| ≤ 746."""
+    shifted = fma(x, LOG2_E, SHIFTER)  # x·log2 e rounded to a whole number k, in the low bits
+    kf = shifted - SHIFTER
+    hi = fma(-kf, LN2_HI, x)  # exact: k·LN2_HI is exact and close to x
+    lo = kf * LN2_LO
+    r = hi - lo
+    # the polynomial in Estrin's order: four rounds of independent multiply-adds where
+    # Horner's rule chains nine, each waiting for the last (4 cycles): a tanh over 64×32
+    # entries 3.75 → 3.5 µs, an exp over 2048² 4.5 → 4.0 ms
+    r2 = r * r
+    r4 = r2 * r2
+    low = fma(r2, fma(r, _Q[3], _Q[2]), fma(r, _Q[1], _Q[0]))
+    high = fma(r2, fma(r, _Q[7], _Q[6]), fma(r, _Q[5], _Q[4]))
+    q = fma(r4, fma(r4, fma(r, _Q[9], _Q[8]), high), low)
+    tail = r2 * fma(r, q, 0.5)
+    s = 1.0 + hi
+    c = ((1.0 - s) + hi) + (tail - lo)  # (1 − s) + hi: what s lost of 1 + hi (Fast2Sum)
+    rounded = s + c
+    return rounded, (s - rounded) + c, bits_of(shifted) - SHIFTER_BITS
+
+
+@_compiled
+def exp(x):
+    """e^x, within an ulp of NumPy's np.exp; NumPy's values at 0, ±∞, NaN and the thresholds.
+
+    >>> exp(1.0)
+    2.718281828459045
+    """
+    zero = x < EXP_ZERO
+    clamped = x if x < EXP_ABOVE else EXP_ABOVE
+    clamped = 0.0 if zero else clamped
+    p, _, k = _exp_parts(clamped)
+    half = k >> 1
+    y = p * _power_of_two(half) * _power_of_two(k - half)
+    y = 0.0 if zero else y
+    return y if x == x else x
+
+
+@_compiled
+def log(x):
+    """ln x, within an ulp of NumPy's np.log: −∞ at ±0, NaN below 0, ∞ at ∞, NaN at NaN.
+
+    >>> log(2.0)
+    0.6931471805599453
+    """
+    tiny = x < TINY
+    scaled = x * 18014398509481984.0 if tiny else x  # 2^54: subnormals become normal
+    bits = bits_of(scaled)
+    k = (bits - SQRT_HALF_BITS) >> 52
+    f = float_of(bits - (k << 52)) - 1.0  # m − 1, exact for m in [√½, √2)
+    kf = np.float64(k) - (54.0 if tiny else 0.0)
+    s = f / (2.0 + f)
+    z = s * s
+    g = fma(z, _G[6], _G[5])
+    g = fma(z, g, _G[4])
+    g = fma(z, g, _G[3])
+    g = fma(z, g, _G[2])
+    g = fma(z, g, _G[1])
+    g = fma(z, g, _G[0])
+    half_square = 0.5 * f * f
+    y = kf * LN2_HI + (f - (half_square - (s * (half_square + z * g) + kf * LN2_LO)))
+    y = -np.inf if x == 0.0 else y
+    y = np.nan if x < 0.0 else y
+    return y if x < np.inf else x  # ∞ and NaN are their own logarithms
+
+
+@_compiled
+def _tanh_small(a):
+    """tanh a for 0 ≤ a < 0.3: a + a³·P(a²)."""
+    y = a * a
+    p = fma(y, _P[7], _P[6])
+    p = fma(y, p, _P[5])
+    p = fma(y, p, _P[4])
+    p = fma(y, p, _P[3])
+    p = fma(y, p, _P[2])
+    p = fma(y, p, _P[1])
+    p = fma(y, p, _P[0])
+    return fma(a * y, p, a)
+
+
+@_compiled
+def _tanh_large(a):
+    """tanh a for 0.3 ≤ a ≤ 20: 1 − 2 / (e^{2a} + 1), rounded once at the end."""
+    p, c, k = _exp_parts(2.0 * a)
+    scale = _power_of_two(k)
+    big, small = p * scale, c * scale  # e^{2a} ≈ big + small, big ≥ 1
+    d = big + 1.0
+    d_error = (1.0 - (d - big)) + small  # e^{2a} + 1 ≈ d + d_error
+    q = 2.0 / d
+    q_error = (fma(-q, d, 2.0) - q * d_error) * (0.5 * q)  # 2 / (d + d_error) ≈ q + q_error
+    u = 1.0 - q
+    u_error = (1.0 - u) - q  # Fast2Sum: u + u_error = 1 − q exactly
+    return u + (u_error - q_error)
+
+
+@_compiled
+def tanh(x):
+    """tanh x, within 2 ulp of NumPy's np.tanh; ±0 kept, ±1 at ±∞, NaN at NaN.
+
+    >>> tanh(0.5)
+    0.46211715726000974
+    """
+    a = abs(x)
+    clamped = a if a < TANH_ONE else TANH_ONE
+    small, large = _tanh_small(a), _tanh_large(clamped)  # both, then a select: no branch
+    t = small if a < TANH_SMALL else large
+    bits = bits_of(x)
+    signed = float_of(bits_of(t) | ((bits >> 63) << 63))  # t with x's sign (−0 stays −0)
+    return signed if x == x else x
+
+
+#: A divisor whose magnitude lies in [2^−100, 2^100] (a softmax's row sum, a spread, √d) has a
+#: normal reciprocal; with it, `quotient` is a/d wherever `quotient_unsafe` says 0.
+DIVISOR_LOW, DIVISOR_HIGH = 2.0 ** -100, 2.0 ** 100
+#: The exponent bits of 2^−850 and 2^850: a quotient between them, by such a divisor, came from
+#: a numerator within [2^−951, 2^951]. There every step of `quotient` stays normal: the
+#: remainder a − d·q is exact from |a| ≥ 2^−968 on, and q is far from 0 and from overflow.
+QUOTIENT_EXPONENTS = (1023 - 850, 1023 + 850)
+
+
+@_compiled
+def quotient(a, d, y):
+    """a / d correctly rounded (NumPy's result, to the bit) from y = 1/d, without dividing:
+    q = a·y is within an ulp and a half of a/d, the remainder a − d·q is then exact in one
+    multiply-add, and q + remainder·y rounds to a/d (Markstein's correction; checked
+    against NumPy on 2·10⁸ quotients, near-2 mantissas among them). Three multiply-adds,
+    where a vectorised division costs about 2 cycles an entry. It holds for a divisor
+    `divisor_unsafe` accepts and a quotient `quotient_unsafe` accepts; a loop dividing by one
+    d uses it and divides again where it does not hold (executor/codegen/division.py)."""
+    q = a * y
+    r = fma(-q, d, a)
+    return q if r == 0.0 else fma(r, y, q)  # (r = 0: q is exact, and keeps the sign of 0)
+
+
+@_compiled
+def quotient_unsafe(a, q):
+    """1 where q = quotient(a, d, y) may not be a/d, else 0: unless a is ±0, a quotient outside
+    [2^−850, 2^850] (not finite included) may come from a numerator whose remainder or
+    quotient leaves the normal range. A whole number from the exponent bits, which a loop
+    sums: over 4096 entries in cache the test costs 0.46 µs so, 0.54–0.83 µs as float
+    comparisons."""
+    exponent = (bits_of(q) >> 52) & 0x7FF
+    inside = np.uint64(exponent - QUOTIENT_EXPONENTS[0]) <= np.uint64(
+        QUOTIENT_EXPONENTS[1] - QUOTIENT_EXPONENTS[0])
+    return 0 if inside | ((bits_of(a) << 1) == 0) else 1
+
+
+@_compiled
+def divisor_unsafe(d):
+    """0 if DIVISOR_LOW ≤ |d| ≤ DIVISOR_HIGH, else 1 (NaN included)."""
+    m = abs(d)
+    return 0 if (m >= DIVISOR_LOW) & (m <= DIVISOR_HIGH) else 1
+
+
+if PYTHON_MODE:
+    exp, log, tanh = np.exp, np.log, np.tanh  # type: ignore[assignment]  # noqa: F811
+
+    maximum, minimum = np.maximum, np.minimum  # type: ignore[assignment]  # noqa: F811
+
+    def add_any_order(a, b):  # type: ignore[no-redef]  # noqa: F811
+        """a + b (as Python: in order)."""
+        return a + b
+
+    def wide_vectors() -> None:  # type: ignore[no-redef]  # noqa: F811
+        """Nothing to ask of LLVM: the code runs as Python."""
+
+    def quotient(a, d, y):  # type: ignore[no-redef]  # noqa: F811
+        """a / d (NumPy's scalar division)."""
+        return np.true_divide(a, d)
+
+    def quotient_unsafe(a, q):  # type: ignore[no-redef]  # noqa: F811
+        """0: `quotient` divides."""
+        return 0
