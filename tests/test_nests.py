@@ -274,11 +274,11 @@ I0, I1, A0, B1, B2 = Var("i0"), Var("i1"), Var("a0"), Var("b1"), Var("b2")
 def test_merged_nests_keep_their_order_within_each_row():
     body = [
         _alloc("b1", "n1"),
-        For("i0", Var("n1"), [Store(Sub(B1, (I0,)), Sub(A0, (I0, Num("0"))))], nest=True),
+        For("i0", Var("n1"), [Store(Sub(B1, (I0,)), Sub(A0, (I0, Num("0"))))], kernels=(1,)),
         _alloc("b2", "n1", "n2"),
         For("i0", Var("n1"), [For("i1", Var("n2"), [
             Store(Sub(B2, (I0, I1)), fmt("{} - {}", Sub(A0, (I0, I1)), Sub(B1, (I0,))))])],
-            parallel=True, nest=True),
+            parallel=True, kernels=(2,)),
     ]
     got = "\n".join(render.lines(fuse_rows(body), depth=0))
     assert got == textwrap.dedent("""\
@@ -301,8 +301,8 @@ def test_nests_are_not_merged_when_a_row_reads_anything_but_itself(second):
         _alloc("b1", "n1"),
         Assign(("v4",), (View(B1, "{0}.reshape(({1}, 1))", (Var("n1"),)),)),
         For("i0", Var("n1"), [Assign(("t5",), (Sub(A0, (I0,)),)),
-                              Store(Sub(B1, (I0,)), Var("t5"))], nest=True),
-        For("i0", Var("n1"), [Store(Sub(B2, (I0,)), second)], nest=True),
+                              Store(Sub(B1, (I0,)), Var("t5"))], kernels=(1,)),
+        For("i0", Var("n1"), [Store(Sub(B2, (I0,)), second)], kernels=(2,)),
     ]
     assert sum(isinstance(s, For) for s in fuse_rows(body)) == 2
 

@@ -19,6 +19,7 @@ from hilbert.compiler.plan.paths import (  # noqa: F401 (what planning gives: th
     contraction,
     elements,
 )
+from hilbert.compiler.plan.schedule import RegionSchedule
 from hilbert.compiler.settings import not_understood
 from hilbert.grammar.errors import RuntimeHilbertError
 
@@ -82,8 +83,9 @@ class Plan:
     peak_bytes: int
     executor: str
     optimize: str
-    paths: dict = field(default_factory=dict, compare=False, repr=False)
+    paths: dict = field(default_factory=dict, compare=False, repr=False)  # (spec, shapes) -> (path, steps)
     notes: tuple[str, ...] = ()  # the executor's account: what it compiled, what it did not and why
+    schedule: tuple[RegionSchedule, ...] = ()  # what the generated code runs, once generated
 
     def to_dict(self) -> dict:
         """Plain data (JSON-ready) for the plan."""
@@ -141,7 +143,7 @@ class _Frame:
         self.scope = scope
         self.keeps_all = keeps_all
         self.shapes = table.scopes[scope]
-        self.label = _label(scope)
+        self.label = label(scope)
         self.order = ir.topological(*roots)
         self.position = 0
         self.flops = 0
@@ -150,7 +152,7 @@ class _Frame:
         self.bodies: list[_ScopeResult] = []  # the scopes of the loop at `position`, planned
 
 
-def _label(scope: Scope) -> str:
+def label(scope: Scope) -> str:
     """How a plan names a scope: the call, a loop's name, or a loop run backwards."""
     if not scope:
         return "call"
@@ -233,7 +235,7 @@ class _Planner:
         operand_shapes = tuple(shapes[a] for a in node.args)
         path, steps = contraction(node.spec, operand_shapes, self.optimize)
         note = capped(self.optimize, len(operand_shapes))[1]
-        self.paths[(node.spec, operand_shapes)] = path
+        self.paths[(node.spec, operand_shapes)] = (path, steps)
         largest = max(s.intermediate for s in steps)
         self.largest = max(self.largest, largest)
         flops = sum(s.flops for s in steps)

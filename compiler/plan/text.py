@@ -29,7 +29,8 @@ def human_count(n: float | None) -> str:
     return f"{value:.0f}"
 
 
-def _shape(shape) -> str:
+def shape_text(shape) -> str:
+    """A shape as a plan writes it: `3×4`, or `scalar`."""
     return "×".join(map(str, shape)) if shape else "scalar"
 
 
@@ -40,11 +41,11 @@ def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
 
 def render_plan(plan) -> str:
     """The plan as text (what `print(fn.plan(...))` and `hilbert plan` show)."""
-    args = ", ".join(f"{p}: {_shape(s)}" for p, s in zip(plan.params, plan.signature, strict=True))
+    args = ", ".join(f"{p}: {shape_text(s)}" for p, s in zip(plan.params, plan.signature, strict=True))
     lines = [f"plan of {plan.function}({args})",
              f"  executor {plan.executor} · path optimiser {plan.optimize}", ""]
     for number, e in enumerate(plan.einsums, 1):
-        lines.append(f"einsum {number}  \"{e.spec}\"  on {', '.join(_shape(s) for s in e.shapes)}"
+        lines.append(f"einsum {number}  \"{e.spec}\"  on {', '.join(shape_text(s) for s in e.shapes)}"
                      f"  [{e.scope}]  {e.where}")
         rows = [["step", "contraction", "FLOPs", "result", "BLAS"]]
         for i, s in enumerate(e.steps, 1):
@@ -63,13 +64,17 @@ def render_plan(plan) -> str:
             trips = str(lp.trips) if lp.trips is not None else ("from the arguments" if lp.counted
                                                                 else "until its condition")
             rows.append([lp.name, trips, human_count(lp.flops_per_step),
-                         ", ".join(_shape(s) for s in lp.state)])
+                         ", ".join(shape_text(s) for s in lp.state)])
         lines += _table(rows)
         lines.append("")
-    if plan.groups:
+    if plan.schedule:  # what the generated code runs, once it is generated
+        from hilbert.compiler.plan.schedule import render
+
+        lines += render(plan.schedule, shape_text)
+    elif plan.groups:
         lines.append(f"fused entrywise groups: {len(plan.groups)}")
         for g in plan.groups:
-            lines.append(f"  [{g.scope}] {_shape(g.shape)}: {' '.join(g.ops)}")
+            lines.append(f"  [{g.scope}] {shape_text(g.shape)}: {' '.join(g.ops)}")
         lines.append("")
     lines.append(f"total FLOPs {human_count(plan.flops)} · largest value "
                  f"{human_bytes(plan.largest_bytes)} · peak memory about {human_bytes(plan.peak_bytes)}")

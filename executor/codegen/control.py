@@ -40,6 +40,7 @@ def _not_whole(x, bound, below: str = "<"):
 def emit_cond(em, node: ir.Cond) -> None:
     """if/else on a scalar: each branch computes only what it alone needs."""
     name = em.fresh("v")
+    em.record("branch", em.shape(node), "if on a scalar")
     with em.out.if_(fmt("{} != 0.0", em.value(node.cond))):
         _branch(em, node.then, name)
     with em.out.else_():
@@ -62,6 +63,7 @@ def emit_loop(em, loop: ir.Loop) -> None:
     em.needs_compile = True
     number_ = len(em.loops)
     em.loops.append(loop)
+    em.record("loop", (), loop.name, f"{len(loop.init)} state value(s), compiled whole")
     outer = em.frame
     state = [f"s{number_}_{i}" for i in range(len(loop.init))]
     state_dims = [em.dims_of(a) for a in loop.init]
@@ -167,6 +169,7 @@ def emit_one_hot(em, node: ir.Prim) -> None:
     """oneHot(labels, k): every label checked to be a whole number 0 … k − 1 (or the
     reference executor's E511 is raised), then a row of zeros with one 1 per label."""
     labels, classes = node.args
+    em.record("one-hot", em.shape(node), "oneHot", "labels checked")
     number_ = len(em.reads)
     em.reads.append(node)
     k = Var(em.fresh("k"))

@@ -15,12 +15,14 @@ prints it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hilbert.compiler import ir
 from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.compiler.passes.shapes import Scope, ShapeTable
+from hilbert.compiler.plan import label
+from hilbert.compiler.plan.schedule import Unit
 from hilbert.executor import fusion
 from hilbert.executor.codegen import control, entrywise, products, render, rows, tidy
 from hilbert.executor.codegen.division import Division
@@ -65,6 +67,7 @@ class Generated:
     copies: int = 0  # operands (or results) a product copies into another axis order
     looped: int = 0  # products run as a loop of products over views (batch letters and others)
     parallel: bool = False  # a nest runs its outer loop on several threads (a prange)
+    units: tuple[Unit, ...] = ()  # what it runs, unit by unit (the plan's schedule)
 
 
 @dataclass
@@ -99,13 +102,17 @@ class Frame:
 
 class Emitter:
     """Writes one function. `host`: emit NumPy calls for contractions (no compiled kernels);
-    `exact`: sizes written as constants (generate: a tiny program)."""
+    `exact`: sizes written as constants (generate: a tiny program); `paths`: the plan's
+    contraction paths, by spec and operand shapes."""
 
-    def __init__(self, table: ShapeTable, optimize: str, host: bool, exact: bool = False):
+    def __init__(self, table: ShapeTable, optimize: str, host: bool, exact: bool = False,
+                 paths: dict | None = None):
         self.table = table
         self.optimize = optimize
         self.host = host
         self.exact = exact
+        self.paths = paths or {}
+        self.units: list[Unit] = []  # the schedule, in the order its units run
         self.out = Writer()
         self.count = 0
         self.needs_compile = False
@@ -163,7 +170,25 @@ class Emitter:
         source = "\n".join([f"def run({', '.join(args)}):", *render.lines(body)]) + "\n"
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
         return Generated(source, self.needs_compile, self.loops, self.reads, self.kernels,
-                         self.products, self.copies, self.looped, parallel)
+                         self.products, self.copies, self.looped, parallel, self._schedule(body))
+
+    def _schedule(self, body: list) -> tuple[Unit, ...]:
+        """The units as the final code runs them: nests in one loop over rows numbered
+        together, and each nest's threads as the rewrites left them."""
+        units = list(self.units)
+        rows = 0
+        for stmt in statements(body):
+            if isinstance(stmt, For) and stmt.kernels:
+                rows += len(stmt.kernels) > 1
+                for kernel in stmt.kernels:
+                    units[kernel - 1] = replace(units[kernel - 1], parallel=stmt.parallel,
+                                                rows=rows if len(stmt.kernels) > 1 else 0)
+        return tuple(units)
+
+    def record(self, kind: str, shape, what: str, how: str = "", parallel: bool = False) -> int:
+        """A unit of the schedule, in the scope being emitted; its number (from 1)."""
+        self.units.append(Unit(kind, label(self.frame.scope), tuple(shape), what, how, parallel))
+        return len(self.units)
 
     # ---------------------------------------------------------------- names and shapes
 
@@ -382,19 +407,21 @@ def dims_rule(node: ir.Node, dims: dict, shapes: dict) -> tuple[Expr, ...]:
 TINY = 256
 
 
-def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = False) -> Generated:
+def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = False,
+             paths: dict | None = None) -> Generated:
     """The function computing `region`: compiled code, or plain NumPy calls when that is all
     it needs (a lone contraction, say), which runs fastest uncompiled. `exact`: the code runs
     only on the table's own shapes, so a tiny program with loops (no array over TINY entries)
     may be written with its sizes as constants; LLVM then unrolls and vectorises its loops
     (the seed's 4×2 fit runs several times faster). A program without loops gains little
     (one pass, its time in the call) and keeps code that serves every size. Code shared by
-    other shapes (dask's blocks) must not ask for it."""
+    other shapes (dask's blocks) must not ask for it. `paths`: the plan's contraction paths
+    (Plan.paths), which the code follows."""
     exact = exact and bool(table.states) and is_tiny(table)
-    first = Emitter(table, optimize, host=False, exact=exact).function(region)
+    first = Emitter(table, optimize, host=False, exact=exact, paths=paths).function(region)
     if first.compiled:
         return first
-    return Emitter(table, optimize, host=True).function(region)
+    return Emitter(table, optimize, host=True, paths=paths).function(region)
 
 
 def is_tiny(table: ShapeTable) -> bool:

@@ -219,11 +219,42 @@ def emit_group(em, group: fusion.Group) -> None:
                             [em.fresh(rows.SCRATCH) for _ in written],
                             allowed=not parallel and not em.out.merged(rank)
                             and em.out.room() > rank)
-    merged = em.out.nest(dims, [i.name for i in index], before, parallel, rows=True)
+    kernel = em.record("nest", em.shape(group.space), _described(group),
+                       _kept(group, stores, em.frame.layouts), parallel)
+    merged = em.out.nest(dims, [i.name for i in index], before, parallel, kernel)
     em.out.add(*body)
     em.out.unnest(rank, merged, after)
     for member, name in stores.items():
         em.bind(member, name)
+
+
+#: How many of a nest's values the plan names before it counts the rest.
+SHOWN = 8
+
+
+def _described(group: fusion.Group) -> str:
+    """A nest's values as the plan names them: its ops, then its reductions after "→"."""
+    def name(node: ir.Node) -> str:
+        return node.op if isinstance(node, ir.Prim) else f"einsum {node.spec}"
+
+    def reduction(node: ir.Node) -> str:
+        return f"{node.op} over axis {node.attrs[0]}" if isinstance(node, ir.Prim) else \
+            f"sum {node.spec}"
+    names = [name(m) for m in group.members]
+    if len(names) > SHOWN:
+        names = [*names[:SHOWN], f"… ({len(names)} values)"]
+    members = " ".join(names)
+    tails = ", ".join(reduction(t) for t in group.tails)
+    return f"{members} → {tails}" if members and tails else members or f"→ {tails}"
+
+
+def _kept(group: fusion.Group, stores: dict, layouts: dict) -> str:
+    """What a nest writes to memory: how many of its values, and any laid out axis first."""
+    parts = [f"stores {len(stores)} of {len(group.members)}"] if group.members else []
+    parts += [f"axis order {layouts[m]}" for m in stores if m in layouts]
+    if group.tails:
+        parts.append(f"reduces {len(group.tails)}")
+    return ", ".join(parts)
 
 
 def _store(em, member: ir.Node, dims: tuple, overwritable: dict) -> Var:

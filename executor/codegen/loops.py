@@ -207,14 +207,15 @@ class Do:
 
 @dataclass(frozen=True)
 class For:
-    """`for index in range(size):` (prange when `parallel`). `nest`: the outer loop of a fused
-    nest (rows.py may run consecutive ones as one)."""
+    """`for index in range(size):` (prange when `parallel`). `kernels`: the outer loop of the
+    fused nests these units of the schedule are (one; more once rows.py has run consecutive
+    ones as one loop), none for any other loop."""
 
     index: str
     size: Expr
     body: list = field(default_factory=list, hash=False, compare=True)
     parallel: bool = False
-    nest: bool = False
+    kernels: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,10 @@ class Operand:
 
 
 def emit_einsum(em, node: ir.Einsum) -> None:
-    """Emit `node` along its planned path; the last step writes the einsum's own output."""
+    """Emit `node` along its planned path (the plan's, when it has this einsum: Plan.paths);
+    the last step writes the einsum's own output."""
     shapes = tuple(em.shape(a) for a in node.args)
-    path, steps = contraction(node.spec, shapes, em.optimize)
+    path, steps = em.paths.get((node.spec, shapes)) or contraction(node.spec, shapes, em.optimize)
     parsed = parse_spec(node.spec)
     numbers = {ch: int(n) for term, shape in zip(parsed.inputs, shapes, strict=True)
                for ch, n in zip(term, shape, strict=True)}
@@ -66,11 +67,28 @@ def _step(em, taken: list[Operand], output: str, numbers: dict, node, free: bool
     known = {ch: d for op in taken for ch, d in zip(op.term, op.dims, strict=True)}
     if len(taken) == 1 and taken[0].term == output:
         return taken[0]
+    spec = f"{','.join(op.term for op in taken)}->{output}"
+    shape = tuple(numbers[ch] for ch in output)
     if len(taken) == 2 and _is_product(taken[0].term, taken[1].term, output):
         a, b = taken
         plan = layout(a.term, b.term, output, numbers, free, em.host)
+        em.record("product", shape, spec, _described(plan, a.term, b.term, em.host))
         return _product(em, a, b, plan, known, node, output)
+    em.record("loops", shape, spec)
     return _loop_nest(em, taken, output, known, node)
+
+
+def _described(plan: Layout, a: str, b: str, host: bool) -> str:
+    """A product's layout as the plan says it: how many products, over what, and the copies."""
+    if plan.loops:
+        how = f"{'one np.matmul' if host else 'a product'} per {','.join(plan.loops)}"
+    else:
+        how = "one np.dot" if host else "one product"
+    copies = [f"{side} copied as {new}" for side, old, new in (("a", a, plan.a), ("b", b, plan.b))
+              if new != old]
+    if plan.rearranged:
+        copies.append(f"result rearranged from {plan.output}")
+    return ", ".join([how, *copies])
 
 
 def _is_product(a: str, b: str, output: str) -> bool:

@@ -8,7 +8,7 @@ starts: the row stays in the cache between the nests, and memory is read once. A
 maximum, exponentials and division fuse the same way.
 
 This is a rewrite of the loop IR (emitter.Emitter.function runs it): the outer loops of fused
-nests are the `For` statements marked `nest`. Two of them in one block, over the same size,
+nests are the `For` statements that name their `kernels`; a merged loop names them all. Two of them in one block, over the same size,
 with only new buffers allocated between them (`b = K.empty(…)`, moved up), are merged when
 
 - neither carries a number across its rows (a local its body sets that a statement outside it
@@ -58,7 +58,7 @@ def is_scratch(name: str) -> bool:
 
 def fuse_rows(body: list[Stmt]) -> list[Stmt]:
     """`body` with runs of row-wise nests merged into one loop each (see the module's doc)."""
-    if sum(isinstance(s, For) and s.nest for s in statements(body)) < 2:
+    if sum(isinstance(s, For) and bool(s.kernels) for s in statements(body)) < 2:
         return body
     parents = _parents(body)
     return _fused(body, mentions(body), parents)
@@ -69,7 +69,7 @@ def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]]) -> l
     i = 0
     while i < len(body):
         head = body[i]
-        if not (isinstance(head, For) and head.nest):
+        if not (isinstance(head, For) and head.kernels):
             out.append(_inside(head, counts, parents))
             i += 1
             continue
@@ -78,7 +78,7 @@ def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]]) -> l
             out.append(head)
             i = end
             continue
-        bodies, parallel, moved = [head.body], head.parallel, []
+        bodies, parallel, moved, kernels = [head.body], head.parallel, [], head.kernels
         while True:
             k = end
             allocs = []
@@ -86,7 +86,7 @@ def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]]) -> l
                 allocs.append(body[k])
                 k += 1
             nxt = body[k] if k < len(body) else None
-            if not (isinstance(nxt, For) and nxt.nest and nxt.size == head.size):
+            if not (isinstance(nxt, For) and nxt.kernels and nxt.size == head.size):
                 break
             if _carries(nxt.body, counts) or not _row_local(
                     [s for b in bodies for s in b], nxt.body, parents):
@@ -95,10 +95,11 @@ def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]]) -> l
                 break  # (one scratch row shared by threads)
             moved += allocs
             bodies.append(nxt.body)
+            kernels += nxt.kernels
             parallel = parallel or nxt.parallel
             end = k + 1
         out += moved
-        out.append(For(head.index, head.size, [s for b in bodies for s in b], parallel, True)
+        out.append(For(head.index, head.size, [s for b in bodies for s in b], parallel, kernels)
                    if len(bodies) > 1 else head)
         i = end
     return out

@@ -42,8 +42,9 @@ class Writer:
         self._open.append((block, loop))
         self.loops += loop
 
-    def open_for(self, index: str, size: Expr, parallel: bool = False, nest: bool = False) -> None:
-        stmt = For(index, size, [], parallel, nest)
+    def open_for(self, index: str, size: Expr, parallel: bool = False,
+                 kernels: tuple[int, ...] = ()) -> None:
+        stmt = For(index, size, [], parallel, kernels)
         self._enter(stmt, stmt.body, True)
 
     def close(self) -> None:
@@ -95,10 +96,10 @@ class Writer:
         return NESTED_BLOCKS - self.loops
 
     def nest(self, dims, index: list[str], before=None, parallel: bool = False,
-             rows: bool = False) -> int:
+             kernel: int = 0) -> int:
         """Open one loop per axis (sizes `dims`, indices `index`); `before[k]` are statements
-        to run before loop k; `parallel`: the outer loop is a prange; `rows`: a fused nest's
-        (rows.py). A nest deeper than Python allows runs its outer axes as one flat loop whose
+        to run before loop k; `parallel`: the outer loop is a prange; `kernel`: the fused nest's
+        number in the schedule (rows.py). A nest deeper than Python allows runs its outer axes as one flat loop whose
         counter is split into their indices (those axes may have no `before`). Returns how
         many outer axes were merged so; `unnest` closes what this opened."""
         rank = len(dims)
@@ -107,7 +108,8 @@ class Writer:
             assert not (0 < k < merged and before and before[k]), "code generation: flat nest"
             self.add(*(before[k] if before else ()))
             if k >= merged:
-                self.open_for(index[k], dims[k], parallel and k == 0, rows and k == 0)
+                self.open_for(index[k], dims[k], parallel and k == 0,
+                              (kernel,) if kernel and k == 0 else ())
             elif k == 0:
                 self._flat(dims[:merged], index[:merged])
         return merged

@@ -170,7 +170,8 @@ class DaskGraph:
     def _einsum(self, node: ir.Einsum, operands: list):
         """Along the plan's path: pairwise tensordot (BLAS on each block) or einsum steps."""
         shapes = tuple(np.shape(o) for o in operands)
-        path = list(self.plan.paths.get((node.spec, shapes)) or [tuple(range(len(operands)))])
+        planned = self.plan.paths.get((node.spec, shapes))
+        path = list(planned[0] if planned else [tuple(range(len(operands)))])
         if not any(lazy(o) for o in operands):
             return opt_einsum.contract(node.spec, *operands, optimize=path)
         terms = parse_spec(node.spec).inputs

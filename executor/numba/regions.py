@@ -23,7 +23,8 @@ class CompiledRegion:
     """One generated function and how to call it: `inputs` are the IR nodes whose values it is
     given (scalars are passed as NumPy floats, arrays as C-ordered writable float64 arrays)."""
 
-    def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str):
+    def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str,
+                 paths: dict | None = None):
         from hilbert.executor.numba.kernels import (
             PYTHON_MODE,  # (Numba is loaded once something is to compile)
         )
@@ -32,6 +33,7 @@ class CompiledRegion:
         self.region = region
         self._table = table
         self._optimize = optimize
+        self._paths = paths  # the plan's contraction paths, which the code follows
         self._generated: codegen.Generated | None = None
         self._function = None
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
@@ -45,7 +47,7 @@ class CompiledRegion:
             from hilbert.executor import codegen
 
             self._generated = codegen.generate(self.region, self._table, self._optimize,
-                                              exact=True)
+                                              exact=True, paths=self._paths)
         return self._generated
 
     @property

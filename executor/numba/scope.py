@@ -11,6 +11,7 @@ from hilbert.compiler import ir
 from hilbert.compiler.evaluate import Host
 from hilbert.compiler.passes.shapes import Scope, ShapeTable
 from hilbert.compiler.plan import Plan
+from hilbert.compiler.plan.schedule import RegionSchedule
 from hilbert.executor.numba import interrupt
 from hilbert.executor.numba.placement import Placement, describe
 from hilbert.executor.numba.regions import CompiledRegion
@@ -66,7 +67,7 @@ class ScopeRunner(Host):
             why = self.where.reason(node, self.scope)
             if why is None:
                 region = self.regions[node] = CompiledRegion(self._region(node), self.table,
-                                                             self.optimize)
+                                                             self.optimize, self.plan.paths)
                 stack.extend(region.region.inputs)  # values the host computes for it
                 continue
             self.hosted[node] = why
@@ -123,6 +124,18 @@ class ScopeRunner(Host):
             for body in runners:
                 lines += body.notes()
         return lines
+
+    def schedule(self) -> list[RegionSchedule]:
+        """What each generated function of the call runs, unit by unit (the plan's schedule)."""
+        if self.whole is not None:
+            g = self.whole.generated
+            return [RegionSchedule("the whole call", g.compiled, g.units)]
+        found = [RegionSchedule(describe(region.region.root), region.generated.compiled,
+                                region.generated.units) for region in self.regions.values()]
+        for runners in self.bodies.values():
+            for body in runners:
+                found += body.schedule()
+        return found
 
     # ---------------------------------------------------------------- evaluation
 

@@ -140,10 +140,13 @@ def _holds_every_value(runner: ScopeRunner) -> bool:
     return runner.whole is None or not runner.whole.generated.compiled or PYTHON_MODE
 
 
-def _noted(plan: Plan, lines) -> Plan:
-    """`plan` with `lines` added to its notes (a copy: dataclasses.replace costs 10 µs)."""
+def _noted(plan: Plan, lines, runner: ScopeRunner | None = None) -> Plan:
+    """`plan` with `lines` added to its notes and, given the `runner` whose code is generated,
+    that code's schedule (a copy: dataclasses.replace costs 10 µs)."""
     noted = copy.copy(plan)
     object.__setattr__(noted, "notes", plan.notes + tuple(f"numba: {line}" for line in lines))
+    if runner is not None:
+        object.__setattr__(noted, "schedule", tuple(runner.schedule()))
     return noted
 
 
@@ -338,7 +341,7 @@ class TieredProgram:
         runner = self._tiers.runner
         if _holds_every_value(runner):  # planned again, as such: within the memory limit?
             try:
-                plan = _noted(self._replan(), (self._tiers.note, BUILT, *_notes(runner)))
+                plan = _noted(self._replan(), (self._tiers.note, BUILT, *_notes(runner)), runner)
             except RuntimeHilbertError as err:
                 if err.code != "E700":
                     raise
@@ -365,7 +368,8 @@ class TieredProgram:
         compiled here)."""
         with self._lock:
             if self._second is None:
-                plan = _noted(self.host.plan, (BUILT, *_notes(self._tiers.runner)))
+                plan = _noted(self.host.plan, (BUILT, *_notes(self._tiers.runner)),
+                              self._tiers.runner)
                 self._second = _second_tier(self._tiers.runner, plan, self._arity)
             return self._second
 

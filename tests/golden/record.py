@@ -157,13 +157,16 @@ def render(program: Program) -> str:
 
 
 def generated_code(prepared: Any) -> list[str]:
-    """The second tier of a numba program as lines: the notes it adds to the plan, then every
-    generated function (compiled, or plain NumPy calls). Generated here; nothing is compiled."""
+    """The second tier of a numba program as lines: the notes and the schedule it adds to the
+    plan, then every generated function (compiled, or plain NumPy calls). Generated here; nothing is compiled."""
     from hilbert.executor.numba.executor import regions_of as _regions
 
     try:
         runner = prepared.runner
-        lines = ["== second tier", *runner.notes(), ""]
+        from hilbert.compiler.plan.schedule import render
+        from hilbert.compiler.plan.text import shape_text
+
+        lines = ["== second tier", *runner.notes(), "", *render(tuple(runner.schedule()), shape_text)]
         regions = _regions(runner)
         for number, region in enumerate(regions, 1):
             how = "compiled" if region.generated.compiled else "plain NumPy, not compiled"
