@@ -38,56 +38,50 @@ class Writer:
     # ---------------------------------------------------------------- blocks
 
     def _enter(self, stmt: Stmt, block: list[Stmt], loop: bool) -> None:
+        """Add `stmt` and write into `block`, one of its bodies, until `close`."""
         self.add(stmt)
         self._open.append((block, loop))
         self.loops += loop
-
-    def open_for(self, index: str, size: Expr, parallel: bool = False,
-                 kernels: tuple[int, ...] = ()) -> None:
-        stmt = For(index, size, [], parallel, kernels)
-        self._enter(stmt, stmt.body, True)
 
     def close(self) -> None:
         _, loop = self._open.pop()
         self.loops -= loop
 
     @contextmanager
-    def if_(self, test: Expr):
-        stmt = If(test, [])
-        self.add(stmt)
-        self._open.append((stmt.body, False))
+    def _inside(self, stmt: Stmt | None, block: list[Stmt], loop: bool = False):
+        """Write into `block` (a body of `stmt`, added first unless None) within the `with`."""
+        if stmt is None:
+            self._open.append((block, loop))
+            self.loops += loop
+        else:
+            self._enter(stmt, block, loop)
         try:
             yield
         finally:
             self.close()
 
-    @contextmanager
+    def open_for(self, index: str, size: Expr, parallel: bool = False,
+                 kernels: tuple[int, ...] = ()) -> None:
+        stmt = For(index, size, [], parallel, kernels)
+        self._enter(stmt, stmt.body, True)
+
+    def if_(self, test: Expr):
+        stmt = If(test, [])
+        return self._inside(stmt, stmt.body)
+
     def else_(self):
         """The `else` of the `if` just closed."""
         stmt = self.current[-1]
         assert isinstance(stmt, If) and not stmt.orelse, "code generation: else without if"
-        self._open.append((stmt.orelse, False))
-        try:
-            yield
-        finally:
-            self.close()
+        return self._inside(None, stmt.orelse)
 
-    @contextmanager
     def for_(self, index: str, size: Expr):
-        self.open_for(index, size)
-        try:
-            yield
-        finally:
-            self.close()
+        stmt = For(index, size, [])
+        return self._inside(stmt, stmt.body, loop=True)
 
-    @contextmanager
     def while_(self):
         stmt = While([])
-        self._enter(stmt, stmt.body, True)
-        try:
-            yield
-        finally:
-            self.close()
+        return self._inside(stmt, stmt.body, loop=True)
 
     # ---------------------------------------------------------------- nests
 
