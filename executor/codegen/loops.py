@@ -119,16 +119,16 @@ def product(dims) -> Expr:
 
 
 def kids(expr: Expr) -> tuple[Expr, ...]:
-    match expr:
-        case Sub(base=base, index=index):
-            return (base, *index)
-        case View(base=base, args=args):
-            return (base, *args)
-        case Pick(a=a, test=test, b=b):
-            return (a, test, b)
-        case Call(args=args) | Fmt(args=args):
-            return args
-    return ()
+    kind = type(expr)
+    if kind is Var or kind is Num:
+        return ()
+    if kind is Sub:
+        return (expr.base, *expr.index)  # type: ignore[union-attr]
+    if kind is View:
+        return (expr.base, *expr.args)  # type: ignore[union-attr]
+    if kind is Pick:
+        return (expr.a, expr.test, expr.b)  # type: ignore[union-attr]
+    return expr.args  # type: ignore[union-attr]
 
 
 def walk(expr: Expr) -> Iterator[Expr]:
@@ -281,12 +281,29 @@ def exprs(stmt: Stmt) -> tuple[Expr, ...]:
     return ()
 
 
-def statements(body: list) -> Iterator[Stmt]:
+def statements(body: list) -> list[Stmt]:
     """Every statement of `body`, those inside loops and branches included, in order."""
-    for stmt in body:
-        yield stmt
-        for inner in blocks(stmt):
-            yield from statements(inner)
+    found: list[Stmt] = []
+
+    def visit(block: list) -> None:
+        for stmt in block:
+            found.append(stmt)
+            if isinstance(stmt, (For, While)):
+                visit(stmt.body)
+            elif isinstance(stmt, If):
+                visit(stmt.body)
+                visit(stmt.orelse)
+
+    visit(body)
+    return found
+
+
+def _count_names(expr: Expr, found: Counter) -> None:
+    if isinstance(expr, Var):
+        found[expr.name] += 1
+    elif not isinstance(expr, Num):
+        for kid in kids(expr):
+            _count_names(kid, found)
 
 
 def mentions(body: list) -> Counter:
@@ -299,7 +316,7 @@ def mentions(body: list) -> Counter:
             case Update(name=name) | For(index=name):
                 found[name] += 1
         for expr in exprs(stmt):
-            found.update(n.name for n in walk(expr) if isinstance(n, Var))
+            _count_names(expr, found)
     return found
 
 
