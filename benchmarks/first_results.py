@@ -238,6 +238,107 @@ def _lstm_jax(inputs: dict, mark):
     return np.asarray(run(*(jnp.asarray(inputs[k]) for k in ("x", "h", "c", "wx", "wh", "b"))))
 
 
+#: The transformer block's sizes (examples/Transformer.hb): vocabulary, width, heads, key per
+#: head, MLP width; batch and sequence length.
+_VOCAB, _WIDTH, _HEADS, _KEY, _HIDDEN, _BATCH, _LENGTH = 64, 32, 4, 8, 128, 16, 32
+#: Its fifteen parameters: name and shape.
+_BLOCK = (("emb", (_VOCAB, _WIDTH)), ("g1", (_WIDTH,)), ("s1", (_WIDTH,)),
+          ("wq", (_HEADS, _WIDTH, _KEY)), ("wk", (_HEADS, _WIDTH, _KEY)),
+          ("wv", (_HEADS, _WIDTH, _KEY)), ("wo", (_HEADS, _KEY, _WIDTH)), ("g2", (_WIDTH,)),
+          ("s2", (_WIDTH,)), ("w1", (_WIDTH, _HIDDEN)), ("c1", (_HIDDEN,)),
+          ("w2", (_HIDDEN, _WIDTH)), ("c2", (_WIDTH,)), ("out", (_WIDTH, _VOCAB)), ("d", (_VOCAB,)))
+
+
+def _block_inputs() -> dict:
+    rng = np.random.default_rng(23)
+    tok = rng.integers(0, _VOCAB, size=(_BATCH, _LENGTH + 1)).astype(float)
+    weights = {name: (np.ones(shape) if name[0] == "g" else np.zeros(shape) if name[0] == "s"
+                      else rng.uniform(-1, 1, shape) / np.sqrt(shape[-2] if len(shape) > 1
+                                                               else _WIDTH))
+               for name, shape in _BLOCK}
+    return {"tok": tok[:, :-1], "next": tok[:, 1:], "weights": weights}
+
+
+def _block_hilbert(inputs: dict, mark):
+    import hilbert
+
+    mark("import")
+    module = hilbert.load(ROOT / "examples" / "Transformer.hb")
+    block = module.Block(_VOCAB, _WIDTH, _HEADS, _KEY, _HIDDEN, 0)
+    block.train(inputs["tok"], inputs["next"])
+    return block.weights["wq"]
+
+
+def _block_forward(np_, einsum, gelu, p: dict, tok, n_layer_norm, rowmax):
+    """The block's logits in torch or JAX (`np_` their array module); `p` its parameters."""
+    x = p["emb"][tok]
+    a = n_layer_norm(x, p["g1"], p["s1"])
+    q, k, v = (einsum("btm,nmf->bntf", a, p[w]) for w in ("wq", "wk", "wv"))
+    s = einsum("bntf,bnsf->bnts", q, k) / np.sqrt(_KEY)
+    later = np_.triu(np_.ones((_LENGTH, _LENGTH), dtype=bool), 1)
+    s = np_.where(later, -np.inf, s)
+    e = np_.exp(s - rowmax(s))
+    attended = einsum("bnts,bnsl->bntl", e / e.sum(-1, keepdims=True), v)
+    h = x + einsum("bntl,nlo->bto", attended, p["wo"])
+    u = gelu(n_layer_norm(h, p["g2"], p["s2"]) @ p["w1"] + p["c1"])
+    return (h + u @ p["w2"] + p["c2"]) @ p["out"] + p["d"]
+
+
+def _block_torch(inputs: dict, mark):
+    import torch
+
+    mark("import")
+    params = {name: torch.tensor(value, requires_grad=True)
+              for name, value in inputs["weights"].items()}
+    opt = torch.optim.Adam(params.values(), lr=1e-3)
+    tok = torch.from_numpy(inputs["tok"]).long()
+    nxt = torch.from_numpy(inputs["next"]).long()
+
+    def norm(x, gain, shift):
+        return torch.nn.functional.layer_norm(x, (_WIDTH,), gain, shift, 1e-5)
+
+    z = _block_forward(torch, torch.einsum, torch.nn.functional.gelu, params, tok, norm,
+                       lambda s: s.amax(-1, keepdim=True))
+    loss = torch.nn.functional.cross_entropy(z.reshape(-1, _VOCAB), nxt.reshape(-1))
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return params["wq"].detach().numpy()
+
+
+def _block_jax(inputs: dict, mark):
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    mark("import")
+
+    def norm(x, gain, shift):
+        centred = x - x.mean(-1, keepdims=True)
+        return centred / jnp.sqrt((centred ** 2).mean(-1, keepdims=True) + 1e-5) * gain + shift
+
+    def loss(p, tok, nxt):
+        z = _block_forward(jnp, jnp.einsum, lambda u: jax.nn.gelu(u, approximate=False), p,
+                           tok, norm, lambda s: s.max(-1, keepdims=True))
+        picked = jnp.take_along_axis(z, nxt[..., None], axis=-1)[..., 0]
+        return jnp.mean(jax.nn.logsumexp(z, axis=-1) - picked)
+
+    @jax.jit
+    def step(p, m, v, tok, nxt):
+        grads = jax.grad(loss)(p, tok, nxt)
+        m = {k: 0.9 * m[k] + 0.1 * grads[k] for k in p}
+        v = {k: 0.999 * v[k] + 0.001 * grads[k] ** 2 for k in p}
+        p = {k: p[k] - 1e-3 * (m[k] / 0.1) / (jnp.sqrt(v[k] / 0.001) + 1e-8) for k in p}
+        return p, m, v
+
+    p = {k: jnp.asarray(value) for k, value in inputs["weights"].items()}
+    zeros = {k: jnp.zeros_like(value) for k, value in p.items()}
+    p, _, _ = step(p, zeros, zeros, jnp.asarray(inputs["tok"]).astype(int),
+                   jnp.asarray(inputs["next"]).astype(int))
+    return np.asarray(p["wq"])
+
+
 def _import_inputs() -> dict:
     return {}
 
@@ -268,6 +369,7 @@ PROGRAMS = {
     "circle": (_circle_inputs, _circle_hilbert, _circle_torch, _circle_jax),
     "mlp": (_mlp_inputs, _mlp_hilbert, _mlp_torch, _mlp_jax),
     "lstm": (_lstm_inputs, _lstm_hilbert, _lstm_torch, _lstm_jax),
+    "block": (_block_inputs, _block_hilbert, _block_torch, _block_jax),
 }
 _CONTESTANTS = {OURS: 1, TORCH: 2, JAX: 3}
 

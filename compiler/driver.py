@@ -11,7 +11,7 @@ from hilbert.compiler import ir, passes, settings
 from hilbert.compiler.debug import dump
 from hilbert.compiler.entry import Entry, build_entry
 from hilbert.compiler.ir import verify
-from hilbert.compiler.kept import kept_entry
+from hilbert.compiler.kept import kept_entry, kept_plan
 from hilbert.compiler.models import CompiledModel, compile_models
 from hilbert.compiler.modules import Loader, SourceModule
 from hilbert.compiler.passes.inline import Inliner
@@ -126,18 +126,24 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
                 guard(ready.plan, ready.body, ready.table, limit)
                 dump("plan", ready.plan)
                 return ready
-    table = specialise(entry, shapes)                         # rules checked on the source's IR
-    body = entry.masked if as_written else entry.fused        # what the executor runs
-    if body is not entry.body:
-        table = infer_shapes(body, shapes)
-    lowered = monomorphise(body, table)                       # derivatives' ops as einsums
-    if lowered is not body:
-        body = lowered if as_written else passes.run(passes.AGAIN, lowered)
-        table = infer_shapes(body, shapes)
-    if verify.enabled():
-        verify.verify(body, "specialised", shapes, table)
-    plan = make_plan(entry.name, entry.params, body, table, shapes, optimize, executor, values,
-                     limit, keeps_all=keeps)
+    def made() -> tuple:
+        table = specialise(entry, shapes)                     # rules checked on the source's IR
+        body = entry.masked if as_written else entry.fused    # what the executor runs
+        if body is not entry.body:
+            table = infer_shapes(body, shapes)
+        lowered = monomorphise(body, table)                   # derivatives' ops as einsums
+        if lowered is not body:
+            body = lowered if as_written else passes.run(passes.AGAIN, lowered)
+            table = infer_shapes(body, shapes)
+        if verify.enabled():
+            verify.verify(body, "specialised", shapes, table)
+        return body, table, make_plan(entry.name, entry.params, body, table, shapes, optimize,
+                                      executor, values, limit, keeps_all=keeps)
+
+    # (plans from values hold trip counts, and one over the limit raises: neither is kept)
+    body, table, plan = made() if values is not None else kept_plan(entry, key[1:], made)
+    if values is None:
+        guard(plan, body, table, limit)
     dump("plan", plan)
     ready = Specialised(body, table, plan)
     if values is None:

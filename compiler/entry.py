@@ -24,6 +24,7 @@ class Entry:
     masked: ir.Node
     fused: ir.Node
     definition: Definition = field(compare=False)
+    kept_as: str = field(default="", compare=False)  # its name on disk (compiler/kept.py), if kept
 
 
 def build_entry(d: Definition, inliner: Inliner) -> Entry:

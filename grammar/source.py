@@ -5,6 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def quickly_unpickled(cls):
+    """`cls` (a frozen, slotted dataclass) read back from a pickle by its field names, known
+    once: dataclass's own __setstate__ looks up the fields for every object, and an entry kept
+    on disk holds thousands of spans (compiler/kept.py)."""
+    names = tuple(cls.__dataclass_fields__)
+
+    def __setstate__(self, state, set_=object.__setattr__):
+        for name, value in zip(names, state, strict=True):
+            set_(self, name, value)
+
+    cls.__setstate__ = __setstate__
+    return cls
+
+
+@quickly_unpickled
 @dataclass(frozen=True, slots=True)
 class Source:
     """A named text: a file's path (or a label such as `<string>`) and its contents."""
@@ -27,6 +42,7 @@ class Source:
         return lines[number - 1].rstrip("\r") if 1 <= number <= len(lines) else ""
 
 
+@quickly_unpickled
 @dataclass(frozen=True, slots=True)
 class Span:
     """A region of a source: 1-based line and column of its start and end.
@@ -59,6 +75,7 @@ class Span:
         return f"  {text}\n  {' ' * (self.column - 1)}{'^' * width}"
 
 
+@quickly_unpickled
 @dataclass(frozen=True, slots=True)
 class CallSite:
     """A call the inliner wrote out: the definition that made it (`caller`) and the call's

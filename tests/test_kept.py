@@ -91,21 +91,23 @@ SCRIPT = """
 import json, sys
 import numpy as np
 from hilbert.compiler import driver, entry, models
-built = []
+built, planned = [], []
 original = entry.build_entry
 counting = lambda d, inliner: built.append(d.name) or original(d, inliner)
 driver.build_entry = models.build_entry = counting
+plan = driver.make_plan
+driver.make_plan = lambda *args, **kwargs: planned.append(args[0]) or plan(*args, **kwargs)
 import hilbert
 net = hilbert.load("examples/CircleClassifier.hb").CircleClassifier(8, 0)
 x = np.linspace(-1, 1, 32).reshape(16, 2)
 labels = (x[:, 0] > x[:, 1]).astype(float)
 net.train(x, labels, 1.0)
-print(json.dumps({"built": built, "loss": net.loss(x, labels)}))
+print(json.dumps({"built": built, "planned": planned, "loss": net.loss(x, labels)}))
 """
 
 
 @pytest.mark.timeout(600)
-def test_a_new_process_with_another_hash_seed_reads_the_entries_back(tmp_path):
+def test_a_new_process_with_another_hash_seed_reads_the_entries_and_plans_back(tmp_path):
     def run(seed):
         env = dict(os.environ, PYTHONHASHSEED=seed, HILBERT_CACHE_DIR=str(tmp_path / "cache"),
                    HILBERT_COMPILE="never")
@@ -116,5 +118,6 @@ def test_a_new_process_with_another_hash_seed_reads_the_entries_back(tmp_path):
 
     first, second = run("1"), run("2")
     assert first["built"]  # the train block and the loss, inlined in the first process
-    assert second["built"] == []  # every one read back
+    assert first["planned"]  # and planned for the batch's shapes
+    assert second["built"] == [] and second["planned"] == []  # every one read back
     assert second["loss"] == first["loss"]
