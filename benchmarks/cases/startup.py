@@ -15,7 +15,11 @@ hilbert's sources again (about 0.2 s), and only hilbert's.
 The programs (benchmarks/first_results.py, which runs each in its process): the course's circle
 classifier (examples/CircleClassifier.hb: a 2→32→32→2 GELU network, cross-entropy, ∂ for six
 parameters, clipping, AdamW; one train call), one gradient step of an MLP 1024×64→256→10
-(examples/Gradients.hb autoStep, ∂), and Sequences.lstm over 50 steps (B = 16, 64 → 128).
+(examples/Gradients.hb autoStep, ∂), Sequences.lstm over 50 steps (B = 16, 64 → 128), and a
+pre-norm transformer block with causal multi-head attention trained with Adam
+(examples/Transformer.hb: vocabulary 64, width 32, 4 heads of 8, MLP 128, batch 16 × 32
+tokens, ∂ over 15 parameters; one train call). The block's cold compilation takes minutes, so
+each way of running it is measured once, in the full run as in the quick one.
 """
 
 from __future__ import annotations
@@ -63,9 +67,9 @@ def _bytecode() -> None:
         compileall.compile_dir(ROOT / folder, quiet=1)
 
 
-def _measure(program: str, config: Config) -> Measured:
+def _measure(program: str, config: Config, repeats: int | None = None) -> Measured:
     _bytecode()
-    repeats = config.pick(3, 1)
+    repeats = repeats or config.pick(3, 1)
     runs: dict[str, list[dict]] = {way: [] for way in WAYS}
     anchors: dict[str, list[dict]] = {TORCH: [], JAX: []}
     errors: dict[str, str] = {}
@@ -118,10 +122,11 @@ def _measure(program: str, config: Config) -> Measured:
     return Measured(times, errors, metrics)
 
 
-def _case(program: str, title: str, measures: str, targets=()) -> Case:
+def _case(program: str, title: str, measures: str, targets=(), repeats: int | None = None) -> Case:
     def build(config: Config) -> Setup:
-        return Setup(ours=None, measure=lambda config: _measure(program, config), compare=False,
-                     params={"processes": f"{config.pick(3, 1)} per way"},
+        return Setup(ours=None, measure=lambda config: _measure(program, config, repeats),
+                     compare=False,
+                     params={"processes": f"{repeats or config.pick(3, 1)} per way"},
                      notes=["hilbert's time in the table: HILBERT_COMPILE=eager with an empty "
                             "cache, after its import (compile + first call, as jax.jit's); "
                             "every way of running it is in the metrics: first_* with the "
@@ -145,4 +150,7 @@ CASES = [
           "load, one step with ∂, in a fresh process", _TARGETS),
     _case("lstm", "first Sequences.lstm, T = 50, B = 16, 64 → 128",
           "load, one LSTM walk, in a fresh process", _TARGETS),
+    _case("block", "first train call of a transformer block (Adam, 15 weights)",
+          "load, one Adam step with ∂ of a pre-norm causal-attention block, in a fresh process",
+          _TARGETS, repeats=1),
 ]
