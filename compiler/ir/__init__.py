@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from hilbert.grammar.source import Span
+from hilbert.grammar.source import Span, quickly_unpickled
 
 
 class _Node:
@@ -163,13 +163,8 @@ def _node(cls: type[_T]) -> type[_T]:
         kept[-1] = None
         return kept
 
-    def __setstate__(self, state, names=tuple(fields), set_=object.__setattr__):
-        """The fields from a pickle (dataclass's own looks up the fields of every node)."""
-        for name, value in zip(names, state, strict=True):
-            set_(self, name, value)
-
     cls.__getstate__ = __getstate__  # type: ignore[attr-defined,method-assign]
-    cls.__setstate__ = __setstate__  # type: ignore[attr-defined]
+    quickly_unpickled(cls)
     cls.__hash__ = _Node.__hash__  # type: ignore[assignment]
     cls.__eq__ = _Node.__eq__  # type: ignore[method-assign,assignment]
     cls.__repr__ = _Node.__repr__  # type: ignore[method-assign,assignment]
