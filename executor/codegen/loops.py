@@ -94,10 +94,6 @@ def number(value: float) -> Num:
     return Num(repr(value))
 
 
-def var(name: str) -> Var:
-    return Var(name)
-
-
 def fmt(template: str, *args: Expr) -> Fmt:
     return Fmt(template, args)
 
