@@ -564,7 +564,8 @@ def test_a_process_ends_after_its_loops_are_built_for_the_next(tmp_path):
 # ---------------------------------------------------------------- planning is kept
 
 
-def test_a_plan_is_made_once_per_entry_and_signature(monkeypatch):
+def test_a_plan_is_made_once_per_entry_and_signature(monkeypatch, tmp_path):
+    monkeypatch.setenv("HILBERT_CACHE_DIR", str(tmp_path / "cache"))  # (none kept on disk yet)
     made: list[str] = []
     make_plan = driver.make_plan
     monkeypatch.setattr(driver, "make_plan", lambda *a, **k: made.append(a[0]) or make_plan(*a, **k))
