@@ -140,10 +140,12 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
         return body, table, make_plan(entry.name, entry.params, body, table, shapes, optimize,
                                       executor, values, limit, keeps_all=keeps)
 
-    # (plans from values hold trip counts, and one over the limit raises: neither is kept)
-    body, table, plan = made() if values is not None else kept_plan(entry, key[1:], made)
-    if values is None:
+    def guarded(found: tuple) -> None:
+        body, table, plan = found
         guard(plan, body, table, limit)
+
+    # (plans from values hold trip counts, and one over the limit raises: neither is kept)
+    body, table, plan = made() if values is not None else kept_plan(entry, key[1:], made, guarded)
     dump("plan", plan)
     ready = Specialised(body, table, plan)
     if values is None:

@@ -42,15 +42,18 @@ def kept_entry(resolved: Resolved, which: str, build: Callable[[], Entry]) -> En
 PLANS = "plans"
 
 
-def kept_plan(entry: Entry, key: tuple, make: Callable[[], tuple]) -> tuple:
+def kept_plan(entry: Entry, key: tuple, make: Callable[[], tuple],
+              check: Callable[[tuple], None]) -> tuple:
     """What `make` gives for `entry` planned as `key` says (plan_entry's key without the
-    entry: a tuple of plain values), read back from disk when this hilbert made it before;
+    entry: a tuple of plain values), read back from disk when this hilbert made it before
+    (and then passed to `check`: the memory guard of the time, which `make` applies itself);
     else made now and kept. An entry not kept on disk has its plans made every time."""
     if not entry.kept_as:
         return make()
     digest = hashlib.sha256(f"{entry.kept_as}\0{key!r}".encode()).hexdigest()[:32]
     found = pickles.read(PLANS, digest, tuple)
     if found is not None:
+        check(found)
         return found
     made = make()
     pickles.write(PLANS, digest, made)

@@ -49,7 +49,7 @@ from hilbert.executor.codegen.loops import (
     Var,
     call,
     fmt,
-    walk,
+    names,
 )
 
 
@@ -90,11 +90,7 @@ class Nest:
 def exact(body: list[Stmt], divisions: list[Division]) -> list[Stmt]:
     """`body` with every division in `divisions` a true division."""
     swap = {d.fast: d.exact for d in divisions}
-    return [swap.get(s, s) if isinstance(s, Assign) else s for s in body]
-
-
-def _read(expr: Expr) -> set[str]:
-    return {n.name for n in walk(expr) if isinstance(n, Var)}
+    return [swap.get(s, s) for s in body]
 
 
 def rewrite(nest: Nest, divisions: list[Division], flag: str, scratch: list[str],
@@ -113,10 +109,10 @@ def rewrite(nest: Nest, divisions: list[Division], flag: str, scratch: list[str]
         return exact(body, divisions) + nest.stores
     varying, totals = {inner.name}, set()
     for stmt in body:
-        name, names = stmt.targets[0], _read(stmt.values[0])
-        if name in names:
+        name, read = stmt.targets[0], names(stmt.values[0])
+        if name in read:
             totals.add(name)  # acc = f(acc, x): carried from entry to entry
-        if name in names or names & varying:
+        if name in read or read & varying:
             varying.add(name)
     starts = {s.targets[0]: s for s in nest.before[k]
               if isinstance(s, Assign) and len(s.targets) == 1}
@@ -135,7 +131,7 @@ def rewrite(nest: Nest, divisions: list[Division], flag: str, scratch: list[str]
               for d in fast]
     again = If(fmt("{} > 0", Var(flag)), [
         *restart, For(inner.name, nest.dims[-1], exact(kept, divisions) + nest.stores)])
-    read = set().union(*(_read(s.values[0]) for s in kept))
+    read = set().union(*(names(s.values[0]) for s in kept))
     if read & {s.target.base.name for s in nest.stores}:  # (written over: read it again)
         nest.before[0][:0] = [Assign((name,), (Call("K.empty", (fmt("({},)", nest.dims[-1]),)),))
                               for name in scratch]

@@ -136,6 +136,11 @@ def walk(expr: Expr) -> Iterator[Expr]:
         stack.extend(reversed(kids(node)))
 
 
+def names(expr: Expr) -> set[str]:
+    """The locals `expr` reads."""
+    return {n.name for n in walk(expr) if isinstance(n, Var)}
+
+
 def aliases(expr: Expr) -> set[str]:
     """The locals whose memory `expr`'s value may share (none for a computed value)."""
     match expr:
@@ -209,7 +214,7 @@ class For:
 
     index: str
     size: Expr
-    body: list = field(default_factory=list, hash=False, compare=True)
+    body: list = field(default_factory=list, hash=False)
     parallel: bool = False
     kernels: tuple[int, ...] = ()
 

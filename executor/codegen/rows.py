@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from hilbert.executor.codegen import render
 from hilbert.executor.codegen.loops import (
     Assign,
     Call,
+    Expr,
     For,
     If,
     Stmt,
@@ -163,14 +163,18 @@ def _roots(name: str, parents: dict[str, set[str]]) -> set[str]:
     return seen
 
 
-def _uses(body: list[Stmt]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+#: The index of the row being computed: a nest's outer loop (entrywise.emit_group).
+ROW = Var("i0")
+
+
+def _uses(body: list[Stmt]) -> tuple[dict[str, set[Expr]], dict[str, set[Expr]]]:
     """The arrays written and read in `body`, each with the first index of every access."""
-    writes: dict[str, set[str]] = {}
-    reads: dict[str, set[str]] = {}
+    writes: dict[str, set[Expr]] = {}
+    reads: dict[str, set[Expr]] = {}
     for stmt in statements(body):
         values = exprs(stmt)
         if isinstance(stmt, Store):
-            first = render.expr(stmt.target.index[0])
+            first = stmt.target.index[0]
             writes.setdefault(_base(stmt.target), set()).add(first)
             if stmt.add:
                 reads.setdefault(_base(stmt.target), set()).add(first)
@@ -178,7 +182,7 @@ def _uses(body: list[Stmt]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
         for value in values:
             for node in walk(value):
                 if isinstance(node, Sub) and isinstance(node.base, Var):
-                    reads.setdefault(node.base.name, set()).add(render.expr(node.index[0]))
+                    reads.setdefault(node.base.name, set()).add(node.index[0])
     for name in [n for n in (*writes, *reads) if is_scratch(n)]:
         writes.pop(name, None)  # a row's own scratch (division.py): filled and read again
         reads.pop(name, None)   # within the row
@@ -189,7 +193,7 @@ def _row_local(first: list[Stmt], second: list[Stmt], parents: dict[str, set[str
     """Whether `second` may run row by row interleaved with `first` (see the module's doc)."""
     w1, r1 = _uses(first)
     w2, r2 = _uses(second)
-    if any(index != {"i0"} for index in (*w1.values(), *w2.values())):
+    if any(index != {ROW} for index in (*w1.values(), *w2.values())):
         return False  # (a row's results go elsewhere: a sum into other rows, another layout)
     written = set(w1) | set(w2)
     accessed = written | set(r1) | set(r2)
@@ -201,7 +205,7 @@ def _row_local(first: list[Stmt], second: list[Stmt], parents: dict[str, set[str
         if shared:
             indices = w1.get(name, set()) | w2.get(name, set()) | r1.get(name, set()) \
                 | r2.get(name, set())
-            if indices != {"i0"}:
+            if indices != {ROW}:
                 return False
         roots = _roots(name, parents)
         for other in accessed - {name}:

@@ -20,8 +20,6 @@ from hilbert.executor.codegen.loops import (
     statements,
 )
 
-__all__ = ["serial", "without_unread", "released", "calls_vector_maths_in"]
-
 
 def serial(body: list[Stmt]) -> list[Stmt]:
     """`body` with every prange a range."""

@@ -37,9 +37,8 @@ class Writer:
 
     # ---------------------------------------------------------------- blocks
 
-    def _enter(self, stmt: Stmt, block: list[Stmt], loop: bool) -> None:
-        """Add `stmt` and write into `block`, one of its bodies, until `close`."""
-        self.add(stmt)
+    def _enter(self, block: list[Stmt], loop: bool) -> None:
+        """Write into `block` (a body of the statement last added) until `close`."""
         self._open.append((block, loop))
         self.loops += loop
 
@@ -48,13 +47,9 @@ class Writer:
         self.loops -= loop
 
     @contextmanager
-    def _inside(self, stmt: Stmt | None, block: list[Stmt], loop: bool = False):
-        """Write into `block` (a body of `stmt`, added first unless None) within the `with`."""
-        if stmt is None:
-            self._open.append((block, loop))
-            self.loops += loop
-        else:
-            self._enter(stmt, block, loop)
+    def _inside(self, block: list[Stmt], loop: bool = False):
+        """Write into `block` within the `with`."""
+        self._enter(block, loop)
         try:
             yield
         finally:
@@ -63,25 +58,29 @@ class Writer:
     def open_for(self, index: str, size: Expr, parallel: bool = False,
                  kernels: tuple[int, ...] = ()) -> None:
         stmt = For(index, size, [], parallel, kernels)
-        self._enter(stmt, stmt.body, True)
+        self.add(stmt)
+        self._enter(stmt.body, True)
 
     def if_(self, test: Expr):
         stmt = If(test, [])
-        return self._inside(stmt, stmt.body)
+        self.add(stmt)
+        return self._inside(stmt.body)
 
     def else_(self):
         """The `else` of the `if` just closed."""
         stmt = self.current[-1]
         assert isinstance(stmt, If) and not stmt.orelse, "code generation: else without if"
-        return self._inside(None, stmt.orelse)
+        return self._inside(stmt.orelse)
 
     def for_(self, index: str, size: Expr):
         stmt = For(index, size, [])
-        return self._inside(stmt, stmt.body, loop=True)
+        self.add(stmt)
+        return self._inside(stmt.body, loop=True)
 
     def while_(self):
         stmt = While([])
-        return self._inside(stmt, stmt.body, loop=True)
+        self.add(stmt)
+        return self._inside(stmt.body, loop=True)
 
     # ---------------------------------------------------------------- nests
 
