@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from hilbert.executor.codegen import products
+from hilbert.executor.codegen import scheduler
 
 import hilbert
 
@@ -63,7 +63,7 @@ def test_contractions_follow_the_plans_paths(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the code generator planned a contraction again")
 
-    monkeypatch.setattr(products, "contraction", refuse)
+    monkeypatch.setattr(scheduler, "contraction", refuse)
     spec = "pi,qj,ijkl,rk,sl->pqrs"
     f = hilbert.compile_source(f'fn g(a, b, c, d, e) ↦ einsum("{spec}", a, b, c, d, e)\n').g
     rng = np.random.default_rng(3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hilbert.compiler import ir
 from hilbert.executor import fusion, reference
+from hilbert.executor.codegen import scheduler
 from hilbert.executor.codegen.loops import (
     Assign,
     Break,
@@ -41,16 +42,17 @@ def emit_cond(em, node: ir.Cond) -> None:
     """if/else on a scalar: each branch computes only what it alone needs."""
     name = em.fresh("v")
     em.record("branch", em.shape(node), "if on a scalar")
+    then, orelse = em.block.plan.branches[node]
     with em.out.if_(fmt("{} != 0.0", em.value(node.cond))):
-        _branch(em, node.then, name)
+        _branch(em, then, node.then, name)
     with em.out.else_():
-        _branch(em, node.orelse, name)
+        _branch(em, orelse, node.orelse, name)
     em.bind(node, Var(name))
 
 
-def _branch(em, root: ir.Node, name: str) -> None:
+def _branch(em, plan, root: ir.Node, name: str) -> None:
     em.frame.blocks.append({})
-    em.ensure([root])
+    em.ensure(plan)
     em.out.add(Assign((name,), (em.value(root),)))
     em.frame.blocks.pop()
 
@@ -60,7 +62,7 @@ def emit_loop(em, loop: ir.Loop) -> None:
     writes the buffer the state does not hold), body buffers made once before it."""
     from hilbert.executor.codegen.emitter import Frame
 
-    em.needs_compile = True
+    until, steps = em.block.plan.loops[loop]
     number_ = len(em.loops)
     em.loops.append(loop)
     em.record("loop", (), loop.name, f"{len(loop.init)} state value(s), compiled whole")
@@ -71,8 +73,7 @@ def emit_loop(em, loop: ir.Loop) -> None:
         em.out.add(Assign((name,), (em.value(init),)))
         outer.owned.pop(init, None)  # the state may hold this buffer after the loop
     outer.states[loop] = state
-    moving = [i for i, s in enumerate(loop.step)
-              if s != ir.State(i, None) and i != loop.counter]
+    moving = scheduler.moving(loop)
     arrays = [i for i in moving if state_dims[i]]
     left, turns = f"left{number_}", f"turns{number_}"
     if loop.counter is not None:
@@ -94,7 +95,7 @@ def emit_loop(em, loop: ir.Loop) -> None:
         em.bind(ir.State(i, None), Var(name))
         em.frame.dims[ir.State(i, None)] = state_dims[i]
     with em.out.while_():
-        _loop_body(em, loop, number_, state, moving, arrays)
+        _loop_body(em, loop, number_, state, moving, arrays, until, steps)
     em.frame = outer
     em.out.insert(mark, hoist)
     if loop.counter is not None:
@@ -105,7 +106,7 @@ def emit_loop(em, loop: ir.Loop) -> None:
 
 
 def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[int],
-               arrays: list[int]) -> None:
+               arrays: list[int], until, steps) -> None:
     left, turns = Var(f"left{number_}"), Var(f"turns{number_}")
     with em.out.if_(call("K.stop_requested", Var("stop"))):  # Ctrl-C: the result is discarded
         em.out.add(Break())
@@ -114,7 +115,7 @@ def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[i
             em.out.add(Break())
         em.out.add(Assign((state[loop.counter],), (call("np.float64", left),)))
     else:
-        em.ensure([loop.until], final=False)  # the steps below may read what it computes
+        em.ensure(until)  # (not final: the steps below may read what it computes)
         with em.out.if_(fmt("{} != 0.0", em.value(loop.until))):
             em.out.add(Break())
     for i in arrays:
@@ -126,7 +127,7 @@ def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[i
                 and fusion.role(step, em.frame.shapes) in ("member", "tail", "contraction",
                                                             "generator")):
             em.frame.destinations[step] = target
-    em.ensure([loop.step[i] for i in moving])
+    em.ensure(steps)
     em.frame.destinations.clear()
     new = {}
     for i in moving:

@@ -6,10 +6,10 @@ so programs that differ only in sizes share one source, one compilation and one 
 entry. Every identifier in it is made here from counters, and every number is printed from a
 float: nothing from .hb source text (names, specs) reaches the generated text.
 
-The Emitter walks the IR block by block (fusion.schedule decides each block's units) and hands
-each unit to entrywise.py (nests, scalars), products.py (contractions) or control.py (loops,
-branches, views); rows.py, division.py and tidy.py then rewrite the loop IR, and render.py
-prints it.
+scheduler.py decides the function's schedule first (each block's units, layouts, whether it
+is compiled); the Emitter then writes it block by block, handing each unit to entrywise.py
+(nests, scalars), products.py (contractions) or control.py (loops, branches, views); rows.py,
+division.py and tidy.py rewrite the loop IR, and render.py prints it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hilbert.compiler.passes.shapes import Scope, ShapeTable
 from hilbert.compiler.plan import label
 from hilbert.compiler.plan.schedule import Unit
 from hilbert.executor import fusion
-from hilbert.executor.codegen import control, entrywise, products, render, rows, tidy
+from hilbert.executor.codegen import control, entrywise, products, render, rows, scheduler, tidy
 from hilbert.executor.codegen.division import Division
 from hilbert.executor.codegen.loops import (
     Assign,
@@ -41,6 +41,7 @@ from hilbert.executor.codegen.loops import (
     sizes,
     statements,
 )
+from hilbert.executor.codegen.scheduler import BlockPlan, Decisions
 from hilbert.executor.codegen.writer import Writer
 
 
@@ -70,15 +71,13 @@ class Generated:
     units: tuple[Unit, ...] = ()  # what it runs, unit by unit (the plan's schedule)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Block:
-    """Where emission is within one block's schedule: its nodes, the position of the last unit
-    reading each stored value, and the position of the unit being emitted (so a kernel may
-    write over an input nothing reads after it)."""
+    """Where emission is: the plan of the block being written and the position of the unit
+    being emitted in it (so a kernel may write over an input nothing reads after it)."""
 
-    nodes: set = field(default_factory=set)
-    last_read: dict = field(default_factory=dict)
-    position: int = -1
+    plan: BlockPlan
+    position: int
 
 
 @dataclass
@@ -101,21 +100,17 @@ class Frame:
 
 
 class Emitter:
-    """Writes one function. `host`: emit NumPy calls for contractions (no compiled kernels);
-    `exact`: sizes written as constants (generate: a tiny program); `paths`: the plan's
-    contraction paths, by spec and operand shapes."""
+    """Writes one function as `decided` (scheduler.py). `host`: not compiled, so NumPy calls
+    for contractions; `exact`: sizes written as constants (a tiny program)."""
 
-    def __init__(self, table: ShapeTable, optimize: str, host: bool, exact: bool = False,
-                 paths: dict | None = None):
+    def __init__(self, table: ShapeTable, decided: Decisions):
         self.table = table
-        self.optimize = optimize
-        self.host = host
-        self.exact = exact
-        self.paths = paths or {}
+        self.decided = decided
+        self.host = not decided.compiled
+        self.exact = decided.exact
         self.units: list[Unit] = []  # the schedule, in the order its units run
         self.out = Writer()
         self.count = 0
-        self.needs_compile = False
         self.loops: list[ir.Loop] = []
         self.reads: list[ir.Prim] = []
         self.kernels = 0
@@ -128,7 +123,7 @@ class Emitter:
         self.pending: list = []  # statements an expression needs first (shift positions)
         # a compiled nest's divisions, while emit_group writes its statements (division.py)
         self.divisions: list[Division] | None = None
-        self.block = Block()
+        self.block: Block | None = None
         self.input_sizes: set[str] = set()  # sizes read from the inputs (tidy drops unread ones)
 
     # ---------------------------------------------------------------- the function
@@ -148,17 +143,17 @@ class Emitter:
                     self.input_sizes.add(dim.name)
                 self.out.add(Assign((dim.name,), (size,)))
             self.frame.dims[node] = dims
-        self.ensure([region.root])
+        self.ensure(self.decided.root)
         self.out.add(Return(Fmt("{}, {}", (self.value(region.root), Var("steps")))))
         body = self.out.body if self.host else rows.fuse_rows(self.out.body)
-        if self.products or self.loops:
+        if self.decided.serial:
             # OpenMP's threads spin a while after a parallel nest, and a BLAS product started
             # meanwhile loses a core to them: an MLP fit, whose steps alternate products and
             # nests, ran ten times slower so (with torch imported, whose OpenMP settings then
             # hold). A function with products or loops keeps its nests serial.
             body = tidy.serial(body)
         body = tidy.without_unread(body, self.input_sizes)
-        if self.needs_compile:
+        if not self.host:
             if tidy.calls_vector_maths_in(body):
                 body = [Do(Call("K.wide_vectors", ())), *body]
         else:
@@ -169,7 +164,7 @@ class Emitter:
             args.append("stop")
         source = "\n".join([f"def run({', '.join(args)}):", *render.lines(body)]) + "\n"
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
-        return Generated(source, self.needs_compile, self.loops, self.reads, self.kernels,
+        return Generated(source, not self.host, self.loops, self.reads, self.kernels,
                          self.products, self.copies, self.looped, parallel, self._schedule(body))
 
     def _schedule(self, body: list) -> tuple[Unit, ...]:
@@ -254,11 +249,11 @@ class Emitter:
         """A buffer for `node`, a kernel output: the buffer of one of `inputs` (which the kernel
         reads only at its own index, before it writes) if nothing reads that input later, else
         a new one."""
-        if node not in self.frame.destinations:
-            block = self.block
+        if node not in self.frame.destinations and self.block is not None:
+            plan, position = self.block.plan, self.block.position
             for x in inputs:
-                if (x in self.frame.owned and x in block.nodes and self.dims_of(x) == dims
-                        and block.last_read.get(x, -1) == block.position):
+                if (x in self.frame.owned and x in plan.nodes and self.dims_of(x) == dims
+                        and plan.last_read.get(x, -1) == position):
                     name = self.frame.owned.pop(x)
                     self.frame.owned[node] = name
                     return name
@@ -266,66 +261,17 @@ class Emitter:
 
     # ---------------------------------------------------------------- blocks
 
-    def ensure(self, roots: list[ir.Node], final: bool = True) -> None:
-        """Emit, in the current block, the code that computes every node of `roots`. Not
-        `final`: more code of this block will follow and may read what this computes (so no
-        buffer of it may be written over)."""
-        order = self._needed(roots)
-        if not order:
+    def ensure(self, plan: BlockPlan | None) -> None:
+        """Emit, in the current block, the code of the block `plan` (None: nothing to do)."""
+        if plan is None:
             return
-        branch_reads = self._read_by_branches(order)
-        read_later = list(roots) + [n for nodes in branch_reads.values() for n in nodes]
-        plan = fusion.schedule(order, self.frame.shapes, read_later, branch_reads)
-        last = {n: i for i, reads in enumerate(plan.reads) for n in reads} if final else {}
-        last.update((n, len(plan.units)) for n in read_later)
         saved = self.block
         self.frame.recomputed |= plan.recomputed
-        if final:
-            self.frame.gathered.update(entrywise.sliced(order, set(read_later),
-                                                        self.frame.shapes))
-        inside = set(order)  # once: a set per unit made long chains quadratic
+        self.frame.gathered.update(plan.gathered)
         for position, unit in enumerate(plan.units):
-            self.block = Block(inside, last, position)
+            self.block = Block(plan, position)
             self.emit(unit)
         self.block = saved
-
-    def _needed(self, roots: list[ir.Node]) -> list[ir.Node]:
-        """Nodes not yet computed that `roots` need unconditionally, inputs first."""
-        order: list[ir.Node] = []
-        seen: set[ir.Node] = set()
-        stack = [(r, False) for r in reversed(roots)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                order.append(node)
-                continue
-            if node in seen or isinstance(node, ir.Const) or self.lookup(node) is not None:
-                continue
-            seen.add(node)
-            stack.append((node, True))
-            stack.extend((k, False) for k in reversed(fusion.value_kids(node)))
-        return order
-
-    def _read_by_branches(self, order: list[ir.Node]) -> dict[ir.Node, list[ir.Node]]:
-        """For each `if` of this block, the nodes of the block its branches read (they must be
-        stored, and computed before the `if`)."""
-        inside = set(order)
-        reads: dict[ir.Node, list[ir.Node]] = {}
-        for cond in (n for n in order if isinstance(n, ir.Cond)):
-            found: list[ir.Node] = []
-            seen: set[ir.Node] = set()
-            stack = [cond.then, cond.orelse]
-            while stack:
-                node = stack.pop()
-                if node in seen:
-                    continue
-                seen.add(node)
-                if node in inside:
-                    found.append(node)
-                elif self.lookup(node) is None:
-                    stack.extend(ir.children(node))
-            reads[cond] = found
-        return reads
 
     def emit(self, unit: fusion.Unit) -> None:
         if unit.group is not None:
@@ -418,10 +364,9 @@ def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = Fal
     other shapes (dask's blocks) must not ask for it. `paths`: the plan's contraction paths
     (Plan.paths), which the code follows."""
     exact = exact and bool(table.states) and is_tiny(table)
-    first = Emitter(table, optimize, host=False, exact=exact, paths=paths).function(region)
-    if first.compiled:
-        return first
-    return Emitter(table, optimize, host=True, paths=paths).function(region)
+    decided = scheduler.decide(region.root, region.inputs, region.scope, table, optimize, exact,
+                               paths or {})
+    return Emitter(table, decided).function(region)
 
 
 def is_tiny(table: ShapeTable) -> bool:

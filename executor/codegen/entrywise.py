@@ -47,23 +47,6 @@ PARALLEL_WORK = 1 << 20
 CALL_COST = 8
 
 
-def sliced(order: list[ir.Node], read_later: set, shapes) -> dict[ir.Node, int]:
-    """The arrays of `order` whose every reader takes one constant slice along the same axis,
-    the last (and which nothing after this block reads): that axis, each. A slice along a
-    middle axis is already contiguous along the last, which nests run innermost."""
-    readers: dict[ir.Node, set[ir.Node]] = {}
-    for node in order:
-        for kid in ir.children(node):
-            readers.setdefault(kid, set()).add(node)
-    found = {}
-    for node in order:
-        axes = {fusion.slice_axis(r, node) for r in readers.get(node, ())}
-        last = len(shapes[node]) - 1
-        if node not in read_later and last > 0 and axes == {last}:
-            found[node] = last
-    return found
-
-
 def placed(index: list, layout: tuple[int, ...] | None) -> tuple:
     """An element's index in a buffer whose axes are in `layout` order (None: its own)."""
     return tuple(index if layout is None else [index[k] for k in layout])
@@ -182,7 +165,6 @@ def emit_group(em, group: fusion.Group) -> None:
     accumulated in the same pass."""
     if not group.stored and not group.tails:
         return  # every reader recomputes its members (fusion: an LSTM's a + u + b)
-    em.needs_compile = True
     em.kernels += 1
     dims = em.dims_of(group.space)
     rank = len(dims)

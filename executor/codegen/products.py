@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from hilbert.compiler import ir
 from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.plan import contraction
-from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout, layout
+from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout
 from hilbert.executor.codegen.loops import (
     Assign,
     Do,
@@ -29,6 +28,7 @@ from hilbert.executor.codegen.loops import (
     product,
     sizes,
 )
+from hilbert.executor.codegen.scheduler import Step
 
 
 @dataclass(frozen=True)
@@ -45,36 +45,31 @@ class Operand:
 def emit_einsum(em, node: ir.Einsum) -> None:
     """Emit `node` along its planned path (the plan's, when it has this einsum: Plan.paths);
     the last step writes the einsum's own output."""
-    shapes = tuple(em.shape(a) for a in node.args)
-    path, steps = em.paths.get((node.spec, shapes)) or contraction(node.spec, shapes, em.optimize)
+    decided = em.block.plan.contractions[node]
     parsed = parse_spec(node.spec)
-    numbers = {ch: int(n) for term, shape in zip(parsed.inputs, shapes, strict=True)
-               for ch, n in zip(term, shape, strict=True)}
     operands = [Operand(em.value(a), term, em.dims_of(a), a)
                 for a, term in zip(node.args, parsed.inputs, strict=True)]
-    em.numbers = numbers
-    for number, (positions, step) in enumerate(zip(path, steps, strict=True)):
-        last = number == len(steps) - 1
+    em.numbers = decided.numbers
+    for number, (positions, run) in enumerate(zip(decided.path, decided.runs, strict=True)):
+        last = number == len(decided.runs) - 1
         taken = [operands.pop(i) for i in sorted(positions, reverse=True)]
-        output = parsed.output if last else parse_spec(step.spec).output
-        operands.append(_step(em, taken, output, numbers, node if last else None, free=not last))
+        output = run.spec.split("->")[1]
+        operands.append(_step(em, taken, output, run, node if last else None))
     em.bind(node, operands[0].value)
     em.products += 1
 
 
-def _step(em, taken: list[Operand], output: str, numbers: dict, node, free: bool) -> Operand:
-    """One step. `free`: the output's letter order is ours to choose (an intermediate)."""
+def _step(em, taken: list[Operand], output: str, run: Step, node) -> Operand:
+    """One step, run as decided (scheduler.py)."""
     known = {ch: d for op in taken for ch, d in zip(op.term, op.dims, strict=True)}
-    if len(taken) == 1 and taken[0].term == output:
+    if run.kind == "same":
         return taken[0]
-    spec = f"{','.join(op.term for op in taken)}->{output}"
-    shape = tuple(numbers[ch] for ch in output)
-    if len(taken) == 2 and _is_product(taken[0].term, taken[1].term, output):
+    if run.layout is not None:
         a, b = taken
-        plan = layout(a.term, b.term, output, numbers, free, em.host)
-        em.record("product", shape, spec, _described(plan, a.term, b.term, em.host))
-        return _product(em, a, b, plan, known, node, output)
-    em.record("loops", shape, spec)
+        em.record("product", run.shape, run.spec, _described(run.layout, a.term, b.term,
+                                                              em.host))
+        return _product(em, a, b, run.layout, known, node, output)
+    em.record("loops", run.shape, run.spec)
     return _loop_nest(em, taken, output, known, node)
 
 
@@ -89,16 +84,6 @@ def _described(plan: Layout, a: str, b: str, host: bool) -> str:
     if plan.rearranged:
         copies.append(f"result rearranged from {plan.output}")
     return ", ".join([how, *copies])
-
-
-def _is_product(a: str, b: str, output: str) -> bool:
-    """A matrix product: no diagonal, something summed between the two, nothing summed within
-    one operand alone, and a non-scalar result."""
-    if len(set(a)) != len(a) or len(set(b)) != len(b) or not output:
-        return False
-    summed = (set(a) & set(b)) - set(output)
-    alone = (set(a) ^ set(b)) - set(output)
-    return bool(summed) and not alone
 
 
 def _transposed(value: Expr, perm: str) -> View:
@@ -303,8 +288,6 @@ def _looped(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims)
     operands' matrices in place; the products over a summed letter accumulate. Large products
     over kept letters need no compiling: host code runs them as one np.matmul (`_stacked`)."""
     sums = [ch for ch in plan.loops if ch not in plan.output]
-    each = math.prod(em.numbers[ch] for ch in plan.rows + plan.summed + plan.cols)
-    em.needs_compile |= bool(sums) or each <= SMALL_PRODUCT
     em.looped += 1
     out = em.alloc(node, dims)
     left, right = _factors(a, b, plan, dims_of)
@@ -360,7 +343,6 @@ def _stacked(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, dims) -> O
 
 def _loop_nest(em, taken: list[Operand], output: str, dims_of: dict, node) -> Operand:
     """Any einsum step as loops over its letters: the sum of products into the output."""
-    em.needs_compile = True
     letters = list(output) + [ch for op in taken for ch in op.term if ch not in output]
     letters = list(dict.fromkeys(letters))
     index = {ch: Var(em.fresh("j")) for ch in letters}

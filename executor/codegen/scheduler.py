@@ -1,0 +1,294 @@
+"""The schedule of one generated function, decided before any code is written.
+
+`decide` walks a region's IR block by block, as the emitter will, and fixes everything the
+code generator would otherwise find out while writing: each block's units (fusion.schedule:
+which values share a loop nest, which are stored, which recomputed), the axis order each
+stored value is laid out in, each contraction's pairwise steps and their layouts
+(layout.py), whether the function is compiled at all or runs as plain NumPy calls, and
+whether its nests may use threads. The emitter then writes exactly this (emitter.py), once;
+dask's kernels are generated from it the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from hilbert.compiler import ir
+from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.passes.shapes import Scope, ShapeTable
+from hilbert.compiler.plan import contraction
+from hilbert.executor import fusion
+from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout, layout
+
+
+@dataclass(frozen=True)
+class Step:
+    """One pairwise step of a contraction: `kind` "same" (its one operand already is the
+    result), "product" (matrix products laid out by `layout`) or "loops" (a loop nest over
+    its letters); `spec` its operands' letters as they are held -> its result's."""
+
+    kind: str
+    spec: str
+    shape: tuple[int, ...]
+    layout: Layout | None = None
+
+    def compiles(self, numbers: dict[str, int]) -> bool:
+        """Whether this step needs compiled code: a loop nest, a result rearranged by one,
+        or a loop of products that sums or whose products are small (plain loops); a lone
+        product, or a loop of large ones, is a NumPy call on the host."""
+        plan = self.layout
+        if plan is None:
+            return self.kind == "loops"
+        if plan.rearranged:
+            return True
+        if not plan.loops:
+            return False
+        sums = [ch for ch in plan.loops if ch not in plan.output]
+        each = math.prod(numbers[ch] for ch in plan.rows + plan.summed + plan.cols)
+        return bool(sums) or each <= SMALL_PRODUCT
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """An einsum as generated code computes it: the plan's `path` and opt_einsum `steps`,
+    each letter's size (`numbers`) and what each step runs as (`runs`)."""
+
+    path: tuple
+    steps: tuple
+    numbers: dict[str, int]
+    runs: tuple[Step, ...]
+
+
+@dataclass(eq=False)
+class BlockPlan:
+    """One block of code: its units in order; the nodes it computes; for each stored value
+    the position of the last unit reading it (len(units): read after the block); the members
+    its kernels recompute rather than read; the values stored with an axis moved first
+    (`gathered`: value -> that axis); and the plans of what its units hold: each `if`'s
+    branches, each loop's stopping test and step, each contraction's steps."""
+
+    units: list[fusion.Unit]
+    nodes: set[ir.Node]
+    last_read: dict[ir.Node, int]
+    recomputed: set[ir.Node]
+    gathered: dict[ir.Node, int]
+    branches: dict[ir.Node, tuple[BlockPlan | None, BlockPlan | None]] = field(
+        default_factory=dict)
+    loops: dict[ir.Node, tuple[BlockPlan | None, BlockPlan | None]] = field(
+        default_factory=dict)
+    contractions: dict[ir.Node, Contraction] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Decisions:
+    """A function's schedule: its top block; `compiled` (False: plain NumPy calls, nothing
+    to compile); `serial` (its nests never use threads: it has products or loops, and
+    OpenMP's spinning threads would take a core from BLAS); `exact`: written for the
+    table's own sizes (a tiny program)."""
+
+    root: BlockPlan | None
+    compiled: bool
+    serial: bool
+    exact: bool
+
+
+def moving(loop: ir.Loop) -> list[int]:
+    """The loop's state values a step changes (not the counter, which the loop counts)."""
+    return [i for i, s in enumerate(loop.step) if s != ir.State(i, None) and i != loop.counter]
+
+
+class _Frame:
+    """What is computed so far in one IR scope: a set per open block (branches open one)."""
+
+    def __init__(self, shapes: dict, bound: set[ir.Node]):
+        self.shapes = shapes
+        self.blocks = [bound]
+
+    def bound(self, node: ir.Node) -> bool:
+        return any(node in block for block in self.blocks)
+
+
+class _Scheduler:
+    def __init__(self, table: ShapeTable, optimize: str, paths: dict):
+        self.table = table
+        self.optimize = optimize
+        self.paths = paths
+        self.compiles = False
+        self.serial = False
+        self.contractions: list[tuple[BlockPlan, ir.Einsum, dict]] = []
+
+    def block(self, frame: _Frame, scope: Scope, roots: list[ir.Node],
+              final: bool = True) -> BlockPlan | None:
+        """The plan of the block computing `roots` (None: all computed already). Not `final`:
+        more code of this block follows and may read what it computes."""
+        order = self._needed(frame, roots)
+        if not order:
+            return None
+        branch_reads = self._read_by_branches(frame, order)
+        read_later = list(roots) + [n for nodes in branch_reads.values() for n in nodes]
+        plan = fusion.schedule(order, frame.shapes, read_later, branch_reads)
+        last = {n: i for i, reads in enumerate(plan.reads) for n in reads} if final else {}
+        last.update((n, len(plan.units)) for n in read_later)
+        gathered = sliced(order, set(read_later), frame.shapes) if final else {}
+        made = BlockPlan(plan.units, set(order), last, plan.recomputed, gathered)
+        for unit in plan.units:
+            self._unit(frame, scope, made, unit)
+        return made
+
+    def _unit(self, frame: _Frame, scope: Scope, made: BlockPlan, unit: fusion.Unit) -> None:
+        bound = frame.blocks[-1]
+        if unit.group is not None:
+            group = unit.group
+            if group.stored or group.tails:  # else every reader recomputes its members
+                self.compiles = True
+                bound.update(group.stored, group.tails)
+            return
+        node = unit.node
+        assert node is not None
+        match fusion.role(node, frame.shapes):
+            case "generator":
+                self.compiles = True
+            case "contraction":
+                made.contractions[node] = self._contraction(node, frame.shapes, host=False)
+                self.contractions.append((made, node, frame.shapes))
+                self.serial = True
+            case "cond":
+                made.branches[node] = (self._branch(frame, scope, node.then),
+                                       self._branch(frame, scope, node.orelse))
+            case "loop":
+                self.compiles = self.serial = True
+                made.loops[node] = self._loop(scope, node)
+        bound.add(node)
+
+    def _branch(self, frame: _Frame, scope: Scope, root: ir.Node) -> BlockPlan | None:
+        frame.blocks.append(set())
+        plan = self.block(frame, scope, [root])
+        frame.blocks.pop()
+        return plan
+
+    def _loop(self, scope: Scope, loop: ir.Loop):
+        body = scope + (loop,)
+        frame = _Frame(self.table.scopes[body], {ir.State(i, None) for i in range(len(loop.init))})
+        until = self.block(frame, body, [loop.until], final=False) if loop.counter is None \
+            else None
+        return until, self.block(frame, body, [loop.step[i] for i in moving(loop)])
+
+    def _contraction(self, node: ir.Einsum, shapes: dict, host: bool) -> Contraction:
+        """The einsum along its planned path (the plan's, when it has this einsum:
+        Plan.paths), each step decided as products.py will run it; an intermediate's letter
+        order is the layout's choice."""
+        operand_shapes = tuple(shapes[a] for a in node.args)
+        path, steps = self.paths.get((node.spec, operand_shapes)) or \
+            contraction(node.spec, operand_shapes, self.optimize)
+        parsed = parse_spec(node.spec)
+        numbers = {ch: int(n) for term, shape in zip(parsed.inputs, operand_shapes, strict=True)
+                   for ch, n in zip(term, shape, strict=True)}
+        terms = list(parsed.inputs)
+        runs = []
+        for number, (positions, step) in enumerate(zip(path, steps, strict=True)):
+            last = number == len(steps) - 1
+            taken = [terms.pop(i) for i in sorted(positions, reverse=True)]
+            output = parsed.output if last else parse_spec(step.spec).output
+            run = _step(taken, output, numbers, free=not last, host=host)
+            runs.append(run)
+            terms.append(output if run.layout is None or run.layout.rearranged
+                         else run.layout.output)
+            self.compiles |= run.compiles(numbers)
+        return Contraction(tuple(path), tuple(steps), numbers, tuple(runs))
+
+    def as_host(self) -> None:
+        """Nothing needs compiling: every contraction laid out for NumPy calls instead."""
+        for made, node, shapes in self.contractions:
+            made.contractions[node] = self._contraction(node, shapes, host=True)
+
+    @staticmethod
+    def _needed(frame: _Frame, roots: list[ir.Node]) -> list[ir.Node]:
+        """Nodes not yet computed that `roots` need unconditionally, inputs first."""
+        order: list[ir.Node] = []
+        seen: set[ir.Node] = set()
+        stack = [(r, False) for r in reversed(roots)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if node in seen or isinstance(node, ir.Const) or frame.bound(node):
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(fusion.value_kids(node)))
+        return order
+
+    @staticmethod
+    def _read_by_branches(frame: _Frame, order: list[ir.Node]) -> dict[ir.Node, list[ir.Node]]:
+        """For each `if` of this block, the nodes of the block its branches read (they must be
+        stored, and computed before the `if`)."""
+        inside = set(order)
+        reads: dict[ir.Node, list[ir.Node]] = {}
+        for cond in (n for n in order if isinstance(n, ir.Cond)):
+            found: list[ir.Node] = []
+            seen: set[ir.Node] = set()
+            stack = [cond.then, cond.orelse]
+            while stack:
+                node = stack.pop()
+                if node in seen:
+                    continue
+                seen.add(node)
+                if node in inside:
+                    found.append(node)
+                elif not frame.bound(node):
+                    stack.extend(ir.children(node))
+            reads[cond] = found
+        return reads
+
+
+def _step(taken: list[str], output: str, numbers: dict[str, int], free: bool,
+          host: bool) -> Step:
+    """How one pairwise step runs. `free`: the output's letter order is ours to choose."""
+    spec = f"{','.join(taken)}->{output}"
+    shape = tuple(numbers[ch] for ch in output)
+    if len(taken) == 1 and taken[0] == output:
+        return Step("same", spec, shape)
+    if len(taken) == 2 and is_product(taken[0], taken[1], output):
+        return Step("product", spec, shape, layout(taken[0], taken[1], output, numbers, free,
+                                                   host))
+    return Step("loops", spec, shape)
+
+
+def is_product(a: str, b: str, output: str) -> bool:
+    """A matrix product: no diagonal, something summed between the two, nothing summed within
+    one operand alone, and a non-scalar result."""
+    if len(set(a)) != len(a) or len(set(b)) != len(b) or not output:
+        return False
+    summed = (set(a) & set(b)) - set(output)
+    alone = (set(a) ^ set(b)) - set(output)
+    return bool(summed) and not alone
+
+
+def sliced(order: list[ir.Node], read_later: set, shapes) -> dict[ir.Node, int]:
+    """The arrays of `order` whose every reader takes one constant slice along the same axis,
+    the last (and which nothing after this block reads): that axis, each. A slice along a
+    middle axis is already contiguous along the last, which nests run innermost."""
+    readers: dict[ir.Node, set[ir.Node]] = {}
+    for node in order:
+        for kid in ir.children(node):
+            readers.setdefault(kid, set()).add(node)
+    found = {}
+    for node in order:
+        axes = {fusion.slice_axis(r, node) for r in readers.get(node, ())}
+        last = len(shapes[node]) - 1
+        if node not in read_later and last > 0 and axes == {last}:
+            found[node] = last
+    return found
+
+
+def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: ShapeTable,
+           optimize: str, exact: bool, paths: dict) -> Decisions:
+    """The schedule of the function computing `root` in `scope` from `inputs`."""
+    scheduler = _Scheduler(table, optimize, paths)
+    top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
+    if not scheduler.compiles:
+        scheduler.as_host()
+    return Decisions(top, scheduler.compiles, scheduler.serial,
+                     exact and scheduler.compiles)
