@@ -1,13 +1,15 @@
 """Code generation: a region of fused, shape-checked IR -> the Python source of one function.
 
-    emitter.py      walks the IR block by block and builds the function's loop IR, handing
+    scheduler.py    decides the function's schedule before anything is written: each block's
+                    units, stored axis orders, contraction layouts, compiled or not, threads
+    emitter.py      writes that schedule block by block and builds the function's loop IR, handing
                     each unit to entrywise.py (loop nests, scalars), products.py (contractions,
                     laid out by layout.py) or control.py (loops, branches, views, oneHot)
     writer.py       the statement builder it writes through (blocks, nests, Python's limits)
     loops.py        the loop IR: statements and expressions, as data
     division.py     rewrite: division by a row's divisor without dividing (in emit_group)
     rows.py         rewrite: consecutive nests over the same rows run as one loop
-    tidy.py         rewrites: serial nests, unread sizes dropped, arrays let go (host code)
+    tidy.py         rewrites: unread sizes dropped, arrays let go (host code)
     render.py       the loop IR printed as Python: printing only
 """
 

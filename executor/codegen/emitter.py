@@ -146,12 +146,6 @@ class Emitter:
         self.ensure(self.decided.root)
         self.out.add(Return(Fmt("{}, {}", (self.value(region.root), Var("steps")))))
         body = self.out.body if self.host else rows.fuse_rows(self.out.body)
-        if self.decided.serial:
-            # OpenMP's threads spin a while after a parallel nest, and a BLAS product started
-            # meanwhile loses a core to them: an MLP fit, whose steps alternate products and
-            # nests, ran ten times slower so (with torch imported, whose OpenMP settings then
-            # hold). A function with products or loops keeps its nests serial.
-            body = tidy.serial(body)
         body = tidy.without_unread(body, self.input_sizes)
         if not self.host:
             if tidy.calls_vector_maths_in(body):

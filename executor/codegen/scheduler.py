@@ -83,8 +83,10 @@ class BlockPlan:
 @dataclass(eq=False)
 class Decisions:
     """A function's schedule: its top block; `compiled` (False: plain NumPy calls, nothing
-    to compile); `serial` (its nests never use threads: it has products or loops, and
-    OpenMP's spinning threads would take a core from BLAS); `exact`: written for the
+    to compile); `serial`: its nests never use threads, because it has products or loops
+    (OpenMP's threads spin a while after a parallel nest, and a BLAS product started meanwhile
+    loses a core to them: an MLP fit, whose steps alternate products and nests, ran ten times
+    slower so, with torch imported, whose OpenMP settings then hold); `exact`: written for the
     table's own sizes (a tiny program)."""
 
     root: BlockPlan | None

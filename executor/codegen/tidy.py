@@ -1,39 +1,19 @@
-"""Last rewrites of a function's loop IR before it is printed: nests made serial, sizes nothing
+"""Last rewrites of a function's loop IR before it is printed: sizes nothing
 reads dropped, and (uncompiled code) each array let go after its last reader."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hilbert.executor.codegen.loops import (
     Assign,
     Delete,
-    For,
-    If,
     Return,
     Stmt,
-    While,
     blocks,
     calls_vector_maths,
     exprs,
     mentions,
     statements,
 )
-
-
-def serial(body: list[Stmt]) -> list[Stmt]:
-    """`body` with every prange a range."""
-    out = []
-    for stmt in body:
-        match stmt:
-            case For():
-                stmt = replace(stmt, body=serial(stmt.body), parallel=False)
-            case While():
-                stmt = replace(stmt, body=serial(stmt.body))
-            case If():
-                stmt = replace(stmt, body=serial(stmt.body), orelse=serial(stmt.orelse))
-        out.append(stmt)
-    return out
 
 
 def without_unread(body: list[Stmt], names: set[str]) -> list[Stmt]:
