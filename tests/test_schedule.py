@@ -1,6 +1,7 @@
 """The plan says what runs (compiler/plan/schedule.py): once a function's code is generated, its
 plan lists the units the code runs (fused nests, contraction steps, loops), which nests run as
-one loop over rows and which on threads, and the code follows the plan's contraction paths.
+one loop over rows and which on threads, and the code follows the plan's contraction paths. The
+schedule is decided (executor/codegen/scheduler.py) before code is written, and written once.
 Each is checked against the generated source itself, or against a figure written here."""
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ import re
 
 import numpy as np
 import pytest
-from hilbert.executor.codegen import scheduler
+from hilbert.executor import fusion
+from hilbert.executor.codegen import emitter, layout, scheduler
 
 import hilbert
 
@@ -74,3 +76,47 @@ def test_contractions_follow_the_plans_paths(monkeypatch):
                                atol=1e-12)
     (region,) = plan.schedule
     assert [u.kind for u in region.units] == ["product"] * 4
+
+
+LOOP = ('def walk(n, a, w) ≔ if n = 0 then a else walk(n − 1, einsum("ij,jk->ik", w, a) / 3, w)\n'
+        'fn run(n, a, w) ↦ walk(n, a, w)\n')
+
+
+@pytest.mark.parametrize("text, name, args, compiled", [
+    ('fn f(a, b) ↦ einsum("ij,jk->ik", a, b)\n', "f", [(30, 40), (40, 50)], False),
+    (NORMED, "normed", [(30, 7)], True),
+    (LOOP, "run", [(), (4, 3), (4, 4)], True),
+])
+def test_code_is_written_once_from_a_schedule_decided_first(monkeypatch, text, name, args,
+                                                             compiled):
+    """Every function's code is generated as scheduler.decide decided it: decided once, then
+    written once (not written a second time to learn whether it compiles), and nothing is
+    scheduled or laid out while it is written."""
+    calls = []
+    decide, write = scheduler.decide, emitter.Emitter.function
+
+    def deciding(*a, **k):
+        calls.append("decide")
+        return decide(*a, **k)
+
+    def refuse(*a, **k):
+        raise AssertionError("a decision made while code was written")
+
+    def writing(self, region):
+        calls.append("write")
+        with monkeypatch.context() as inside:
+            inside.setattr(fusion, "schedule", refuse)
+            inside.setattr(layout, "layout", refuse)
+            inside.setattr(scheduler, "layout", refuse)
+            return write(self, region)
+
+    monkeypatch.setattr(scheduler, "decide", deciding)
+    monkeypatch.setattr(emitter.Emitter, "function", writing)
+    f = hilbert.compile_source(text).function(name)
+    values = [np.float64(3.0) if s == () else np.random.default_rng(3).normal(size=s) / 4
+              for s in args]
+    generated = f.program(tuple(np.shape(v) for v in values)).region.generated
+    assert calls == ["decide", "write"]
+    assert generated.compiled == compiled
+    if name == "f":
+        np.testing.assert_allclose(f(*values), values[0] @ values[1], rtol=1e-12)
