@@ -4,10 +4,8 @@ all in this process (warm-up excluded, interleaved repeats, medians) and record 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import platform
 import queue
 import resource
 import subprocess
@@ -17,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +23,17 @@ import numpy as np
 from benchmarks.anchors import to_array
 from benchmarks.cases import ALL, Case, Config, Setup, Skip, select
 from benchmarks.cases.base import OURS, ROOT, Target, last_words
+from benchmarks.machine import (
+    executor_module,
+    load_average,
+    machine_info,
+    memory_bytes,
+    peak_gemm_gflops,
+)
 from hilbert.progress import Progress
-from hilbert.timing import describe, summarise, time_interleaved, time_repeat
+from hilbert.timing import describe, summarise, time_interleaved
 
 RESULTS = ROOT / "benchmarks" / "results"
-LIBRARIES = ("numpy", "opt_einsum", "numba", "scipy", "lark", "torch", "jax", "jaxlib",
-             "matplotlib", "einsum_benchmark", "threadpoolctl", "hilbert")
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,7 +92,7 @@ def run(cases: list[Case], config: Config, progress: Progress | None = None) -> 
     records = []
     for i, case in enumerate(cases):
         progress.item(i, case.name)
-        load = _load_average()
+        load = load_average()
         try:
             records.append(run_case(case, config, progress, peak))
         except Exception as err:  # noqa: BLE001 - a bug in one case must not lose the others
@@ -104,10 +106,10 @@ def run(cases: list[Case], config: Config, progress: Progress | None = None) -> 
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mode": "quick" if config.quick else "full",
         "executor": config.executor,
-        "executor_module": _executor_module(config.executor),
+        "executor_module": executor_module(config.executor),
         "machine": machine,
         "peak_gemm_gflops": peak,
-        "load_after": _load_average(),
+        "load_after": load_average(),
         "settings": {"min_time_s": config.min_time, "repeats": config.repeats,
                      "min_repeats": config.min_repeats, "budget_s": config.budget_s,
                      "probe_timeout_s": config.probe_timeout_s,
@@ -379,7 +381,7 @@ def _forward(stream, lines: queue.Queue) -> None:
 
 
 def _probe_main(name: str, quick: bool, executor: str) -> int:
-    limit = _memory_bytes() // 2
+    limit = memory_bytes() // 2
     if limit:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
@@ -397,137 +399,6 @@ def _probe_main(name: str, quick: bool, executor: str) -> int:
     except Exception as err:  # noqa: BLE001
         print(json.dumps({"error": describe(err)}), flush=True)
     return 0
-
-
-# --------------------------------------------------------------------------------------------
-# The machine
-
-
-def machine_info() -> dict:
-    """CPU, cores, memory, BLAS (library and threads), library versions, and the checkout."""
-    info: dict[str, Any] = {
-        "cpu": _cpu_model(), "cores_logical": os.cpu_count(),
-        "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "memory_gib": round(_memory_bytes() / 2**30, 1), "platform": platform.platform(),
-        "python": platform.python_version(), "blas": _blas(), "load_before": _load_average(),
-        "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY",
-                                                 "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                                 "NUMBA_NUM_THREADS", "HILBERT_THREADS")
-                       if k in os.environ},
-        "versions": _versions(), "git": _git()}
-    if "torch" in sys.modules:
-        info["torch_threads"] = sys.modules["torch"].get_num_threads()
-    if "jax" in sys.modules:
-        info["jax_devices"] = [str(d) for d in sys.modules["jax"].devices()]
-    return info
-
-
-def _load_average() -> float | None:
-    """The 1-minute load average: other work competing for the cores makes times noisy."""
-    try:
-        return os.getloadavg()[0]
-    except (OSError, AttributeError):
-        return None
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _memory_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
-def _versions() -> dict:
-    found: dict[str, str | None] = {}
-    for name in LIBRARIES:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = None
-    return found
-
-
-def _git() -> dict:
-    def git(*args):
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                              check=False)
-        return done.stdout.strip() if done.returncode == 0 else None
-    try:
-        return {"commit": git("rev-parse", "--short", "HEAD"),
-                "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
-    except OSError:
-        return {}
-
-
-def _blas() -> dict:
-    """NumPy's BLAS as built (show_config) and as loaded (threadpoolctl, or OpenBLAS asked
-    directly for its thread count)."""
-    blas: dict[str, Any] = {}
-    try:
-        built = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        blas.update(name=built.get("name"), version=built.get("version"),
-                    config=built.get("openblas configuration"))
-    except Exception:  # noqa: BLE001 - older NumPy: no dict form
-        pass
-    try:
-        from threadpoolctl import threadpool_info
-
-        blas["threadpools"] = [{k: p.get(k) for k in ("internal_api", "version",
-                                                      "num_threads", "filepath")}
-                               for p in threadpool_info()]
-        return blas
-    except ImportError:
-        pass
-    blas["threads"] = _openblas_threads()
-    return blas
-
-
-def _openblas_threads() -> int | None:
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        return None
-    paths = {line.split()[-1] for line in maps.splitlines() if "openblas" in line.lower()}
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
-                       "scipy_openblas_get_num_threads", "openblas_get_num_threads"):
-            if hasattr(lib, symbol):
-                return int(getattr(lib, symbol)())
-    return None
-
-
-def _executor_module(name: str) -> str | None:
-    try:
-        from hilbert.executor import get_executor
-
-        return get_executor(name).__name__
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def peak_gemm_gflops(config: Config) -> float:
-    """The machine's measured float64 GEMM rate through NumPy (best of several 1024³ products),
-    the yardstick for '% of BLAS-bound time'."""
-    n = 1024
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
-    a @ b
-    best = min(time_repeat(lambda: a @ b, 1) for _ in range(config.pick(10, 4)))
-    return 2.0 * n**3 / best / 1e9
 
 
 if __name__ == "__main__":
