@@ -67,11 +67,20 @@ def get_executor(name: str) -> Executor:
                         "'dask')", nowhere("executor"))
 
 
+#: The modes of `math` (hilbert.load, compile_source, Function.using): every executor takes it.
+MATHS = ("exact", "fast")
+
+
 def check_options(name: str, options: dict, span) -> None:
     """An ArgumentError unless executor `name` takes every one of `options` as given."""
     from hilbert.grammar.errors import ArgumentError
 
     executor = get_executor(name)
+    mode = options.get("math", "exact")
+    if mode not in MATHS:
+        raise ArgumentError("E600", f"math={mode!r:.40} is not a mode: write \"exact\" (NumPy's "
+                            "results, the default) or \"fast\" (exp, ln and tanh within 4 ulp, "
+                            "division by a reciprocal)", span)
     known = getattr(executor, "OPTIONS", ())
     unknown = sorted(set(options) - set(known))
     if unknown:

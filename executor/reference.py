@@ -206,8 +206,19 @@ class ReferenceProgram:
         return self.evaluator.loop_steps
 
 
-def prepare(entry, shapes, optimize: str = "auto", values=None) -> ReferenceProgram:
-    """Specialise `entry` to `shapes` and return the program that runs it."""
+#: The options this executor takes: `math` (hilbert.api), which changes nothing here: the
+#: reference computes as NumPy does, whatever the mode.
+OPTIONS = ("math",)
+
+
+def check_options(options: dict, span) -> None:
+    """Nothing more to check: `math` is checked where every executor's is (executor.check_options)."""
+
+
+def prepare(entry, shapes, optimize: str = "auto", values=None,
+            math: str = "exact") -> ReferenceProgram:
+    """Specialise `entry` to `shapes` and return the program that runs it (`math` changes
+    nothing: NumPy's functions are within every mode's bounds)."""
     from hilbert.compiler.driver import plan_entry
 
     ready = plan_entry(entry, shapes, optimize, "reference", values, as_written=AS_WRITTEN)

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import numpy as np
 
+from hilbert.compiler import settings
 from hilbert.compiler.driver import CompiledModule, Entry, annotate, compile_module
 from hilbert.compiler.modules import Loader
 from hilbert.compiler.plan import Plan, check_optimiser
 from hilbert.compiler.settings import whole_number
-from hilbert.executor import check_options, get_executor
+from hilbert.executor import MATHS, check_options, get_executor
 from hilbert.grammar.errors import (
     ArgumentError,
     HilbertError,
@@ -81,6 +82,8 @@ class Function:
             check_optimiser(optimize, self.entry.definition.span)
         if executor in (None, self.executor):
             options = self.options | options  # the same executor keeps the options it had
+        elif "math" in self.options:
+            options = {"math": self.options["math"]} | options  # every executor takes it
         # unknown names and options fail here, not at the call
         check_options(executor or self.executor, options, self.entry.definition.span)
         return Function(self.entry, self.module, executor or self.executor,
@@ -292,16 +295,35 @@ def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
     return tuple(v.shape for v in values), values
 
 
+def maths(math: str | None, span=None) -> str:
+    """The mode `math` ("exact" or "fast"), or HILBERT_MATH's when None (default "exact"); an
+    ArgumentError (E600) for anything else."""
+    mode = (settings.text("HILBERT_MATH") or "exact") if math is None else math
+    if mode not in MATHS:
+        raise ArgumentError("E600", f"math={mode!r:.40} is not a mode: write \"exact\" (NumPy's "
+                            "results, the default) or \"fast\" (exp, ln and tanh within 4 ulp, "
+                            "division by a reciprocal)", span or _nowhere("math"))
+    return mode
+
+
+def maths_options(math: str) -> dict:
+    """A Function's executor options for the mode `math` (none for "exact", the default)."""
+    return {} if math == "exact" else {"math": math}
+
+
 class Module:
     """A compiled module: its exported functions are attributes; `function(name)` reaches
-    any definition of the module."""
+    any definition of the module. `math`: "exact" (NumPy's results) or "fast" (compiled exp,
+    ln and tanh within 4 ulp, division by a reciprocal: docs/numerics.md); None: HILBERT_MATH's."""
 
-    def __init__(self, compiled: CompiledModule, executor: str = "numba", optimize: str = "auto"):
+    def __init__(self, compiled: CompiledModule, executor: str = "numba", optimize: str = "auto",
+                 math: str | None = None):
         get_executor(executor)  # unknown executors and optimisers fail at load, not at a call
         check_optimiser(optimize, _nowhere(compiled.key))
         self._compiled = compiled
         self._executor = executor
         self._optimize = optimize
+        self._math = maths(math, _nowhere(compiled.key))
         self._functions: dict[str, Function] = {}
         self._models: dict[str, type] = {}
 
@@ -309,7 +331,8 @@ class Module:
         """Pickled as its source (every module's text), executor and optimiser."""
         from .models import module_from, module_source
 
-        return (module_from, (module_source(self._compiled), self._executor, self._optimize))
+        return (module_from, (module_source(self._compiled), self._executor, self._optimize,
+                              self._math))
 
     def function(self, name: str) -> Function:
         """Any definition of the module (def or fn) as a callable Function."""
@@ -323,7 +346,8 @@ class Module:
             except Exception as err:
                 raise internal_error(err, _nowhere(self._compiled.key), f"compiling {name}") from err
             self._functions[name] = self._bound(name, Function(
-                entry, self._compiled, self._executor, self._optimize))
+                entry, self._compiled, self._executor, self._optimize,
+                options=maths_options(self._math)))
         return self._functions[name]
 
     def model(self, name: str) -> type:
@@ -334,7 +358,8 @@ class Module:
             raise self._missing("model", name, self.models)
         if name not in self._models:
             self._models[name] = self._bound(name, model_class(
-                self._compiled.models[name], self._compiled, self._executor, self._optimize))
+                self._compiled.models[name], self._compiled, self._executor, self._optimize,
+                self._math))
         return self._models[name]
 
     def check(self) -> None:
@@ -392,8 +417,10 @@ class Module:
 
 
 def load(path: str | Path, search_path: str | Path | list[str | Path] | None = None,
-         executor: str = "numba", export_all: bool = False, optimize: str = "auto") -> Module:
+         executor: str = "numba", export_all: bool = False, optimize: str = "auto",
+         math: str | None = None) -> Module:
     """Compile a .hb file (and what it opens); its `fn`s become the module's functions.
+    `math="fast"` trades NumPy's last bits for speed (docs/numerics.md).
 
     >>> mod = load("examples/Layers.hb")          # doctest: +SKIP
     >>> mod.layerThrough([[1, 2]], [[1], [1]])     # doctest: +SKIP
@@ -405,10 +432,11 @@ def load(path: str | Path, search_path: str | Path | list[str | Path] | None = N
     except (OSError, UnicodeDecodeError) as err:
         raise ArgumentError("E600", f"cannot read {path}: {err}", _nowhere(str(path))) from None
     root = loader.from_text(text, str(path), Path(path).parent, file=Path(path))
-    return Module(_compiled(loader, root, export_all), executor, optimize)
+    return Module(_compiled(loader, root, export_all), executor, optimize, math)
 
 
-def open(name: str, executor: str = "numba", optimize: str = "auto") -> Module:  # noqa: A001
+def open(name: str, executor: str = "numba", optimize: str = "auto",  # noqa: A001
+         math: str | None = None) -> Module:
     """A Prelude (or search-path) module by its dotted name, with every definition callable.
 
     >>> nets = open("Prelude.Networks")             # doctest: +SKIP
@@ -421,13 +449,14 @@ def open(name: str, executor: str = "numba", optimize: str = "auto") -> Module: 
     holder = loader.from_text("", "<open>", None)
     root = loader.open(Open(parts, _nowhere(name)), holder)
     compiled = _compiled(loader, root, export_all=True)
-    return Module(dataclasses.replace(compiled, key=name), executor, optimize)  # named as asked
+    return Module(dataclasses.replace(compiled, key=name), executor, optimize,  # named as asked
+                  math)
 
 
 def compile_source(text: str, name: str = "<string>",
                    search_path: str | Path | list[str | Path] | None = None,
                    executor: str = "numba", export_all: bool = False,
-                   optimize: str = "auto") -> Module:
+                   optimize: str = "auto", math: str | None = None) -> Module:
     """Compile .hb source text into a module.
 
     >>> compile_source("fn twice(x) ↦ 2 · x").twice(3)
@@ -435,7 +464,7 @@ def compile_source(text: str, name: str = "<string>",
     """
     loader = Loader(search_path)
     root = loader.from_text(text, name, None)
-    return Module(_compiled(loader, root, export_all), executor, optimize)
+    return Module(_compiled(loader, root, export_all), executor, optimize, math)
 
 
 def _compiled(loader: Loader, root, export_all: bool) -> CompiledModule:

@@ -15,7 +15,7 @@ from hilbert.compiler.driver import CompiledModule
 from hilbert.compiler.models import STEPS, CompiledModel, Member
 from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, internal_error
 
-from .api import Function
+from .api import Function, maths_options
 from .progress import run_in_chunks
 from .weights import _private
 
@@ -28,10 +28,11 @@ class _Functions(dict):
     inlined and optimised then: compiler/models.py, Member)."""
 
     def __init__(self, members: dict[str, Member], module: CompiledModule, executor: str,
-                 optimize: str):
+                 optimize: str, math: str = "exact"):
         super().__init__()
         self._members = members
         self._made = (module, executor, optimize)
+        self._options = maths_options(math)
         self._lock = threading.Lock()
 
     def __missing__(self, name: str) -> Function:
@@ -43,7 +44,7 @@ class _Functions(dict):
         except Exception as err:  # a bug of hilbert's: E900, never a bare traceback
             raise internal_error(err, member.span, f"compiling {member.name}") from err
         with self._lock:
-            return self.setdefault(name, Function(entry, *self._made))
+            return self.setdefault(name, Function(entry, *self._made, options=self._options))
 
 
 def _class_doc(model: CompiledModel) -> str:

@@ -59,7 +59,7 @@ class _Signature:
 
 
 def model_class(model: CompiledModel, module: CompiledModule, executor: str = "numba",
-                optimize: str = "auto") -> type[Learner]:
+                optimize: str = "auto", math: str = "exact") -> type[Learner]:
     """The Python class of `model`: a Learner subclass with a property per weight and a
     method per train block and method. Call it once per module and keep it (the compiled
     programs are cached on the class, so every instance shares them).
@@ -74,8 +74,9 @@ def model_class(model: CompiledModel, module: CompiledModule, executor: str = "n
         "_module": module,
         "_executor": executor,
         "_optimize": optimize,
+        "_math": math,
         "_source": None,  # what a pickle carries, made at the first pickle (see ModelSource)
-        "_functions": _Functions(members, module, executor, optimize),
+        "_functions": _Functions(members, module, executor, optimize, math),
         "__doc__": _class_doc(model),
         "__qualname__": model.name,
         "__signature__": inspect.Signature(
@@ -113,6 +114,7 @@ class Learner:
     _module: ClassVar[CompiledModule]
     _executor: ClassVar[str]
     _optimize: ClassVar[str]
+    _math: ClassVar[str]
     _source: ClassVar[ModelSource | None]
     _functions: ClassVar[dict[str, Function]]
     _arguments: dict[str, np.ndarray]
@@ -162,7 +164,7 @@ class Learner:
         source = cls._source
         if source is None:
             source = ModelSource(module_source(cls._module), cls._model.name, cls._executor,
-                                 cls._optimize, uuid.uuid4().hex)
+                                 cls._optimize, uuid.uuid4().hex, cls._math)
             with _SOURCES_LOCK:  # unpickled in this process, it is of this very class
                 _CLASSES.setdefault(source, cls)
                 _TOKENS[source.token] = cls
@@ -313,6 +315,7 @@ class ModelSource:
     executor: str
     optimize: str
     token: str = field(default="", compare=False)
+    math: str = "exact"
 
 
 #: Compiled modules and model classes by the source they were made from, so that one process
@@ -365,7 +368,7 @@ def model_from(source: ModelSource) -> type[Learner]:
     if cls is None:
         compiled = compiled_from(source.module)
         made = model_class(compiled.models[source.model], compiled, source.executor,
-                           source.optimize)
+                           source.optimize, source.math)
         made._source = source  # pickled again, it names the class it came from
         with _SOURCES_LOCK:
             cls = _CLASSES.setdefault(source, made)
@@ -373,9 +376,10 @@ def model_from(source: ModelSource) -> type[Learner]:
     return cls
 
 
-def module_from(source: ModuleSource, executor: str = "numba", optimize: str = "auto") -> Module:
+def module_from(source: ModuleSource, executor: str = "numba", optimize: str = "auto",
+                math: str = "exact") -> Module:
     """A Module compiled from `source` (what an unpickled hilbert.Module is)."""
-    return Module(compiled_from(source), executor, optimize)
+    return Module(compiled_from(source), executor, optimize, math)
 
 
 def function_from(source: ModuleSource, name: str, executor: str = "numba",

@@ -174,19 +174,19 @@ def networks(config: Config):
     return _module(("open", "Prelude.Networks"), config)
 
 
-def example(name: str, config: Config):
-    """examples/<name>.hb compiled for the run's executor (once per process)."""
-    return _module(("load", str(EXAMPLES / f"{name}.hb")), config)
+def example(name: str, config: Config, math: str = "exact"):
+    """examples/<name>.hb compiled for the run's executor (once per process), in maths `math`."""
+    return _module(("load", str(EXAMPLES / f"{name}.hb")), config, math)
 
 
-def _module(key: tuple, config: Config):
+def _module(key: tuple, config: Config, math: str = "exact"):
     import hilbert
 
-    full = (*key, config.executor)
+    full = (*key, config.executor, math)
     if full not in _MODULES:
         how, what = key
-        _MODULES[full] = (hilbert.open(what, executor=config.executor) if how == "open"
-                          else hilbert.load(what, executor=config.executor))
+        _MODULES[full] = (hilbert.open(what, executor=config.executor, math=math) if how == "open"
+                          else hilbert.load(what, executor=config.executor, math=math))
     return _MODULES[full]
 
 

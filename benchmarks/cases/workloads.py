@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import anchors as A
-from benchmarks.cases.base import Case, Config, Setup, example
+from benchmarks.cases.base import JAX, Case, Config, Setup, Target, example
 
 
-def layer_norm(config: Config) -> Setup:
+def layer_norm(config: Config, math: str = "exact") -> Setup:
     n, p = config.pick((4096, 512), (1024, 256))
     a = np.random.default_rng(10).standard_normal((n, p)) * 3 + 1
-    normalised = example("Layers", config).normalisedRows
+    normalised = example("Layers", config, math).normalisedRows
     return Setup(
         ours=lambda: normalised(a),
         anchors=[A.numpy_anchor(A.layer_norm_numpy, a),
@@ -62,13 +62,14 @@ def max_pool(config: Config) -> Setup:
         params={"x": f"{b}×{length}", "window": width})
 
 
-def recurrent(config: Config, b: int = 64, w: int = 32, lengths: tuple[int, int] = (200, 50)) -> Setup:
+def recurrent(config: Config, b: int = 64, w: int = 32, lengths: tuple[int, int] = (200, 50),
+              math: str = "exact") -> Setup:
     length = config.pick(*lengths)
     rng = np.random.default_rng(14)
     x = rng.standard_normal((b, length))
     wh, wx = rng.standard_normal((w, w)) / np.sqrt(w), rng.standard_normal(w)
     h0 = np.zeros((b, w))
-    unrolled = example("Fits", config).unrolled
+    unrolled = example("Fits", config, math).unrolled
     return Setup(
         ours=lambda: unrolled(x, wh, wx, h0),
         anchors=[A.numpy_anchor(A.recurrent_numpy, x, wh, wx, h0, note="NumPy loop"),
@@ -130,8 +131,8 @@ def critic_loss(config: Config) -> Setup:
         params={"real, fake": f"{n}×{p}"}, flops=4.0 * n * p)
 
 
-def _case(name, title, build, measures):
-    return Case(name, "workloads", title, measures, build)
+def _case(name, title, build, measures, targets=()):
+    return Case(name, "workloads", title, measures, build, targets)
 
 
 CASES = [
@@ -147,6 +148,13 @@ CASES = [
           "a loop over time with a small contraction and tanh per step"),
     _case("recurrent-long", "recurrent network, long sequence (Fits.unrolled)", recurrent_long,
           "the sequence read at the loop counter: one column per step, linear in T"),
+    _case("recurrent-fast", "recurrent network, math=\"fast\" (Fits.unrolled)",
+          lambda config: recurrent(config, math="fast"),
+          "the recurrent case with tanh within 4 ulp (docs/semantics.md: math=\"fast\")",
+          (Target("math=\"fast\": ≤ 1.0× jax.jit", JAX, 1.0),)),
+    _case("layer-norm-fast", "layerNorm, math=\"fast\" (Layers.normalisedRows)",
+          lambda config: layer_norm(config, math="fast"),
+          "the layer norm with its divisions by a reciprocal, unchecked"),
     _case("autoencoder", "linear autoencoder fit (Fits.squeezed)", autoencoder,
           "twin loops (codeLoop/buildLoop) that should run as one fit"),
     _case("critic-loss", "critic loss (Fits.criticLossOf)", critic_loss,

@@ -32,7 +32,8 @@ TRAITS = frozenset({"entrywise", "movable", "shapes_only", "compiled", "static",
 class Primitive:
     """One row of the table. `kind` names the family the row's defaults come from (_KINDS);
     `code` is the row's expression in compiled loops (`{}` for each argument), `host_code` the
-    same in uncompiled generated code where it differs."""
+    same in uncompiled generated code where it differs, `fast_code` in compiled loops under
+    math="fast" where it differs (within 4 ulp of NumPy, for less work)."""
 
     name: str
     arity: int
@@ -48,6 +49,7 @@ class Primitive:
     dask: m.LazyMeaning | None = None  # on dask arrays, where the NumPy meaning is not lazy
     code: str | None = None
     host_code: str | None = None
+    fast_code: str | None = None
     lower: Callable | None = None  # once shapes are known, written as einsums (lowering.py)
 
 
@@ -146,14 +148,14 @@ _LAZY = frozenset({"lazy"})
 #: The primitives a .hb program calls by name.
 PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
     _row("exp", 1, "unary", np.exp, derivative=_slope(lambda n, x: n),
-         code="K.exp({})", host_code="np.exp({})"),
+         code="K.exp({})", host_code="np.exp({})", fast_code="K.exp_fast({})"),
     _row("ln", 1, "unary", np.log, derivative=_slope(lambda n, x: p(n, "div", c(n, 1.0), x)),
          code="K.log({})", host_code="np.log({})"),
     _row("sqrt", 1, "unary", np.sqrt, derivative=_slope(lambda n, x: p(n, "div", c(n, 0.5), n)),
          code="np.sqrt({})"),
     _row("tanh", 1, "unary", np.tanh,
          derivative=_slope(lambda n, x: p(n, "sub", c(n, 1.0), p(n, "pow", n, c(n, 2.0)))),
-         code="K.tanh({})", host_code="np.tanh({})"),
+         code="K.tanh({})", host_code="np.tanh({})", fast_code="K.tanh_fast({})"),
     _row("sin", 1, "unary", np.sin, derivative=_slope(lambda n, x: p(n, "cos", x)),
          code="np.sin({})"),
     _row("cos", 1, "unary", np.cos, derivative=_slope(lambda n, x: p(n, "neg", p(n, "sin", x))),

@@ -29,6 +29,10 @@ runs (a second run would count a row twice), or a statement other than `x = …`
 the same for the whole nest, whose check would then reach past its end, and rows.py could no
 longer run it row by row with its neighbours (a layer norm's means and spreads: one division a
 row).
+
+Under math="fast" (docs/semantics.md) each such division is `quo = num * rec`: the reciprocal
+computed before the loop, no check and no second run, so any nest of two axes or more that is
+not flat takes it, parallel ones included (nothing to share).
 """
 
 from __future__ import annotations
@@ -69,6 +73,12 @@ class Division:
                                               Var(self.divisor), Var(self.reciprocal)),))
 
     @property
+    def by_reciprocal(self) -> Assign:
+        """math="fast": a·(1/d), rounded twice (within 1.5 ulp of a/d where 1/d is normal)."""
+        return Assign((self.quotient,), (fmt("({} * {})", Var(self.numerator),
+                                             Var(self.reciprocal)),))
+
+    @property
     def exact(self) -> Assign:
         return Assign((self.quotient,), (fmt("({} / {})", Var(self.numerator),
                                              Var(self.divisor)),))
@@ -94,19 +104,42 @@ def exact(body: list[Stmt], divisions: list[Division]) -> list[Stmt]:
 
 
 def rewrite(nest: Nest, divisions: list[Division], flag: str, scratch: list[str],
-            allowed: bool) -> list[Stmt]:
+            allowed: bool, fast: bool = False) -> list[Stmt]:
     """The innermost loop's statements, its divisions by invariant divisors made
     multiplications (see the module's doc); `nest.before` and `nest.after` gain what runs
     around the loop. `flag` and `scratch` (one per store) are fresh names; `allowed`: whether
-    the caller's nest may take this (serial, not flat, room for a loop)."""
+    the caller's nest may take this (serial, not flat, room for a loop). `fast` (math="fast",
+    a nest that is not flat): each such division is a multiplication by the reciprocal, with
+    no check and no second run, in any nest (`allowed` or not)."""
     body = nest.body
     if not divisions:
         return body + nest.stores
-    inner, k = nest.index[-1], len(nest.index) - 1
-    plain = all(isinstance(s, Assign) and len(s.targets) == 1 for s in body) and all(
-        not s.add and isinstance(s.value, Var) for s in nest.stores)
+    assigns = all(isinstance(s, Assign) and len(s.targets) == 1 for s in body)
+    if fast and assigns and len(nest.index) >= 2:
+        return _by_reciprocals(nest, divisions)
+    plain = assigns and all(not s.add and isinstance(s.value, Var) for s in nest.stores)
     if not allowed or len(nest.index) < 2 or not plain:
         return exact(body, divisions) + nest.stores
+    return _checked(nest, divisions, flag, scratch)
+
+
+def _by_reciprocals(nest: Nest, divisions: list[Division]) -> list[Stmt]:
+    """math="fast": what the innermost loop does not change moved before it, each division
+    by such a divisor a multiplication by its reciprocal, computed there."""
+    inner, k = nest.index[-1], len(nest.index) - 1
+    varying, _ = _varying(inner, nest.body)
+    fast = [d for d in divisions if d.divisor not in varying and d.quotient in varying]
+    moved = [s for s in nest.body if s.targets[0] not in varying]
+    nest.before[k] += exact(moved, divisions) + [
+        Assign((d.reciprocal,), (fmt("1.0 / {}", Var(d.divisor)),)) for d in fast]
+    swap = {d.fast: d.by_reciprocal for d in fast}
+    kept = [swap.get(s, s) for s in nest.body if s.targets[0] in varying]
+    return exact(kept, divisions) + nest.stores
+
+
+def _varying(inner: Var, body: list[Stmt]) -> tuple[set[str], set[str]]:
+    """The locals of `body` the innermost loop (index `inner`) changes, and among them the
+    totals carried from entry to entry."""
     varying, totals = {inner.name}, set()
     for stmt in body:
         name, read = stmt.targets[0], names(stmt.values[0])
@@ -114,6 +147,14 @@ def rewrite(nest: Nest, divisions: list[Division], flag: str, scratch: list[str]
             totals.add(name)  # acc = f(acc, x): carried from entry to entry
         if name in read or read & varying:
             varying.add(name)
+    return varying, totals
+
+
+def _checked(nest: Nest, divisions: list[Division], flag: str, scratch: list[str]) -> list[Stmt]:
+    """The exact rewrite: reciprocals, checks, and the second run where a check fails."""
+    inner, k = nest.index[-1], len(nest.index) - 1
+    body = nest.body
+    varying, totals = _varying(inner, body)
     starts = {s.targets[0]: s for s in nest.before[k]
               if isinstance(s, Assign) and len(s.targets) == 1}
     # (a quotient the loop does not change either is computed once, before it: as it is)

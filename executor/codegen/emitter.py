@@ -348,7 +348,7 @@ TINY = 256
 
 
 def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = False,
-             paths: dict | None = None) -> Generated:
+             paths: dict | None = None, fast: bool = False) -> Generated:
     """The function computing `region`: compiled code, or plain NumPy calls when that is all
     it needs (a lone contraction, say), which runs fastest uncompiled. `exact`: the code runs
     only on the table's own shapes, so a tiny program with loops (no array over TINY entries)
@@ -356,10 +356,10 @@ def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = Fal
     (the seed's 4×2 fit runs several times faster). A program without loops gains little
     (one pass, its time in the call) and keeps code that serves every size. Code shared by
     other shapes (dask's blocks) must not ask for it. `paths`: the plan's contraction paths
-    (Plan.paths), which the code follows."""
+    (Plan.paths), which the code follows. `fast`: math="fast" (scheduler.Decisions)."""
     exact = exact and bool(table.states) and is_tiny(table)
     decided = scheduler.decide(region.root, region.inputs, region.scope, table, optimize, exact,
-                               paths or {})
+                               paths or {}, fast)
     return Emitter(table, decided).function(region)
 
 

@@ -88,7 +88,10 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
             return Var(split.quotient)
         case ir.Prim(op=op, args=args) if BY_OP[op].code is not None:
             row = BY_OP[op]
-            template = (row.host_code or row.code) if em.host else row.code
+            if em.host:
+                template = row.host_code or row.code
+            else:
+                template = (em.decided.fast and row.fast_code) or row.code
             return Fmt(template, tuple(at(em, a, index, temps) for a in args))
         case ir.Einsum(spec=spec, args=args):
             parsed = parse_spec(spec)
@@ -200,7 +203,8 @@ def emit_group(em, group: fusion.Group) -> None:
     body = division.rewrite(nest, divisions, em.fresh("bad"),
                             [em.fresh(rows.SCRATCH) for _ in written],
                             allowed=not parallel and not em.out.merged(rank)
-                            and em.out.room() > rank)
+                            and em.out.room() > rank,
+                            fast=em.decided.fast and not em.out.merged(rank))
     kernel = em.record("nest", em.shape(group.space), _described(group),
                        _kept(group, stores, em.frame.layouts), parallel)
     merged = em.out.nest(dims, [i.name for i in index], before, parallel, kernel)

@@ -87,12 +87,14 @@ class Decisions:
     (OpenMP's threads spin a while after a parallel nest, and a BLAS product started meanwhile
     loses a core to them: an MLP fit, whose steps alternate products and nests, ran ten times
     slower so, with torch imported, whose OpenMP settings then hold); `exact`: written for the
-    table's own sizes (a tiny program)."""
+    table's own sizes (a tiny program); `fast`: math="fast" (the op table's fast_code, and
+    division by a reciprocal: division.py)."""
 
     root: BlockPlan | None
     compiled: bool
     serial: bool
     exact: bool
+    fast: bool = False
 
 
 def moving(loop: ir.Loop) -> list[int]:
@@ -286,11 +288,12 @@ def sliced(order: list[ir.Node], read_later: set, shapes) -> dict[ir.Node, int]:
 
 
 def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: ShapeTable,
-           optimize: str, exact: bool, paths: dict) -> Decisions:
-    """The schedule of the function computing `root` in `scope` from `inputs`."""
+           optimize: str, exact: bool, paths: dict, fast: bool = False) -> Decisions:
+    """The schedule of the function computing `root` in `scope` from `inputs` (`fast`:
+    under math="fast")."""
     scheduler = _Scheduler(table, optimize, paths)
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
     if not scheduler.compiles:
         scheduler.as_host()
     return Decisions(top, scheduler.compiles, scheduler.serial,
-                     exact and scheduler.compiles)
+                     exact and scheduler.compiles, fast and scheduler.compiles)

@@ -28,19 +28,20 @@ from hilbert.grammar.errors import ArgumentError, HilbertError
 from hilbert.grammar.source import Span
 
 #: The options `Function.using(executor="dask", …)` takes.
-OPTIONS = ("chunks", "compute")
+OPTIONS = ("chunks", "compute", "math")
 #: Default blocks of a NumPy argument hold at most this share of HILBERT_MEMORY_LIMIT (and at
 #: most dask's `array.chunk-size`): values made from a block may be several times larger.
 DEFAULT_SHARE = 16
 
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, chunks=None,
-            compute: bool | None = None) -> DaskProgram:
+            compute: bool | None = None, math: str = "exact") -> DaskProgram:
     """Specialise and plan `entry` for `shapes`; the program that runs it on dask. The whole
     plan is not held to the memory limit (it is spread over blocks): every block is, as the
-    graph is built (E700)."""
+    graph is built (E700). `math`: "fast" lets the blockwise kernels compute as the numba
+    executor's do under it."""
     ready = plan_entry(entry, shapes, optimize, "dask", values, limit=sys.maxsize)
-    return DaskProgram(ready, entry, optimize, values, chunks, compute)
+    return DaskProgram(ready, entry, optimize, values, chunks, compute, math == "fast")
 
 
 def check_options(options: dict, span: Span) -> None:
@@ -69,8 +70,9 @@ class DaskProgram:
     """A callable for one signature: `run(values)` builds the graph and computes it (or not)."""
 
     def __init__(self, ready: Specialised, entry: Entry, optimize: str, values, chunks,
-                 compute: bool | None):
+                 compute: bool | None, fast: bool = False):
         self.body = ready.body
+        self.fast = fast
         self.table = ready.table
         self.optimize = optimize
         self.entry = entry
@@ -111,7 +113,7 @@ class DaskProgram:
 
     def _graph(self, symbolic: bool) -> DaskGraph:
         return DaskGraph(self.table, self._plan, self.optimize, self.entry.definition.span,
-                         symbolic, self._kernels, self._tapes)
+                         symbolic, self._kernels, self._tapes, self.fast)
 
     def _stand_ins(self) -> tuple:
         """What a symbolic run starts from: the plan's values, or unknown numbers and arrays."""

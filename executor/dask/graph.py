@@ -54,7 +54,8 @@ class DaskGraph:
     """Evaluates one signature's planned IR on dask arrays (see the module docstring)."""
 
     def __init__(self, table: ShapeTable, plan: Plan, optimize: str, span: Span,
-                 symbolic: bool = False, kernels: dict | None = None, tapes: list | None = None):
+                 symbolic: bool = False, kernels: dict | None = None, tapes: list | None = None,
+                 fast: bool = False):
         self.table = table
         self.plan = plan
         self.optimize = optimize
@@ -63,7 +64,7 @@ class DaskGraph:
         self.sketch = Sketch({})
         self.loop_steps = 0
         self.limit = memory_limit()
-        self._kernels = Kernels(table, optimize, kernels)  # shared by a program's runs
+        self._kernels = Kernels(table, optimize, kernels, fast)  # shared by a program's runs
         self._extremes = Extremes(table)
         self.tapes = tapes or []  # the call's loops run backwards (reference.tapes_at_the_call)
 

@@ -57,9 +57,11 @@ class Kernels:
     """The blockwise kernels of one signature's IR, by scope and root: made when first asked
     for, and shared by every run of one program (`made`)."""
 
-    def __init__(self, table: ShapeTable, optimize: str, made: dict | None = None):
+    def __init__(self, table: ShapeTable, optimize: str, made: dict | None = None,
+                 fast: bool = False):
         self.table = table
         self.optimize = optimize
+        self.fast = fast  # math="fast"
         self._made: dict[tuple, Kernel | None] = {} if made is None else made
 
     def fused(self, node: ir.Node, scope) -> bool:
@@ -89,7 +91,7 @@ class Kernels:
         if operations < 2:
             return None
         generated = codegen.generate(codegen.Region(root, tuple(inputs), scope), self.table,
-                                     self.optimize)
+                                     self.optimize, fast=self.fast)
         scalars = frozenset(i for i, n in enumerate(inputs) if shapes[n] == ())
         kernel = BlockKernel(generated.source, generated.compiled, generated.parallel, scalars)
         return Kernel(kernel, tuple(inputs))

@@ -37,9 +37,18 @@ __all__ = ["COMPILE_AFTER", "COMPILE_ENVIRONMENT", "HOST_ENVIRONMENT", "Compiled
            "generated_ir", "prepare", "regions_of", "resume_points"]
 
 
-def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
+#: The options this executor takes (beside hilbert.api's `math`, which every executor takes).
+OPTIONS = ("math",)
+
+
+def check_options(options: dict, span) -> None:
+    """Nothing more to check: `math` is checked where every executor's is (executor.check_options)."""
+
+
+def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str = "exact"):
     """Specialise and plan `entry` for `shapes`; return the program that runs it: tiered when
-    it has no loops (nothing is generated or compiled here), else compiled at its first call."""
+    it has no loops (nothing is generated or compiled here), else compiled at its first call.
+    `math`: "exact" or "fast" (compiled code within a few ulp of NumPy: the plan says so)."""
     ready = plan_entry(entry, shapes, optimize, "numba", values)
     forced = names(HOST_ENVIRONMENT)
     threads.count()  # HILBERT_THREADS read here, on the caller's thread (E600 if unreadable)
@@ -48,7 +57,7 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None):
         return plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True).plan
 
     looped = bool(ready.plan.loops)  # (every loop is planned, however deep)
-    return TieredProgram(tiers_of(ready, optimize, forced), replan, len(entry.params),
+    return TieredProgram(tiers_of(ready, optimize, forced, math == "fast"), replan, len(entry.params),
                          compile_when(looped))
 
 

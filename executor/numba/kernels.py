@@ -20,10 +20,12 @@ from hilbert.executor.numba.vmath import (  # noqa: F401 (generated code calls t
     add_any_order,
     divisor_unsafe,
     exp,
+    exp_fast,
     log,
     quotient,
     quotient_unsafe,
     tanh,
+    tanh_fast,
     wide_vectors,
 )
 from numba import carray, config, njit, types

@@ -24,7 +24,7 @@ class CompiledRegion:
     given (scalars are passed as NumPy floats, arrays as C-ordered writable float64 arrays)."""
 
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str,
-                 paths: dict | None = None):
+                 paths: dict | None = None, fast: bool = False):
         from hilbert.executor.numba.kernels import (
             PYTHON_MODE,  # (Numba is loaded once something is to compile)
         )
@@ -34,6 +34,7 @@ class CompiledRegion:
         self._table = table
         self._optimize = optimize
         self._paths = paths  # the plan's contraction paths, which the code follows
+        self._fast = fast  # math="fast"
         self._generated: codegen.Generated | None = None
         self._function = None
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
@@ -47,7 +48,7 @@ class CompiledRegion:
             from hilbert.executor import codegen
 
             self._generated = codegen.generate(self.region, self._table, self._optimize,
-                                              exact=True, paths=self._paths)
+                                              exact=True, paths=self._paths, fast=self._fast)
         return self._generated
 
     @property

@@ -35,8 +35,9 @@ class ScopeRunner(Host):
     its planned path) for the rest."""
 
     def __init__(self, roots: list[ir.Node], scope: Scope, table: ShapeTable, plan: Plan,
-                 optimize: str, where: Placement):
+                 optimize: str, where: Placement, fast: bool = False):
         self.roots = roots
+        self.fast = fast  # math="fast": the code generator's (scheduler.Decisions)
         self.scope = scope
         self.table = table
         self.plan = plan
@@ -67,7 +68,8 @@ class ScopeRunner(Host):
             why = self.where.reason(node, self.scope)
             if why is None:
                 region = self.regions[node] = CompiledRegion(self._region(node), self.table,
-                                                             self.optimize, self.plan.paths)
+                                                             self.optimize, self.plan.paths,
+                                                             self.fast)
                 stack.extend(region.region.inputs)  # values the host computes for it
                 continue
             self.hosted[node] = why
@@ -79,7 +81,8 @@ class ScopeRunner(Host):
                                      self._runner(list(node.vjp), self.scope + (node,))]
 
     def _runner(self, roots: list[ir.Node], scope) -> ScopeRunner:
-        return ScopeRunner(roots, scope, self.table, self.plan, self.optimize, self.where)
+        return ScopeRunner(roots, scope, self.table, self.plan, self.optimize, self.where,
+                           self.fast)
 
     def _region(self, root: ir.Node) -> codegen.Region:
         """Everything compilable `root` reads, down to leaves and host values (its inputs)."""

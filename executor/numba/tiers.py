@@ -60,7 +60,8 @@ class Tiers:
     (`resumes`), and the runner of the second tier (made when first asked for), with the code
     it generates."""
 
-    def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str]):
+    def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str],
+                 fast: bool = False):
         self.looped = bool(ready.plan.loops)
         self.counter = None  # the state component that counts a resumable loop's steps left
         if self.looped:
@@ -70,15 +71,16 @@ class Tiers:
             note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
             walk = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
                                Placement(ready.table, forced, host_only=True))
-            self.host = HostProgram(walk, _noted(ready.plan, (note,)))
+            self.host = HostProgram(walk, _noted(ready.plan, (note, *_maths(fast))))
         else:
             self.resumes = None
             note = TIERED
-            self.host = PlannedProgram(ready.body, _noted(ready.plan, (note,)))
+            self.host = PlannedProgram(ready.body, _noted(ready.plan, (note, *_maths(fast))))
         self.note = note
         self._ready = ready
         self._optimize = optimize
         self._forced = forced
+        self.fast = fast
         self._runner: ScopeRunner | None = None
         self._lock = threading.Lock()
 
@@ -88,7 +90,7 @@ class Tiers:
             if self._runner is None:
                 body, table = generated_ir(self._ready)
                 self._runner = ScopeRunner([body], (), table, self._ready.plan, self._optimize,
-                                           Placement(table, self._forced))
+                                           Placement(table, self._forced), self.fast)
             return self._runner
 
 
@@ -105,12 +107,23 @@ def generated_ir(ready: Specialised) -> tuple[ir.Node, ShapeTable]:
     return made
 
 
-def tiers_of(ready: Specialised, optimize: str, forced: frozenset[str]) -> Tiers:
-    key = ("numba tiers", optimize, forced)
+def tiers_of(ready: Specialised, optimize: str, forced: frozenset[str],
+             fast: bool = False) -> Tiers:
+    key = ("numba tiers", optimize, forced, fast)
     made = ready.derived.get(key)
     if made is None:
-        made = ready.derived.setdefault(key, Tiers(ready, optimize, forced))
+        made = ready.derived.setdefault(key, Tiers(ready, optimize, forced, fast))
     return made
+
+
+#: What a plan under math="fast" says (hilbert/api.py, MATHS).
+FAST_MATHS = ("maths: fast (math=\"fast\"): compiled exp within 2 ulp and tanh within 4 ulp of "
+              "NumPy's, division by a value a loop does not change as multiplication by its "
+              "reciprocal; the host tier computes as NumPy does")
+
+
+def _maths(fast: bool) -> tuple[str, ...]:
+    return (FAST_MATHS,) if fast else ()
 
 
 def compile_when(looped: bool = False) -> int | None:
@@ -341,7 +354,8 @@ class TieredProgram:
         runner = self._tiers.runner
         if _holds_every_value(runner):  # planned again, as such: within the memory limit?
             try:
-                plan = _noted(self._replan(), (self._tiers.note, BUILT, *_notes(runner)), runner)
+                plan = _noted(self._replan(), (self._tiers.note, *_maths(self._tiers.fast), BUILT,
+                                                 *_notes(runner)), runner)
             except RuntimeHilbertError as err:
                 if err.code != "E700":
                     raise
