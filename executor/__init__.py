@@ -71,21 +71,30 @@ def get_executor(name: str) -> Executor:
 MATHS = ("exact", "fast")
 
 
+def check_math(mode, span) -> str:
+    """`mode` if it is one of MATHS, else an ArgumentError (E600)."""
+    from hilbert.grammar.errors import ArgumentError
+
+    if mode not in MATHS:
+        raise ArgumentError("E600", f"math={mode!r:.40} is not a mode: write \"exact\" (NumPy's "
+                            "results, the default) or \"fast\" (exp and tanh within 4 ulp, "
+                            "division by a reciprocal)", span)
+    return mode
+
+
 def check_options(name: str, options: dict, span) -> None:
-    """An ArgumentError unless executor `name` takes every one of `options` as given."""
+    """An ArgumentError unless executor `name` takes every one of `options` as given (`math`
+    every executor takes)."""
     from hilbert.grammar.errors import ArgumentError
 
     executor = get_executor(name)
-    mode = options.get("math", "exact")
-    if mode not in MATHS:
-        raise ArgumentError("E600", f"math={mode!r:.40} is not a mode: write \"exact\" (NumPy's "
-                            "results, the default) or \"fast\" (exp, ln and tanh within 4 ulp, "
-                            "division by a reciprocal)", span)
+    check_math(options.get("math", "exact"), span)
+    own = {k: v for k, v in options.items() if k != "math"}
     known = getattr(executor, "OPTIONS", ())
-    unknown = sorted(set(options) - set(known))
+    unknown = sorted(set(own) - set(known))
     if unknown:
-        takes = f"its options: {', '.join(known)}" if known else "it takes none"
+        takes = f"its options: {', '.join(known)}, and math" if known else "it takes none but math"
         raise ArgumentError("E600", f"the {name} executor has no option(s) {', '.join(unknown)} "
                             f"({takes})", span)
-    if options:
-        executor.check_options(options, span)
+    if own:
+        executor.check_options(own, span)

@@ -206,15 +206,6 @@ class ReferenceProgram:
         return self.evaluator.loop_steps
 
 
-#: The options this executor takes: `math` (hilbert.api), which changes nothing here: the
-#: reference computes as NumPy does, whatever the mode.
-OPTIONS = ("math",)
-
-
-def check_options(options: dict, span) -> None:
-    """Nothing more to check: `math` is checked where every executor's is (executor.check_options)."""
-
-
 def prepare(entry, shapes, optimize: str = "auto", values=None,
             math: str = "exact") -> ReferenceProgram:
     """Specialise `entry` to `shapes` and return the program that runs it (`math` changes

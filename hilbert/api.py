@@ -17,7 +17,7 @@ from hilbert.compiler.driver import CompiledModule, Entry, annotate, compile_mod
 from hilbert.compiler.modules import Loader
 from hilbert.compiler.plan import Plan, check_optimiser
 from hilbert.compiler.settings import whole_number
-from hilbert.executor import MATHS, check_options, get_executor
+from hilbert.executor import check_math, check_options, get_executor
 from hilbert.grammar.errors import (
     ArgumentError,
     HilbertError,
@@ -299,11 +299,7 @@ def maths(math: str | None, span=None) -> str:
     """The mode `math` ("exact" or "fast"), or HILBERT_MATH's when None (default "exact"); an
     ArgumentError (E600) for anything else."""
     mode = (settings.text("HILBERT_MATH") or "exact") if math is None else math
-    if mode not in MATHS:
-        raise ArgumentError("E600", f"math={mode!r:.40} is not a mode: write \"exact\" (NumPy's "
-                            "results, the default) or \"fast\" (exp, ln and tanh within 4 ulp, "
-                            "division by a reciprocal)", span or _nowhere("math"))
-    return mode
+    return check_math(mode, span or _nowhere("math"))
 
 
 def maths_options(math: str) -> dict:
@@ -313,8 +309,8 @@ def maths_options(math: str) -> dict:
 
 class Module:
     """A compiled module: its exported functions are attributes; `function(name)` reaches
-    any definition of the module. `math`: "exact" (NumPy's results) or "fast" (compiled exp,
-    ln and tanh within 4 ulp, division by a reciprocal: docs/numerics.md); None: HILBERT_MATH's."""
+    any definition of the module. `math`: "exact" (NumPy's results) or "fast" (compiled exp and
+    tanh within 4 ulp, division by a reciprocal: docs/semantics.md); None: HILBERT_MATH's."""
 
     def __init__(self, compiled: CompiledModule, executor: str = "numba", optimize: str = "auto",
                  math: str | None = None):
@@ -420,7 +416,7 @@ def load(path: str | Path, search_path: str | Path | list[str | Path] | None = N
          executor: str = "numba", export_all: bool = False, optimize: str = "auto",
          math: str | None = None) -> Module:
     """Compile a .hb file (and what it opens); its `fn`s become the module's functions.
-    `math="fast"` trades NumPy's last bits for speed (docs/numerics.md).
+    `math="fast"` trades NumPy's last bits for speed (docs/semantics.md).
 
     >>> mod = load("examples/Layers.hb")          # doctest: +SKIP
     >>> mod.layerThrough([[1, 2]], [[1], [1]])     # doctest: +SKIP

@@ -28,7 +28,7 @@ from hilbert.grammar.errors import ArgumentError, HilbertError
 from hilbert.grammar.source import Span
 
 #: The options `Function.using(executor="dask", …)` takes.
-OPTIONS = ("chunks", "compute", "math")
+OPTIONS = ("chunks", "compute")
 #: Default blocks of a NumPy argument hold at most this share of HILBERT_MEMORY_LIMIT (and at
 #: most dask's `array.chunk-size`): values made from a block may be several times larger.
 DEFAULT_SHARE = 16

@@ -37,14 +37,6 @@ __all__ = ["COMPILE_AFTER", "COMPILE_ENVIRONMENT", "HOST_ENVIRONMENT", "Compiled
            "generated_ir", "prepare", "regions_of", "resume_points"]
 
 
-#: The options this executor takes (beside hilbert.api's `math`, which every executor takes).
-OPTIONS = ("math",)
-
-
-def check_options(options: dict, span) -> None:
-    """Nothing more to check: `math` is checked where every executor's is (executor.check_options)."""
-
-
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str = "exact"):
     """Specialise and plan `entry` for `shapes`; return the program that runs it: tiered when
     it has no loops (nothing is generated or compiled here), else compiled at its first call.
