@@ -19,7 +19,7 @@ from hilbert.compiler.passes.monomorphise import monomorphise
 from hilbert.compiler.passes.recursion import check_recursion
 from hilbert.compiler.passes.resolve import Definition, Resolved, resolve
 from hilbert.compiler.passes.shapes import Shape, ShapeTable, infer_shapes
-from hilbert.compiler.plan import Plan, contraction, guard, make_plan, memory_limit
+from hilbert.compiler.plan import Plan, contraction, guard, is_path, make_plan, memory_limit
 from hilbert.grammar.errors import HilbertError
 from hilbert.grammar.source import Span
 
@@ -145,7 +145,10 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
         guard(plan, body, table, limit)
 
     # (plans from values hold trip counts, and one over the limit raises: neither is kept)
-    body, table, plan = made() if values is not None else kept_plan(entry, key[1:], made, guarded)
+    # (a path optimiser object has no lasting name to keep its plans by on disk)
+    lasting = isinstance(optimize, str) or is_path(optimize)
+    body, table, plan = made() if values is not None or not lasting else \
+        kept_plan(entry, key[1:], made, guarded)
     dump("plan", plan)
     ready = Specialised(body, table, plan)
     if values is None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.ops.einsum_spec import numpy_spec
 from hilbert.compiler.ops.primitives import BY_OP
 
 #: How an einsum node is computed from its operands' values.
@@ -46,7 +47,7 @@ def evaluate(node: ir.Node, memo: dict, leaves: tuple, inputs, value):
 
 def numpy_einsum(node: ir.Einsum, operands: list):
     """An einsum as numpy.einsum computes it, in one call."""
-    return np.einsum(node.spec, *operands)
+    return np.einsum(numpy_spec(node.spec), *operands)
 
 
 class Host:

@@ -10,7 +10,7 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.driver import Entry, plan_entry
 from hilbert.compiler.evaluate import Host, evaluate, needs
-from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.einsum_spec import numpy_spec, parse_spec
 from hilbert.compiler.plan import ContractStep, Plan, contraction
 from hilbert.executor.numerics import detached, quietly
 
@@ -32,7 +32,8 @@ class PlannedProgram:
         # read each value, and the pairwise steps of every einsum the plan has shapes for
         self._readers = _readers(body)
         self._kernels: dict[tuple, Callable] = {
-            (e.spec, tuple(map(tuple, e.shapes))): einsum_kernel(e.spec, e.shapes, plan.optimize)
+            (e.spec, tuple(map(tuple, e.shapes))): einsum_kernel(e.spec, e.shapes, plan.optimize,
+                                                                  plan.paths)
             for e in plan.einsums}
         self._host = Host(lambda node, operands: self.einsum(node.spec, operands))
 
@@ -65,7 +66,8 @@ class PlannedProgram:
         key = (spec, tuple(np.shape(o) for o in operands))
         kernel = self._kernels.get(key)
         if kernel is None:
-            kernel = self._kernels[key] = einsum_kernel(spec, key[1], self.plan.optimize)
+            kernel = self._kernels[key] = einsum_kernel(spec, key[1], self.plan.optimize,
+                                                        self.plan.paths)
         return kernel(*operands)
 
 
@@ -89,11 +91,13 @@ def _read(node: ir.Node, memo: dict) -> set[ir.Node]:
     return set(ir.children(node))
 
 
-def einsum_kernel(spec: str, shapes: tuple, optimize: str) -> Callable:
-    """A function of the operands computing `spec` along the path `optimize` plans for `shapes`
-    (the planner's cached search): pairwise steps as opt_einsum's contract_expression runs
-    them, tensordot where BLAS pays and numpy.einsum for the rest."""
-    path, steps = contraction(spec, shapes, optimize)
+def einsum_kernel(spec: str, shapes: tuple, optimize, paths: dict | None = None) -> Callable:
+    """A function of the operands computing `spec` along the path a plan took for `shapes`
+    (`paths`: Plan.paths) or else the one `optimize` finds (the planner's cached search):
+    pairwise steps as opt_einsum's contract_expression runs them, tensordot where BLAS pays
+    and numpy.einsum for the rest."""
+    shapes = tuple(tuple(s) for s in shapes)
+    path, steps = (paths or {}).get((spec, shapes)) or contraction(spec, shapes, optimize)
     if len(steps) == 1 and len(path[0]) == len(shapes):
         return _step(spec, steps[0])  # one step over every operand: the spec itself
     functions = [_step(step.spec, step) for step in steps]
@@ -115,7 +119,8 @@ def _step(spec: str, step: ContractStep) -> Callable:
     blas = step.blas and "EINSUM" not in step.blas and step.flops >= BLAS_FLOPS
     parsed = parse_spec(spec)
     if not blas or len(parsed.inputs) != 2:
-        return lambda *operands: np.einsum(spec, *operands)
+        numpy = numpy_spec(spec)
+        return lambda *operands: np.einsum(numpy, *operands)
     left, right = parsed.inputs
     removed = sorted(set(left + right) - set(parsed.output), key=left.find)
     axes = (tuple(left.find(ch) for ch in removed), tuple(right.find(ch) for ch in removed))

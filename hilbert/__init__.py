@@ -6,6 +6,7 @@ array([[3.]])
 """
 
 from hilbert.api import Function, Module, compile_source, load, open
+from hilbert.contract import contract_expression, contract_path, einsum
 from hilbert.grammar.errors import (
     ArgumentError,
     CheckError,
@@ -21,5 +22,6 @@ from hilbert.grammar.errors import (
 __all__ = [
     "ArgumentError", "CheckError", "Function", "HilbertError", "HilbertWarning",
     "MissingNameError", "Module", "ModelError",
-    "NameResolutionError", "ParseError", "RuntimeHilbertError", "compile_source", "load", "open",
+    "NameResolutionError", "ParseError", "RuntimeHilbertError", "compile_source",
+    "contract_expression", "contract_path", "einsum", "load", "open",
 ]

@@ -1,14 +1,13 @@
-"""Parses and validates einsum specifications (NumPy's explicit form, letters only)."""
+"""Parses and validates einsum specifications (NumPy's explicit form, letters only: any
+alphabet's, `ij` or `αβ`)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from hilbert.grammar.errors import CheckError
 from hilbert.grammar.source import Span
-
-_TERM = re.compile(r"[a-zA-Z]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +45,10 @@ def check_spec(text: str, operands: int, span: Span) -> str:
     left, output = compact.split("->")
     inputs = left.split(",")
     for term in inputs + [output]:
-        if not _TERM.fullmatch(term):
-            bad = next(ch for ch in term if not ch.isascii() or not ch.isalpha())
-            raise CheckError("E300", f'einsum "{text}" contains {bad!r}; axes are the letters '
-                             "a–z and A–Z", span)
+        bad = next((ch for ch in term if not ch.isalpha()), None)
+        if bad is not None:
+            raise CheckError("E300", f'einsum "{text}" contains {bad!r}; axes are letters '
+                             "(a–z, A–Z, or any alphabet's: α, ж)", span)
     if len(inputs) != operands:
         raise CheckError("E303", f'einsum "{text}" names {len(inputs)} operand(s) but is given '
                          f"{operands}", span)
@@ -61,3 +60,24 @@ def check_spec(text: str, operands: int, span: Span) -> str:
     if len(set(output)) != len(output):
         raise CheckError("E300", f'einsum "{text}" repeats a letter in its output', span)
     return compact
+
+
+@lru_cache(maxsize=4096)
+def numpy_spec(spec: str) -> str:
+    """`spec` as numpy.einsum takes it: its letters renamed a–z, A–Z in order of first
+    appearance when any is not ASCII (numpy.einsum knows no others).
+
+    >>> numpy_spec("αβ,βγ->αγ")
+    'ab,bc->ac'
+    """
+    if spec.isascii():
+        return spec
+    letters: dict[str, str] = {}
+    for ch in spec:
+        if ch.isalpha() and ch not in letters:
+            letters[ch] = ASCII_LETTERS[len(letters)]
+    return "".join(letters.get(ch, ch) for ch in spec)
+
+
+#: The letters numpy.einsum takes.
+ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -18,6 +18,8 @@ from hilbert.compiler.plan.paths import (  # noqa: F401 (what planning gives: th
     check_optimiser,
     contraction,
     elements,
+    is_path,
+    optimiser_name,
 )
 from hilbert.compiler.plan.schedule import RegionSchedule
 from hilbert.compiler.settings import not_understood
@@ -103,16 +105,26 @@ def memory_limit() -> int:
     """Bytes a plan may use: HILBERT_MEMORY_LIMIT (e.g. 8G, 500M, 1e9) or half of RAM."""
     text = settings.text("HILBERT_MEMORY_LIMIT")
     if text:
-        scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1].upper(), 1)
-        try:  # (float reads other scripts' digits too: ASCII only)
-            limit = float(text[:-1] if scale > 1 else text) * scale if text.isascii() else -1.0
-        except ValueError:
-            limit = -1.0
-        if not limit > 0 or limit == float("inf"):
+        limit = size_in_bytes(text)
+        if limit is None:
             raise not_understood("HILBERT_MEMORY_LIMIT", text,
                                  "a size in bytes such as 8G, 500M, 64K or 1e9")
-        return int(limit)
+        return limit
     return _half_of_memory()
+
+
+def size_in_bytes(text: str) -> int | None:
+    """A size written as 8G, 500M, 64K or 1e9, in bytes; None if it is not one (ASCII only:
+    float reads other scripts' digits too)."""
+    text = text.strip()
+    if not text or not text.isascii():
+        return None
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(text[-1].upper(), 1)
+    try:
+        limit = float(text[:-1] if scale > 1 else text) * scale
+    except ValueError:
+        return None
+    return int(limit) if limit > 0 and limit != float("inf") else None
 
 
 @lru_cache(maxsize=1)
@@ -400,7 +412,8 @@ def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: Shap
     arguments = sum(elements(s) for s in signature) * ITEM_BYTES
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
                 tuple(planner.groups), call.flops if call.complete else None, planner.largest * ITEM_BYTES,
-                arguments + call.peak, executor, optimize, planner.paths, _mask_notes(root))
+                arguments + call.peak, executor, optimiser_name(optimize), planner.paths,
+                _mask_notes(root))
     guard(plan, root, table, limit if limit is not None else memory_limit())
     return plan
 

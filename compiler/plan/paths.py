@@ -31,11 +31,15 @@ class ContractStep:
     blas: str  # the BLAS kernel opt_einsum would use, or '' if none
 
 
-def check_optimiser(optimize: str, span) -> None:
-    """An ArgumentError unless `optimize` names a path optimiser that can be used here."""
+def check_optimiser(optimize, span, explicit: bool = False) -> None:
+    """An ArgumentError unless `optimize` names a path optimiser that can be used here; with
+    `explicit` (a function of one einsum: hilbert.einsum), also an explicit path (a tuple of
+    tuples of operand positions, used as it is) or an opt_einsum PathOptimizer object."""
     from hilbert.grammar.errors import ArgumentError
 
-    if optimize not in OPTIMISERS:
+    if explicit and (is_path(optimize) or isinstance(optimize, opt_einsum.paths.PathOptimizer)):
+        return
+    if not isinstance(optimize, str) or optimize not in OPTIMISERS:
         raise ArgumentError("E600", f"unknown path optimiser {optimize!r} (choose from "
                             f"{', '.join(OPTIMISERS)})", span)
     if optimize == "cotengra":
@@ -44,6 +48,19 @@ def check_optimiser(optimize: str, span) -> None:
         except ImportError:
             raise ArgumentError("E600", "the cotengra path optimiser is not installed "
                                 "(pip install cotengra)", span) from None
+
+
+def is_path(optimize) -> bool:
+    """Whether `optimize` is an explicit path: a tuple of tuples of operand positions."""
+    return isinstance(optimize, tuple) and all(
+        isinstance(step, tuple) and all(isinstance(i, int) for i in step) for step in optimize)
+
+
+def optimiser_name(optimize) -> str:
+    """How a plan names `optimize`: its name, "explicit path", or the optimiser's class."""
+    if isinstance(optimize, str):
+        return optimize
+    return "explicit path" if is_path(optimize) else type(optimize).__name__
 
 
 def _optimizer(optimize: str):
@@ -57,7 +74,7 @@ def _optimizer(optimize: str):
 def capped(optimize: str, operands: int) -> tuple[str, str]:
     """The optimiser to use for an einsum of `operands` operands, and a note when it is not
     the one asked for (an exhaustive search over too many operands)."""
-    cap = EXHAUSTIVE.get(optimize)
+    cap = EXHAUSTIVE.get(optimize) if isinstance(optimize, str) else None
     if cap is None or operands <= cap:
         return optimize, ""
     return FALLBACK, (f"{optimize} searches every order and would not finish on {operands} "

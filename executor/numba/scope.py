@@ -171,7 +171,8 @@ class ScopeRunner(Host):
         key = (node.spec, tuple(np.shape(o) for o in operands))
         kernel = self._einsums.get(key)
         if kernel is None:
-            kernel = self._einsums[key] = einsum_kernel(node.spec, key[1], self.optimize)
+            kernel = self._einsums[key] = einsum_kernel(node.spec, key[1], self.optimize,
+                                                                 self.plan.paths)
         return kernel(*operands)
 
     def loop(self, loop: ir.Loop, state: tuple, memo: dict):
