@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import opt_einsum
 import pytest
+from hilbert.grammar.errors import HilbertError
 
 import hilbert
-from hilbert.grammar.errors import HilbertError
 
 #: numpy.einsum's conventions, each with the shapes of its operands.
 CASES = [
