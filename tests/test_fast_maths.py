@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hilbert.executor.numba import vmath
 from hilbert.grammar.errors import HilbertError
-from test_vector_math import SPECIALS, applied, inputs, requires_jit, same_values, ulp_distance
+from test_vector_math import SPECIALS, applied, requires_jit, same_values, ulp_distance, within
 
 import hilbert
 
@@ -39,14 +39,7 @@ def eager(monkeypatch):
 @requires_jit
 @pytest.mark.parametrize("name", list(FAST_ULPS))
 def test_fast_kernels_are_within_their_ulps_of_numpy(name, rng):
-    x = inputs(name, rng)
-    with np.errstate(over="ignore"):
-        want = NUMPY[name](x)
-    got = applied(f"{name}_fast", x)
-    distance = ulp_distance(got, want)
-    worst = int(np.argmax(distance))
-    assert distance[worst] <= FAST_ULPS[name], (
-        f"{name}_fast({x[worst]!r}) = {got[worst]!r}, NumPy says {want[worst]!r}")
+    within(name, f"{name}_fast", FAST_ULPS[name], rng)
 
 
 @requires_jit

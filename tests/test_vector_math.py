@@ -115,15 +115,22 @@ SPECIALS = {
 @requires_jit
 @pytest.mark.parametrize("name", list(NUMPY))
 def test_every_finite_input_is_within_2_ulp_of_numpy(name, rng):
+    distance = within(name, name, ULPS, rng)
+    assert np.mean(distance == 0) > 0.75  # (most results are NumPy's exactly)
+
+
+def within(name: str, kernel: str, ulps: int, rng) -> np.ndarray:
+    """vmath's `kernel` against NumPy's `name` on every input of `inputs(name)`: asserted
+    within `ulps` everywhere; the distances, in ulp."""
     x = inputs(name, rng)
     with np.errstate(over="ignore"):
         want = NUMPY[name](x)
-    got = applied(name, x)
+    got = applied(kernel, x)
     distance = ulp_distance(got, want)
     worst = int(np.argmax(distance))
-    assert distance[worst] <= ULPS, (f"{name}({x[worst]!r}) = {got[worst]!r}, NumPy says "
+    assert distance[worst] <= ulps, (f"{kernel}({x[worst]!r}) = {got[worst]!r}, NumPy says "
                                      f"{want[worst]!r}: {distance[worst]} ulp apart")
-    assert np.mean(distance == 0) > 0.75  # (most results are NumPy's exactly)
+    return distance
 
 
 @requires_jit
