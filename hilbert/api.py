@@ -324,7 +324,7 @@ class Module:
         self._models: dict[str, type] = {}
 
     def __reduce__(self):
-        """Pickled as its source (every module's text), executor and optimiser."""
+        """Pickled as its source (every module's text), executor, optimiser and maths."""
         from .models import module_from, module_source
 
         return (module_from, (module_source(self._compiled), self._executor, self._optimize,

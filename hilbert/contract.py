@@ -19,12 +19,13 @@ text such as "500M") refuses a contraction whose plan needs more (E700).
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import opt_einsum
 from opt_einsum.parser import parse_einsum_input
 
-from hilbert.compiler.ops.einsum_spec import ASCII_LETTERS
+from hilbert.compiler.ops.einsum_spec import lettered
 from hilbert.compiler.plan import Plan, check_optimiser, is_path, size_in_bytes
 from hilbert.compiler.plan.text import human_bytes
 from hilbert.grammar.errors import ArgumentError, CheckError, RuntimeHilbertError
@@ -32,8 +33,6 @@ from hilbert.grammar.source import nowhere
 
 from .api import Function, compile_source
 
-#: The letters a .hb einsum names axes with, in the order axes are renamed to them.
-LETTERS = ASCII_LETTERS
 WHERE = "hilbert.einsum"
 
 
@@ -131,15 +130,11 @@ def _read(operands: tuple, shapes: bool) -> tuple[str, list]:
     except (ValueError, TypeError, IndexError, KeyError) as err:
         raise CheckError("E300", f"these einsum subscripts cannot be read: {err}",
                          nowhere(WHERE)) from None
-    letters: dict[str, str] = {}
-    for symbol in inputs.replace(",", "") + output:
-        if symbol not in letters:
-            if len(letters) == len(LETTERS):
-                raise CheckError("E300", f"this einsum has more than {len(LETTERS)} distinct "
-                                 "indices, more than hilbert can name yet", nowhere(WHERE))
-            letters[symbol] = LETTERS[len(letters)]
-    terms = [("".join(letters[s] for s in term)) for term in inputs.split(",")]
-    return f"{','.join(terms)}->{''.join(letters[s] for s in output)}", list(given)
+    try:
+        return lettered(f"{inputs}->{output}"), list(given)
+    except ValueError as err:
+        raise CheckError("E300", f"this einsum has {err}, more than hilbert can name yet",
+                         nowhere(WHERE)) from None
 
 
 def _optimiser(optimize, spec: str, given: list, shapes: bool):
@@ -191,12 +186,10 @@ def _guard(function: Function, operands, memory_limit) -> Plan:
 
 def _bytes(limit) -> int:
     """`memory_limit` as bytes: a number, or text such as "500M" or "8G"."""
-    if isinstance(limit, (int, float)) and not isinstance(limit, bool):
-        found = size_in_bytes(repr(float(limit)))
-    else:
-        found = size_in_bytes(limit) if isinstance(limit, str) else None
-    if found is not None:
+    if isinstance(limit, str) and (found := size_in_bytes(limit)) is not None:
         return found
+    if isinstance(limit, (int, float)) and not isinstance(limit, bool) and 0 < limit < math.inf:
+        return int(limit)
     raise ArgumentError("E600", f"memory_limit={limit!r:.40} is not a number of bytes (a "
                         "positive number, or text such as 500M or 8G)", nowhere(WHERE))
 

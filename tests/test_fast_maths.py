@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hilbert.executor.numba import vmath
 from hilbert.grammar.errors import HilbertError
-from test_vector_math import SPECIALS, applied, requires_jit, same_values, ulp_distance, within
+from test_vector_math import SPECIALS, applied, requires_jit, same_values, within
 
 import hilbert
 
@@ -50,9 +50,11 @@ def test_fast_kernels_give_numpys_special_values(name):
         assert same_values(applied(f"{name}_fast", x), NUMPY[name](x))
 
 
+@pytest.mark.nojit
 def test_python_mode_fast_kernels_are_numpys():
-    if vmath.PYTHON_MODE:
-        assert vmath.exp_fast is np.exp and vmath.tanh_fast is np.tanh
+    if not vmath.PYTHON_MODE:
+        pytest.skip("only under NUMBA_DISABLE_JIT=1")
+    assert vmath.exp_fast is np.exp and vmath.tanh_fast is np.tanh
 
 
 def _relative(got, want):
@@ -137,8 +139,12 @@ def test_model_classes_take_the_mode(eager, rng):
     assert fast._functions["out"].options == {"math": "fast"}
     assert exact._functions["out"].options == {}
     learner = fast(4, 7)
-    got = learner.out(x)
-    assert np.max(ulp_distance(got, np.tanh(x @ learner.w))) <= FAST_ULPS["tanh"] + 8
+    got, want = learner.out(x), np.tanh(x @ learner.w)
+    # tanh's 4 ulp, and what the product's own rounding (its order of additions, not NumPy's)
+    # can move tanh's argument by, which tanh (slope ≤ 1) passes on at most
+    eps = np.finfo(np.float64).eps
+    bound = FAST_ULPS["tanh"] * np.spacing(np.abs(want)) + 4 * eps * (np.abs(x) @ np.abs(learner.w))
+    assert np.all(np.abs(got - want) <= bound)
     assert pickle.loads(pickle.dumps(learner)).__class__._math == "fast"
 
 

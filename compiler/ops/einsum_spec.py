@@ -3,6 +3,7 @@ alphabet's, `ij` or `αβ`)."""
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -64,20 +65,22 @@ def check_spec(text: str, operands: int, span: Span) -> str:
 
 @lru_cache(maxsize=4096)
 def numpy_spec(spec: str) -> str:
-    """`spec` as numpy.einsum takes it: its letters renamed a–z, A–Z in order of first
-    appearance when any is not ASCII (numpy.einsum knows no others).
+    """`spec` as numpy.einsum takes it: its letters renamed a–z, A–Z when any is not ASCII
+    (numpy.einsum knows no others).
 
     >>> numpy_spec("αβ,βγ->αγ")
     'ab,bc->ac'
     """
-    if spec.isascii():
-        return spec
+    return spec if spec.isascii() else lettered(spec)
+
+
+def lettered(spec: str) -> str:
+    """`spec` (terms, commas and `->`) with each index symbol renamed a, b, …, z, A, …, Z in
+    order of first appearance; a ValueError past 52 symbols."""
     letters: dict[str, str] = {}
     for ch in spec:
-        if ch.isalpha() and ch not in letters:
-            letters[ch] = ASCII_LETTERS[len(letters)]
+        if ch not in ",->" and ch not in letters:
+            if len(letters) == len(string.ascii_letters):
+                raise ValueError(f"more than {len(letters)} distinct indices")
+            letters[ch] = string.ascii_letters[len(letters)]
     return "".join(letters.get(ch, ch) for ch in spec)
-
-
-#: The letters numpy.einsum takes.
-ASCII_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -126,15 +126,27 @@ def rewrite(nest: Nest, divisions: list[Division], flag: str, scratch: list[str]
 def _by_reciprocals(nest: Nest, divisions: list[Division]) -> list[Stmt]:
     """math="fast": what the innermost loop does not change moved before it, each division
     by such a divisor a multiplication by its reciprocal, computed there."""
-    inner, k = nest.index[-1], len(nest.index) - 1
-    varying, _ = _varying(inner, nest.body)
-    fast = [d for d in divisions if d.divisor not in varying and d.quotient in varying]
-    moved = [s for s in nest.body if s.targets[0] not in varying]
-    nest.before[k] += exact(moved, divisions) + [
-        Assign((d.reciprocal,), (fmt("1.0 / {}", Var(d.divisor)),)) for d in fast]
+    varying, _ = _varying(nest.index[-1], nest.body)
+    fast = _by_invariants(divisions, varying)
     swap = {d.fast: d.by_reciprocal for d in fast}
-    kept = [swap.get(s, s) for s in nest.body if s.targets[0] in varying]
+    kept = [swap.get(s, s) for s in _hoisted(nest, divisions, varying, fast)]
     return exact(kept, divisions) + nest.stores
+
+
+def _by_invariants(divisions: list[Division], varying: set[str]) -> list[Division]:
+    """The divisions whose divisor the innermost loop does not change (a quotient it does not
+    change either is computed once, before it, as it is)."""
+    return [d for d in divisions if d.divisor not in varying and d.quotient in varying]
+
+
+def _hoisted(nest: Nest, divisions: list[Division], varying: set[str],
+             fast: list[Division]) -> list[Stmt]:
+    """What the innermost loop does not change moved before it (dividing), with the
+    reciprocal of each divisor of `fast`; the statements the loop keeps."""
+    moved = [s for s in nest.body if s.targets[0] not in varying]
+    nest.before[len(nest.index) - 1] += exact(moved, divisions) + [
+        Assign((d.reciprocal,), (fmt("1.0 / {}", Var(d.divisor)),)) for d in fast]
+    return [s for s in nest.body if s.targets[0] in varying]
 
 
 def _varying(inner: Var, body: list[Stmt]) -> tuple[set[str], set[str]]:
@@ -157,15 +169,11 @@ def _checked(nest: Nest, divisions: list[Division], flag: str, scratch: list[str
     varying, totals = _varying(inner, body)
     starts = {s.targets[0]: s for s in nest.before[k]
               if isinstance(s, Assign) and len(s.targets) == 1}
-    # (a quotient the loop does not change either is computed once, before it: as it is)
-    fast = [d for d in divisions if d.divisor not in varying and d.quotient in varying]
+    fast = _by_invariants(divisions, varying)
     if not fast or not totals <= starts.keys():
         return exact(body, divisions) + nest.stores  # (a total from outside: counted twice)
     restart = [stmt for name, stmt in starts.items() if name in totals]
-    kept = [s for s in body if s.targets[0] in varying]
-    moved = [s for s in body if s.targets[0] not in varying]
-    nest.before[k] += exact(moved, divisions) + [
-        Assign((d.reciprocal,), (fmt("1.0 / {}", Var(d.divisor)),)) for d in fast]
+    kept = _hoisted(nest, divisions, varying, fast)
     unsafe = [call("K.divisor_unsafe", Var(d.divisor)) for d in fast]
     nest.before[k].append(Assign((flag,), (Fmt(" + ".join("{}" for _ in unsafe), tuple(unsafe)),)))
     checks = [Update(flag, "+=", call("K.quotient_unsafe", Var(d.numerator), Var(d.quotient)))

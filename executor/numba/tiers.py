@@ -116,7 +116,7 @@ def tiers_of(ready: Specialised, optimize: str, forced: frozenset[str],
     return made
 
 
-#: What a plan under math="fast" says (hilbert/api.py, MATHS).
+#: What a plan under math="fast" says (hilbert.load's `math`: executor.MATHS).
 FAST_MATHS = ("maths: fast (math=\"fast\"): compiled exp within 2 ulp and tanh within 4 ulp of "
               "NumPy's, division by a value a loop does not change as multiplication by its "
               "reciprocal; the host tier computes as NumPy does")
