@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from hilbert.compiler import ir, passes, settings
+from hilbert.compiler import dtypes, ir, passes, settings
 from hilbert.compiler.debug import dump
 from hilbert.compiler.entry import Entry, build_entry
 from hilbert.compiler.ir import verify
@@ -16,6 +16,7 @@ from hilbert.compiler.models import CompiledModel, compile_models
 from hilbert.compiler.modules import Loader, SourceModule
 from hilbert.compiler.passes.inline import Inliner
 from hilbert.compiler.passes.monomorphise import monomorphise
+from hilbert.compiler.passes.realness import check_complex
 from hilbert.compiler.passes.recursion import check_recursion
 from hilbert.compiler.passes.resolve import Definition, Resolved, resolve
 from hilbert.compiler.passes.shapes import Shape, ShapeTable, infer_shapes
@@ -104,8 +105,9 @@ _plans_lock = threading.Lock()
 def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
                executor: str = "numba", values: tuple | None = None,
                keeps_all: bool | None = None, limit: int | None = None,
-               as_written: bool = False) -> Specialised:
-    """Specialise `entry` to `shapes` and plan what an executor runs (paths, loops, memory
+               as_written: bool = False, dtype: str = dtypes.DEFAULT) -> Specialised:
+    """Specialise `entry` to `shapes` (the call computing in `dtype`: a complex one is checked
+    for what needs real numbers, E325) and plan what an executor runs (paths, loops, memory
     guard at `limit` bytes, HILBERT_MEMORY_LIMIT's by default; `executor` names it in the
     plan): `as_written`, the IR with its masks read and nothing else optimised, every value
     of a scope kept (the reference executor's way); else the optimised IR, each value freed
@@ -116,7 +118,7 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
     code, depends on them)."""
     keeps = as_written if keeps_all is None else keeps_all
     limit = memory_limit() if limit is None else limit
-    key = (id(entry), shapes, optimize, executor, keeps, as_written, settings.current())
+    key = (id(entry), shapes, optimize, executor, keeps, as_written, settings.current(), dtype)
     if values is None:
         with _plans_lock:
             found = _plans.get(key)
@@ -128,6 +130,8 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
                 return ready
     def made() -> tuple:
         table = specialise(entry, shapes)                     # rules checked on the source's IR
+        if dtypes.is_complex(dtype):
+            check_complex(entry.body)                         # nothing complex needs a real
         body = entry.masked if as_written else entry.fused    # what the executor runs
         if body is not entry.body:
             table = infer_shapes(body, shapes)
@@ -138,7 +142,7 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
         if verify.enabled():
             verify.verify(body, "specialised", shapes, table)
         return body, table, make_plan(entry.name, entry.params, body, table, shapes, optimize,
-                                      executor, values, limit, keeps_all=keeps)
+                                      executor, values, limit, keeps_all=keeps, dtype=dtype)
 
     def guarded(found: tuple) -> None:
         body, table, plan = found

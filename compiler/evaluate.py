@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from hilbert.compiler import ir
+from hilbert.compiler import dtypes, ir
 from hilbert.compiler.ops.einsum_spec import numpy_spec
 from hilbert.compiler.ops.primitives import BY_OP
 
@@ -55,8 +55,9 @@ class Host:
     branch an `if` takes is evaluated: each op by its NumPy meaning, each einsum by `einsum`.
     Loops are a runtime's own (`loop`, `loop_grad`): this core has none."""
 
-    def __init__(self, einsum: Einsum = numpy_einsum):
+    def __init__(self, einsum: Einsum = numpy_einsum, dtype: str = "float64"):
         self.einsum = einsum
+        self.number = np.dtype(dtypes.real(dtype)).type  # what a constant is: float32 or 64
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple):
         """The value of `node` (memoised in `memo`)."""
@@ -71,7 +72,7 @@ class Host:
             case ir.Param(index=i) | ir.State(index=i):
                 return leaves[i]
             case ir.Const(value=v):
-                return np.float64(v)
+                return self.number(v)
             case ir.Prim():
                 return self.prim(node, [memo[a] for a in node.args])
             case ir.Einsum():

@@ -19,7 +19,7 @@ NAMES = ("numba", "reference", "dask")
 @runtime_checkable
 class Program(Protocol):
     """One entry made ready for one signature (argument shapes): `plan` says how it runs,
-    calling it with the arguments' values (a tuple of float64 arrays) runs it, and
+    calling it with the arguments' values (a tuple of arrays of the signature's dtype) runs it, and
     `loop_steps` counts the loop iterations its calls ran (an instrument for tests)."""
 
     @property
@@ -40,7 +40,7 @@ class Executor(Protocol):
     (it runs the IR as written: compiler/driver.plan_entry plans that)."""
 
     def prepare(self, entry: Entry, shapes: tuple, optimize: str = "auto",
-                values: tuple | None = None) -> Program: ...
+                values: tuple | None = None, dtype: str = "float64") -> Program: ...
 
 
 def get_executor(name: str) -> Executor:
@@ -84,16 +84,20 @@ def check_math(mode, span) -> str:
 
 def check_options(name: str, options: dict, span) -> None:
     """An ArgumentError unless executor `name` takes every one of `options` as given (`math`
-    every executor takes)."""
+    and `dtype` every executor takes)."""
+    from hilbert.compiler.dtypes import check_dtype
     from hilbert.grammar.errors import ArgumentError
 
     executor = get_executor(name)
     check_math(options.get("math", "exact"), span)
-    own = {k: v for k, v in options.items() if k != "math"}
+    if "dtype" in options:
+        check_dtype(options["dtype"], span)
+    own = {k: v for k, v in options.items() if k not in ("math", "dtype")}
     known = getattr(executor, "OPTIONS", ())
     unknown = sorted(set(own) - set(known))
     if unknown:
-        takes = f"its options: {', '.join(known)}, and math" if known else "it takes none but math"
+        takes = (f"its options: {', '.join(known)}, math and dtype" if known
+                 else "it takes none but math and dtype")
         raise ArgumentError("E600", f"the {name} executor has no option(s) {', '.join(unknown)} "
                             f"({takes})", span)
     if own:

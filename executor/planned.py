@@ -35,7 +35,7 @@ class PlannedProgram:
             (e.spec, tuple(map(tuple, e.shapes))): einsum_kernel(e.spec, e.shapes, plan.optimize,
                                                                   plan.paths)
             for e in plan.einsums}
-        self._host = Host(lambda node, operands: self.einsum(node.spec, operands))
+        self._host = Host(lambda node, operands: self.einsum(node.spec, operands), plan.dtype)
 
     def __call__(self, values):
         return detached(quietly(self._run, tuple(values)), values)
@@ -131,7 +131,8 @@ def _step(spec: str, step: ContractStep) -> Callable:
     return lambda a, b: np.tensordot(a, b, axes=axes).transpose(order)
 
 
-def prepare(entry: Entry, shapes, optimize: str = "auto", values=None) -> PlannedProgram:
+def prepare(entry: Entry, shapes, optimize: str = "auto", values=None,
+            dtype: str = "float64") -> PlannedProgram:
     """Specialise and plan `entry` for `shapes` (loop-free); return the program that runs it."""
-    ready = plan_entry(entry, shapes, optimize, "numba", values)
+    ready = plan_entry(entry, shapes, optimize, "numba", values, dtype=dtype)
     return PlannedProgram(ready.body, ready.plan)

@@ -18,7 +18,11 @@ _EXACT = 2.0 ** 53
 
 def step_count(loop: ir.Loop, value) -> int:
     """The trip count of a counted loop, or a HilbertError naming the loop and the value."""
-    number = float(value)
+    if np.iscomplexobj(value) and np.imag(value) != 0:
+        raise RuntimeHilbertError(
+            "E500", f"{loop.name} runs a counted loop, so its step count must be a non-negative "
+            f"whole number, but it was given the complex number {complex(value)}", loop.span)
+    number = float(np.real(value))
     if not math.isfinite(number) or number < 0 or not number.is_integer() or number > _EXACT:
         why = ("not finite" if not math.isfinite(number) else "negative" if number < 0
                else "not whole" if not number.is_integer()
@@ -33,8 +37,8 @@ class Reference(Host):
     """The reference executor's runtime: the host core (compiler/evaluate.py) with loops as
     Python loops over a state tuple, run backwards from a tape of their states."""
 
-    def __init__(self, einsum=numpy_einsum):
-        super().__init__(einsum)
+    def __init__(self, einsum=numpy_einsum, dtype: str = "float64"):
+        super().__init__(einsum, dtype)
         self.loop_steps = 0  # loop iterations run so far (an instrument for tests and plans)
 
     def run(self, root: ir.Node, args: tuple[np.ndarray, ...], memo: dict | None = None):
@@ -59,6 +63,12 @@ def moving_components(loop: ir.Loop) -> list[int]:
     return [i for i, s in enumerate(loop.step) if s != ir.State(i, None) and i != loop.counter]
 
 
+def counted(counter, left: int):
+    """`left` as a number of the counter's own dtype (a float32 call's counter stays float32,
+    so nothing it reaches widens to float64)."""
+    return np.asarray(counter).dtype.type(left)
+
+
 def run_loop(loop: ir.Loop, state, eval_body, tape: list | None = None,
              boundary=None) -> tuple[tuple, int]:
     """(final state, steps run) of `loop` from `state` on the host; `eval_body(node, memo,
@@ -76,7 +86,7 @@ def run_loop(loop: ir.Loop, state, eval_body, tape: list | None = None,
             tape_guard(loop, state, moving, remaining)
         for left in range(remaining, 0, -1):
             memo: dict = {}
-            state[loop.counter] = np.float64(left)
+            state[loop.counter] = counted(state[loop.counter], left)
             frozen = tuple(state)
             if boundary is not None and left != remaining:
                 boundary(frozen, remaining - left)
@@ -84,7 +94,7 @@ def run_loop(loop: ir.Loop, state, eval_body, tape: list | None = None,
                 tape.append(frozen)
             for i in moving:
                 state[i] = eval_body(loop.step[i], memo, frozen)
-        state[loop.counter] = np.float64(0)
+        state[loop.counter] = counted(state[loop.counter], 0)
         return tuple(state), remaining
     steps = 0
     while True:
@@ -185,7 +195,7 @@ class ReferenceProgram:
     def __init__(self, entry, shapes, plan, states: dict | None = None):
         self.body = entry.masked
         self.plan = plan
-        self.evaluator = Reference()
+        self.evaluator = Reference(dtype=plan.dtype)
         self.tapes = tapes_at_the_call(self.body)
         if self.tapes and states is None:
             from hilbert.compiler.passes.shapes import infer_shapes
@@ -207,12 +217,13 @@ class ReferenceProgram:
 
 
 def prepare(entry, shapes, optimize: str = "auto", values=None,
-            math: str = "exact") -> ReferenceProgram:
-    """Specialise `entry` to `shapes` and return the program that runs it (`math` changes
-    nothing: NumPy's functions are within every mode's bounds)."""
+            math: str = "exact", dtype: str = "float64") -> ReferenceProgram:
+    """Specialise `entry` to `shapes` and `dtype` and return the program that runs it (`math`
+    changes nothing: NumPy's functions are within every mode's bounds)."""
     from hilbert.compiler.driver import plan_entry
 
-    ready = plan_entry(entry, shapes, optimize, "reference", values, as_written=AS_WRITTEN)
+    ready = plan_entry(entry, shapes, optimize, "reference", values, as_written=AS_WRITTEN,
+                       dtype=dtype)
     # the table's state shapes are the body's when the reference runs what was planned
     states = ready.table.states if ready.body is entry.masked else None
     return ReferenceProgram(entry, shapes, ready.plan, states)

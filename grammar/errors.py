@@ -44,6 +44,7 @@ CODES: dict[str, str] = {
     "E322": "derivative with respect to something that is not a parameter",
     "E323": "derivative of a derivative",
     "E324": "concat of tensors that do not fit together",
+    "E325": "complex value where a real number is needed",
     "E400": "self-call not in tail position",
     "E401": "mutual recursion",
     "E402": "loop that never ends",

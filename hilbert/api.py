@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbert.compiler import settings
+from hilbert.compiler import dtypes, settings
 from hilbert.compiler.driver import CompiledModule, Entry, annotate, compile_module
 from hilbert.compiler.modules import Loader
 from hilbert.compiler.plan import Plan, check_optimiser
@@ -43,7 +43,9 @@ def _program_limit() -> int:
 
 class Function:
     """A compiled .hb function. Call it with arrays, nested lists or numbers (keywords by
-    parameter name); it returns an ndarray, or a Python float for a scalar result."""
+    parameter name); it returns an ndarray, or a number for a scalar result. A call computes
+    in its arguments' dtype (float32, float64, complex64 or complex128, promoted as NumPy
+    does; Python numbers never widen it), or in the `dtype` option's when one is given."""
 
     def __init__(self, entry: Entry, module: CompiledModule, executor: str,
                  optimize: str = "auto", programs: dict | None = None,
@@ -53,9 +55,10 @@ class Function:
         self.executor = executor
         self.optimize = optimize
         self.options = dict(options or {})  # the executor's own (dask: chunks, compute)
+        self.dtype: str | None = self.options.get("dtype")  # forced, or None: the arguments'
         self.plans_made = 0  # specialisations so far (a second call of a signature makes none)
-        # Programs by executor, optimiser and options, then by argument shapes (shared with
-        # `using`), least recently used first.
+        # Programs by executor, optimiser and options, then by signature (argument shapes and
+        # dtype; shared with `using`), least recently used first.
         self._programs: dict[tuple, OrderedDict] = {} if programs is None else programs
         self._by_shapes: OrderedDict[tuple, object] = self._programs.setdefault(
             (executor, optimize, repr(sorted(self.options.items()))), OrderedDict())
@@ -64,8 +67,8 @@ class Function:
         self._call = getattr(get_executor(executor), "call", None)
         self._arity = len(entry.params)
         self._lock = threading.Lock()
-        self._last = (None, None)  # (shapes, program) of the latest call: one object, so a
-        # thread never sees one call's shapes with another's program
+        self._last = (None, None)  # (signature, program) of the latest call: one object, so a
+        # thread never sees one call's signature with another's program
         self.__name__ = entry.name
         self.__qualname__ = entry.name
         self.__doc__ = self._docstring()
@@ -76,14 +79,17 @@ class Function:
 
     def using(self, executor: str | None = None, optimize: str | None = None,
               **options) -> Function:
-        """This function with another executor, path optimiser or executor options, e.g.
-        `f.using("reference")(x)` or `f.using("dask", chunks=1000)(x)` (docs/dask.md)."""
+        """This function with another executor, path optimiser or options, e.g.
+        `f.using("reference")(x)`, `f.using("dask", chunks=1000)(x)` (docs/dask.md) or
+        `f.using(dtype="float32")` (every call computes in float32: docs/semantics.md)."""
         if optimize is not None:
             check_optimiser(optimize, self.entry.definition.span)
+        if "dtype" in options:
+            options["dtype"] = dtypes.check_dtype(options["dtype"], self.entry.definition.span)
         if executor in (None, self.executor):
             options = self.options | options  # the same executor keeps the options it had
-        elif "math" in self.options:
-            options = {"math": self.options["math"]} | options  # every executor takes it
+        else:  # every executor takes math and dtype
+            options = {k: v for k, v in self.options.items() if k in EVERY_EXECUTOR} | options
         # unknown names and options fail here, not at the call
         check_options(executor or self.executor, options, self.entry.definition.span)
         return Function(self.entry, self.module, executor or self.executor,
@@ -109,19 +115,20 @@ class Function:
     def __call__(self, /, *args, **kwargs):
         if self._call is not None:
             return self._call(self, args, kwargs)
-        shapes = None if kwargs or len(args) != self._arity else _ready_shapes(args)
-        if shapes is None:
-            args = bind_arguments(self.entry, args, kwargs)
-            shapes = tuple([a.shape for a in args])
-        last_shapes, program = self._last
-        if shapes != last_shapes:  # the same signature again needs no look-up
+        signature = None if kwargs or len(args) != self._arity else \
+            _ready_signature(args, self.dtype)
+        if signature is None:
+            args = bind_arguments(self.entry, args, kwargs, self.dtype)
+            signature = (tuple([a.shape for a in args]), _dtype_of(args, self.dtype))
+        last_signature, program = self._last
+        if signature != last_signature:  # the same signature again needs no look-up
             try:
-                self._by_shapes.move_to_end(shapes)  # the most recently used is dropped last
-                program = self._by_shapes[shapes]
+                self._by_shapes.move_to_end(signature)  # the most recently used is dropped last
+                program = self._by_shapes[signature]
             except KeyError:  # never made, or dropped (by another thread, even in between)
-                program = self._program(shapes)
-                self._first_call(program, shapes)
-            self._last = (shapes, program)
+                program = self._program(*signature)
+                self._first_call(program, signature[0])
+            self._last = (signature, program)
         try:
             result = program(args)
         except HilbertError as err:
@@ -146,37 +153,42 @@ class Function:
         (docs/architecture.md, "Tiers")."""
         return getattr(self._last[1], "tier", None)
 
-    def program(self, shapes: tuple[tuple[int, ...], ...]):
-        """The executable for these argument shapes, specialised and planned once per signature
-        (a second call with the same shapes is a dictionary look-up). The last MAX_PROGRAMS
-        signatures used are kept."""
-        program = self._by_shapes.get(shapes)
+    def program(self, shapes: tuple[tuple[int, ...], ...], dtype: str | None = None):
+        """The executable for these argument shapes and `dtype` (by default the forced one, or
+        float64), specialised and planned once per signature (a second call with the same
+        shapes is a dictionary look-up). The last MAX_PROGRAMS signatures used are kept."""
+        dtype = dtype or self.dtype or dtypes.DEFAULT
+        program = self._by_shapes.get((shapes, dtype))
         if program is None:
             if not (isinstance(shapes, tuple) and all(_is_shape(s) for s in shapes)):
                 raise ArgumentError("E600", f"program of {self.entry.name} needs a tuple of "
                                     f"shapes, one tuple of ints per parameter "
                                     f"({', '.join(self.entry.params)}), not {shapes!r}",
                                     self.entry.definition.span)
-            program = self._program(_bound_shapes(self.entry, shapes, {}))
+            program = self._program(_bound_shapes(self.entry, shapes, {}),
+                                    dtypes.check_dtype(dtype, self.entry.definition.span))
         return program
 
-    def _program(self, shapes: tuple[tuple[int, ...], ...]):
-        """`program` for shapes already checked (a call's own, or `plan`'s)."""
-        program = self._by_shapes.get(shapes)
+    def _program(self, shapes: tuple[tuple[int, ...], ...], dtype: str):
+        """`program` for a signature already checked (a call's own, or `plan`'s)."""
+        signature = (shapes, dtype)
+        program = self._by_shapes.get(signature)
         if program is None:
             with self._lock:
-                program = self._by_shapes.get(shapes)
+                program = self._by_shapes.get(signature)
                 if program is None:
-                    program = self._prepare(shapes)
-                    self._by_shapes[shapes] = program
+                    program = self._prepare(shapes, dtype)
+                    self._by_shapes[signature] = program
                     while len(self._by_shapes) > self._limit:
                         self._by_shapes.popitem(last=False)
         return program
 
-    def _prepare(self, shapes, values=None):
+    def _prepare(self, shapes, dtype: str, values=None):
         executor = get_executor(self.executor)
+        options = {k: v for k, v in self.options.items() if k != "dtype"}
         program = self._coded(lambda: executor.prepare(self.entry, shapes, self.optimize, values,
-                                                       **self.options), shapes, "preparing")
+                                                       dtype=dtype, **options),
+                              shapes, "preparing")
         self.plans_made += 1
         return program
 
@@ -196,10 +208,11 @@ class Function:
     def plan(self, /, *args, **kwargs) -> Plan:
         """The Plan for these arguments: arrays, lists or numbers, or shapes as tuples of ints
         (`f.plan((4, 2), (2, 3))`; `()` is a scalar). Trip counts are known from values."""
-        shapes, values = _shapes_or_values(self.entry, args, kwargs)
+        shapes, values = _shapes_or_values(self.entry, args, kwargs, self.dtype)
+        dtype = _dtype_of(values, self.dtype)
         if values is not None:
-            return self._prepare(shapes, values).plan
-        return self._program(shapes).plan
+            return self._prepare(shapes, dtype, values).plan
+        return self._program(shapes, dtype).plan
 
     def _first_call(self, program, shapes) -> None:
         """What the first call of a new signature would wait for (compiling), done now under a
@@ -222,8 +235,10 @@ class Function:
         >>> f.build((64, 32), (32, 128)).notes[-1]       # doctest: +SKIP
         'numba: the generated code is built: calls run on it'
         """
-        shapes, values = _shapes_or_values(self.entry, args, kwargs)
-        program = self._prepare(shapes, values) if values is not None else self._program(shapes)
+        shapes, values = _shapes_or_values(self.entry, args, kwargs, self.dtype)
+        dtype = _dtype_of(values, self.dtype)
+        program = self._prepare(shapes, dtype, values) if values is not None else \
+            self._program(shapes, dtype)
         build = getattr(get_executor(self.executor), "build", None)
         if build is not None:
             self._building(build, program, shapes)
@@ -251,19 +266,38 @@ class Function:
         return self._shape_note(tuple(v.shape for v in values)).replace("specialising", "running")
 
 
-_F64 = np.dtype(np.float64)
+#: Every executor takes these options (`using` keeps them when it changes the executor).
+EVERY_EXECUTOR = ("math", "dtype")
+#: NumPy's dtype object of each dtype a call computes in, to its name.
+_NAMES = {d: name for name, d in dtypes.DTYPES.items()}
 
 
-def _ready_shapes(args: tuple, ndarray=np.ndarray, f64=_F64) -> tuple | None:
-    """The arguments' shapes when every one is already a C-contiguous float64 array (the fast
-    path), else None. (Names bound as defaults are local: a call's checks cost 0.3 µs, not
-    0.45.)"""
+def _ready_signature(args: tuple, forced: str | None, ndarray=np.ndarray,
+                     names=_NAMES) -> tuple | None:
+    """The call's signature (shapes, dtype name) when every argument is already a C-contiguous
+    array of one dtype a call computes in (the forced one, if any): the fast path. Else None.
+    (Names bound as defaults are local: a call's checks cost 0.3 µs, not 0.45.)"""
     shapes = []
+    first = None
     for a in args:
-        if type(a) is not ndarray or a.dtype is not f64 or not a.flags.c_contiguous:
+        if type(a) is not ndarray or not a.flags.c_contiguous:
             return None
+        if a.dtype is not first:
+            if first is not None:
+                return None
+            first = a.dtype
         shapes.append(a.shape)
-    return tuple(shapes)
+    name = names.get(first) if first is not None else (forced or dtypes.DEFAULT)
+    if name is None or (forced is not None and name != forced):
+        return None
+    return tuple(shapes), name
+
+
+def _dtype_of(values, forced: str | None) -> str:
+    """The dtype of a call whose arguments were bound to `values` (None: shapes only)."""
+    if forced is not None:
+        return forced
+    return values[0].dtype.name if values else dtypes.DEFAULT
 
 
 def _is_shape(value) -> bool:
@@ -286,12 +320,13 @@ def _bound_shapes(entry: Entry, args: tuple, kwargs: dict) -> tuple[tuple[int, .
     return tuple(_shape(bound[p]) for p in entry.params)
 
 
-def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict):
+def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict, dtype: str | None = None):
     """Arguments of `plan`: all shapes (tuples of ints) or values; values let trips be known."""
     if all(_is_shape(a) for a in (*args, *kwargs.values())):
         return _bound_shapes(entry, args, kwargs), None
     values = bind_arguments(entry, tuple(np.zeros(a) if _is_shape(a) else a for a in args),
-                            {k: np.zeros(v) if _is_shape(v) else v for k, v in kwargs.items()})
+                            {k: np.zeros(v) if _is_shape(v) else v for k, v in kwargs.items()},
+                            dtype)
     return tuple(v.shape for v in values), values
 
 
@@ -302,33 +337,37 @@ def maths(math: str | None, span=None) -> str:
     return check_math(mode, span or _nowhere("math"))
 
 
-def maths_options(math: str) -> dict:
-    """A Function's executor options for the mode `math` (none for "exact", the default)."""
-    return {} if math == "exact" else {"math": math}
+def maths_options(math: str, dtype: str | None = None) -> dict:
+    """A Function's options for the mode `math` (none for "exact", the default) and a forced
+    `dtype` (none for None: each call's arguments choose)."""
+    return ({} if math == "exact" else {"math": math}) | ({} if dtype is None else {"dtype": dtype})
 
 
 class Module:
     """A compiled module: its exported functions are attributes; `function(name)` reaches
     any definition of the module. `math`: "exact" (NumPy's results) or "fast" (compiled exp and
-    tanh within 4 ulp, division by a reciprocal: docs/semantics.md); None: HILBERT_MATH's."""
+    tanh within 4 ulp, division by a reciprocal: docs/semantics.md); None: HILBERT_MATH's.
+    `dtype`: every call computes in it (float32, float64, complex64 or complex128); None: in
+    its arguments' dtype."""
 
     def __init__(self, compiled: CompiledModule, executor: str = "numba", optimize: str = "auto",
-                 math: str | None = None):
+                 math: str | None = None, dtype=None):
         get_executor(executor)  # unknown executors and optimisers fail at load, not at a call
         check_optimiser(optimize, _nowhere(compiled.key))
         self._compiled = compiled
         self._executor = executor
         self._optimize = optimize
         self._math = maths(math, _nowhere(compiled.key))
+        self._dtype = None if dtype is None else dtypes.check_dtype(dtype, _nowhere(compiled.key))
         self._functions: dict[str, Function] = {}
         self._models: dict[str, type] = {}
 
     def __reduce__(self):
-        """Pickled as its source (every module's text), executor, optimiser and maths."""
+        """Pickled as its source (every module's text), executor, optimiser, maths and dtype."""
         from .models import module_from, module_source
 
         return (module_from, (module_source(self._compiled), self._executor, self._optimize,
-                              self._math))
+                              self._math, self._dtype))
 
     def function(self, name: str) -> Function:
         """Any definition of the module (def or fn) as a callable Function."""
@@ -343,7 +382,7 @@ class Module:
                 raise internal_error(err, _nowhere(self._compiled.key), f"compiling {name}") from err
             self._functions[name] = self._bound(name, Function(
                 entry, self._compiled, self._executor, self._optimize,
-                options=maths_options(self._math)))
+                options=maths_options(self._math, self._dtype)))
         return self._functions[name]
 
     def model(self, name: str) -> type:
@@ -414,9 +453,10 @@ class Module:
 
 def load(path: str | Path, search_path: str | Path | list[str | Path] | None = None,
          executor: str = "numba", export_all: bool = False, optimize: str = "auto",
-         math: str | None = None) -> Module:
+         math: str | None = None, dtype=None) -> Module:
     """Compile a .hb file (and what it opens); its `fn`s become the module's functions.
-    `math="fast"` trades NumPy's last bits for speed (docs/semantics.md).
+    `math="fast"` trades NumPy's last bits for speed; `dtype` (e.g. "float32") makes every call
+    compute in it, whatever its arguments' dtype (docs/semantics.md).
 
     >>> mod = load("examples/Layers.hb")          # doctest: +SKIP
     >>> mod.layerThrough([[1, 2]], [[1], [1]])     # doctest: +SKIP
@@ -428,11 +468,11 @@ def load(path: str | Path, search_path: str | Path | list[str | Path] | None = N
     except (OSError, UnicodeDecodeError) as err:
         raise ArgumentError("E600", f"cannot read {path}: {err}", _nowhere(str(path))) from None
     root = loader.from_text(text, str(path), Path(path).parent, file=Path(path))
-    return Module(_compiled(loader, root, export_all), executor, optimize, math)
+    return Module(_compiled(loader, root, export_all), executor, optimize, math, dtype)
 
 
 def open(name: str, executor: str = "numba", optimize: str = "auto",  # noqa: A001
-         math: str | None = None) -> Module:
+         math: str | None = None, dtype=None) -> Module:
     """A Prelude (or search-path) module by its dotted name, with every definition callable.
 
     >>> nets = open("Prelude.Networks")             # doctest: +SKIP
@@ -446,13 +486,13 @@ def open(name: str, executor: str = "numba", optimize: str = "auto",  # noqa: A0
     root = loader.open(Open(parts, _nowhere(name)), holder)
     compiled = _compiled(loader, root, export_all=True)
     return Module(dataclasses.replace(compiled, key=name), executor, optimize,  # named as asked
-                  math)
+                  math, dtype)
 
 
 def compile_source(text: str, name: str = "<string>",
                    search_path: str | Path | list[str | Path] | None = None,
                    executor: str = "numba", export_all: bool = False,
-                   optimize: str = "auto", math: str | None = None) -> Module:
+                   optimize: str = "auto", math: str | None = None, dtype=None) -> Module:
     """Compile .hb source text into a module.
 
     >>> compile_source("fn twice(x) ↦ 2 · x").twice(3)
@@ -460,7 +500,7 @@ def compile_source(text: str, name: str = "<string>",
     """
     loader = Loader(search_path)
     root = loader.from_text(text, name, None)
-    return Module(_compiled(loader, root, export_all), executor, optimize, math)
+    return Module(_compiled(loader, root, export_all), executor, optimize, math, dtype)
 
 
 def _compiled(loader: Loader, root, export_all: bool) -> CompiledModule:

@@ -1,4 +1,5 @@
-"""Normalises Python arguments into float64 arrays, or says plainly what is wrong with them."""
+"""Normalises Python arguments into arrays of one dtype (the call's: compiler/dtypes.py), or
+says plainly what is wrong with them."""
 
 from __future__ import annotations
 
@@ -8,18 +9,21 @@ import numbers
 
 import numpy as np
 
+from hilbert.compiler import dtypes
 from hilbert.compiler.passes.shapes import describe_shape
-from hilbert.compiler.plan import ITEM_BYTES, memory_limit
+from hilbert.compiler.plan import memory_limit
 from hilbert.compiler.plan.text import human_bytes
 from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
 
 _FLOAT64 = np.dtype(np.float64)
 
 
-def bind_arguments(entry, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...]:
-    """Match positional and keyword arguments to `entry`'s parameters and convert each."""
+def bind_arguments(entry, args: tuple, kwargs: dict, dtype: str | None = None
+                   ) -> tuple[np.ndarray, ...]:
+    """Match positional and keyword arguments to `entry`'s parameters and convert each to the
+    call's dtype: `dtype` when given, else the promotion of the arguments' (`call_dtype`)."""
     params = entry.params
-    if not kwargs and len(args) == len(params) and all(_ready(v) for v in args):
+    if dtype is None and not kwargs and len(args) == len(params) and all(_ready(v) for v in args):
         return args  # the fast path: float64 C-ordered arrays, one per parameter, go as they are
     span = entry.definition.span
     name = entry.name
@@ -37,7 +41,38 @@ def bind_arguments(entry, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...]:
     missing = [p for p in params if p not in bound]
     if missing:
         raise ArgumentError("E600", f"{name} is missing argument(s) {', '.join(missing)}", span)
-    return tuple(to_array(name, p, bound[p], span) for p in params)
+    values = [to_array(name, p, bound[p], span) for p in params]
+    target = dtype or call_dtype(values, [bound[p] for p in params])
+    return tuple(cast(name, p, v, target, span) for p, v in zip(params, values, strict=True))
+
+
+def call_dtype(values: list[np.ndarray], given: list) -> str:
+    """The dtype a call computes in: NumPy's promotion of its arrays' dtypes, Python numbers
+    weak (a Python float never widens float32; a Python complex makes the call complex of the
+    arrays' precision). `values` are `given` as `to_array` made them."""
+    strong = [dtypes.natural(v.dtype) for v, g in zip(values, given, strict=True)
+              if not _weak(g)]
+    weak_complex = any(_weak(g) and isinstance(g, numbers.Complex)
+                       and not isinstance(g, numbers.Real) for g in given)
+    return dtypes.promote(strong, weak_complex)
+
+
+def _weak(value) -> bool:
+    """A Python number (not a NumPy scalar or array): it takes the call's dtype."""
+    return isinstance(value, (numbers.Number, decimal.Decimal)) and not isinstance(value, np.generic)
+
+
+def cast(function: str, param: str, array: np.ndarray, dtype: str, span) -> np.ndarray:
+    """`array` as a C-ordered array of `dtype` (a complex argument to a real call is E601)."""
+    if array.dtype.kind == "c" and not dtypes.is_complex(dtype):
+        raise ArgumentError("E601", f"argument {param} of {function} is complex, but the call "
+                            f"computes in {dtype} (it was asked to: dtype={dtype})", span)
+    if array.dtype.name != dtype or not array.flags.c_contiguous:
+        _check_copy(function, param, array, dtype, span)
+        array = np.asarray(array, dtype=dtype)
+        if not array.flags.c_contiguous:
+            array = np.array(array, order="C")
+    return array
 
 
 def _ready(value) -> bool:
@@ -46,18 +81,17 @@ def _ready(value) -> bool:
 
 
 def to_array(function: str, param: str, value, span) -> np.ndarray:
-    """`value` as a float64 array; anything that is not real numbers is an ArgumentError."""
+    """`value` as an array of numbers (bool, integer, float or complex, in any layout: `cast`
+    converts it); anything that is not numbers is an ArgumentError."""
 
     def bad(what: str) -> ArgumentError:
-        return ArgumentError("E601", f"argument {param} of {function} must be a real number or "
-                             f"an array of real numbers, but it is {what}", span)
+        return ArgumentError("E601", f"argument {param} of {function} must be a number or "
+                             f"an array of numbers, but it is {what}", span)
 
     if value is None:
         return _raise(bad("None"))
     if isinstance(value, (str, bytes, bytearray, memoryview)):
         return _raise(bad(f"a string ({value!r:.40})"))
-    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
-        return _raise(bad(f"the complex number {value}"))
     if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
         return _raise(bad("a masked array (its masked entries have no value)"))
     try:
@@ -66,30 +100,25 @@ def to_array(function: str, param: str, value, span) -> np.ndarray:
         ragged = isinstance(value, (list, tuple)) and "inhomogeneous" in str(err)
         return _raise(bad("a ragged list (its rows have different lengths)" if ragged
                           else f"not an array of numbers ({err})"))
-    if array.dtype.kind == "c":
-        return _raise(bad("an array of complex numbers"))
     if array.dtype.kind == "O":
         array = _from_objects(array, value, bad)
     if array.dtype.kind in "US":
         return _raise(bad("a list containing text" if isinstance(value, (list, tuple))
                           else "an array of text"))
-    if array.dtype.kind not in "biuf":
+    if dtypes.natural(array.dtype) is None:
         return _raise(bad(f"an array of {array.dtype}"))
-    if array.dtype != _FLOAT64 or not array.flags.c_contiguous:
-        _check_copy(function, param, array, span)
-    array = np.asarray(array, dtype=np.float64)
-    return array if array.flags.c_contiguous else np.array(array, order="C")
+    return array
 
 
-def _check_copy(function: str, param: str, array: np.ndarray, span) -> None:
-    """E700 before copying `array` into a float64 C-ordered array too large for the memory
+def _check_copy(function: str, param: str, array: np.ndarray, dtype: str, span) -> None:
+    """E700 before copying `array` into a C-ordered array of `dtype` too large for the memory
     limit (a broadcast view of a million by a million takes no memory until it is copied)."""
-    needed = math.prod(array.shape) * ITEM_BYTES
+    needed = math.prod(array.shape) * dtypes.itemsize(dtype)
     limit = memory_limit()
     if needed > limit:
         raise RuntimeHilbertError(
             "E700", f"argument {param} of {function} is {describe_shape(array.shape)}, which as "
-            f"the float64 array every executor reads would take {human_bytes(needed)}, over the "
+            f"the {dtype} array every executor reads would take {human_bytes(needed)}, over the "
             f"limit of {human_bytes(limit)} (set HILBERT_MEMORY_LIMIT to change it)", span)
 
 

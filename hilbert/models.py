@@ -377,9 +377,9 @@ def model_from(source: ModelSource) -> type[Learner]:
 
 
 def module_from(source: ModuleSource, executor: str = "numba", optimize: str = "auto",
-                math: str = "exact") -> Module:
+                math: str = "exact", dtype: str | None = None) -> Module:
     """A Module compiled from `source` (what an unpickled hilbert.Module is)."""
-    return Module(compiled_from(source), executor, optimize, math)
+    return Module(compiled_from(source), executor, optimize, math, dtype)
 
 
 def function_from(source: ModuleSource, name: str, executor: str = "numba",

@@ -1,4 +1,4 @@
-"""Results handed back to Python: floats for scalars, and arrays the caller owns."""
+"""Results handed back to Python: numbers for scalars, and arrays the caller owns."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 
 
 def to_python(result, inputs, lazy=None):
-    """`result` as the caller gets it: a float for a scalar; otherwise a writeable float64
-    array sharing memory with no input and with no other component of the same result (a
+    """`result` as the caller gets it: a number for a scalar (`_number`); otherwise a writeable
+    array (of the call's dtype) sharing memory with no input and with no other component of the same result (a
     tuple answering `(a, a)` or `(a, a[0:2])` gives fresh arrays, never one object twice nor
     a view); a tuple of those for a tuple. Values `lazy` says are lazy (dask arrays) pass as
     they are.
@@ -23,9 +23,9 @@ def to_python(result, inputs, lazy=None):
             return tuple(one(v) for v in value)
         if lazy is not None and lazy(value):
             return value
-        array = np.asarray(value, dtype=np.float64)
+        array = np.asarray(value)
         if array.ndim == 0:
-            return float(array)
+            return _number(array)
         # (may_share_memory compares bounds: a false alarm costs a copy, never a wrong answer;
         # a view of a view has no `.base` chain to the array it views)
         if not array.flags.writeable or any(
@@ -39,3 +39,13 @@ def to_python(result, inputs, lazy=None):
 
 def _arrays(values) -> list[np.ndarray]:
     return [v for v in values if isinstance(v, np.ndarray)]
+
+
+def _number(array: np.ndarray):
+    """A scalar result: a Python float or complex in the 64-bit dtypes (what Python computes
+    in), a NumPy float32 or complex64 scalar in those (so float32 in gives float32 out)."""
+    if array.dtype.itemsize == 8 and array.dtype.kind == "f" or array.dtype.kind in "biu":
+        return float(array)
+    if array.dtype.kind == "c" and array.dtype.itemsize == 16:
+        return complex(array)
+    return array[()]

@@ -57,9 +57,22 @@ def raised(node: ir.Prim, args: list):
     return power(*args)
 
 
+def real_type(value) -> type:
+    """The real NumPy type of a value's dtype (float32 for float32 and complex64 values, else
+    float64): what comparisons, sizes, positions and one-hots of it are made of."""
+    dtype = getattr(value, "dtype", None)
+    return np.float32 if dtype in (np.float32, np.complex64) else np.float64
+
+
+def dtype_of(*values) -> np.dtype:
+    """The dtype NumPy gives an operation on `values` (read from their dtypes only: a lazy
+    value is never computed for it)."""
+    return np.result_type(*(getattr(v, "dtype", type(v)) for v in values))
+
+
 def compared(function):
-    """A comparison: 1.0 where it holds, 0.0 elsewhere."""
-    return lambda node, args: function(*args).astype(np.float64)
+    """A comparison: 1.0 where it holds, 0.0 elsewhere (in the arguments' real type)."""
+    return lambda node, args: function(*args).astype(real_type(args[0]))
 
 
 def reduced(function):
@@ -69,11 +82,11 @@ def reduced(function):
 
 def measured(axis: int):
     """rows(x) (axis 0) or columns(x) (axis 1), as a number."""
-    return lambda node, args: np.float64(np.shape(args[0])[axis])
+    return lambda node, args: real_type(args[0])(np.shape(args[0])[axis])
 
 
 def positions(node: ir.Prim, args: list):
-    return np.arange(np.shape(args[0])[node.attrs[0]], dtype=np.float64)
+    return np.arange(np.shape(args[0])[node.attrs[0]], dtype=real_type(args[0]))
 
 
 # ---------------------------------------------------------------- shifted and taken reads
@@ -133,7 +146,7 @@ def one_hot(node: ir.Prim, labels: np.ndarray, classes) -> np.ndarray:
         value = float(labels[bad].flat[0])
         raise RuntimeHilbertError("E511", f"oneHot(labels, {k}) needs labels that are whole "
                                   f"numbers from 0 to {k - 1}, but one is {value:g}", node.span)
-    return (labels[..., None] == np.arange(k)).astype(np.float64)
+    return (labels[..., None] == np.arange(k)).astype(real_type(labels))
 
 
 def take(x, at, axis: int, coef: float = 1.0, const: float = 0.0):
@@ -149,7 +162,7 @@ def take(x, at, axis: int, coef: float = 1.0, const: float = 0.0):
         if isinstance(x, np.ndarray):
             return np.take(x, int(s), axis=axis)
         return x[(slice(None),) * axis + (int(s),)]  # a lazy (dask) array: a view of its blocks
-    return np.zeros(np.shape(x)[:axis] + np.shape(x)[axis + 1:])
+    return np.zeros(np.shape(x)[:axis] + np.shape(x)[axis + 1:], dtype_of(x))
 
 
 def taken(node: ir.Prim, args: list):
@@ -180,7 +193,7 @@ def encoded(node: ir.Prim, args: list):
 
 def summed_to(node: ir.Prim, args: list):
     g, like = args
-    return g if np.shape(g) == np.shape(like) else np.float64(np.sum(g))
+    return g if np.shape(g) == np.shape(like) else np.asarray(np.sum(g))[()]
 
 
 def spread(node: ir.Prim, args: list):
@@ -190,7 +203,7 @@ def spread(node: ir.Prim, args: list):
 
 def placed(node: ir.Prim, args: list):
     g, like, start = args
-    out = np.zeros(np.shape(like))
+    out = np.zeros(np.shape(like), dtype_of(g, like))
     at = int(start)
     if node.attrs[0]:
         out[at:at + np.shape(g)[0]] = g
@@ -213,7 +226,7 @@ def coordinate(node: ir.Prim, args: list):
     axis = node.attrs[0]
     shape = [1] * np.ndim(x)
     shape[axis] = np.shape(x)[axis]
-    return np.broadcast_to(np.arange(np.shape(x)[axis], dtype=np.float64).reshape(shape),
+    return np.broadcast_to(np.arange(np.shape(x)[axis], dtype=real_type(x)).reshape(shape),
                            np.shape(x))
 
 
@@ -234,7 +247,7 @@ def lazy_power(node: ir.Prim, args: list, number=None, shape=()):
     if not isinstance(y, da.Array) and np.ndim(y) == 0 and y == 0 and isinstance(x, da.Array):
         return da.ones(x.shape, chunks=x.chunks)
     operands = [da.asarray(v) if np.ndim(v) else v for v in (x, y)]
-    return da.map_blocks(_quiet_power, *operands, dtype=np.float64)
+    return da.map_blocks(_quiet_power, *operands, dtype=dtype_of(*operands))
 
 
 def _quiet_power(x, y):
@@ -253,10 +266,10 @@ def lazy_shift(node: ir.Prim, args: list, number=None, shape=()):
         return shift(x, sizes, *node.attrs)
     whole = x.rechunk({axis: -1})
     kept = [c for i, c in enumerate(whole.chunks) if i != axis]
-    return da.map_blocks(_shift_block, whole, sizes, node.attrs, dtype=np.float64,
+    return da.map_blocks(_shift_block, whole, sizes, node.attrs, dtype=whole.dtype,
                          drop_axis=axis, new_axis=list(range(len(kept), len(kept) + len(sizes))),
                          chunks=tuple(kept) + tuple((n,) for n in sizes),
-                         meta=np.empty((0,) * (len(kept) + len(sizes))))
+                         meta=np.empty((0,) * (len(kept) + len(sizes)), whole.dtype))
 
 
 def _shift_block(block: np.ndarray, sizes: list[int], attrs: tuple) -> np.ndarray:
@@ -290,7 +303,7 @@ def lazy_encoded(node: ir.Prim, args: list, number, shape):
     import dask.array as da
 
     labels, k = da.asarray(args[0]), int(number(args[1], shape[-1]))
-    return labels.map_blocks(partial(one_hot, node), k, dtype=np.float64,
+    return labels.map_blocks(partial(one_hot, node), k, dtype=real_type(labels),
                              new_axis=labels.ndim, chunks=labels.chunks + ((k,),))
 
 
@@ -329,5 +342,5 @@ def lazy_coordinate(node: ir.Prim, args: list, number, shape):
     x, axis = args[0], node.attrs[0]
     line = [1] * x.ndim
     line[axis] = x.shape[axis]
-    steps = da.arange(x.shape[axis], dtype=np.float64).reshape(line)
+    steps = da.arange(x.shape[axis], dtype=real_type(x)).reshape(line)
     return da.broadcast_to(steps, x.shape, chunks=x.chunks)

@@ -108,9 +108,9 @@ def _erf(x):
     up to ERF_BY_LIBM entries; SciPy's erf ufunc for larger arrays and dask arrays, SciPy
     imported at the first of those (it costs a third of a second)."""
     if isinstance(x, (float, int, np.floating, np.integer)):
-        return np.float64(math.erf(x))
+        return m.real_type(x)(math.erf(x))
     if isinstance(x, np.ndarray) and x.size <= ERF_BY_LIBM:
-        return _libm_erf(x).astype(np.float64) if x.ndim else np.float64(math.erf(x))
+        return _libm_erf(x).astype(x.dtype) if x.ndim else x.dtype.type(math.erf(x))
     from scipy import special
 
     return special.erf(x)
@@ -130,12 +130,12 @@ def _product_adjoint(x, g, axis: int):
     xs, gs = np.moveaxis(x, axis, 0), np.moveaxis(g, axis, 0)
     n = xs.shape[0]
     if n == 0:
-        return np.zeros(np.shape(x))
+        return np.zeros(np.shape(x), m.dtype_of(x, g))
     after = [gs[n - 1]]
     for i in range(n - 2, -1, -1):
         after.append(gs[i] + xs[i + 1] * after[-1])
     after.reverse()
-    parts, before = [], np.ones(xs.shape[1:])
+    parts, before = [], np.ones(xs.shape[1:], m.dtype_of(x))
     for i in range(n):
         parts.append(before * after[i])
         before = before * xs[i]
@@ -167,6 +167,11 @@ PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
          derivative=_slope(lambda n, x: p(n, "sub", p(n, "gt", x, c(n, 0.0)),
                                           p(n, "lt", x, c(n, 0.0)))),
          code="np.abs({})"),
+    # conj, re and im: on a real value (what compiled code computes: it is float64) the
+    # value, the value and 0; on complex values NumPy's, on every host
+    _row("conj", 1, "unary", np.conj, derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
+    _row("re", 1, "unary", np.real, derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
+    _row("im", 1, "unary", np.imag, derivative=d.zero, code="0.0"),
     _row("floor", 1, "unary", np.floor, traits=_STATIC, derivative=d.zero, code="np.floor({})"),
     _row("erf", 1, "unary", _erf,
          derivative=_slope(lambda n, x: p(n, "mul", c(n, 2.0 / math.sqrt(math.pi)),

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from hilbert.compiler import ir, settings
+from hilbert.compiler import dtypes, ir, settings
 from hilbert.compiler.ops.primitives import having
 from hilbert.compiler.passes.shapes import Scope, Shape, ShapeTable
 from hilbert.compiler.plan.paths import (  # noqa: F401 (what planning gives: the optimisers, paths and their steps)
@@ -25,7 +25,7 @@ from hilbert.compiler.plan.schedule import RegionSchedule
 from hilbert.compiler.settings import not_understood
 from hilbert.grammar.errors import RuntimeHilbertError
 
-ITEM_BYTES = 8  # float64
+ITEM_BYTES = 8  # float64: the default dtype's (a plan counts its own dtype's: Plan.item_bytes)
 _ENTRYWISE = having("entrywise")
 _SHAPES_ONLY = having("shapes_only")
 
@@ -88,6 +88,12 @@ class Plan:
     paths: dict = field(default_factory=dict, compare=False, repr=False)  # (spec, shapes) -> (path, steps)
     notes: tuple[str, ...] = ()  # the executor's account: what it compiled, what it did not and why
     schedule: tuple[RegionSchedule, ...] = ()  # what the generated code runs, once generated
+    dtype: str = dtypes.DEFAULT  # what the call computes in (compiler/dtypes.py)
+
+    @property
+    def item_bytes(self) -> int:
+        """Bytes per entry of the call's values (its memory counts are in these)."""
+        return dtypes.itemsize(self.dtype)
 
     def to_dict(self) -> dict:
         """Plain data (JSON-ready) for the plan."""
@@ -188,8 +194,9 @@ class _Planner:
     scope ends (a host walk with a memo); otherwise a value is freed after its last reader."""
 
     def __init__(self, table: ShapeTable, signature: tuple[Shape, ...], optimize: str,
-                 values: tuple | None, keeps_all: bool):
+                 values: tuple | None, keeps_all: bool, item: int = ITEM_BYTES):
         self.table = table
+        self.item = item  # bytes per entry
         self.signature = signature
         self.optimize = optimize
         self.values = values
@@ -238,7 +245,8 @@ class _Planner:
     def close(self, frame: _Frame) -> _ScopeResult:
         """A planned scope's FLOPs and peak; its fused groups recorded."""
         self.groups += _fused_groups(frame.order, frame.shapes, frame.label)
-        sizes = {id(n): _stored_bytes(n, frame.shapes, self.table, frame.scope) for n in frame.order}
+        sizes = {id(n): _stored_bytes(n, frame.shapes, self.table, frame.scope, self.item)
+                 for n in frame.order}
         peak = _peak(frame.order, frame.roots, sizes, frame.during, frame.keeps_all)
         return _ScopeResult(frame.flops, frame.complete, peak)
 
@@ -254,7 +262,7 @@ class _Planner:
         self.einsums.append(EinsumPlan(node.spec, operand_shapes, path, steps, flops, largest,
                                        str(node.span), label, note))
         # Every step's result but the last (the einsum's own value) may be alive at once.
-        return flops, sum(s.intermediate for s in steps[:-1]) * ITEM_BYTES
+        return flops, sum(s.intermediate for s in steps[:-1]) * self.item
 
     def loop(self, frame: _Frame) -> None:
         """Finish the loop `frame` waits at, its body planned: its total FLOPs, and the bytes
@@ -267,8 +275,9 @@ class _Planner:
         trips = self.trips(loop)
         self.loops.append(LoopPlan(loop.name, loop.counter is not None, trips, state,
                                    body.flops, str(loop.span)))
-        held = 2 * sum(elements(s) for s in state) * ITEM_BYTES + body.peak
-        frame.during[id(loop)] = held - _stored_bytes(loop, frame.shapes, self.table, frame.scope)
+        held = 2 * sum(elements(s) for s in state) * self.item + body.peak
+        frame.during[id(loop)] = held - _stored_bytes(loop, frame.shapes, self.table, frame.scope,
+                                                      self.item)
         if trips is None:
             frame.complete = False
         else:
@@ -290,10 +299,11 @@ class _Planner:
                                    adjoint[len(state):], forward.flops + backward.flops,
                                    str(node.span)))
         moving = [s for i, s in enumerate(state) if loop.step[i] != ir.State(i, None)]
-        tape = (trips or 0) * sum(elements(s) for s in moving) * ITEM_BYTES
-        held = (2 * sum(elements(s) for s in adjoint) * ITEM_BYTES
+        tape = (trips or 0) * sum(elements(s) for s in moving) * self.item
+        held = (2 * sum(elements(s) for s in adjoint) * self.item
                 + max(forward.peak, backward.peak) + tape)
-        frame.during[id(node)] = held - _stored_bytes(node, frame.shapes, self.table, frame.scope)
+        frame.during[id(node)] = held - _stored_bytes(node, frame.shapes, self.table, frame.scope,
+                                                      self.item)
         if trips is None:
             frame.complete = False
         else:
@@ -329,18 +339,19 @@ def _placeholders(signature: tuple[Shape, ...]) -> tuple | None:
         return None
 
 
-def _stored_bytes(node: ir.Node, shapes: dict, table: ShapeTable, scope: Scope) -> int:
-    """Bytes a node's value takes: a loop's value is its final state; a component read from it
-    or an argument or state already held takes nothing new."""
+def _stored_bytes(node: ir.Node, shapes: dict, table: ShapeTable, scope: Scope,
+                  item: int) -> int:
+    """Bytes a node's value takes (`item` per entry): a loop's value is its final state; a
+    component read from it or an argument or state already held takes nothing new."""
     match node:
         case ir.Loop():
-            return sum(elements(s) for s in table.states[scope + (node,)]) * ITEM_BYTES
+            return sum(elements(s) for s in table.states[scope + (node,)]) * item
         case ir.LoopGrad():
             state = table.states[scope + (node,)]
-            return sum(elements(s) for s in state[len(node.loop.init):]) * ITEM_BYTES
+            return sum(elements(s) for s in state[len(node.loop.init):]) * item
         case ir.Project() | ir.Param() | ir.State() | ir.Const():
             return 0
-    return elements(shapes[node]) * ITEM_BYTES
+    return elements(shapes[node]) * item
 
 
 def _peak(order: list[ir.Node], roots: list[ir.Node], sizes: dict[int, int],
@@ -402,18 +413,19 @@ def _fused_groups(order: list[ir.Node], shapes: dict, label: str) -> list[FusedG
 def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: ShapeTable,
               signature: tuple[Shape, ...], optimize: str = "auto", executor: str = "numba",
               values: tuple | None = None, limit: int | None = None,
-              keeps_all: bool = False) -> Plan:
+              keeps_all: bool = False, dtype: str = dtypes.DEFAULT) -> Plan:
     """Requires shape-checked IR (what `executor` will run); ensures a Plan within the memory
     limit, or raises E700. The arguments count towards the peak; `keeps_all`: the executor
     holds every value it computes in a scope until the scope ends (a host walk), rather than
-    freeing each after its last reader (compiled code)."""
-    planner = _Planner(table, signature, optimize, values, keeps_all)
+    freeing each after its last reader (compiled code). Bytes are counted in `dtype`'s."""
+    item = dtypes.itemsize(dtype)
+    planner = _Planner(table, signature, optimize, values, keeps_all, item)
     call = planner.call(root)
-    arguments = sum(elements(s) for s in signature) * ITEM_BYTES
+    arguments = sum(elements(s) for s in signature) * item
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
-                tuple(planner.groups), call.flops if call.complete else None, planner.largest * ITEM_BYTES,
+                tuple(planner.groups), call.flops if call.complete else None, planner.largest * item,
                 arguments + call.peak, executor, optimiser_name(optimize), planner.paths,
-                _mask_notes(root))
+                _mask_notes(root), dtype=dtype)
     guard(plan, root, table, limit if limit is not None else memory_limit())
     return plan
 
@@ -434,16 +446,17 @@ def guard(plan: Plan, root: ir.Node, table: ShapeTable, limit: int) -> None:
 
     culprit = max(plan.einsums, key=lambda e: e.largest, default=None)
     span = root.span
-    if culprit is not None and culprit.largest * ITEM_BYTES * 2 >= plan.largest_bytes:
+    item = plan.item_bytes
+    if culprit is not None and culprit.largest * item * 2 >= plan.largest_bytes:
         for scope in table.scopes.values():
             for node in scope:
                 if isinstance(node, ir.Einsum) and node.spec == culprit.spec:
                     span = node.span
         what = (f'einsum "{culprit.spec}" on {", ".join("×".join(map(str, s)) or "scalar" for s in culprit.shapes)} '
                 f"needs an intermediate of {culprit.largest:,} elements "
-                f"({human_bytes(culprit.largest * ITEM_BYTES)})")
+                f"({human_bytes(culprit.largest * item)})")
     else:
-        what = f"its largest value has {plan.largest_bytes // ITEM_BYTES:,} elements"
+        what = f"its largest value has {plan.largest_bytes // item:,} elements"
     raise RuntimeHilbertError(
         "E700", f"{plan.function} would need about {human_bytes(plan.peak_bytes)} of memory: "
         f"{what}, over the limit of {human_bytes(limit)} (set HILBERT_MEMORY_LIMIT to change it)",

@@ -43,7 +43,7 @@ def render_plan(plan) -> str:
     """The plan as text (what `print(fn.plan(...))` and `hilbert plan` show)."""
     args = ", ".join(f"{p}: {shape_text(s)}" for p, s in zip(plan.params, plan.signature, strict=True))
     lines = [f"plan of {plan.function}({args})",
-             f"  executor {plan.executor} · path optimiser {plan.optimize}", ""]
+             f"  executor {plan.executor} · {plan.dtype} · path optimiser {plan.optimize}", ""]
     for number, e in enumerate(plan.einsums, 1):
         lines.append(f"einsum {number}  \"{e.spec}\"  on {', '.join(shape_text(s) for s in e.shapes)}"
                      f"  [{e.scope}]  {e.where}")
@@ -53,7 +53,7 @@ def render_plan(plan) -> str:
                          s.blas or "-"])
         lines += _table(rows)
         lines.append(f"  total {human_count(e.flops)} FLOPs · largest intermediate "
-                     f"{human_count(e.largest)} elements ({human_bytes(e.largest * 8)})")
+                     f"{human_count(e.largest)} elements ({human_bytes(e.largest * plan.item_bytes)})")
         if e.note:
             lines.append(f"  note: {e.note}")
         lines.append("")

@@ -20,6 +20,7 @@ import dask.array as da
 import numpy as np
 from dask.utils import parse_bytes
 from hilbert.compiler.driver import Entry, Specialised, annotate, plan_entry
+from hilbert.compiler.dtypes import is_complex, natural
 from hilbert.compiler.plan import Plan, memory_limit
 from hilbert.compiler.plan.text import human_bytes
 from hilbert.executor.dask.graph import BLOCK_SHARE, DaskGraph, count_tasks, lazy
@@ -35,12 +36,13 @@ DEFAULT_SHARE = 16
 
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, chunks=None,
-            compute: bool | None = None, math: str = "exact") -> DaskProgram:
+            compute: bool | None = None, math: str = "exact",
+            dtype: str = "float64") -> DaskProgram:
     """Specialise and plan `entry` for `shapes`; the program that runs it on dask. The whole
     plan is not held to the memory limit (it is spread over blocks): every block is, as the
     graph is built (E700). `math`: "fast" lets the blockwise kernels compute as the numba
     executor's do under it."""
-    ready = plan_entry(entry, shapes, optimize, "dask", values, limit=sys.maxsize)
+    ready = plan_entry(entry, shapes, optimize, "dask", values, limit=sys.maxsize, dtype=dtype)
     return DaskProgram(ready, entry, optimize, values, chunks, compute, math == "fast")
 
 
@@ -130,7 +132,7 @@ class DaskProgram:
             if lazy(value):
                 out.append(value.rechunk(blocks) if blocks and self._named(i) else value)
             elif shape == ():
-                out.append(np.float64(value))
+                out.append(np.asarray(value)[()])  # (a NumPy number of the call's dtype)
             elif symbolic:
                 out.append(da.zeros(shape, chunks=blocks))
             else:
@@ -212,8 +214,9 @@ def describe(params, shapes, blocks: dict[int, tuple], tasks: int, graph: DaskGr
 def call(function, args: tuple, kwargs: dict):
     """`function(*args, **kwargs)` on dask (Function.__call__ hands its calls here): arguments
     bound and checked as for any executor, but dask arrays kept lazy."""
-    values = bind(function.entry, args, kwargs)
-    program = function.program(tuple(v.shape for v in values))
+    values = bind(function.entry, args, kwargs, function.dtype)
+    program = function.program(tuple(v.shape for v in values), values[0].dtype.name if values
+                               else function.dtype)
     try:
         result = program.run(values)
     except HilbertError as err:
@@ -222,40 +225,52 @@ def call(function, args: tuple, kwargs: dict):
     return _python(result, values)
 
 
-def bind(entry: Entry, args: tuple, kwargs: dict) -> tuple:
-    """One value per parameter: dask arrays as float64 dask arrays (lazy), the rest as the
-    other executors take them. Binding itself (names, counts) is the API's, given markers."""
-    from hilbert.arguments import bind_arguments, to_array
+def bind(entry: Entry, args: tuple, kwargs: dict, dtype: str | None = None) -> tuple:
+    """One value per parameter, all of the call's dtype (`dtype`, or the arguments' promoted as
+    any call's): dask arrays lazy, the rest as the other executors take them. Binding itself
+    (names, counts) is the API's, given markers."""
+    from hilbert.arguments import bind_arguments, call_dtype, cast, to_array
 
     given = [*args, *kwargs.values()]
     marks = bind_arguments(entry, tuple(float(i) for i in range(len(args))),
                            {k: float(len(args) + j) for j, k in enumerate(kwargs)})
     span = entry.definition.span
-    values = []
-    for param, mark in zip(entry.params, marks, strict=True):
-        value = given[int(mark)]
-        values.append(_lazy_argument(entry, param, value) if lazy(value)
-                      else to_array(entry.name, param, value, span))
-    return tuple(values)
+    bound = [given[int(mark)] for mark in marks]
+    values = [_lazy_argument(entry, param, value) if lazy(value)
+              else to_array(entry.name, param, value, span)
+              for param, value in zip(entry.params, bound, strict=True)]
+    target = dtype or call_dtype(values, bound)
+    return tuple(_lazy_cast(entry, param, value, target) if lazy(value)
+                 else cast(entry.name, param, value, target, span)
+                 for param, value in zip(entry.params, values, strict=True))
 
 
 def _lazy_argument(entry: Entry, param: str, value: da.Array) -> da.Array:
     span = entry.definition.span
-    if value.dtype.kind not in "biuf":
-        raise ArgumentError("E601", f"argument {param} of {entry.name} must be an array of real "
+    if natural(value.dtype) is None:
+        raise ArgumentError("E601", f"argument {param} of {entry.name} must be an array of "
                             f"numbers, but it is a dask array of {value.dtype}", span)
     if any(math.isnan(n) for n in value.shape):
         raise ArgumentError("E601", f"argument {param} of {entry.name} is a dask array whose "
                             "shape is not known yet (call its compute_chunk_sizes() first)", span)
-    return value if value.dtype == np.float64 else value.astype(np.float64)
+    return value
+
+
+def _lazy_cast(entry: Entry, param: str, value: da.Array, dtype: str) -> da.Array:
+    """A lazy argument in the call's dtype (a complex one to a real call is E601)."""
+    if value.dtype.kind == "c" and not is_complex(dtype):
+        raise ArgumentError("E601", f"argument {param} of {entry.name} is complex, but the call "
+                            f"computes in {dtype} (it was asked to: dtype={dtype})",
+                            entry.definition.span)
+    return value if value.dtype == dtype else value.astype(dtype)
 
 
 def _numpy(result):
     """A computed answer as the other executors give it: NumPy floats and arrays."""
     if isinstance(result, tuple):
         return tuple(_numpy(r) for r in result)
-    array = np.asarray(result, dtype=np.float64)
-    return np.float64(array) if array.ndim == 0 else array
+    array = np.asarray(result)
+    return array[()] if array.ndim == 0 else array
 
 
 def _python(result, inputs):

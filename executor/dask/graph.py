@@ -19,7 +19,7 @@ import dask
 import dask.array as da
 import numpy as np
 import opt_einsum
-from hilbert.compiler import ir
+from hilbert.compiler import dtypes, ir
 from hilbert.compiler.evaluate import evaluate, needs
 from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.primitives import BY_OP
@@ -28,7 +28,13 @@ from hilbert.compiler.plan import Plan, memory_limit
 from hilbert.compiler.plan.text import human_bytes
 from hilbert.executor.dask.extremes import Extremes, first_positions
 from hilbert.executor.dask.kernels import Kernels
-from hilbert.executor.reference import guard_tapes, moving_components, step_count, tape_guard
+from hilbert.executor.reference import (
+    counted,
+    guard_tapes,
+    moving_components,
+    step_count,
+    tape_guard,
+)
 from hilbert.grammar.errors import RuntimeHilbertError
 from hilbert.grammar.source import Span
 
@@ -64,7 +70,9 @@ class DaskGraph:
         self.sketch = Sketch({})
         self.loop_steps = 0
         self.limit = memory_limit()
-        self._kernels = Kernels(table, optimize, kernels, fast)  # shared by a program's runs
+        # blockwise kernels (generated code, which is float64) shared by a program's runs
+        self._kernels = Kernels(table, optimize, kernels, fast, plan.dtype == "float64")
+        self._number = np.dtype(dtypes.real(plan.dtype)).type  # what a constant is
         self._extremes = Extremes(table)
         self.tapes = tapes or []  # the call's loops run backwards (reference.tapes_at_the_call)
 
@@ -94,7 +102,7 @@ class DaskGraph:
             if self.symbolic:
                 return stand_in
             value = value.compute()
-        return float(value)
+        return float(np.real(value))  # (a complex call's counter: whole, so real)
 
     # ---------------------------------------------------------------- what a node needs
 
@@ -125,7 +133,7 @@ class DaskGraph:
             case ir.Param(index=i) | ir.State(index=i):
                 return leaves[i]
             case ir.Const(value=v):
-                return np.float64(v)
+                return self._number(v)
             case ir.Prim() if self._extremes.find(node, scope) is not None:
                 x, axis, largest = self._extremes.find(node, scope)  # type: ignore[misc]
                 return first_positions(memo[x], axis, largest)
@@ -157,7 +165,7 @@ class DaskGraph:
     def _guard(self, node: ir.Node, value: da.Array) -> None:
         """E700 before any block of `value` would pass its share of the memory limit."""
         block = [max(sizes, default=0) for sizes in value.chunks]
-        size = math.prod(block) * 8
+        size = math.prod(block) * self.plan.item_bytes
         self.sketch.largest = max(self.sketch.largest, size)
         if size * BLOCK_SHARE <= self.limit:
             return
@@ -211,9 +219,9 @@ class DaskGraph:
             if tape is not None:
                 tape_guard(loop, _sizes_only(state), moving, remaining)
             for left in range(remaining, 0, -1):
-                state[loop.counter] = np.float64(left)
+                state[loop.counter] = counted(state[loop.counter], left)
                 self._step(loop, state, moving, {}, tape, body)
-            state[loop.counter] = np.float64(0)
+            state[loop.counter] = counted(state[loop.counter], 0)
             return tuple(state), remaining
         steps = 0
         while True:
@@ -256,7 +264,7 @@ class DaskGraph:
         """One step built, not run: its tasks counted; the state after it stands for the final."""
         state = list(init)
         if loop.counter is not None:
-            state[loop.counter] = np.float64(1)
+            state[loop.counter] = counted(state[loop.counter], 1)
         roots = [loop.step[i] for i in moving_components(loop)]
         if loop.counter is None:
             roots.append(loop.until)

@@ -58,8 +58,9 @@ class Kernels:
     for, and shared by every run of one program (`made`)."""
 
     def __init__(self, table: ShapeTable, optimize: str, made: dict | None = None,
-                 fast: bool = False):
+                 fast: bool = False, enabled: bool = True):
         self.table = table
+        self.enabled = enabled  # False: no kernels (a dtype generated code is not written in)
         self.optimize = optimize
         self.fast = fast  # math="fast"
         self._made: dict[tuple, Kernel | None] = {} if made is None else made
@@ -67,7 +68,7 @@ class Kernels:
     def fused(self, node: ir.Node, scope) -> bool:
         """True for the root of a blockwise kernel: an entrywise node with an array value
         whose region holds more than itself (one operation is as fast as dask's ufunc)."""
-        return (isinstance(node, ir.Prim) and node.op in _ENTRYWISE
+        return (self.enabled and isinstance(node, ir.Prim) and node.op in _ENTRYWISE
                 and self.table.scopes[scope][node] != () and self.kernel(node, scope) is not None)
 
     def kernel(self, root: ir.Node, scope) -> Kernel | None:

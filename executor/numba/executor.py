@@ -37,16 +37,19 @@ __all__ = ["COMPILE_AFTER", "COMPILE_ENVIRONMENT", "HOST_ENVIRONMENT", "Compiled
            "generated_ir", "prepare", "regions_of", "resume_points"]
 
 
-def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str = "exact"):
-    """Specialise and plan `entry` for `shapes`; return the program that runs it: tiered when
-    it has no loops (nothing is generated or compiled here), else compiled at its first call.
+def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str = "exact",
+            dtype: str = "float64"):
+    """Specialise and plan `entry` for `shapes` and `dtype`; return the program that runs it:
+    tiered when it has no loops (nothing is generated or compiled here), else compiled at its
+    first call; a call in another dtype than float64 stays on the host tier (the plan says so).
     `math`: "exact" or "fast" (compiled code within a few ulp of NumPy: the plan says so)."""
-    ready = plan_entry(entry, shapes, optimize, "numba", values)
+    ready = plan_entry(entry, shapes, optimize, "numba", values, dtype=dtype)
     forced = names(HOST_ENVIRONMENT)
     threads.count()  # HILBERT_THREADS read here, on the caller's thread (E600 if unreadable)
 
     def replan() -> Plan:  # host walks and generated code run as Python hold every value
-        return plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True).plan
+        return plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True,
+                          dtype=dtype).plan
 
     looped = bool(ready.plan.loops)  # (every loop is planned, however deep)
     return TieredProgram(tiers_of(ready, optimize, forced, math == "fast"), replan, len(entry.params),
@@ -61,6 +64,8 @@ def build(program, label: str = "") -> None:
     lasts shows a line `compiling LABEL` on a terminal (hilbert.progress.compiling)."""
     from hilbert.progress import compiling
 
+    if not program.compiles:  # (a dtype the code generator does not write: its plan says so)
+        return
     with compiling(label, len(regions_of(program.runner))) as advance:
         program.build(advance)
 

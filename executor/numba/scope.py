@@ -49,7 +49,7 @@ class ScopeRunner(Host):
         self.bodies: dict[ir.Node, list[ScopeRunner]] = {}  # host loops: each scope's runner
         self.loop_steps = 0
         self._einsums: dict = {}
-        super().__init__(self._einsum)
+        super().__init__(self._einsum, plan.dtype)
         self._place(roots)
         self.whole = self._whole()
         # the call's loops run backwards whose tapes are checked before it runs a step

@@ -51,6 +51,12 @@ STEPPED = ("the first calls run on the host (loops step by step in Python, each 
            f"({COMPILE_ENVIRONMENT} says when: by default from the first call); ")
 RESUMED = "a running loop moves to it at the next step boundary, its state carried over"
 RESTARTED = "calls that start once it is built run on it"
+#: What a plan of another dtype than float64 says: the code generator writes float64 code.
+HOST_ONLY = ("{dtype} calls run on the host tier only (each einsum along its path as NumPy/BLAS "
+             "pairwise steps in {dtype}, entrywise work in NumPy, loops stepped in Python): "
+             "the code generator writes float64 code only, so nothing is compiled")
+#: The dtype generated code computes in.
+COMPILED_DTYPE = "float64"
 
 
 class Tiers:
@@ -63,18 +69,21 @@ class Tiers:
     def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str],
                  fast: bool = False):
         self.looped = bool(ready.plan.loops)
+        self.compiles = ready.plan.dtype == COMPILED_DTYPE  # else calls stay on the host
         self.counter = None  # the state component that counts a resumable loop's steps left
         if self.looped:
             self.resumes = resume_points(ready.body)
             if self.resumes is not None:
                 self.counter = only_loop(ready.body).counter  # type: ignore[union-attr]
             note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
+            if not self.compiles:
+                note = HOST_ONLY.format(dtype=ready.plan.dtype)
             walk = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
                                Placement(ready.table, forced, host_only=True))
             self.host = HostProgram(walk, _noted(ready.plan, (note, *_maths(fast))))
         else:
             self.resumes = None
-            note = TIERED
+            note = TIERED if self.compiles else HOST_ONLY.format(dtype=ready.plan.dtype)
             self.host = PlannedProgram(ready.body, _noted(ready.plan, (note, *_maths(fast))))
         self.note = note
         self._ready = ready
@@ -193,7 +202,7 @@ class TieredProgram:
         self._tiers = tiers
         self._replan = replan
         self._arity = arity
-        self._when = when
+        self._when = when if tiers.compiles else None
         self._plan = self.host.plan
         self._second: WholeProgram | HostProgram | None = None  # generated, not yet built
         self._fast: WholeProgram | HostProgram | None = None  # built and swapped in
@@ -226,6 +235,11 @@ class TieredProgram:
     def eager(self) -> bool:
         """Whether its code is built before its first call runs (HILBERT_COMPILE=eager)."""
         return self._when == 0
+
+    @property
+    def compiles(self) -> bool:
+        """Whether this program has a compiled tier at all (its dtype is float64)."""
+        return self._tiers.compiles
 
     @property
     def built(self) -> bool:
@@ -339,6 +353,9 @@ class TieredProgram:
         with self._lock:
             if self._done.is_set():
                 return self._fast
+            if not self._tiers.compiles:  # (its plan says why)
+                self._done.set()
+                return None
             try:
                 fast = self._built(advance)
             except Exception as err:
