@@ -179,8 +179,8 @@ def test_errors_pickle_with_their_code_and_span():
 @pytest.mark.parametrize("args, words", [
     (([1.0, 2.0], [[1.0]]), ["layer", "argument a", "a vector of 2", "2 letter(s)"]),
     ((np.ones((2, 3)), np.ones((4, 2))), ["layer", "argument w", "letter p is 3", "4"]),
-    (("abc", [[1.0]]), ["layer", "argument a", "real number", "a string ('abc')"]),
-    ((None, [[1.0]]), ["layer", "argument a", "real number", "None"]),
+    (("abc", [[1.0]]), ["layer", "argument a", "a number", "a string ('abc')"]),
+    ((None, [[1.0]]), ["layer", "argument a", "a number", "None"]),
     (([[1.0]], None), ["layer", "argument w", "None"]),
 ])
 def test_bad_arguments_name_function_and_parameter(mod, args, words):

@@ -187,9 +187,11 @@ DENSE_CHAIN = NETWORKS + "fn deep(a, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10) �
 
 
 @pytest.mark.parametrize("optimize", ["optimal", "branch-all", "branch-2", "auto", "greedy"])
-def test_ten_chained_layers_are_planned_at_the_chain_optimum(optimize, monkeypatch):
+def test_ten_chained_layers_are_planned_at_the_chain_optimum(optimize, monkeypatch, tmp_path):
     # Fusion makes the ten layers one 11-operand einsum; exhaustive searches would not finish
-    # on it, so they give way to dp, and the plan says so.
+    # on it, so they give way to dp, and the plan says so. (An empty disk cache: a plan kept
+    # by an earlier run would be read back, not searched for.)
+    monkeypatch.setenv("HILBERT_CACHE_DIR", str(tmp_path))
     asked: list[str] = []
     contract_path = opt_einsum.contract_path
 
@@ -344,13 +346,16 @@ def test_a_plan_over_the_limit_is_still_refused_before_allocating(executor, monk
 @pytest.mark.parametrize("executor", ["reference", "numba"])
 def test_argument_conversion_is_guarded(executor, monkeypatch):
     # A broadcast view takes no memory; the float64 C-ordered copy an executor reads would
-    # take 7.3 TiB, and is refused before it is made.
+    # take 7.3 TiB (a float32 one 3.6 TiB), and is refused before it is made.
     monkeypatch.setenv("HILBERT_MEMORY_LIMIT", "1G")
     f = hilbert.compile_source("fn f(a) ↦ a · 2", executor=executor).f
-    huge = np.broadcast_to(np.float32(1.0), (10**6, 10**6))
+    huge = np.broadcast_to(np.float16(1.0), (10**6, 10**6))
     outcome, peak = traced_peak(lambda: f(huge))
     assert isinstance(outcome, hilbert.RuntimeHilbertError) and outcome.code == "E700"
-    assert "argument a of f" in outcome.message and "7.3 TiB" in outcome.message
+    assert "argument a of f" in outcome.message and "3.6 TiB" in outcome.message
+    assert "float32" in outcome.message
+    outcome, _ = traced_peak(lambda: f.using(dtype="float64")(huge))
+    assert outcome.code == "E700" and "7.3 TiB" in outcome.message
     assert peak < 1_000_000
     small = np.broadcast_to(np.arange(3.0), (2, 3))  # within the limit: copied and computed
     np.testing.assert_array_equal(f(small), np.tile(np.arange(3.0) * 2, (2, 1)))
