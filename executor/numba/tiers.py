@@ -8,6 +8,8 @@ import copy
 import functools
 import threading
 import time
+
+import numpy as np
 from collections.abc import Callable
 
 from hilbert.compiler import ir, passes, settings
@@ -316,7 +318,7 @@ class TieredProgram:
         if self._counter is None or not steps:
             return True
         pace = (time.perf_counter() - began) / steps
-        return pace * float(state[self._counter]) >= SHORT_LOOP_S
+        return pace * float(np.real(state[self._counter])) >= SHORT_LOOP_S
 
     def _stay_on_host(self, err: BaseException) -> None:
         """After a background build failed for a reason of hilbert's own (a bug): calls go on

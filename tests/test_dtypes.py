@@ -1,0 +1,296 @@
+"""One dtype per call (docs/semantics.md, "Number types"): promotion of the arguments, weak
+Python numbers, forced dtypes, results in the call's dtype on every executor, complex values
+and the operations refused on them (E325). Expected values are NumPy's, computed here in the
+same dtype."""
+
+import numpy as np
+import pytest
+from conftest import needs
+
+import hilbert
+
+EXECUTORS = ("numba", "reference", "dask")
+
+
+@pytest.fixture(params=EXECUTORS)
+def every_executor(request) -> str:
+    if request.param == "dask":
+        needs("dask")
+    return request.param
+
+
+F32, F64, C64, C128 = (np.dtype(n) for n in ("float32", "float64", "complex64", "complex128"))
+
+SOURCE = """
+fn add(x, y) ↦ x + y
+fn dense(a, w) ↦ tanh(einsum("np,pq->nq", a, w)) · 0.5 + 1
+fn smooth(x) ↦ exp(x) / (1 + exp(x)) − ln(abs(x) + 1) · sqrt(abs(x))
+fn total(x) ↦ einsum("ij->", x · x)
+fn parts(z) ↦ re(z) · 2 − im(z) + abs(z)
+fn conjugated(z) ↦ conj(z) · z
+fn rotate(z, w) ↦ einsum("ij,jk->ik", z, w) ^ 2 / (z + 3)
+fn count(x, t) ↦ if t = 0 then x else count(x · 0.5 + t / (t + 1), t − 1)
+fn loss(w) ↦ einsum("i,i->", tanh(w), tanh(w))
+fn grad_loss(w) ↦ ∂ loss(w) / ∂ w
+fn clipped(z) ↦ max(z, 1)
+fn ordered(z) ↦ if z < 1 then 1 else 2
+fn tested(z) ↦ if z then 1 else 2
+fn floored(z) ↦ floor(z)
+fn largest(z) ↦ maximum(z, 0)
+fn same(z) ↦ if z = 1 then z else 2 · z
+fn modulus(z) ↦ if abs(z) > 1 then z else 2 · z
+"""
+
+
+@pytest.fixture(scope="module")
+def source_module():
+    return hilbert.compile_source(SOURCE, export_all=True)
+
+
+def function(module, name: str, executor: str, **options):
+    return getattr(module, name).using(executor, **options)
+
+
+def array(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    values = rng.standard_normal(shape)
+    if dtype.kind == "c":
+        values = values + 1j * rng.standard_normal(shape)
+    return values.astype(dtype)
+
+
+def close(got, want, dtype, ulps: float = 64):
+    """Equal to NumPy's result in the same dtype, within `ulps` of that dtype's epsilon
+    relative to the result's scale."""
+    eps = np.finfo(np.dtype(dtype)).eps
+    got, want = np.asarray(got), np.asarray(want)
+    scale = max(1.0, float(np.max(np.abs(want))) if want.size else 1.0)
+    np.testing.assert_allclose(got, want, rtol=ulps * eps, atol=ulps * eps * scale)
+
+
+# ---------------------------------------------------------------- which dtype a call takes
+
+#: (arguments' dtypes, the call's dtype): NumPy's promotion, integers and booleans as float64,
+#: float16 as float32.
+PROMOTIONS = [
+    (("float32", "float32"), "float32"),
+    (("float32", "float64"), "float64"),
+    (("float32", "complex64"), "complex64"),
+    (("float64", "complex64"), "complex128"),
+    (("complex64", "complex64"), "complex64"),
+    (("complex128", "float32"), "complex128"),
+    (("float16", "float16"), "float32"),
+    (("float16", "float64"), "float64"),
+    (("int32", "float32"), "float64"),
+    (("bool", "float32"), "float64"),
+    (("int64", "int64"), "float64"),
+]
+
+
+@pytest.mark.parametrize("given, expected", PROMOTIONS)
+def test_the_call_takes_the_promotion_of_its_arrays(source_module, every_executor, given,
+                                                   expected, rng):
+    x, y = (np.ones(3, dtype=d) for d in given)
+    result = function(source_module, "add", every_executor)(x, y)
+    assert result.dtype == np.dtype(expected)
+    np.testing.assert_array_equal(result, np.full(3, 2.0))
+
+
+@pytest.mark.parametrize("number, expected", [(0.5, "float32"), (2, "float32"),
+                                              (True, "float32"), (1j, "complex64"),
+                                              (np.float64(0.5), "float64"),
+                                              (np.float32(0.5), "float32"),
+                                              (np.complex128(1j), "complex128")])
+def test_python_numbers_are_weak_and_numpy_scalars_are_not(source_module, every_executor,
+                                                          number, expected):
+    x = np.ones(2, np.float32)
+    result = function(source_module, "add", every_executor)(x, number)
+    assert result.dtype == np.dtype(expected)
+    np.testing.assert_array_equal(result, np.ones(2) + complex(number))
+
+
+def test_python_numbers_alone_compute_in_float64_or_complex128(source_module):
+    assert source_module.add(1.0, 2) == 3.0 and type(source_module.add(1.0, 2)) is float
+    result = source_module.add(1.0, 2j)
+    assert type(result) is complex and result == 1 + 2j
+
+
+def test_a_scalar_result_keeps_its_dtype(source_module, every_executor):
+    x = np.arange(4.0).reshape(2, 2)
+    total = function(source_module, "total", every_executor)
+    assert type(total(x)) is float
+    single = total(x.astype(np.float32))
+    assert type(single) is np.float32 and single == np.float32(14.0)
+    z = total(x.astype(np.complex64))
+    assert type(z) is np.complex64 and z == 14
+
+
+@pytest.mark.parametrize("forced", ["float32", np.float32, np.dtype("complex128"), "float64"])
+def test_a_forced_dtype_converts_every_argument(source_module, every_executor, forced, rng):
+    name = np.dtype(forced).name
+    a, w = array(rng, (3, 4), "float64"), array(rng, (4, 2), "float32")
+    dense = function(source_module, "dense", every_executor, dtype=forced)
+    result = dense(a, w)
+    assert result.dtype == np.dtype(name)
+    a_, w_ = a.astype(name), w.astype(name)
+    close(result, np.tanh(a_ @ w_) * np.asarray(0.5, name) + np.asarray(1, name), name)
+    assert dense.plan((3, 4), (4, 2)).dtype == name
+
+
+def test_a_forced_dtype_is_carried_by_load_and_pickles(tmp_path):
+    import pickle
+
+    path = tmp_path / "m.hb"
+    path.write_text("fn twice(x) ↦ 2 · x\n", encoding="utf-8")
+    module = hilbert.load(path, dtype="float32")
+    assert module.twice(np.ones(2)).dtype == np.float32
+    again = pickle.loads(pickle.dumps(module))
+    assert again.twice(np.ones(2)).dtype == np.float32
+    function_again = pickle.loads(pickle.dumps(module.twice))
+    assert function_again(np.ones(2)).dtype == np.float32
+    assert module.twice.using("reference")(np.ones(2)).dtype == np.float32  # kept across
+
+
+@pytest.mark.parametrize("bad", ["float16", "int32", "half", None, object])
+def test_a_dtype_hilbert_does_not_compute_in_is_refused(source_module, bad):
+    with pytest.raises(hilbert.ArgumentError) as raised:
+        source_module.add.using(dtype=bad)
+    assert raised.value.code == "E600" and "float32, float64, complex64 or complex128" in str(
+        raised.value)
+
+
+def test_a_complex_argument_to_a_real_forced_call_is_refused(source_module):
+    with pytest.raises(hilbert.ArgumentError) as raised:
+        source_module.add.using(dtype="float32")(np.ones(2), np.array([1j, 2]))
+    assert raised.value.code == "E601" and "complex" in str(raised.value)
+
+
+# ---------------------------------------------------------------- the plan
+
+def test_the_plan_shows_the_dtype_and_counts_its_bytes(source_module, rng):
+    dense = source_module.dense
+    plans = {d: dense.using(dtype=d).plan((100, 50), (50, 20))
+             for d in ("float32", "float64", "complex64", "complex128")}
+    for name, plan in plans.items():
+        assert plan.dtype == name
+        assert f"executor numba · {name} · path optimiser auto" in str(plan)
+        assert plan.to_dict()["dtype"] == name
+    entries = plans["float64"].peak_bytes / 8
+    assert plans["float32"].peak_bytes == entries * 4
+    assert plans["complex64"].peak_bytes == entries * 8
+    assert plans["complex128"].peak_bytes == entries * 16
+    a32, w32 = array(rng, (100, 50), "float32"), array(rng, (50, 20), "float32")
+    assert dense.plan(a32, w32).dtype == "float32"  # values: their dtype
+
+
+def test_each_dtype_of_a_signature_gets_its_own_program(source_module, rng):
+    dense = source_module.dense.using("numba")
+    before = dense.plans_made
+    a, w = array(rng, (3, 4), "float64"), array(rng, (4, 2), "float64")
+    dense(a, w), dense(a, w)
+    dense(a.astype(np.float32), w.astype(np.float32))
+    dense(a.astype(np.float32), w.astype(np.float32))
+    assert dense.plans_made - before == 2
+
+
+def test_a_float32_call_on_the_numba_executor_stays_on_the_host_and_says_so(source_module,
+                                                                            monkeypatch, rng):
+    monkeypatch.setenv("HILBERT_COMPILE", "eager")
+    dense = source_module.dense.using("numba")
+    a, w = array(rng, (3, 4), "float32"), array(rng, (4, 2), "float32")
+    for _ in range(3):
+        result = dense(a, w)
+    assert dense.tier == "host" and result.dtype == np.float32
+    plan = dense.build(a, w)
+    assert "float32 calls run on the host tier only" in str(plan)
+    assert dense.tier == "host"
+
+
+# ---------------------------------------------------------------- values in each dtype
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_programs_agree_with_numpy_in_each_dtype(source_module, every_executor, dtype, rng):
+    a, w = array(rng, (5, 3), dtype), array(rng, (3, 4), dtype)
+    got = function(source_module, "dense", every_executor)(a, w)
+    assert got.dtype == np.dtype(dtype)
+    close(got, np.tanh(a @ w) * 0.5 + 1, dtype)
+
+    z = array(rng, (4, 4), dtype)
+    got = function(source_module, "rotate", every_executor)(z, z)
+    assert got.dtype == np.dtype(dtype)
+    close(got, (z @ z) ** 2 / (z + 3), dtype, ulps=256)
+
+    x = array(rng, (6,), dtype)
+    got = function(source_module, "smooth", every_executor)(x)
+    close(got, np.exp(x) / (1 + np.exp(x)) - np.log(np.abs(x) + 1) * np.sqrt(np.abs(x)), dtype)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_conj_re_im_and_abs_of_complex_values(source_module, every_executor, dtype, rng):
+    z = array(rng, (3, 5), dtype)
+    real = np.dtype(dtype).type(0).real.dtype
+    parts = function(source_module, "parts", every_executor)(z)
+    assert parts.dtype == real
+    close(parts, z.real * 2 - z.imag + np.abs(z), real)
+    conjugated = function(source_module, "conjugated", every_executor)(z)
+    assert conjugated.dtype == np.dtype(dtype)
+    close(conjugated, np.conj(z) * z, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conj_re_im_of_real_values(source_module, every_executor, dtype, rng):
+    x = array(rng, (4,), dtype)
+    close(function(source_module, "parts", every_executor)(x), x * 2 + np.abs(x), dtype)
+    close(function(source_module, "conjugated", every_executor)(x), x * x, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_a_loop_keeps_the_call_dtype(source_module, every_executor, dtype, rng):
+    x = array(rng, (3,), dtype)
+    got = function(source_module, "count", every_executor)(x, 4)
+    assert got.dtype == np.dtype(dtype)
+    want = x.copy()
+    for t in range(4, 0, -1):
+        want = want * np.asarray(0.5, dtype) + np.asarray(t, dtype) / np.asarray(t + 1, dtype)
+    close(got, want, dtype)
+
+
+def test_the_gradient_in_float32_matches_central_differences_in_float64(source_module,
+                                                                        every_executor, rng):
+    w = rng.standard_normal(5)
+    grad = function(source_module, "grad_loss", every_executor)(w.astype(np.float32))
+    assert grad.dtype == np.float32
+    step = 1e-6
+    numeric = np.array([(np.sum(np.tanh(w + step * e) ** 2) - np.sum(np.tanh(w - step * e) ** 2))
+                        / (2 * step) for e in np.eye(5)])
+    eps32 = np.finfo(np.float32).eps
+    np.testing.assert_allclose(grad, numeric, rtol=64 * eps32, atol=64 * eps32)
+
+
+# ---------------------------------------------------------------- what needs real numbers
+
+@pytest.mark.parametrize("name, words", [
+    ("clipped", "max picks the larger or smaller number"),
+    ("ordered", "the operator < orders numbers"),
+    ("tested", "an if tests a complex value"),
+    ("floored", "floor rounds a real number down"),
+    ("largest", "maximum picks the larger or smaller number"),
+    ("grad_loss", "∂ is taken here through complex values"),
+])
+def test_what_needs_real_numbers_refuses_a_complex_value_before_running(
+        source_module, every_executor, name, words):
+    shape = (3,) if name in ("clipped", "floored", "largest", "grad_loss") else ()
+    z = np.ones(shape, np.complex128) * (1 + 1j)
+    with pytest.raises(hilbert.CheckError) as raised:
+        function(source_module, name, every_executor)(z)
+    assert raised.value.code == "E325" and words in str(raised.value)
+    # the same function of real numbers runs
+    function(source_module, name, every_executor)(np.ones(shape))
+
+
+def test_equality_and_real_parts_may_be_tested_in_a_complex_call(source_module,
+                                                                  every_executor):
+    same = function(source_module, "same", every_executor)
+    assert same(1 + 0j) == 1 and same(2j) == 4j
+    modulus = function(source_module, "modulus", every_executor)
+    assert modulus(3j) == 3j and modulus(0.5j) == 1j
