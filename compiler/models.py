@@ -37,7 +37,7 @@ WEIGHT_TYPE = "Tensor"
 #: Names a model member cannot take: the Python class already uses them. Every public
 #: attribute of hilbert.models.Learner is here (a test checks it); names starting with `_`
 #: (PRIVATE) are the class's own and Python's (`__init__`, `__bool__`, …), so none may be taken.
-RESERVED = frozenset({"save", "load", "weights", "arguments", "parameters", "tier"})
+RESERVED = frozenset({"save", "load", "weights", "arguments", "parameters", "tier", "dtype"})
 PRIVATE = "_"
 #: The keyword a train block's Python call takes its step count by.
 STEPS = "steps"

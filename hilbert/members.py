@@ -17,6 +17,7 @@ from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, internal_e
 
 from .api import Function, maths_options
 from .progress import run_in_chunks
+from .results import scalar
 from .weights import _private
 
 if TYPE_CHECKING:
@@ -71,8 +72,10 @@ def _train_method(model: CompiledModel, member: Member):
 
             def run(chunk: int) -> None:  # `chunk` steps from `state`; its weights move on
                 nonlocal state
-                final = self._execute(member, state + own + (np.array(float(chunk)),))
-                state = tuple(_private(w) for w in final[1:1 + weights]) + state[weights:]
+                count = np.array(chunk, dtype=self.dtype)
+                final = self._execute(member, state + own + (count,))
+                state = tuple(_private(w, self.dtype) for w in final[1:1 + weights]) + \
+                    state[weights:]
 
             run_in_chunks(count, run, f"{model.name}.{member.name}")  # progress between chunks
             new = {w.name: state[position]
@@ -101,12 +104,12 @@ def _dressed(function, model: CompiledModel, member: Member, extra: list[inspect
 
 
 def _answer(result):
-    """A method's result as the API gives it: a float for a scalar, else a fresh array; a
-    tuple of those for a tuple."""
+    """A method's result as the API gives it: a number for a scalar (as a call's:
+    hilbert.results), else a fresh array; a tuple of those for a tuple."""
     if isinstance(result, tuple):
         return tuple(_answer(r) for r in result)
-    array = np.array(result, dtype=np.float64)
-    return float(array) if array.ndim == 0 else array
+    array = np.array(result)
+    return scalar(array) if array.ndim == 0 else array
 
 
 def _step_count(model: CompiledModel, member: Member, steps) -> int:

@@ -41,6 +41,7 @@ from .weights import (
     _read_only,
     _shape,
     _show,
+    model_dtype,
 )
 
 
@@ -105,7 +106,8 @@ def _weight_property(w: WeightDecl) -> property:
 
 class Learner:
     """The base of every model class. An instance holds its constructor arguments and its
-    weights, as private C-ordered float64 arrays; train blocks replace the weights, methods
+    weights, as private C-ordered arrays of its dtype (float64 unless made with
+    `dtype=np.float32`); train blocks replace the weights, methods
     read them. The dicts holding them are only ever replaced whole, never changed in place, so
     copies of a model may share arrays. One lock per instance makes each train call one
     read-step-write and gives each method a snapshot of the weights between train calls."""
@@ -124,14 +126,19 @@ class Learner:
 
     def __init__(self, *args, **kwargs):
         model = self._model
-        bound = bind_arguments(_Signature(model.name, model.params, model), args, kwargs)
-        values = tuple(_private(v) for v in bound)
+        dtype = "float64"
+        if "dtype" in kwargs and "dtype" not in model.params:  # (a parameter's name wins)
+            dtype = model_dtype(model, kwargs.pop("dtype"))
+        bound = bind_arguments(_Signature(model.name, model.params, model), args, kwargs, dtype)
+        values = tuple(_private(v, dtype) for v in bound)
         shapes = {w.name: _shape(model, w, values) for w in model.weights}
         _guard_memory(model, {f"weight {n}": s for n, s in shapes.items()},
-                      f"{model.name}({_arguments_text(model, values)})")
+                      f"{model.name}({_arguments_text(model, values)})", dtype)
         self._lock = threading.RLock()
+        self._dtype = dtype
         self._arguments = dict(zip(model.params, values, strict=True))
-        self._weights = {w.name: _initial(model, w, shapes[w.name], values) for w in model.weights}
+        self._weights = {w.name: _initial(model, w, shapes[w.name], values, dtype)
+                         for w in model.weights}
 
     def __getstate__(self) -> dict:
         """What copies and pickles keep: the arguments and the weights as one train call left
@@ -181,13 +188,13 @@ class Learner:
     def _bind(self, member: Member, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...]:
         """The member's own arguments (what Python passed), converted."""
         name = f"{self._model.name}.{member.name}"
-        return bind_arguments(_Signature(name, member.params, member), args, kwargs)
+        return bind_arguments(_Signature(name, member.params, member), args, kwargs, self.dtype)
 
     def _execute(self, member: Member, values: tuple[np.ndarray, ...]):
         function = self._functions[member.name]
         shapes = tuple(v.shape for v in values)
         made = function.plans_made
-        program = function.program(shapes)
+        program = function.program(shapes, self.dtype)
         if function.plans_made != made:  # a new signature: build what its call waits for
             function._first_call(program, shapes)
         try:
@@ -217,6 +224,12 @@ class Learner:
     def weights(self) -> dict[str, np.ndarray]:
         """Every weight by name, as read-only copies."""
         return {name: _read_only(value) for name, value in self._weights.items()}
+
+    @property
+    def dtype(self) -> str:
+        """What the weights are and every member computes in: "float64" (the default) or
+        "float32" (`Model(…, dtype=np.float32)`; kept by save, load and pickles)."""
+        return self.__dict__.get("_dtype", "float64")
 
     def parameters(self) -> int:
         """How many numbers the weights hold together (the model's parameter count)."""
@@ -392,8 +405,8 @@ def function_from(source: ModuleSource, name: str, executor: str = "numba",
 
 def _unpickled(source: ModelSource, state: dict) -> Learner:
     """A pickled model: its class compiled from its source, then its arguments and weights,
-    checked against the declaration and held as private C-ordered float64 arrays (pickled
-    bit for bit)."""
+    checked against the declaration and held as private C-ordered arrays of the model's dtype
+    (pickled bit for bit)."""
     cls = model_from(source)
     model = cls._model
     arguments, weights = state.get("_arguments", {}), state.get("_weights", {})
@@ -404,13 +417,14 @@ def _unpickled(source: ModelSource, state: dict) -> Learner:
                          f"{', '.join(sorted(weights)) or 'none'}, but a {model.name} has "
                          f"{', '.join(model.params) or 'none'} and {', '.join(names) or 'none'}",
                          model.span)
-    values = {p: _private(arguments[p]) for p in model.params}
+    dtype = model_dtype(model, state.get("_dtype", "float64"))
+    values = {p: _private(arguments[p], dtype) for p in model.params}
     held = {}
     for w in model.weights:
-        held[w.name] = _private(weights[w.name])
+        held[w.name] = _private(weights[w.name], dtype)
         shape = _shape(model, w, tuple(values[p] for p in model.params))
         _check_shape(model, w, shape, held[w.name].shape, "in the pickle")
-    return _restored(cls, {"_arguments": values, "_weights": held})
+    return _restored(cls, {"_arguments": values, "_weights": held, "_dtype": dtype})
 
 
 def _restored(cls: type[Learner], state: dict) -> Learner:

@@ -25,7 +25,7 @@ def to_python(result, inputs, lazy=None):
             return value
         array = np.asarray(value)
         if array.ndim == 0:
-            return _number(array)
+            return scalar(array)
         # (may_share_memory compares bounds: a false alarm costs a copy, never a wrong answer;
         # a view of a view has no `.base` chain to the array it views)
         if not array.flags.writeable or any(
@@ -41,7 +41,7 @@ def _arrays(values) -> list[np.ndarray]:
     return [v for v in values if isinstance(v, np.ndarray)]
 
 
-def _number(array: np.ndarray):
+def scalar(array: np.ndarray):
     """A scalar result: a Python float or complex in the 64-bit dtypes (what Python computes
     in), a NumPy float32 or complex64 scalar in those (so float32 in gives float32 out)."""
     if array.dtype.itemsize == 8 and array.dtype.kind == "f" or array.dtype.kind in "biu":

@@ -55,17 +55,19 @@ def _read(cls: type[Learner], path, into: Learner | None) -> Learner:
     with _reading(model, where):
         with zipfile.ZipFile(where) as archive:
             saved = _SavedModel(model, where, archive)
-            arguments = {p: _private(saved.read(f"argument.{p}")) for p in model.params}
+            dtype = saved.dtype()
+            arguments = {p: _private(saved.read(f"argument.{p}"), dtype) for p in model.params}
             values = tuple(arguments[p] for p in model.params)
             shapes = {w.name: _shape(model, w, values) for w in model.weights}
             _guard_memory(model, {f"weight {n}": s for n, s in shapes.items()},
-                          f"loading {model.name} from {where}")
-            weights = {w.name: _private(saved.weight(w, shapes[w.name])) for w in model.weights}
+                          f"loading {model.name} from {where}", dtype)
+            weights = {w.name: _private(saved.weight(w, shapes[w.name]), dtype)
+                       for w in model.weights}
     target = into if into is not None else cls.__new__(cls)
     if into is None:
         target._lock = threading.RLock()
     with target._lock:
-        target._arguments, target._weights = arguments, weights
+        target._arguments, target._weights, target._dtype = arguments, weights, dtype
     return target
 
 
@@ -133,6 +135,12 @@ class _SavedModel:
                 raise self.error(f"has {prefix} {name} holding {_KIND_WORDS.get(dtype.kind, 'data')} "
                                  f"({dtype}), but arguments and weights are real numbers "
                                  "(booleans, integers or floats)")
+
+    def dtype(self) -> str:
+        """The saved model's dtype: float32 when every weight was saved as float32 (a model
+        made with dtype=np.float32), else float64."""
+        kinds = [self.headers[k][1] for k in self.headers if k.startswith("weight.")]
+        return "float32" if kinds and all(d == np.float32 for d in kinds) else "float64"
 
     def weight(self, w: WeightDecl, shape: tuple[int, ...]) -> np.ndarray:
         """Weight `w`, once its saved shape is the one its declaration gives."""

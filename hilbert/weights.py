@@ -1,4 +1,4 @@
-"""A model's weights: private float64 copies, shapes from the constructor's arguments, initial
+"""A model's weights: private copies in the model's dtype (float64 or float32), shapes from the constructor's arguments, initial
 values from the declarations' initialisers (draws seeded per weight), and the memory check made
 before any array is allocated."""
 
@@ -18,17 +18,31 @@ from hilbert.compiler.plan.text import human_bytes
 from hilbert.executor.reference import Reference
 from hilbert.grammar.errors import ModelError
 
+#: The dtypes a model's weights may have (its train blocks take derivatives: real numbers).
+MODEL_DTYPES = ("float32", "float64")
+
 
 def _read_only(array: np.ndarray) -> np.ndarray:
-    copy = _private(array)
+    copy = _private(array, array.dtype)
     copy.flags.writeable = False
     return copy
 
 
-def _private(value) -> np.ndarray:
-    """A fresh C-ordered float64 copy of `value`: what a model holds is its own (nothing the
-    caller keeps can change it) and already in the layout compiled code takes."""
-    return np.array(value, dtype=np.float64, order="C")
+def _private(value, dtype="float64") -> np.ndarray:
+    """A fresh C-ordered copy of `value` in `dtype`: what a model holds is its own (nothing the
+    caller keeps can change it) and already in the layout and dtype its programs take."""
+    return np.array(value, dtype=dtype, order="C")
+
+
+def model_dtype(model: CompiledModel, value) -> str:
+    """`value` (a name, NumPy type or dtype) as a model's dtype, float32 or float64, or E801."""
+    from hilbert.compiler.dtypes import check_dtype
+
+    name = check_dtype(value, model.span)
+    if name not in MODEL_DTYPES:
+        raise ModelError("E801", f"a {model.name}'s weights are real numbers that train blocks "
+                         f"differentiate: its dtype is float32 or float64, not {name}", model.span)
+    return name
 
 
 def _show(value: np.ndarray) -> str:
@@ -41,9 +55,11 @@ def _show(value: np.ndarray) -> str:
 # -- initial weights -----------------------------------------------------------------------
 
 def _initial(model: CompiledModel, w: WeightDecl, shape: tuple[int, ...],
-             arguments: tuple[np.ndarray, ...]) -> np.ndarray:
+             arguments: tuple[np.ndarray, ...], dtype: str = "float64") -> np.ndarray:
     """Evaluate `w`'s initialiser at its shape: draws take the shape, a scalar fills it. The
-    weight is a private C-ordered copy, whatever layout or owner the initialiser's value has."""
+    weight is a private C-ordered copy in `dtype` (draws are made in float64 and rounded, so a
+    float32 model starts from its float64 twin's weights), whatever layout or owner the
+    initialiser's value has."""
 
     def give_shape(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:
         node = ir.rebuild(node, kids)
@@ -53,11 +69,12 @@ def _initial(model: CompiledModel, w: WeightDecl, shape: tuple[int, ...],
 
     body = ir.transform(w.init, give_shape)
     infer_shapes(body, tuple(a.shape for a in arguments))
-    value = np.asarray(_Drawing(w.name).run(body, arguments), dtype=np.float64)
+    wide = tuple(np.asarray(a, dtype=np.float64) for a in arguments)
+    value = np.asarray(_Drawing(w.name).run(body, wide), dtype=np.float64)
     if value.ndim == 0:
-        return np.full(shape, float(value))
+        return np.full(shape, float(value), dtype=dtype)
     _check_shape(model, w, shape, value.shape, "from its initialiser")
-    return _private(value)
+    return _private(value, dtype)
 
 
 def _shape(model: CompiledModel, w: WeightDecl, arguments: tuple[np.ndarray, ...]) -> tuple[int, ...]:
@@ -111,10 +128,11 @@ def _seed(node: ir.Prim, value) -> int:
 
 # -- the memory limit -------------------------------------------------------------------------
 
-def _guard_memory(model: CompiledModel, shapes: dict[str, tuple[int, ...]], doing: str) -> None:
-    """E802 unless the arrays of `shapes` (labelled) fit the memory limit together; checked
-    before anything is allocated, in Python integers (no overflow)."""
-    sizes = {label: math.prod(shape) * np.dtype(np.float64).itemsize
+def _guard_memory(model: CompiledModel, shapes: dict[str, tuple[int, ...]], doing: str,
+                  dtype: str = "float64") -> None:
+    """E802 unless the arrays of `shapes` (labelled) in `dtype` fit the memory limit together;
+    checked before anything is allocated, in Python integers (no overflow)."""
+    sizes = {label: math.prod(shape) * np.dtype(dtype).itemsize
              for label, shape in shapes.items()}
     limit = memory_limit()
     if sum(sizes.values()) <= limit:

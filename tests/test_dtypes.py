@@ -294,3 +294,54 @@ def test_equality_and_real_parts_may_be_tested_in_a_complex_call(source_module,
     assert same(1 + 0j) == 1 and same(2j) == 4j
     modulus = function(source_module, "modulus", every_executor)
     assert modulus(3j) == 3j and modulus(0.5j) == 1j
+
+
+# ---------------------------------------------------------------- models
+
+@pytest.fixture(scope="module")
+def classifier():
+    return hilbert.load(hilbert_example("Classifier.hb")).Classifier
+
+
+def hilbert_example(name: str):
+    from conftest import ROOT
+
+    return ROOT / "examples" / name
+
+
+def test_a_float32_model_trains_in_float32_from_its_float64_twins_draws(classifier, rng):
+    x = rng.standard_normal((20, 3))
+    y = np.eye(2)[rng.integers(0, 2, 20)]
+    wide, single = classifier(3, 8, 2, 7), classifier(3, 8, 2, 7, dtype=np.float32)
+    assert (wide.dtype, single.dtype) == ("float64", "float32")
+    np.testing.assert_array_equal(single.first, wide.first.astype(np.float32))
+    wide.train(x, y, 0.05, steps=20)
+    single.train(x, y, 0.05, steps=20)
+    assert single.first.dtype == np.float32 and single.eval(x).dtype == np.float32
+    loss = single.loss(x, y)
+    assert type(loss) is np.float32
+    # float32 follows the float64 run (checked against NumPy in test_models.py) to within
+    # float32's rounding over 20 steps
+    eps32 = np.finfo(np.float32).eps
+    np.testing.assert_allclose(single.first, wide.first, rtol=0, atol=4096 * eps32)
+    assert abs(float(loss) - wide.loss(x, y)) <= 4096 * eps32 * max(1.0, wide.loss(x, y))
+
+
+def test_a_float32_model_is_saved_loaded_and_pickled_as_float32(classifier, tmp_path):
+    import pickle
+
+    net = classifier(3, 4, 2, 1, dtype="float32")
+    again = classifier.load(net.save(tmp_path / "net.npz"))
+    assert again.dtype == "float32" and again.second.dtype == np.float32
+    np.testing.assert_array_equal(again.second, net.second)
+    copied = pickle.loads(pickle.dumps(net))
+    assert copied.dtype == "float32"
+    np.testing.assert_array_equal(copied.first, net.first)
+    assert classifier.load(classifier(3, 4, 2, 1).save(tmp_path / "wide.npz")).dtype == "float64"
+
+
+@pytest.mark.parametrize("bad", ["complex64", "int8"])
+def test_a_model_dtype_is_float32_or_float64(classifier, bad):
+    with pytest.raises(hilbert.HilbertError) as raised:
+        classifier(3, 4, 2, 1, dtype=bad)
+    assert raised.value.code in ("E600", "E801")

@@ -8,10 +8,9 @@ import copy
 import functools
 import threading
 import time
-
-import numpy as np
 from collections.abc import Callable
 
+import numpy as np
 from hilbert.compiler import ir, passes, settings
 from hilbert.compiler.driver import Specialised
 from hilbert.compiler.passes.shapes import ShapeTable, infer_shapes
