@@ -143,7 +143,7 @@ class Function:
                 if result is a:
                     return result.copy()
             return result
-        return to_python(result, args)
+        return to_python(result, args, dtype=signature[1])
 
     @property
     def tier(self) -> str | None:

@@ -58,7 +58,7 @@ def _method(model: CompiledModel, member: Member):
         own = self._bind(member, args, kwargs)
         with self._lock:  # a snapshot: every weight as one train call left it
             state = self._state()
-        return _answer(self._execute(member, state + own))
+        return _answer(self._execute(member, state + own), self.dtype)
 
     return _dressed(method, model, member, [])
 
@@ -103,13 +103,13 @@ def _dressed(function, model: CompiledModel, member: Member, extra: list[inspect
     return function
 
 
-def _answer(result):
+def _answer(result, dtype: str = "float64"):
     """A method's result as the API gives it: a number for a scalar (as a call's:
     hilbert.results), else a fresh array; a tuple of those for a tuple."""
     if isinstance(result, tuple):
-        return tuple(_answer(r) for r in result)
+        return tuple(_answer(r, dtype) for r in result)
     array = np.array(result)
-    return scalar(array) if array.ndim == 0 else array
+    return scalar(array, dtype) if array.ndim == 0 else array
 
 
 def _step_count(model: CompiledModel, member: Member, steps) -> int:

@@ -193,17 +193,30 @@ def test_each_dtype_of_a_signature_gets_its_own_program(source_module, rng):
     assert dense.plans_made - before == 2
 
 
-def test_a_float32_call_on_the_numba_executor_stays_on_the_host_and_says_so(source_module,
+def test_a_complex_call_on_the_numba_executor_stays_on_the_host_and_says_so(source_module,
                                                                             monkeypatch, rng):
     monkeypatch.setenv("HILBERT_COMPILE", "eager")
     dense = source_module.dense.using("numba")
-    a, w = array(rng, (3, 4), "float32"), array(rng, (4, 2), "float32")
+    a, w = array(rng, (3, 4), "complex64"), array(rng, (4, 2), "complex64")
     for _ in range(3):
         result = dense(a, w)
-    assert dense.tier == "host" and result.dtype == np.float32
+    assert dense.tier == "host" and result.dtype == np.complex64
     plan = dense.build(a, w)
-    assert "float32 calls run on the host tier only" in str(plan)
+    assert "complex64 calls run on the host tier only" in str(plan)
     assert dense.tier == "host"
+
+
+def test_a_float32_call_on_the_numba_executor_runs_float32_compiled_code(source_module,
+                                                                         monkeypatch, rng):
+    monkeypatch.setenv("HILBERT_COMPILE", "eager")
+    dense = source_module.dense.using("numba")
+    a, w = array(rng, (30, 4), "float32"), array(rng, (4, 20), "float32")
+    result = dense(a, w)
+    assert dense.tier == "compiled" and result.dtype == np.float32
+    close(result, np.tanh(a @ w) * np.float32(0.5) + np.float32(1), "float32", ulps=4)
+    source = dense.program(((30, 4), (4, 20)), "float32").region.source
+    assert source.startswith("import hilbert.executor.numba.kernels32 as K")
+    assert "np.float32(0.5)" in source and "np.float64" not in source
 
 
 # ---------------------------------------------------------------- values in each dtype

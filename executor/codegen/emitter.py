@@ -24,7 +24,16 @@ from hilbert.compiler.passes.shapes import Scope, ShapeTable
 from hilbert.compiler.plan import label
 from hilbert.compiler.plan.schedule import Unit
 from hilbert.executor import fusion
-from hilbert.executor.codegen import control, entrywise, products, render, rows, scheduler, tidy
+from hilbert.executor.codegen import (
+    control,
+    entrywise,
+    precision,
+    products,
+    render,
+    rows,
+    scheduler,
+    tidy,
+)
 from hilbert.executor.codegen.division import Division
 from hilbert.executor.codegen.loops import (
     Assign,
@@ -103,9 +112,13 @@ class Emitter:
     """Writes one function as `decided` (scheduler.py). `host`: not compiled, so NumPy calls
     for contractions; `exact`: sizes written as constants (a tiny program)."""
 
-    def __init__(self, table: ShapeTable, decided: Decisions):
+    def __init__(self, table: ShapeTable, decided: Decisions, dtype: str = "float64"):
         self.table = table
         self.decided = decided
+        self.dtype = dtype  # what the code computes in (precision.py: float32's is rewritten)
+        # a division by a row's divisor is rewritten (division.py) in float64 code only: a
+        # float32 quotient is the processor's, exact and as fast (math="fast" still rewrites)
+        self.rewrites_division = dtype == "float64" or decided.fast
         self.host = not decided.compiled
         self.exact = decided.exact
         self.units: list[Unit] = []  # the schedule, in the order its units run
@@ -157,6 +170,8 @@ class Emitter:
         if self.loops:  # loops leave when stop[0] is set (executor/numba/interrupt.py: Ctrl-C)
             args.append("stop")
         source = "\n".join([f"def run({', '.join(args)}):", *render.lines(body)]) + "\n"
+        if self.dtype == "float32":
+            source = precision.single(source)
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
         return Generated(source, not self.host, self.loops, self.reads, self.kernels,
                          self.products, self.copies, self.looped, parallel, self._schedule(body))
@@ -348,7 +363,7 @@ TINY = 256
 
 
 def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = False,
-             paths: dict | None = None, fast: bool = False) -> Generated:
+             paths: dict | None = None, fast: bool = False, dtype: str = "float64") -> Generated:
     """The function computing `region`: compiled code, or plain NumPy calls when that is all
     it needs (a lone contraction, say), which runs fastest uncompiled. `exact`: the code runs
     only on the table's own shapes, so a tiny program with loops (no array over TINY entries)
@@ -356,11 +371,12 @@ def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = Fal
     (the seed's 4×2 fit runs several times faster). A program without loops gains little
     (one pass, its time in the call) and keeps code that serves every size. Code shared by
     other shapes (dask's blocks) must not ask for it. `paths`: the plan's contraction paths
-    (Plan.paths), which the code follows. `fast`: math="fast" (scheduler.Decisions)."""
+    (Plan.paths), which the code follows. `fast`: math="fast" (scheduler.Decisions). `dtype`:
+    float64, or float32 (precision.py)."""
     exact = exact and bool(table.states) and is_tiny(table)
     decided = scheduler.decide(region.root, region.inputs, region.scope, table, optimize, exact,
                                paths or {}, fast)
-    return Emitter(table, decided).function(region)
+    return Emitter(table, decided, dtype).function(region)
 
 
 def is_tiny(table: ShapeTable) -> bool:

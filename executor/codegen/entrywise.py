@@ -184,7 +184,7 @@ def emit_group(em, group: fusion.Group) -> None:
             stores[member] = _store(em, member, dims, overwritable)
             overwritable.pop(member, None)
     divisions: list[Division] = []
-    em.divisions = None if em.host else divisions
+    em.divisions = None if em.host or not em.rewrites_division else divisions
     for member in group.members:
         em.pending = []
         value = expr(em, member, index, temps)

@@ -158,23 +158,34 @@ else:
 HUGE = 1 << 22
 _MADV_HUGEPAGE = 14
 
-if sys.platform.startswith("linux") and not PYTHON_MODE:
-    _madvise = types.ExternalFunction("madvise", types.intc(types.uintp, types.uintp, types.intc))
+def _empty_of(dtype):
+    """np.empty(shape, dtype), on huge pages when large (Linux; elsewhere plain np.empty)."""
+    if not (sys.platform.startswith("linux") and not PYTHON_MODE):
+        def plain(shape):
+            """np.empty(shape), on huge pages when large (Linux; elsewhere plain np.empty)."""
+            return np.empty(shape, dtype)
 
-    @compiled
+        return plain
+    item = np.dtype(dtype).itemsize
+
     def empty(shape):
         """np.empty(shape), on huge pages when large (Linux; elsewhere plain np.empty)."""
-        out = np.empty(shape)
-        size = out.size * 8
+        out = np.empty(shape, dtype)
+        size = out.size * item
         if size >= HUGE:
             start = out.ctypes.data
             skip = 4096 - start % 4096
             _madvise(start + skip, size - skip, _MADV_HUGEPAGE)
         return out
-else:
-    def empty(shape):
-        """np.empty(shape), on huge pages when large (Linux; elsewhere plain np.empty)."""
-        return np.empty(shape)
+
+    empty.__qualname__ = f"empty_{np.dtype(dtype).name}"  # (its name in the disk cache)
+    return compiled(empty)
+
+
+if sys.platform.startswith("linux") and not PYTHON_MODE:
+    _madvise = types.ExternalFunction("madvise", types.intc(types.uintp, types.uintp, types.intc))
+
+empty = _empty_of(np.float64)
 
 
 #: The error function on one number (compiled code calls it per entry: Numba knows math.erf).
@@ -219,17 +230,21 @@ def small_product_into(a, b, out):
 
 
 
-if not PYTHON_MODE:
+def _pointer_to(scalar):
+    """An intrinsic giving the `scalar` items at an address (a uintp), as a pointer carray can
+    read."""
+
     @intrinsic
-    def _items(typingctx, address):
-        """The float64 items at an address (a uintp), as a pointer carray can read."""
+    def items(typingctx, address):
         if not isinstance(address, types.Integer):
             return None
 
         def codegen(context, builder, signature, args):
             return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
 
-        return types.CPointer(types.float64)(address), codegen
+        return types.CPointer(scalar)(address), codegen
+
+    return items
 
 
 def _at_address(function, signature, symbol: str):
@@ -251,18 +266,25 @@ def _at_address(function, signature, symbol: str):
 _NATIVE: list = []
 
 
-if _DGEMM is not None:
-    llvm.add_symbol("hilbert_numpy_cblas_dgemm", _DGEMM[0])
-    _I = types.int64 if _DGEMM[1] else types.int32
-    _cblas_dgemm = types.ExternalFunction("hilbert_numpy_cblas_dgemm", types.void(
-        types.int32, types.int32, types.int32, _I, _I, _I, types.float64, types.uintp, _I,
-        types.uintp, _I, types.float64, types.uintp, _I))
-    llvm.add_symbol("hilbert_numpy_cblas_dgemv", _DGEMV[0])
-    _cblas_dgemv = types.ExternalFunction("hilbert_numpy_cblas_dgemv", types.void(
-        types.int32, types.int32, _I, _I, types.float64, types.uintp, _I, types.uintp, _I,
-        types.float64, types.uintp, _I))
+def _blas_products(letter: str, scalar, item: int):
+    """(gemm, gemm_beta) for matrices of `scalar` (`item` bytes each) through NumPy's
+    cblas_<letter>gemm and cblas_<letter>gemv (d: float64, s: float32), or None when NumPy's
+    BLAS does not have them."""
+    gemm_at, gemv_at = _numpy_cblas(f"{letter}gemm"), _numpy_cblas(f"{letter}gemv")
+    if gemm_at is None or gemv_at is None or gemm_at[1] != gemv_at[1]:
+        return None
+    llvm.add_symbol(f"hilbert_numpy_cblas_{letter}gemm", gemm_at[0])
+    whole = types.int64 if gemm_at[1] else types.int32
+    cblas_gemm = types.ExternalFunction(f"hilbert_numpy_cblas_{letter}gemm", types.void(
+        types.int32, types.int32, types.int32, whole, whole, whole, scalar, types.uintp, whole,
+        types.uintp, whole, scalar, types.uintp, whole))
+    llvm.add_symbol(f"hilbert_numpy_cblas_{letter}gemv", gemv_at[0])
+    cblas_gemv = types.ExternalFunction(f"hilbert_numpy_cblas_{letter}gemv", types.void(
+        types.int32, types.int32, whole, whole, scalar, types.uintp, whole, types.uintp, whole,
+        scalar, types.uintp, whole))
+    items = _pointer_to(scalar)
 
-    def _product_at(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta):
+    def product_at(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta):
         """out = a · b + beta · out on raw matrices: each an address and its steps between rows
         and between columns in items, any sign (a is m×k, b k×n, out m×n). One machine-code
         function for every layout, called by address (never linked into its callers), so a
@@ -276,20 +298,20 @@ if _DGEMM is not None:
             # (no copies here: BLAS gets raw addresses, so every array outlives the call)
             if n == 1:  # y = A x: A stored row-major (ta 111) or as its transpose; x strided
                 rows, cols, flip = (m, k, 111) if ta == 111 else (k, m, 112)
-                _cblas_dgemv(101, flip, rows, cols, 1.0, a, lda, b, b0 if k > 1 else 1,
-                             beta, c, c0)
+                cblas_gemv(101, flip, rows, cols, 1.0, a, lda, b, b0 if k > 1 else 1,
+                           beta, c, c0)
             elif m == 1:  # yᵀ = Bᵀ xᵀ: B stored row-major (tb 111) or as its transpose
                 rows, cols, flip = (k, n, 112) if tb == 111 else (n, k, 111)
-                _cblas_dgemv(101, flip, rows, cols, 1.0, b, ldb, a, a1 if k > 1 else 1,
-                             beta, c, c1)
+                cblas_gemv(101, flip, rows, cols, 1.0, b, ldb, a, a1 if k > 1 else 1,
+                           beta, c, c1)
             else:
-                _cblas_dgemm(101, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc)
+                cblas_gemm(101, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc)
             return
         # plain loops (no BLAS layout, or nothing summed): never made by generated code for
         # large products, but correct for any steps
-        sa, la = _span(a, m, k, a0, a1)
-        sb, lb = _span(b, k, n, b0, b1)
-        sc, lc = _span(c, m, n, c0, c1)
+        sa, la = span(a, m, k, a0, a1)
+        sb, lb = span(b, k, n, b0, b1)
+        sc, lc = span(c, m, n, c0, c1)
         for i in range(m):
             for j in range(n):
                 at = i * c0 + j * c1 - lc
@@ -298,6 +320,41 @@ if _DGEMM is not None:
                     total += sa[i * a0 + p * a1 - la] * sb[p * b0 + j * b1 - lb]
                 sc[at] = total
 
+    @jit
+    def span(address, rows, cols, s0, s1):
+        """(items, lowest offset): a flat view over every item a rows×cols matrix at `address`
+        with steps s0, s1 reaches, and the offset of its lowest item from item [0, 0]."""
+        low = min(0, (rows - 1) * s0) + min(0, (cols - 1) * s1)
+        high = max(0, (rows - 1) * s0) + max(0, (cols - 1) * s1)
+        return carray(items(address + item * low), (high - low + 1,)), low
+
+    product_at.__qualname__ = f"_{letter}product_at"  # (its name in the disk cache)
+    product = _at_address(product_at, types.void(
+        types.uintp, types.intp, types.intp, types.intp, types.intp, types.uintp, types.intp,
+        types.intp, types.intp, types.uintp, types.intp, types.intp, scalar),
+        f"hilbert_{letter}product_at")
+
+    def gemm_beta(a, b, out, beta):
+        """out = a · b + beta · out through NumPy's BLAS: a, b row- or column-major views
+        (either side may be a strided unit axis), out a row-major view (rows may be strided);
+        plain loops for any other layout."""
+        product(a.ctypes.data, a.shape[0], a.shape[1], a.strides[0] // item,
+                a.strides[1] // item, b.ctypes.data, b.shape[1], b.strides[0] // item,
+                b.strides[1] // item, out.ctypes.data, out.strides[0] // item,
+                out.strides[1] // item, beta)
+        return out
+
+    def gemm(a, b, out):
+        """out = a · b through NumPy's BLAS (out C-ordered; a, b row- or column-major)."""
+        return blas_beta(a, b, out, 0.0)
+
+    gemm_beta.__qualname__ = f"{letter}gemm_beta"
+    gemm.__qualname__ = f"{letter}gemm"
+    blas_beta = compiled(gemm_beta)
+    return compiled(gemm), blas_beta
+
+
+if not PYTHON_MODE:
     @jit
     def _blas_layout(rows, cols, s0, s1):
         """(CBLAS transpose flag, leading dimension) reading a rows×cols matrix with steps s0,
@@ -308,34 +365,10 @@ if _DGEMM is not None:
             return 112, s1
         return 0, 0
 
-    @jit
-    def _span(address, rows, cols, s0, s1):
-        """(items, lowest offset): a flat view over every item a rows×cols matrix at `address`
-        with steps s0, s1 reaches, and the offset of its lowest item from item [0, 0]."""
-        low = min(0, (rows - 1) * s0) + min(0, (cols - 1) * s1)
-        high = max(0, (rows - 1) * s0) + max(0, (cols - 1) * s1)
-        return carray(_items(address + 8 * low), (high - low + 1,)), low
 
-    _PRODUCT = _at_address(_product_at, types.void(
-        types.uintp, types.intp, types.intp, types.intp, types.intp, types.uintp, types.intp,
-        types.intp, types.intp, types.uintp, types.intp, types.intp, types.float64),
-        "hilbert_product_at")
-
-    @compiled
-    def gemm(a, b, out):
-        """out = a · b through NumPy's BLAS (out C-ordered; a, b row- or column-major)."""
-        return gemm_beta(a, b, out, 0.0)
-
-    @compiled
-    def gemm_beta(a, b, out, beta):
-        """out = a · b + beta · out through NumPy's BLAS: a, b row- or column-major views
-        (either side may be a strided unit axis), out a row-major view (rows may be strided);
-        plain loops for any other layout."""
-        _PRODUCT(a.ctypes.data, a.shape[0], a.shape[1], a.strides[0] // 8, a.strides[1] // 8,
-                 b.ctypes.data, b.shape[1], b.strides[0] // 8, b.strides[1] // 8,
-                 out.ctypes.data, out.strides[0] // 8, out.strides[1] // 8, beta)
-        return out
-
+_DOUBLE = _blas_products("d", types.float64, 8) if _DGEMM is not None else None
+if _DOUBLE is not None:
+    gemm, gemm_beta = _DOUBLE
 else:
     @compiled
     def gemm(a, b, out):
@@ -380,45 +413,55 @@ def product(a, b):
     return product_into(a, b, empty((a.shape[0], b.shape[1])))
 
 
-def contiguous(x):
-    """np.ascontiguousarray(x) for a float64 array in any layout: a C-ordered copy, its last
-    axis copied as one run per position of the others (a kernel shared by every program:
-    Numba's own copy compiles its slice assignments' error messages into each program)."""
-    out = empty(x.shape)
-    if out.size == 0:
+def _contiguous_of(scalar, item: int):
+    """np.ascontiguousarray for arrays of `scalar` (`item` bytes each), allocated by `empty`."""
+    if PYTHON_MODE:
+        return np.ascontiguousarray
+    items = _pointer_to(scalar)
+    allocate = _empty_of(np.dtype(str(scalar)))
+
+    def contiguous(x):
+        """np.ascontiguousarray(x) for an array in any layout: a C-ordered copy, its last axis
+        copied as one run per position of the others (a kernel shared by every program:
+        Numba's own copy compiles its slice assignments' error messages into each program)."""
+        out = allocate(x.shape)
+        if out.size == 0:
+            return out
+        flat = out.reshape(out.size)
+        rank = x.ndim
+        sizes = np.empty(rank, np.int64)
+        steps = np.empty(rank, np.int64)
+        low = 0
+        high = 0
+        for axis in range(rank):
+            sizes[axis] = x.shape[axis]
+            steps[axis] = x.strides[axis] // item
+            reach = (sizes[axis] - 1) * steps[axis]
+            low += min(0, reach)
+            high += max(0, reach)
+        found = carray(items(x.ctypes.data + item * low), (high - low + 1,))
+        run, step = sizes[rank - 1], steps[rank - 1]
+        index = np.zeros(rank, np.int64)
+        at = -low  # the offset of x's current run in `found`
+        for start in range(0, out.size, run):
+            for j in range(run):
+                flat[start + j] = found[at + j * step]
+            axis = rank - 2
+            while axis >= 0:
+                index[axis] += 1
+                at += steps[axis]
+                if index[axis] < sizes[axis]:
+                    break
+                at -= steps[axis] * sizes[axis]
+                index[axis] = 0
+                axis -= 1
         return out
-    flat = out.reshape(out.size)
-    rank = x.ndim
-    sizes = np.empty(rank, np.int64)
-    steps = np.empty(rank, np.int64)
-    low = 0
-    high = 0
-    for axis in range(rank):
-        sizes[axis] = x.shape[axis]
-        steps[axis] = x.strides[axis] // 8
-        reach = (sizes[axis] - 1) * steps[axis]
-        low += min(0, reach)
-        high += max(0, reach)
-    items = carray(_items(x.ctypes.data + 8 * low), (high - low + 1,))
-    run, step = sizes[rank - 1], steps[rank - 1]
-    index = np.zeros(rank, np.int64)
-    at = -low  # the offset of x's current run in items
-    for start in range(0, out.size, run):
-        for j in range(run):
-            flat[start + j] = items[at + j * step]
-        axis = rank - 2
-        while axis >= 0:
-            index[axis] += 1
-            at += steps[axis]
-            if index[axis] < sizes[axis]:
-                break
-            at -= steps[axis] * sizes[axis]
-            index[axis] = 0
-            axis -= 1
-    return out
+
+    contiguous.__qualname__ = f"contiguous_{scalar}"  # (its name in the disk cache)
+    return compiled(contiguous)
 
 
-contiguous = (np.ascontiguousarray if PYTHON_MODE else compiled(contiguous))
+contiguous = _contiguous_of(types.float64, 8)
 
 
 @compiled

@@ -16,15 +16,13 @@ from hilbert.executor.reference import step_count
 if TYPE_CHECKING:
     from hilbert.executor import codegen
 
-_FLOAT64 = np.dtype(np.float64)
-
-
 class CompiledRegion:
     """One generated function and how to call it: `inputs` are the IR nodes whose values it is
-    given (scalars are passed as NumPy floats, arrays as C-ordered writable float64 arrays)."""
+    given (scalars are passed as NumPy floats, arrays as C-ordered writable arrays, both of
+    the call's dtype: float64 or float32)."""
 
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str,
-                 paths: dict | None = None, fast: bool = False):
+                 paths: dict | None = None, fast: bool = False, dtype: str = "float64"):
         from hilbert.executor.numba.kernels import (
             PYTHON_MODE,  # (Numba is loaded once something is to compile)
         )
@@ -35,6 +33,7 @@ class CompiledRegion:
         self._optimize = optimize
         self._paths = paths  # the plan's contraction paths, which the code follows
         self._fast = fast  # math="fast"
+        self.dtype = np.dtype(dtype)
         self._generated: codegen.Generated | None = None
         self._function = None
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
@@ -48,7 +47,8 @@ class CompiledRegion:
             from hilbert.executor import codegen
 
             self._generated = codegen.generate(self.region, self._table, self._optimize,
-                                              exact=True, paths=self._paths, fast=self._fast)
+                                              exact=True, paths=self._paths, fast=self._fast,
+                                              dtype=self.dtype.name)
         return self._generated
 
     @property
@@ -79,8 +79,9 @@ class CompiledRegion:
         from numba import types
 
         shapes = self._table.scopes[self.region.scope]
-        signature = [types.Array(types.float64, len(shapes[n]), "C") if shapes[n]
-                     else types.float64 for n in self.region.inputs]
+        number = getattr(types, self.dtype.name)
+        signature = [types.Array(number, len(shapes[n]), "C") if shapes[n]
+                     else number for n in self.region.inputs]
         if self.generated.loops:
             signature.append(types.Array(types.int64, 1, "C"))  # interrupt's stop flag
         function.compile(tuple(signature))
@@ -119,11 +120,12 @@ class CompiledRegion:
         only, so any other array (another order or dtype, a strided or read-only view, a
         subclass) is copied into it here, at the boundary, instead of reaching compiled code."""
         args = list(values)
+        dtype = self.dtype
         for i in self.scalars:
-            args[i] = np.float64(args[i])
+            args[i] = dtype.type(args[i])
         for i in self.arrays:
             v = args[i]
-            if not (type(v) is np.ndarray and v.dtype == _FLOAT64 and v.flags.c_contiguous
+            if not (type(v) is np.ndarray and v.dtype == dtype and v.flags.c_contiguous
                     and v.flags.writeable):
-                args[i] = np.array(v, dtype=np.float64, order="C")
+                args[i] = np.array(v, dtype=dtype, order="C")
         return args

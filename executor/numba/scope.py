@@ -69,7 +69,7 @@ class ScopeRunner(Host):
             if why is None:
                 region = self.regions[node] = CompiledRegion(self._region(node), self.table,
                                                              self.optimize, self.plan.paths,
-                                                             self.fast)
+                                                             self.fast, self.plan.dtype)
                 stack.extend(region.region.inputs)  # values the host computes for it
                 continue
             self.hosted[node] = why

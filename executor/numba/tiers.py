@@ -52,12 +52,12 @@ STEPPED = ("the first calls run on the host (loops step by step in Python, each 
            f"({COMPILE_ENVIRONMENT} says when: by default from the first call); ")
 RESUMED = "a running loop moves to it at the next step boundary, its state carried over"
 RESTARTED = "calls that start once it is built run on it"
-#: What a plan of another dtype than float64 says: the code generator writes float64 code.
+#: What a plan of a dtype the code generator does not write says.
 HOST_ONLY = ("{dtype} calls run on the host tier only (each einsum along its path as NumPy/BLAS "
              "pairwise steps in {dtype}, entrywise work in NumPy, loops stepped in Python): "
-             "the code generator writes float64 code only, so nothing is compiled")
-#: The dtype generated code computes in.
-COMPILED_DTYPE = "float64"
+             "the code generator writes float64 and float32 code only, so nothing is compiled")
+#: The dtypes generated code computes in (executor/codegen/precision.py).
+COMPILED_DTYPES = ("float64", "float32")
 
 
 class Tiers:
@@ -70,7 +70,7 @@ class Tiers:
     def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str],
                  fast: bool = False):
         self.looped = bool(ready.plan.loops)
-        self.compiles = ready.plan.dtype == COMPILED_DTYPE  # else calls stay on the host
+        self.compiles = ready.plan.dtype in COMPILED_DTYPES  # else calls stay on the host
         self.counter = None  # the state component that counts a resumable loop's steps left
         if self.looped:
             self.resumes = resume_points(ready.body)
@@ -239,7 +239,8 @@ class TieredProgram:
 
     @property
     def compiles(self) -> bool:
-        """Whether this program has a compiled tier at all (its dtype is float64)."""
+        """Whether this program has a compiled tier at all (its dtype is one the code
+        generator writes: COMPILED_DTYPES)."""
         return self._tiers.compiles
 
     @property

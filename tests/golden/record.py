@@ -145,10 +145,13 @@ def render(program: Program) -> str:
             f"shapes: {json.dumps(program['shapes'])}", ""]
     if program.get("threads", 1) > 1:
         head.insert(2, f"threads: {program['threads']}")
+    if "dtype" in program:
+        head.insert(2, f"dtype: {program['dtype']}")
     with pinned_environment(program.get("threads", 1)):
         try:
             # prepared afresh (a Function keeps programs by shapes alone, whatever the threads)
-            prepared = function_of(program)._prepare(shapes_of(program))
+            prepared = function_of(program)._prepare(shapes_of(program),
+                                                     program.get("dtype", "float64"))
             body = ["== plan", str(prepared.plan), ""]
         except Exception as err:  # noqa: BLE001 (a program that cannot be prepared is recorded so)
             return "\n".join([*head, error_text(err)]) + "\n"
@@ -255,13 +258,15 @@ def module_spec(compiled: Any) -> dict | None:
     return {"source": root.syntax.span.source.text, "name": str(root)}
 
 
-def program_of(function: Function, shapes: tuple) -> Program | None:
-    """A program as programs.json keeps it, for a Function called at `shapes`."""
+def program_of(function: Function, shapes: tuple, dtype: str | None = None) -> Program | None:
+    """A program as programs.json keeps it, for a Function called at `shapes` in `dtype` (kept
+    only when it is not float64)."""
     module = module_spec(function.module)
     if module is None:
         return None
-    return {"module": module, "function": function.entry.name,
-            "shapes": [list(shape) for shape in shapes]}
+    found = {"module": module, "function": function.entry.name,
+             "shapes": [list(shape) for shape in shapes]}
+    return found | ({"dtype": dtype} if dtype not in (None, "float64") else {})
 
 
 @contextlib.contextmanager
@@ -284,11 +289,11 @@ def preparing(found: list[Program], keep: Callable[[Program], bool]) -> dict[str
 
     prepare = Function._prepare
 
-    def noted(self, shapes, values=None):
-        program = program_of(self, shapes)
+    def noted(self, shapes, dtype, values=None):
+        program = program_of(self, shapes, dtype)
         if program is not None and keep(program):
             found.append(program)
-        return prepare(self, shapes, values)
+        return prepare(self, shapes, dtype, values)
 
     return {"_prepare": noted}
 
@@ -299,11 +304,12 @@ def stopping(found: list[Program]) -> dict[str, Callable]:
     from hilbert.arguments import bind_arguments
 
     def call(self, *args, **kwargs):
-        values = bind_arguments(self.entry, args, kwargs)
-        return program(self, tuple(v.shape for v in values))
+        values = bind_arguments(self.entry, args, kwargs, self.dtype)
+        dtype = self.dtype or (values[0].dtype.name if values else None)
+        return program(self, tuple(v.shape for v in values), dtype)
 
-    def program(self, shapes):
-        noted = program_of(self, shapes)
+    def program(self, shapes, dtype=None):
+        noted = program_of(self, shapes, dtype or self.dtype)
         if noted is not None:
             found.append(noted)
         raise _Stop
@@ -365,6 +371,7 @@ def from_prelude(program: Program) -> bool:
 def _key(program: Program, shapes: bool = True) -> str:
     """A program's identity as text: its module, function and (unless not) shapes."""
     parts = [program["module"], program["function"]] + ([program["shapes"]] if shapes else [])
+    parts += [program["dtype"]] if "dtype" in program else []
     return json.dumps(parts, sort_keys=True, ensure_ascii=False)
 
 
@@ -388,6 +395,8 @@ def named(programs: list[Program]) -> list[Program]:
         else:
             parts = ["prelude", p["module"]["open"].removeprefix("Prelude."), p["function"],
                      shapes_label(p["shapes"])]
+        if "dtype" in p:
+            parts.append(p["dtype"])
         p["name"] = "__".join(ascii_name(part) for part in parts)
     names = [p["name"].lower() for p in programs]  # (one file each, whatever the file system)
     assert len(set(names)) == len(names), "two programs would share a record"

@@ -1,0 +1,29 @@
+"""Generated code in float32 (a float32 call's): the float64 code, every number it writes made a
+float32 (`np.float32(0.5)`), and its kernels float32's (executor/numba/kernels32.py), so that
+nothing in it widens to float64 but the sums' accumulators, which stay float64 (more accurate
+than NumPy's pairwise float32 sums) and are rounded once when stored."""
+
+from __future__ import annotations
+
+import re
+
+#: The dtypes code is generated in, and the kernels module each binds as `K`.
+KERNELS = {"float64": None, "float32": "hilbert.executor.numba.kernels32"}
+
+#: A float literal standing alone: digits with a point or an exponent, or np.inf and np.nan.
+_FLOAT = re.compile(r"(?<![\w.\"'])(\d+\.\d*(?:e[+-]?\d+)?|\d+e[+-]?\d+|np\.inf|np\.nan)(?![\w.])")
+#: A sum's accumulator starting at zero (`acc3 = 0.0`): left float64.
+_ACCUMULATOR = re.compile(r"^\s*acc\d+ = 0\.0$")
+
+
+def single(source: str) -> str:
+    """`source` (generated float64 code) as float32 code: literals and np.float64(…) made
+    float32, and `K` bound to the float32 kernels."""
+    lines = []
+    for line in source.splitlines():
+        if _ACCUMULATOR.match(line):
+            lines.append(line)
+            continue
+        line = _FLOAT.sub(lambda m: f"np.float32({m.group(1)})", line)
+        lines.append(line.replace("np.float64(", "np.float32("))
+    return f"import {KERNELS['float32']} as K\n\n" + "\n".join(lines) + "\n"

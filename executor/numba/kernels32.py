@@ -1,0 +1,101 @@
+"""The shared kernels of float32 generated code (executor/codegen/precision.py binds `K` to this
+module in it): kernels.py's, with float32 arrays, NumPy's sgemm and sgemv, and float32 results
+where a kernel makes numbers. exp, ln, tanh and erf are computed in float64 (kernels.py's,
+within 1 ulp there) and rounded once to float32: within 1 ulp of the float32 result, and as
+fast as float64's, not twice as fast. Sums accumulate in float64 (add_any_order), rounded once
+when stored."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hilbert.executor.numba import kernels, vmath
+from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls them)
+    PYTHON_MODE,
+    SMALL_PRODUCT,
+    LabelError,
+    PositionError,
+    StepCountError,
+    add_any_order,
+    compiled,
+    copy_into,
+    divisor_unsafe,
+    quotient,
+    quotient_unsafe,
+    small_product_beta,
+    small_product_into,
+    stop_requested,
+    transposed,
+    wide_vectors,
+)
+from numba import types
+
+empty = kernels._empty_of(np.float32)
+contiguous = kernels._contiguous_of(types.float32, 4)
+
+if PYTHON_MODE:  # generated code runs as Python: NumPy's float32 functions
+    exp = exp_fast = np.exp
+    log = np.log
+    tanh = tanh_fast = np.tanh
+    fmax, fmin = np.maximum, np.minimum
+
+    def erf(x):
+        """erf(x) rounded to float32."""
+        return np.float32(math.erf(x))
+
+    def power(x, y):
+        """np.power of float32 scalars (kernels.power's cases, in float32)."""
+        return np.float32(kernels.power(x, y))
+else:
+    @compiled
+    def exp(x):
+        """e^x for a float32 x: kernels.exp in float64, rounded."""
+        return np.float32(vmath.exp(np.float64(x)))
+
+    @compiled
+    def exp_fast(x):
+        """e^x under math="fast": vmath.exp_fast in float64, rounded."""
+        return np.float32(vmath.exp_fast(np.float64(x)))
+
+    @compiled
+    def log(x):
+        """ln x for a float32 x: kernels.log in float64, rounded."""
+        return np.float32(vmath.log(np.float64(x)))
+
+    @compiled
+    def tanh(x):
+        """tanh x for a float32 x: kernels.tanh in float64, rounded."""
+        return np.float32(vmath.tanh(np.float64(x)))
+
+    @compiled
+    def tanh_fast(x):
+        """tanh x under math="fast": vmath.tanh_fast in float64, rounded."""
+        return np.float32(vmath.tanh_fast(np.float64(x)))
+
+    @compiled
+    def erf(x):
+        """erf x for a float32 x: C's erf in float64, rounded."""
+        return np.float32(math.erf(np.float64(x)))
+
+    @compiled
+    def fmax(a, b):
+        """np.maximum on float32 scalars (exact: the larger one), NaN if either is NaN."""
+        return np.float32(vmath.maximum(a, b))
+
+    @compiled
+    def fmin(a, b):
+        """np.minimum on float32 scalars, NaN if either is NaN."""
+        return np.float32(vmath.minimum(a, b))
+
+    @compiled
+    def power(x, y):
+        """np.power on float32 scalars: x·x, √x and 1/x for the exponents 2, ½ and −1 (each
+        correctly rounded), C's pow in float64 rounded otherwise."""
+        return np.float32(kernels.power(np.float64(x), np.float64(y)))
+
+_SINGLE = kernels._blas_products("s", types.float32, 4) if kernels.BLAS != "numba-dot" else None
+if _SINGLE is not None:
+    gemm, gemm_beta = _SINGLE
+else:
+    gemm, gemm_beta = kernels.gemm, kernels.gemm_beta  # (Numba's np.dot takes float32 too)
