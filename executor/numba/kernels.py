@@ -158,34 +158,32 @@ else:
 HUGE = 1 << 22
 _MADV_HUGEPAGE = 14
 
-def _empty_of(dtype):
-    """np.empty(shape, dtype), on huge pages when large (Linux; elsewhere plain np.empty)."""
-    if not (sys.platform.startswith("linux") and not PYTHON_MODE):
-        def plain(shape):
-            """np.empty(shape), on huge pages when large (Linux; elsewhere plain np.empty)."""
-            return np.empty(shape, dtype)
+if sys.platform.startswith("linux") and not PYTHON_MODE:
+    _madvise = types.ExternalFunction("madvise", types.intc(types.uintp, types.uintp, types.intc))
 
-        return plain
-    item = np.dtype(dtype).itemsize
-
-    def empty(shape):
-        """np.empty(shape), on huge pages when large (Linux; elsewhere plain np.empty)."""
+    @compiled
+    def fresh(shape, dtype):
+        """np.empty(shape, dtype), on huge pages when large (Linux; elsewhere plain np.empty)."""
         out = np.empty(shape, dtype)
-        size = out.size * item
+        size = out.size * out.itemsize
         if size >= HUGE:
             start = out.ctypes.data
             skip = 4096 - start % 4096
             _madvise(start + skip, size - skip, _MADV_HUGEPAGE)
         return out
 
-    empty.__qualname__ = f"empty_{np.dtype(dtype).name}"  # (its name in the disk cache)
-    return compiled(empty)
+    @compiled
+    def empty(shape):
+        """np.empty(shape) of float64, on huge pages when large (`fresh`)."""
+        return fresh(shape, np.float64)
+else:
+    def fresh(shape, dtype):
+        """np.empty(shape, dtype) (huge pages are asked for on Linux only)."""
+        return np.empty(shape, dtype)
 
-
-if sys.platform.startswith("linux") and not PYTHON_MODE:
-    _madvise = types.ExternalFunction("madvise", types.intc(types.uintp, types.uintp, types.intc))
-
-empty = _empty_of(np.float64)
+    def empty(shape):
+        """np.empty(shape) of float64."""
+        return np.empty(shape)
 
 
 #: The error function on one number (compiled code calls it per entry: Numba knows math.erf).
@@ -230,27 +228,55 @@ def small_product_into(a, b, out):
 
 
 
-def _pointer_to(scalar):
-    """An intrinsic giving the `scalar` items at an address (a uintp), as a pointer carray can
-    read."""
+def _number_type(like):
+    """The Numba number type `like` stands for: an array's .dtype, or a number of that type."""
+    if isinstance(like, types.DType):
+        return like.dtype
+    return like if isinstance(like, types.Float) else None
 
+
+if not PYTHON_MODE:
     @intrinsic
-    def items(typingctx, address):
-        if not isinstance(address, types.Integer):
+    def _items(typingctx, address, like):
+        """The items of `like`'s type (an array's .dtype, or a number) at an address (a
+        uintp), as a pointer carray can read."""
+        number = _number_type(like)
+        if not isinstance(address, types.Integer) or number is None:
             return None
 
         def codegen(context, builder, signature, args):
             return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
 
-        return types.CPointer(scalar)(address), codegen
+        return types.CPointer(number)(address, like), codegen
 
-    return items
+    @intrinsic
+    def _item_bytes(typingctx, like):
+        """Bytes per item of `like`'s type (a constant)."""
+        number = _number_type(like)
+        if number is None:
+            return None
+
+        def codegen(context, builder, signature, args):
+            return context.get_constant(types.intp, number.bitwidth // 8)
+
+        return types.intp(like), codegen
+
+    @intrinsic
+    def _cast_like(typingctx, value, array):
+        """`value` as a number of `array`'s dtype."""
+        if not (isinstance(value, (types.Float, types.Integer)) and isinstance(array, types.Array)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return context.cast(builder, args[0], signature.args[0], array.dtype)
+
+        return array.dtype(value, array), codegen
 
 
 def _at_address(function, signature, symbol: str):
-    """`function` compiled once for `signature` (numbers and addresses only) as a C function,
-    its machine code kept in the disk cache, and callable from compiled code as `symbol`: a
-    call by address, so its code is never linked into (and optimised again in) its callers."""
+    """`function` compiled for `signature` (numbers and addresses only) as a C function, its
+    machine code kept in the disk cache, and callable from compiled code as `symbol`: a call
+    by address, so its code is never linked into (and optimised again in) its callers."""
     from numba.core.ccallback import CFunc
 
     native = CFunc(function, (signature.args, signature.return_type), locals={},
@@ -264,54 +290,99 @@ def _at_address(function, signature, symbol: str):
 
 #: The C functions compiled code calls by address (kept alive here).
 _NATIVE: list = []
+#: NumPy's CBLAS routines compiled code calls, by routine and Numba type of the numbers
+#: ("gemm", types.float64): dgemm, dgemv, sgemm, sgemv.
+_CBLAS: dict = {}
+#: The product kernel (`_product_at`, compiled by address) for each Numba number type.
+_PRODUCTS: dict = {}
 
 
-def _blas_products(letter: str, scalar, item: int):
-    """(gemm, gemm_beta) for matrices of `scalar` (`item` bytes each) through NumPy's
-    cblas_<letter>gemm and cblas_<letter>gemv (d: float64, s: float32), or None when NumPy's
-    BLAS does not have them."""
+def _cblas_routines(letter: str, scalar) -> bool:
+    """NumPy's cblas_<letter>gemm and cblas_<letter>gemv as Numba functions in _CBLAS (d:
+    float64, s: float32); whether NumPy's BLAS has both, with one integer width."""
     gemm_at, gemv_at = _numpy_cblas(f"{letter}gemm"), _numpy_cblas(f"{letter}gemv")
     if gemm_at is None or gemv_at is None or gemm_at[1] != gemv_at[1]:
-        return None
-    llvm.add_symbol(f"hilbert_numpy_cblas_{letter}gemm", gemm_at[0])
+        return False
     whole = types.int64 if gemm_at[1] else types.int32
-    cblas_gemm = types.ExternalFunction(f"hilbert_numpy_cblas_{letter}gemm", types.void(
+    llvm.add_symbol(f"hilbert_numpy_cblas_{letter}gemm", gemm_at[0])
+    _CBLAS["gemm", scalar] = types.ExternalFunction(f"hilbert_numpy_cblas_{letter}gemm", types.void(
         types.int32, types.int32, types.int32, whole, whole, whole, scalar, types.uintp, whole,
         types.uintp, whole, scalar, types.uintp, whole))
     llvm.add_symbol(f"hilbert_numpy_cblas_{letter}gemv", gemv_at[0])
-    cblas_gemv = types.ExternalFunction(f"hilbert_numpy_cblas_{letter}gemv", types.void(
+    _CBLAS["gemv", scalar] = types.ExternalFunction(f"hilbert_numpy_cblas_{letter}gemv", types.void(
         types.int32, types.int32, whole, whole, scalar, types.uintp, whole, types.uintp, whole,
         scalar, types.uintp, whole))
-    items = _pointer_to(scalar)
+    return True
 
-    def product_at(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta):
-        """out = a · b + beta · out on raw matrices: each an address and its steps between rows
-        and between columns in items, any sign (a is m×k, b k×n, out m×n). One machine-code
-        function for every layout, called by address (never linked into its callers), so a
-        program compiles only `gemm`'s few lines per layout of its arguments."""
+
+def _cblas_gemm(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+    """cblas_?gemm for the type of beta (compiled code only: `_gemm_of`)."""
+
+
+def _cblas_gemv(order, flip, rows, cols, alpha, a, lda, x, step, beta, y, ystep):
+    """cblas_?gemv for the type of beta (compiled code only: `_gemv_of`)."""
+
+
+def _product(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta):
+    """The product kernel for the type of beta (compiled code only: `_product_of`)."""
+
+
+if not PYTHON_MODE:
+    from numba.extending import overload
+
+    @overload(_cblas_gemm)
+    def _gemm_of(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        call = _CBLAS.get(("gemm", beta))
+        if call is None:
+            return None
+        return lambda order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc: call(
+            order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+
+    @overload(_cblas_gemv)
+    def _gemv_of(order, flip, rows, cols, alpha, a, lda, x, step, beta, y, ystep):
+        call = _CBLAS.get(("gemv", beta))
+        if call is None:
+            return None
+        return lambda order, flip, rows, cols, alpha, a, lda, x, step, beta, y, ystep: call(
+            order, flip, rows, cols, alpha, a, lda, x, step, beta, y, ystep)
+
+    @overload(_product)
+    def _product_of(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta):
+        call = _PRODUCTS.get(beta)
+        if call is None:
+            return None
+        return lambda a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta: call(
+            a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta)
+
+    def _product_at(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta):
+        """out = a · b + beta · out on raw matrices of beta's type: each an address and its
+        steps between rows and between columns in items, any sign (a is m×k, b k×n, out m×n).
+        One machine-code function per type for every layout, called by address (never linked
+        into its callers), so a program compiles only `gemm`'s few lines per layout."""
         if m == 0 or n == 0:
             return
         ta, lda = _blas_layout(m, k, a0, a1)
         tb, ldb = _blas_layout(k, n, b0, b1)
         tc, ldc = _blas_layout(m, n, c0, c1)
+        one = beta * 0 + 1
         if k > 0 and ta != 0 and tb != 0 and tc == 111:
             # (no copies here: BLAS gets raw addresses, so every array outlives the call)
             if n == 1:  # y = A x: A stored row-major (ta 111) or as its transpose; x strided
                 rows, cols, flip = (m, k, 111) if ta == 111 else (k, m, 112)
-                cblas_gemv(101, flip, rows, cols, 1.0, a, lda, b, b0 if k > 1 else 1,
-                           beta, c, c0)
+                _cblas_gemv(101, flip, rows, cols, one, a, lda, b, b0 if k > 1 else 1,
+                            beta, c, c0)
             elif m == 1:  # yᵀ = Bᵀ xᵀ: B stored row-major (tb 111) or as its transpose
                 rows, cols, flip = (k, n, 112) if tb == 111 else (n, k, 111)
-                cblas_gemv(101, flip, rows, cols, 1.0, b, ldb, a, a1 if k > 1 else 1,
-                           beta, c, c1)
+                _cblas_gemv(101, flip, rows, cols, one, b, ldb, a, a1 if k > 1 else 1,
+                            beta, c, c1)
             else:
-                cblas_gemm(101, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc)
+                _cblas_gemm(101, ta, tb, m, n, k, one, a, lda, b, ldb, beta, c, ldc)
             return
         # plain loops (no BLAS layout, or nothing summed): never made by generated code for
         # large products, but correct for any steps
-        sa, la = span(a, m, k, a0, a1)
-        sb, lb = span(b, k, n, b0, b1)
-        sc, lc = span(c, m, n, c0, c1)
+        sa, la = _span(a, m, k, a0, a1, beta)
+        sb, lb = _span(b, k, n, b0, b1, beta)
+        sc, lc = _span(c, m, n, c0, c1, beta)
         for i in range(m):
             for j in range(n):
                 at = i * c0 + j * c1 - lc
@@ -320,41 +391,6 @@ def _blas_products(letter: str, scalar, item: int):
                     total += sa[i * a0 + p * a1 - la] * sb[p * b0 + j * b1 - lb]
                 sc[at] = total
 
-    @jit
-    def span(address, rows, cols, s0, s1):
-        """(items, lowest offset): a flat view over every item a rows×cols matrix at `address`
-        with steps s0, s1 reaches, and the offset of its lowest item from item [0, 0]."""
-        low = min(0, (rows - 1) * s0) + min(0, (cols - 1) * s1)
-        high = max(0, (rows - 1) * s0) + max(0, (cols - 1) * s1)
-        return carray(items(address + item * low), (high - low + 1,)), low
-
-    product_at.__qualname__ = f"_{letter}product_at"  # (its name in the disk cache)
-    product = _at_address(product_at, types.void(
-        types.uintp, types.intp, types.intp, types.intp, types.intp, types.uintp, types.intp,
-        types.intp, types.intp, types.uintp, types.intp, types.intp, scalar),
-        f"hilbert_{letter}product_at")
-
-    def gemm_beta(a, b, out, beta):
-        """out = a · b + beta · out through NumPy's BLAS: a, b row- or column-major views
-        (either side may be a strided unit axis), out a row-major view (rows may be strided);
-        plain loops for any other layout."""
-        product(a.ctypes.data, a.shape[0], a.shape[1], a.strides[0] // item,
-                a.strides[1] // item, b.ctypes.data, b.shape[1], b.strides[0] // item,
-                b.strides[1] // item, out.ctypes.data, out.strides[0] // item,
-                out.strides[1] // item, beta)
-        return out
-
-    def gemm(a, b, out):
-        """out = a · b through NumPy's BLAS (out C-ordered; a, b row- or column-major)."""
-        return blas_beta(a, b, out, 0.0)
-
-    gemm_beta.__qualname__ = f"{letter}gemm_beta"
-    gemm.__qualname__ = f"{letter}gemm"
-    blas_beta = compiled(gemm_beta)
-    return compiled(gemm), blas_beta
-
-
-if not PYTHON_MODE:
     @jit
     def _blas_layout(rows, cols, s0, s1):
         """(CBLAS transpose flag, leading dimension) reading a rows×cols matrix with steps s0,
@@ -365,10 +401,47 @@ if not PYTHON_MODE:
             return 112, s1
         return 0, 0
 
+    @jit
+    def _span(address, rows, cols, s0, s1, like):
+        """(items, lowest offset): a flat view over every item of `like`'s type a rows×cols
+        matrix at `address` with steps s0, s1 reaches, and the offset of its lowest item from
+        item [0, 0]."""
+        low = min(0, (rows - 1) * s0) + min(0, (cols - 1) * s1)
+        high = max(0, (rows - 1) * s0) + max(0, (cols - 1) * s1)
+        return carray(_items(address + _item_bytes(like) * low, like), (high - low + 1,)), low
 
-_DOUBLE = _blas_products("d", types.float64, 8) if _DGEMM is not None else None
-if _DOUBLE is not None:
-    gemm, gemm_beta = _DOUBLE
+
+def blas_products(letter: str, scalar) -> bool:
+    """The product kernel for numbers of `scalar` (d: types.float64, s: types.float32) through
+    NumPy's BLAS, made once; whether NumPy's BLAS has its routines."""
+    if scalar in _PRODUCTS:
+        return True
+    if PYTHON_MODE or not _cblas_routines(letter, scalar):
+        return False
+    _PRODUCTS[scalar] = _at_address(_product_at, types.void(
+        types.uintp, types.intp, types.intp, types.intp, types.intp, types.uintp, types.intp,
+        types.intp, types.intp, types.uintp, types.intp, types.intp, scalar),
+        f"hilbert_{letter}product_at")
+    return True
+
+
+if blas_products("d", types.float64):
+    @compiled
+    def gemm_beta(a, b, out, beta):
+        """out = a · b + beta · out through NumPy's BLAS (float64 or float32 matrices, beta of
+        their type): a, b row- or column-major views (either side may be a strided unit axis),
+        out a row-major view (rows may be strided); plain loops for any other layout."""
+        item = a.itemsize
+        _product(a.ctypes.data, a.shape[0], a.shape[1], a.strides[0] // item,
+                 a.strides[1] // item, b.ctypes.data, b.shape[1], b.strides[0] // item,
+                 b.strides[1] // item, out.ctypes.data, out.strides[0] // item,
+                 out.strides[1] // item, _cast_like(beta, out))
+        return out
+
+    @compiled
+    def gemm(a, b, out):
+        """out = a · b through NumPy's BLAS (out C-ordered; a, b row- or column-major)."""
+        return gemm_beta(a, b, out, 0.0)
 else:
     @compiled
     def gemm(a, b, out):
@@ -413,55 +486,46 @@ def product(a, b):
     return product_into(a, b, empty((a.shape[0], b.shape[1])))
 
 
-def _contiguous_of(scalar, item: int):
-    """np.ascontiguousarray for arrays of `scalar` (`item` bytes each), allocated by `empty`."""
-    if PYTHON_MODE:
-        return np.ascontiguousarray
-    items = _pointer_to(scalar)
-    allocate = _empty_of(np.dtype(str(scalar)))
-
-    def contiguous(x):
-        """np.ascontiguousarray(x) for an array in any layout: a C-ordered copy, its last axis
-        copied as one run per position of the others (a kernel shared by every program:
-        Numba's own copy compiles its slice assignments' error messages into each program)."""
-        out = allocate(x.shape)
-        if out.size == 0:
-            return out
-        flat = out.reshape(out.size)
-        rank = x.ndim
-        sizes = np.empty(rank, np.int64)
-        steps = np.empty(rank, np.int64)
-        low = 0
-        high = 0
-        for axis in range(rank):
-            sizes[axis] = x.shape[axis]
-            steps[axis] = x.strides[axis] // item
-            reach = (sizes[axis] - 1) * steps[axis]
-            low += min(0, reach)
-            high += max(0, reach)
-        found = carray(items(x.ctypes.data + item * low), (high - low + 1,))
-        run, step = sizes[rank - 1], steps[rank - 1]
-        index = np.zeros(rank, np.int64)
-        at = -low  # the offset of x's current run in `found`
-        for start in range(0, out.size, run):
-            for j in range(run):
-                flat[start + j] = found[at + j * step]
-            axis = rank - 2
-            while axis >= 0:
-                index[axis] += 1
-                at += steps[axis]
-                if index[axis] < sizes[axis]:
-                    break
-                at -= steps[axis] * sizes[axis]
-                index[axis] = 0
-                axis -= 1
+def contiguous(x):
+    """np.ascontiguousarray(x) for an array in any layout: a C-ordered copy, its last axis copied
+    as one run per position of the others (a kernel shared by every program: Numba's own copy
+    compiles its slice assignments' error messages into each program)."""
+    out = fresh(x.shape, x.dtype)
+    if out.size == 0:
         return out
+    item = x.itemsize
+    flat = out.reshape(out.size)
+    rank = x.ndim
+    sizes = np.empty(rank, np.int64)
+    steps = np.empty(rank, np.int64)
+    low = 0
+    high = 0
+    for axis in range(rank):
+        sizes[axis] = x.shape[axis]
+        steps[axis] = x.strides[axis] // item
+        reach = (sizes[axis] - 1) * steps[axis]
+        low += min(0, reach)
+        high += max(0, reach)
+    items = carray(_items(x.ctypes.data + item * low, x.dtype), (high - low + 1,))
+    run, step = sizes[rank - 1], steps[rank - 1]
+    index = np.zeros(rank, np.int64)
+    at = -low  # the offset of x's current run in items
+    for start in range(0, out.size, run):
+        for j in range(run):
+            flat[start + j] = items[at + j * step]
+        axis = rank - 2
+        while axis >= 0:
+            index[axis] += 1
+            at += steps[axis]
+            if index[axis] < sizes[axis]:
+                break
+            at -= steps[axis] * sizes[axis]
+            index[axis] = 0
+            axis -= 1
+    return out
 
-    contiguous.__qualname__ = f"contiguous_{scalar}"  # (its name in the disk cache)
-    return compiled(contiguous)
 
-
-contiguous = _contiguous_of(types.float64, 8)
+contiguous = (np.ascontiguousarray if PYTHON_MODE else compiled(contiguous))
 
 
 @compiled

@@ -19,6 +19,7 @@ from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls
     StepCountError,
     add_any_order,
     compiled,
+    contiguous,
     copy_into,
     divisor_unsafe,
     quotient,
@@ -31,8 +32,15 @@ from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls
 )
 from numba import types
 
-empty = kernels._empty_of(np.float32)
-contiguous = kernels._contiguous_of(types.float32, 4)
+if PYTHON_MODE:
+    def empty(shape):
+        """np.empty(shape) of float32."""
+        return np.empty(shape, np.float32)
+else:
+    @compiled
+    def empty(shape):
+        """np.empty(shape) of float32, on huge pages when large (kernels.fresh)."""
+        return kernels.fresh(shape, np.float32)
 
 if PYTHON_MODE:  # generated code runs as Python: NumPy's float32 functions
     exp = exp_fast = np.exp
@@ -94,8 +102,7 @@ else:
         correctly rounded), C's pow in float64 rounded otherwise."""
         return np.float32(kernels.power(np.float64(x), np.float64(y)))
 
-_SINGLE = kernels._blas_products("s", types.float32, 4) if kernels.BLAS != "numba-dot" else None
-if _SINGLE is not None:
-    gemm, gemm_beta = _SINGLE
-else:
-    gemm, gemm_beta = kernels.gemm, kernels.gemm_beta  # (Numba's np.dot takes float32 too)
+#: kernels.gemm and gemm_beta take float32 matrices (through sgemm and sgemv) once NumPy's
+#: BLAS is found to have them, as it has dgemm's (else Numba's np.dot, which takes float32).
+if kernels.BLAS == "numba-dot" or kernels.blas_products("s", types.float32):
+    gemm, gemm_beta = kernels.gemm, kernels.gemm_beta
