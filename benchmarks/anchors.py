@@ -337,7 +337,9 @@ def critic_loss_numpy(real, fake, wd):
 
 
 def to_array(value: Any) -> np.ndarray:
-    """Any contestant's output as a float64 ndarray (torch tensors and JAX arrays included)."""
+    """Any contestant's output as a float64 ndarray, or complex128 when it is complex (torch
+    tensors and JAX arrays included)."""
     if hasattr(value, "detach"):
         value = value.detach().cpu().numpy()
-    return np.asarray(value, dtype=np.float64)
+    value = np.asarray(value)
+    return value.astype(np.complex128 if value.dtype.kind == "c" else np.float64)

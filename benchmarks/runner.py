@@ -22,7 +22,7 @@ import numpy as np
 
 from benchmarks.anchors import to_array
 from benchmarks.cases import ALL, Case, Config, Setup, Skip, select
-from benchmarks.cases.base import OURS, ROOT, Target, last_words
+from benchmarks.cases.base import BEST, OURS, ROOT, TWIN, Target, last_words
 from benchmarks.machine import (
     executor_module,
     load_average,
@@ -319,8 +319,8 @@ def _target_value(target: Target, record: dict) -> tuple[Any, bool | None, str]:
         return value, value <= target.max_value, ""
     if ours["status"] != "ok":
         return None, None, "hilbert did not run"
-    if target.anchor == "best":
-        timed = [a for a in record["anchors"] if a["ratio"] is not None]
+    if target.anchor == BEST:
+        timed = [a for a in record["anchors"] if a["ratio"] is not None and a["name"] != TWIN]
         if not timed:
             return None, None, "no anchor was timed"
         best = min(timed, key=lambda a: a["median_s"])

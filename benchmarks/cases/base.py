@@ -23,6 +23,12 @@ OE_EXPR = "oe.expression"        # opt_einsum.contract_expression, path searched
 TORCH = "torch"                  # PyTorch eager on the CPU (optional)
 JAX = "jax.jit"                  # JAX jit, loops as lax.fori_loop (optional)
 STANDARD = (NUMPY, EINSUM, EINSUM_OPT, OE, OE_EXPR, TORCH, JAX)
+#: A target against the fastest anchor timed (hilbert's own float64 twin left out).
+BEST = "best"
+#: hilbert on the same values in float64: the anchor a float32 case's speed-up is read from.
+TWIN = "hilbert float64"
+#: The tolerances a case in float32 is checked to (its anchors compute in float32 too).
+SINGLE_RTOL = {"float32": {"rtol": 1e-4, "atol": 1e-5}}
 
 
 class Skip(Exception):
@@ -91,6 +97,12 @@ class Anchor:
     name: str
     make: Callable[[], Callable[[], Any]]
     note: str = ""
+
+
+def float64_twin(call: Callable[[], Any]) -> Anchor:
+    """hilbert's own float64 call on a float32 case's values (`call` converts them): what the
+    case's float32 speed-up is measured against."""
+    return Anchor(TWIN, lambda: call, "hilbert on the same values in float64")
 
 
 @dataclass(frozen=True)

@@ -52,11 +52,14 @@ def einsum_setup(config: Config, spec: str, operands, note: str = "",
         notes=[note] if note else [])
 
 
-def ao_to_mo(n: int):
+def ao_to_mo(n: int, dtype: str = "float64"):
     def build(config: Config) -> Setup:
         rng = np.random.default_rng(20 + n)
         c = rng.standard_normal((n, n)) / np.sqrt(n)
         g = rng.standard_normal((n, n, n, n))
+        if dtype == "complex128":  # (complex orbitals and integrals: zgemm on every path)
+            c = c + 1j * rng.standard_normal((n, n)) / np.sqrt(n)
+            g = g + 1j * rng.standard_normal((n, n, n, n))
         return einsum_setup(config, "pi,qj,ijkl,rk,sl->pqrs", [c, c, g, c, c],
                             "the four-index transform of quantum chemistry")
     return build
@@ -451,6 +454,8 @@ CASES = [
            "pi,qj,ijkl,rk,sl->pqrs: five operands, where the path turns N⁸ into 4·N⁵"),
     _multi("ao-mo-40", "AO→MO transform, N = 40", ao_to_mo(40),
            "the same at N = 40 (2.6 M-element integrals); unplanned einsum is hopeless here"),
+    _multi("ao-mo-40-c128", "AO→MO transform in complex128, N = 40",
+           ao_to_mo(40, "complex128"), "the N = 40 transform on complex values (zgemm steps)"),
     _multi("batched-matmul", "batched matmul", batched_matmul,
            "bij,bjk->bik: a batch axis kept through a BLAS contraction"),
     _multi("strided-slices", "a summed axis in the middle", strided_slices,

@@ -10,7 +10,19 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import anchors as A
-from benchmarks.cases.base import NUMPY, TORCH, Anchor, Case, Config, Setup, Target
+from benchmarks.cases.base import (
+    BEST,
+    NUMPY,
+    SINGLE_RTOL,
+    TORCH,
+    TWIN,
+    Anchor,
+    Case,
+    Config,
+    Setup,
+    Target,
+    float64_twin,
+)
 from benchmarks.first_results import torch_circle_step
 
 B, E, D = 32, 512, 768
@@ -66,7 +78,7 @@ def _torch_stack(torch, w, gates):
 def _torch_lstm(config, x, h, c, wx, wh, b):
     def make():
         torch = A.torch_module()
-        net = torch.nn.LSTM(E, D).double()
+        net = torch.nn.LSTM(E, D).to(getattr(torch, x.dtype.name))
         with torch.no_grad():
             net.weight_ih_l0.copy_(_torch_stack(torch, wx, 4))
             net.weight_hh_l0.copy_(_torch_stack(torch, wh, 4))
@@ -79,7 +91,7 @@ def _torch_lstm(config, x, h, c, wx, wh, b):
                 _, (hn, cn) = net(tx, (th, tc))
             return np.concatenate([hn.numpy().ravel(), cn.numpy().ravel()])
         return call
-    return A._optional(config, Anchor(TORCH, make, "torch.nn.LSTM, float64, eager"))
+    return A._optional(config, Anchor(TORCH, make, f"torch.nn.LSTM, {x.dtype.name}, eager"))
 
 
 def _torch_gru(config, x, h, wx, wh, bx, bh):
@@ -107,17 +119,24 @@ def _sequences(config: Config):
     return _module(("open", "Prelude.Sequences"), config)
 
 
-def lstm(steps: int):
+def lstm(steps: int, dtype: str = "float64"):
     def build(config: Config) -> Setup:
-        x, h, c, wx, wh, b, _ = _problem(config.pick(steps, steps // 4), 4, 20)
+        wide = _problem(config.pick(steps, steps // 4), 4, 20)[:6]
+        x, h, c, wx, wh, b = (v.astype(dtype) for v in wide)
         run = _sequences(config).function("lstm")
+
+        def joined(values):
+            return np.concatenate([np.ravel(v) for v in values])
+
+        twin = [float64_twin(lambda: joined(run(*wide)))] if dtype != "float64" else []
         return Setup(
-            ours=lambda: np.concatenate([np.ravel(v) for v in run(x, h, c, wx, wh, b)]),
+            ours=lambda: joined(run(x, h, c, wx, wh, b)),
             anchors=[A.numpy_anchor(lstm_numpy, x, h, c, wx, wh, b,
                                     note="input products in one GEMM, then a loop"),
-                     _torch_lstm(config, x, h, c, wx, wh, b)],
-            params={"x": "×".join(map(str, x.shape)), "hidden": D},
-            flops=float(2 * x.shape[0] * B * (E + D) * 4 * D), rtol=1e-9, atol=1e-12)
+                     _torch_lstm(config, x, h, c, wx, wh, b), *twin],
+            params={"x": "×".join(map(str, x.shape)), "hidden": D, "dtype": dtype},
+            flops=float(2 * x.shape[0] * B * (E + D) * 4 * D),
+            **SINGLE_RTOL.get(dtype, {"rtol": 1e-9, "atol": 1e-12}))
     return build
 
 
@@ -145,6 +164,13 @@ CASES = [
     for name, title, build in (("lstm", "LSTM (Sequences.lstm)", lstm),
                                ("gru", "GRU (Sequences.gru)", gru))
     for steps in (100, 400)
+] + [
+    Case("lstm-400-f32", "sequences", "LSTM in float32 (Sequences.lstm), B = 32, T = 400, "
+         "512 → 768", "the LSTM on float32 values: sgemm per step, against torch in float32",
+         lstm(400, "float32"),
+         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),
+          Target("float32 ≥ 1.6× faster than hilbert's float64", TWIN, 1 / 1.6)),
+         blas_bound=True),
 ]
 
 

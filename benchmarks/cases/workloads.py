@@ -5,35 +5,51 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import anchors as A
-from benchmarks.cases.base import JAX, Case, Config, Setup, Target, example
+from benchmarks.cases.base import (
+    BEST,
+    JAX,
+    SINGLE_RTOL,
+    Case,
+    Config,
+    Setup,
+    Target,
+    example,
+    float64_twin,
+)
 
 
-def layer_norm(config: Config, math: str = "exact") -> Setup:
+def layer_norm(config: Config, math: str = "exact", dtype: str = "float64") -> Setup:
     n, p = config.pick((4096, 512), (1024, 256))
-    a = np.random.default_rng(10).standard_normal((n, p)) * 3 + 1
+    a = (np.random.default_rng(10).standard_normal((n, p)) * 3 + 1).astype(dtype)
     normalised = example("Layers", config, math).normalisedRows
+    twin = [float64_twin(lambda: normalised(a.astype(np.float64)))] if dtype != "float64" else []
     return Setup(
         ours=lambda: normalised(a),
         anchors=[A.numpy_anchor(A.layer_norm_numpy, a),
                  A.torch_anchor(config, lambda torch: lambda a: torch.nn.functional.layer_norm(
                      a, a.shape[1:], eps=1e-5), a, note="torch.nn.functional.layer_norm"),
                  A.jax_anchor(config, lambda jnp, lax: lambda a: (
-                     a - a.mean(1, keepdims=True)) / jnp.sqrt(a.var(1, keepdims=True) + 1e-5), a)],
-        params={"a": f"{n}×{p}"})
+                     a - a.mean(1, keepdims=True)) / jnp.sqrt(a.var(1, keepdims=True) + 1e-5), a),
+                 *twin],
+        params={"a": f"{n}×{p}", "dtype": dtype}, **SINGLE_RTOL.get(dtype, {}))
 
 
-def causal_attention(config: Config) -> Setup:
+def causal_attention(config: Config, dtype: str = "float64") -> Setup:
     n, e = config.pick(1024, 512), 64
     rng = np.random.default_rng(11)
-    q, v = rng.standard_normal((n, e)), rng.standard_normal((n, e))
+    q, v = rng.standard_normal((n, e)).astype(dtype), rng.standard_normal((n, e)).astype(dtype)
     d = float(e)
     attend = example("Layers", config).attendCausally
+    twin = ([float64_twin(lambda: attend(q.astype(np.float64), q.astype(np.float64),
+                                         v.astype(np.float64), d))] if dtype != "float64" else [])
     return Setup(
         ours=lambda: attend(q, q, v, d),
         anchors=[A.numpy_anchor(A.attention_numpy, q, q, v, d, True),
                  A.torch_anchor(config, lambda torch: A.attention_torch(torch, True), q, q, v, d),
-                 A.jax_anchor(config, lambda jnp, lax: A.attention_jax(jnp, True), q, q, v, d)],
-        params={"q = k, v": f"{n}×{e}", "d": d}, flops=4.0 * n * n * e)
+                 A.jax_anchor(config, lambda jnp, lax: A.attention_jax(jnp, True), q, q, v, d),
+                 *twin],
+        params={"q = k, v": f"{n}×{e}", "d": d, "dtype": dtype}, flops=4.0 * n * n * e,
+        **SINGLE_RTOL.get(dtype, {}))
 
 
 def dropout(config: Config) -> Setup:
@@ -63,20 +79,23 @@ def max_pool(config: Config) -> Setup:
 
 
 def recurrent(config: Config, b: int = 64, w: int = 32, lengths: tuple[int, int] = (200, 50),
-              math: str = "exact") -> Setup:
+              math: str = "exact", dtype: str = "float64") -> Setup:
     length = config.pick(*lengths)
     rng = np.random.default_rng(14)
     x = rng.standard_normal((b, length))
     wh, wx = rng.standard_normal((w, w)) / np.sqrt(w), rng.standard_normal(w)
     h0 = np.zeros((b, w))
     unrolled = example("Fits", config, math).unrolled
+    twin = ([float64_twin(lambda: unrolled(x, wh, wx, h0))] if dtype != "float64" else [])
+    x, wh, wx, h0 = (v.astype(dtype) for v in (x, wh, wx, h0))
     return Setup(
         ours=lambda: unrolled(x, wh, wx, h0),
         anchors=[A.numpy_anchor(A.recurrent_numpy, x, wh, wx, h0, note="NumPy loop"),
                  A.torch_anchor(config, A.recurrent_torch, x, wh, wx, h0, note="eager loop"),
-                 A.jax_anchor(config, A.recurrent_jax, x, wh, wx, h0, note="jit + fori_loop")],
-        params={"x": f"{b}×{length}", "wh": f"{w}×{w}"}, flops=2.0 * length * b * w * (w + 1),
-        rtol=1e-6)
+                 A.jax_anchor(config, A.recurrent_jax, x, wh, wx, h0, note="jit + fori_loop"),
+                 *twin],
+        params={"x": f"{b}×{length}", "wh": f"{w}×{w}", "dtype": dtype},
+        flops=2.0 * length * b * w * (w + 1), **SINGLE_RTOL.get(dtype, {"rtol": 1e-6}))
 
 
 def recurrent_long(config: Config) -> Setup:
@@ -155,6 +174,18 @@ CASES = [
     _case("layer-norm-fast", "layerNorm, math=\"fast\" (Layers.normalisedRows)",
           lambda config: layer_norm(config, math="fast"),
           "the layer norm with its divisions by a reciprocal, unchecked"),
+    _case("layer-norm-f32", "layerNorm in float32 (Layers.normalisedRows)",
+          lambda config: layer_norm(config, dtype="float32"),
+          "the layer norm on float32 rows, against every anchor in float32",
+          (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+    _case("causal-attention-f32", "causal attention in float32 (Layers.attendCausally)",
+          lambda config: causal_attention(config, dtype="float32"),
+          "causal attention on float32 values, against every anchor in float32",
+          (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+    _case("recurrent-f32", "recurrent network in float32 (Fits.unrolled)",
+          lambda config: recurrent(config, dtype="float32"),
+          "the recurrent case on float32 values, against every anchor in float32",
+          (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
     _case("autoencoder", "linear autoencoder fit (Fits.squeezed)", autoencoder,
           "twin loops (codeLoop/buildLoop) that should run as one fit"),
     _case("critic-loss", "critic loss (Fits.criticLossOf)", critic_loss,

@@ -10,6 +10,7 @@
     division.py     rewrite: division by a row's divisor without dividing (in emit_group)
     rows.py         rewrite: consecutive nests over the same rows run as one loop
     tidy.py         rewrites: unread sizes dropped, arrays let go (host code)
+    precision.py    rewrite: float64 code as float32 code (a float32 call's)
     render.py       the loop IR printed as Python: printing only
 """
 
