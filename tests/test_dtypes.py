@@ -358,3 +358,84 @@ def test_a_model_dtype_is_float32_or_float64(classifier, bad):
     with pytest.raises(hilbert.HilbertError) as raised:
         classifier(3, 4, 2, 1, dtype=bad)
     assert raised.value.code in ("E600", "E801")
+
+
+# ---------------------------------------------------------------- random programs in each dtype
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_properties import einsum_source, einsums  # noqa: E402
+
+DTYPE_PROPERTY = settings(max_examples=8, deadline=None, derandomize=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.data_too_large,
+                                                 HealthCheck.function_scoped_fixture])
+#: Smooth entrywise operations, defined on complex values too (no comparisons, no floor): a
+#: float32 rounding cannot flip a branch, so results agree to a tolerance scaled by epsilon.
+SMOOTH = {"exp": np.exp, "tanh": np.tanh, "sin": np.sin, "cos": np.cos}
+ARITHMETIC = {"+": np.add, "−": np.subtract, "·": np.multiply}
+
+
+def smooth_expressions():
+    leaves = st.one_of(st.sampled_from([("x",), ("y",)]),
+                       st.sampled_from([0.5, 1.0, 2.0]).map(lambda v: ("const", v)))
+    return st.recursive(leaves, lambda inner: st.one_of(
+        st.tuples(st.just("bin"), st.sampled_from(sorted(ARITHMETIC)), inner, inner),
+        st.tuples(st.just("un"), st.sampled_from(sorted(SMOOTH)), inner),
+    ), max_leaves=6)
+
+
+def smooth_source(e) -> str:
+    match e:
+        case (name,):
+            return name
+        case ("const", v):
+            return repr(v)
+        case ("bin", op, left, right):
+            return f"({smooth_source(left)} {op} {smooth_source(right)})"
+        case ("un", f, a):
+            return f"{f}({smooth_source(a)})"
+    raise AssertionError(e)
+
+
+def smooth_value(e, env, dtype):
+    """NumPy's value in `dtype` (constants weak: of the call's real type)."""
+    match e:
+        case (name,):
+            return env[name]
+        case ("const", v):
+            return np.asarray(v, np.dtype(dtype).type(0).real.dtype)[()]
+        case ("bin", op, left, right):
+            return ARITHMETIC[op](smooth_value(left, env, dtype), smooth_value(right, env, dtype))
+        case ("un", f, a):
+            return SMOOTH[f](smooth_value(a, env, dtype))
+    raise AssertionError(e)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "complex128"])
+@DTYPE_PROPERTY
+@given(case=einsums())
+def test_random_einsums_agree_with_numpy_in_each_dtype(every_executor, dtype, case):
+    spec, operands = case
+    values = [np.asarray(o * (1 + 0.5j) if dtype.startswith("complex") else o).astype(dtype)
+              for o in operands]
+    want = np.einsum(spec, *values)
+    module = hilbert.compile_source(einsum_source(spec, len(values)), executor=every_executor)
+    got = module.f(*values)
+    assert np.asarray(got).dtype == np.dtype(dtype)
+    close(got, want, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+@DTYPE_PROPERTY
+@given(expression=smooth_expressions(), seed=st.integers(0, 2**32 - 1))
+def test_random_entrywise_programs_agree_with_numpy_in_each_dtype(every_executor, dtype,
+                                                                  expression, seed):
+    rng = np.random.default_rng(seed)
+    env = {"x": array(rng, (3, 4), dtype) * 0.5, "y": array(rng, (3, 4), dtype) * 0.5}
+    text = f"fn f(x, y) ↦ {smooth_source(expression)} + 0 · x"
+    got = hilbert.compile_source(text, executor=every_executor).f(env["x"], env["y"])
+    with np.errstate(all="ignore"):
+        want = smooth_value(expression, env, dtype) + 0 * env["x"]
+    assert np.asarray(got).dtype == np.dtype(dtype)
+    close(got, want, dtype, ulps=256)
