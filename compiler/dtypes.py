@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from hilbert.grammar.errors import ArgumentError
 
+#: The largest finite float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: The dtypes a call may compute in, by name.
 NAMES = ("float32", "float64", "complex64", "complex128")
 #: What a call computes in when nothing says otherwise (no arrays, or only Python numbers).
@@ -58,6 +60,17 @@ def promote(strong: list[str], weak_complex: bool = False) -> str:
     complex number (a Python complex argument) makes a real result complex of its precision."""
     name = np.result_type(*strong).name if strong else DEFAULT
     return complex_of(name) if weak_complex else name
+
+
+def constant(value: float, dtype: str):
+    """A `.hb` literal (or a constant the compiler writes) in a call of `dtype`: a NumPy number
+    of its real dtype. A finite literal beyond float32's range is float32's largest finite
+    number of its sign, not infinity: the Prelude's masks lower scores by 1e300, and an
+    infinity there would make 0 · ∞ a NaN (docs/semantics.md, "Number types")."""
+    kind = np.dtype(real(dtype)).type
+    if kind is np.float32 and np.isfinite(value) and abs(value) > FLOAT32_MAX:
+        return np.float32(np.copysign(FLOAT32_MAX, value))
+    return kind(value)
 
 
 def check_dtype(value, span) -> str:

@@ -57,7 +57,7 @@ class Host:
 
     def __init__(self, einsum: Einsum = numpy_einsum, dtype: str = "float64"):
         self.einsum = einsum
-        self.number = np.dtype(dtypes.real(dtype)).type  # what a constant is: float32 or 64
+        self.dtype = dtype  # a constant is a number of its real dtype (dtypes.constant)
 
     def eval(self, node: ir.Node, memo: dict, leaves: tuple):
         """The value of `node` (memoised in `memo`)."""
@@ -72,7 +72,7 @@ class Host:
             case ir.Param(index=i) | ir.State(index=i):
                 return leaves[i]
             case ir.Const(value=v):
-                return self.number(v)
+                return dtypes.constant(v, self.dtype)
             case ir.Prim():
                 return self.prim(node, [memo[a] for a in node.args])
             case ir.Einsum():

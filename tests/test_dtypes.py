@@ -439,3 +439,31 @@ def test_random_entrywise_programs_agree_with_numpy_in_each_dtype(every_executor
         want = smooth_value(expression, env, dtype) + 0 * env["x"]
     assert np.asarray(got).dtype == np.dtype(dtype)
     close(got, want, dtype, ulps=256)
+
+
+def test_a_literal_beyond_float32s_range_is_its_largest_number_not_infinity(every_executor,
+                                                                           rng):
+    """The Prelude's causal mask lowers scores by 1e300 (the seed's definition): in float32
+    that literal is 3.4028235e38, so the masked weights are 0, not 0 · ∞ = NaN."""
+    layers = hilbert.load(hilbert_example("Layers.hb"), executor=every_executor)
+    q, v = array(rng, (32, 8), "float32"), array(rng, (32, 8), "float32")
+    got = layers.attendCausally(q, q, v, 8.0)
+    assert got.dtype == np.float32 and not np.isnan(got).any()
+    q64, v64 = q.astype(np.float64), v.astype(np.float64)
+    scores = q64 @ q64.T / np.sqrt(8.0)
+    scores[np.triu_indices(32, 1)] = -np.inf
+    weights = np.exp(scores - scores.max(1, keepdims=True))
+    close(got, weights / weights.sum(1, keepdims=True) @ v64, "float32", ulps=64)
+    huge = hilbert.compile_source("fn f(x) ↦ x · 0 + 1e300 − 1e300 · (x = x)",
+                                  executor=every_executor).f(np.ones(2, np.float32))
+    np.testing.assert_array_equal(huge, np.float32([0, 0]))
+
+
+def test_argmax_in_float32_marks_the_first_largest(every_executor, rng):
+    x = array(rng, (6, 9), "float32")
+    x[2, 3] = x[2, 7] = 50  # a tie: the first is marked
+    got = hilbert.compile_source("fn f(x) ↦ argmax(x, 1)", executor=every_executor).f(x)
+    want = np.zeros_like(x)
+    want[np.arange(6), np.argmax(x, 1)] = 1
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)

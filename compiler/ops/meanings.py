@@ -245,7 +245,7 @@ def lazy_power(node: ir.Prim, args: list, number=None, shape=()):
 
     x, y = args
     if not isinstance(y, da.Array) and np.ndim(y) == 0 and y == 0 and isinstance(x, da.Array):
-        return da.ones(x.shape, chunks=x.chunks)
+        return da.ones(x.shape, chunks=x.chunks, dtype=x.dtype)
     operands = [da.asarray(v) if np.ndim(v) else v for v in (x, y)]
     return da.map_blocks(_quiet_power, *operands, dtype=dtype_of(*operands))
 
@@ -331,8 +331,9 @@ def lazy_placed(node: ir.Prim, args: list, number, shape):
     at = int(number(start))
     part = da.asarray(g) if node.attrs[0] else da.expand_dims(da.asarray(g), 0)
     rest = tuple(np.shape(like)[1:])
-    before = da.zeros((at, *rest), chunks=(-1, *part.chunks[1:]))
-    after = da.zeros((rows - at - part.shape[0], *rest), chunks=(-1, *part.chunks[1:]))
+    before = da.zeros((at, *rest), chunks=(-1, *part.chunks[1:]), dtype=part.dtype)
+    after = da.zeros((rows - at - part.shape[0], *rest), chunks=(-1, *part.chunks[1:]),
+                     dtype=part.dtype)
     return da.concatenate([before, part, after], axis=0)
 
 

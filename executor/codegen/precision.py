@@ -5,7 +5,10 @@ than NumPy's pairwise float32 sums) and are rounded once when stored."""
 
 from __future__ import annotations
 
+import math
 import re
+
+from hilbert.compiler.dtypes import FLOAT32_MAX
 
 #: The dtypes code is generated in, and the kernels module each binds as `K`.
 KERNELS = {"float64": None, "float32": "hilbert.executor.numba.kernels32"}
@@ -16,6 +19,17 @@ _FLOAT = re.compile(r"(?<![\w.\"'])(\d+\.\d*(?:e[+-]?\d+)?|\d+e[+-]?\d+|np\.inf|
 _ACCUMULATOR = re.compile(r"^\s*acc\d+ = 0\.0$")
 
 
+def _single(found: re.Match) -> str:
+    """A float literal of the source as a float32 (dtypes.constant: a finite literal beyond
+    float32's range is its largest finite number of that sign)."""
+    text = found.group(1)
+    if not text.startswith("np."):
+        value = float(text)
+        if math.isfinite(value) and abs(value) > FLOAT32_MAX:
+            text = repr(math.copysign(FLOAT32_MAX, value))
+    return f"np.float32({text})"
+
+
 def single(source: str) -> str:
     """`source` (generated float64 code) as float32 code: literals and np.float64(…) made
     float32, and `K` bound to the float32 kernels."""
@@ -24,6 +38,6 @@ def single(source: str) -> str:
         if _ACCUMULATOR.match(line):
             lines.append(line)
             continue
-        line = _FLOAT.sub(lambda m: f"np.float32({m.group(1)})", line)
+        line = _FLOAT.sub(_single, line)
         lines.append(line.replace("np.float64(", "np.float32("))
     return f"import {KERNELS['float32']} as K\n\n" + "\n".join(lines) + "\n"

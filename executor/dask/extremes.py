@@ -8,6 +8,7 @@ from functools import partial
 import dask.array as da
 import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.ops.meanings import real_type
 from hilbert.compiler.passes.shapes import ShapeTable
 
 
@@ -83,10 +84,13 @@ def first_positions(x, axis: int, largest: bool):
     (`largest`) or the smallest, 1e300 for a line holding NaN; x's shape without that axis.
     On dask an arg-reduction: each block gives the extreme of each of its lines and the first
     position of it (a pair), and pairs are combined by dask's tree reduction, so every block of
-    x is read once and the graph grows with the number of blocks."""
+    x is read once and the graph grows with the number of blocks. The positions are of x's
+    real dtype (pairs are made in float64)."""
+    kind = real_type(x)
     if not isinstance(x, da.Array):
         pairs = _extreme_pairs(np.asarray(x, dtype=np.float64), axis, largest)
-        return np.take(_final_pairs(pairs, (axis,), True, largest)[..., 1], 0, axis=axis)
+        return np.take(_final_pairs(pairs, (axis,), True, largest)[..., 1], 0,
+                       axis=axis).astype(kind)
     pairs = da.map_blocks(_extreme_pairs, x, axis, largest, dtype=np.float64, new_axis=x.ndim,
                           chunks=tuple((1,) * len(c) if i == axis else c
                                        for i, c in enumerate(x.chunks)) + ((2,),),
@@ -95,7 +99,7 @@ def first_positions(x, axis: int, largest: bool):
                          partial(_final_pairs, largest=largest), axis=axis, keepdims=True,
                          combine=partial(_combine_pairs, largest=largest), dtype=np.float64,
                          concatenate=True, meta=np.empty((0,) * (x.ndim + 1)))
-    return final[(slice(None),) * axis + (0, Ellipsis, 1)]
+    return final[(slice(None),) * axis + (0, Ellipsis, 1)].astype(kind)
 
 
 def _extreme_pairs(block: np.ndarray, axis: int, largest: bool, block_info=None) -> np.ndarray:

@@ -72,7 +72,7 @@ class DaskGraph:
         self.limit = memory_limit()
         # blockwise kernels (generated code, which is float64) shared by a program's runs
         self._kernels = Kernels(table, optimize, kernels, fast, plan.dtype == "float64")
-        self._number = np.dtype(dtypes.real(plan.dtype)).type  # what a constant is
+
         self._extremes = Extremes(table)
         self.tapes = tapes or []  # the call's loops run backwards (reference.tapes_at_the_call)
 
@@ -133,7 +133,7 @@ class DaskGraph:
             case ir.Param(index=i) | ir.State(index=i):
                 return leaves[i]
             case ir.Const(value=v):
-                return self._number(v)
+                return dtypes.constant(v, self.plan.dtype)
             case ir.Prim() if self._extremes.find(node, scope) is not None:
                 x, axis, largest = self._extremes.find(node, scope)  # type: ignore[misc]
                 return first_positions(memo[x], axis, largest)
