@@ -9,7 +9,20 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import anchors as A
-from benchmarks.cases.base import JAX, TORCH, Anchor, Case, Config, Setup, Target, example
+from benchmarks.cases.base import (
+    BEST,
+    JAX,
+    SINGLE_RTOL,
+    TORCH,
+    TWIN,
+    Anchor,
+    Case,
+    Config,
+    Setup,
+    Target,
+    example,
+    float64_twin,
+)
 from benchmarks.cases.design import SEED_RATE, SEED_W1, SEED_W2, SEED_X, SEED_Y
 from benchmarks.first_results import jax_mlp_step, loss_torch, mlp_problem, torch_mlp_step
 
@@ -60,8 +73,12 @@ def _torch_autograd(config: Config, build, *args, note: str) -> Anchor:
     return anchor if config.optional else A._optional(config, anchor)
 
 
-def _fit_setup(config: Config, t: int, r: float, x, y, w1, w2) -> Setup:
+def _fit_setup(config: Config, t: int, r: float, x, y, w1, w2,
+               dtype: str = "float64") -> Setup:
     gradients = example("Gradients", config)
+    twin = ([float64_twin(lambda: gradients.autoFit(float(t), r, x, y, w1, w2))]
+            if dtype != "float64" else [])
+    x, y, w1, w2 = (v.astype(dtype) for v in (x, y, w1, w2))
     args = (float(t), r, x, y, w1, w2)
     return Setup(
         ours=lambda: gradients.autoFit(*args),
@@ -72,20 +89,21 @@ def _fit_setup(config: Config, t: int, r: float, x, y, w1, w2) -> Setup:
                  _torch_autograd(config, _autograd_fit, t, r, x, y, w1, w2,
                                  note="eager loop, torch.autograd.grad per step"),
                  A.jax_anchor(config, _grad_fit, t, r, x, y, w1, w2, static=(0,),
-                              note="jit + lax.fori_loop, jax.grad per step")],
+                              note="jit + lax.fori_loop, jax.grad per step"),
+                 *twin],
         params={"x": "×".join(map(str, x.shape)), "w1": "×".join(map(str, w1.shape)),
-                "w2": "×".join(map(str, w2.shape)), "t": t, "r": r},
+                "w2": "×".join(map(str, w2.shape)), "t": t, "r": r, "dtype": dtype},
         flops=A.mlp_flops(t, x.shape[0], x.shape[1], w1.shape[1], w2.shape[1], x.shape[0]),
-        rtol=1e-6, atol=1e-9)
+        **SINGLE_RTOL.get(dtype, {"rtol": 1e-6, "atol": 1e-9}))
 
 
 def seed_fit(config: Config) -> Setup:
     return _fit_setup(config, 500, SEED_RATE, SEED_X, SEED_Y, SEED_W1, SEED_W2)
 
 
-def mlp_fit(config: Config) -> Setup:
+def mlp_fit(config: Config, dtype: str = "float64") -> Setup:
     x, y, w1, w2 = mlp_problem(1024, 64, 256, 10)
-    return _fit_setup(config, config.pick(100, 20), 0.01, x, y, w1, w2)
+    return _fit_setup(config, config.pick(100, 20), 0.01, x, y, w1, w2, dtype)
 
 
 def mlp_step(config: Config) -> Setup:
@@ -129,6 +147,12 @@ CASES = [
     Case("grad-mlp-fit", "gradients", "∂: MLP fit 1024×64→256→10, gradients by ∂",
          "BLAS-sized steps: the derivative must plan to the same GEMMs as the hand-written one",
          mlp_fit, _TARGETS, blas_bound=True),
+    Case("grad-mlp-fit-f32", "gradients", "∂: MLP fit 1024×64→256→10 in float32",
+         "the MLP fit on float32 values (sgemm), against every anchor in float32",
+         lambda config: mlp_fit(config, "float32"),
+         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),
+          Target("float32 ≥ 1.6× faster than hilbert's float64", TWIN, 1 / 1.6)),
+         blas_bound=True),
     Case("grad-mlp-step", "gradients", "∂: one training step 1024×64→256→10",
          "one call: forward, backward and the update, without a loop",
          mlp_step, (Target("≤ 1.2× hand-written gradients", HAND, 1.2),

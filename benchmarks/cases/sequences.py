@@ -97,7 +97,7 @@ def _torch_lstm(config, x, h, c, wx, wh, b):
 def _torch_gru(config, x, h, wx, wh, bx, bh):
     def make():
         torch = A.torch_module()
-        net = torch.nn.GRU(E, D).double()
+        net = torch.nn.GRU(E, D).to(getattr(torch, x.dtype.name))
         with torch.no_grad():
             net.weight_ih_l0.copy_(_torch_stack(torch, wx, 3))
             net.weight_hh_l0.copy_(_torch_stack(torch, wh, 3))
@@ -110,7 +110,7 @@ def _torch_gru(config, x, h, wx, wh, bx, bh):
                 _, hn = net(tx, th)
             return hn.numpy().ravel()
         return call
-    return A._optional(config, Anchor(TORCH, make, "torch.nn.GRU, float64, eager"))
+    return A._optional(config, Anchor(TORCH, make, f"torch.nn.GRU, {x.dtype.name}, eager"))
 
 
 def _sequences(config: Config):
@@ -140,17 +140,21 @@ def lstm(steps: int, dtype: str = "float64"):
     return build
 
 
-def gru(steps: int):
+def gru(steps: int, dtype: str = "float64"):
     def build(config: Config) -> Setup:
         x, h, _, wx, wh, bx, bh = _problem(config.pick(steps, steps // 4), 3, 21)
         run = _sequences(config).function("gru")
+        wide = (x, h, wx, wh, bx, bh)
+        twin = [float64_twin(lambda: np.ravel(run(*wide)))] if dtype != "float64" else []
+        x, h, wx, wh, bx, bh = (v.astype(dtype) for v in wide)
         return Setup(
             ours=lambda: np.ravel(run(x, h, wx, wh, bx, bh)),
             anchors=[A.numpy_anchor(gru_numpy, x, h, wx, wh, bx, bh,
                                     note="input products in one GEMM, then a loop"),
-                     _torch_gru(config, x, h, wx, wh, bx, bh)],
-            params={"x": "×".join(map(str, x.shape)), "hidden": D},
-            flops=float(2 * x.shape[0] * B * (E + D) * 3 * D), rtol=1e-9, atol=1e-12)
+                     _torch_gru(config, x, h, wx, wh, bx, bh), *twin],
+            params={"x": "×".join(map(str, x.shape)), "hidden": D, "dtype": dtype},
+            flops=float(2 * x.shape[0] * B * (E + D) * 3 * D),
+            **SINGLE_RTOL.get(dtype, {"rtol": 1e-9, "atol": 1e-12}))
     return build
 
 
@@ -165,12 +169,14 @@ CASES = [
                                ("gru", "GRU (Sequences.gru)", gru))
     for steps in (100, 400)
 ] + [
-    Case("lstm-400-f32", "sequences", "LSTM in float32 (Sequences.lstm), B = 32, T = 400, "
-         "512 → 768", "the LSTM on float32 values: sgemm per step, against torch in float32",
-         lstm(400, "float32"),
+    Case(f"{name}-400-f32", "sequences", f"{title} in float32, B = 32, T = 400, 512 → 768",
+         f"the {name.upper()} on float32 values: sgemm per step, against torch in float32",
+         build(400, "float32"),
          (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),
           Target("float32 ≥ 1.6× faster than hilbert's float64", TWIN, 1 / 1.6)),
-         blas_bound=True),
+         blas_bound=True)
+    for name, title, build in (("lstm", "LSTM (Sequences.lstm)", lstm),
+                               ("gru", "GRU (Sequences.gru)", gru))
 ]
 
 

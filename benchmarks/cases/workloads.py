@@ -121,12 +121,14 @@ def autoencoder(config: Config) -> Setup:
         flops=float(t * 8 * n * p * k + 4 * n * p * k), rtol=1e-6)
 
 
-def critic_loss(config: Config) -> Setup:
+def critic_loss(config: Config, dtype: str = "float64") -> Setup:
     n, p = config.pick((8192, 64), (2048, 64))
     rng = np.random.default_rng(16)
     real, fake = rng.standard_normal((n, p)) + 0.5, rng.standard_normal((n, p))
     wd = rng.standard_normal(p) * 0.1
     loss = example("Fits", config).criticLossOf
+    twin = ([float64_twin(lambda: loss(real, fake, wd))] if dtype != "float64" else [])
+    real, fake, wd = (v.astype(dtype) for v in (real, fake, wd))
 
     def torch_loss(torch):
         def run(real, fake, wd):
@@ -146,8 +148,9 @@ def critic_loss(config: Config) -> Setup:
         ours=lambda: loss(real, fake, wd),
         anchors=[A.numpy_anchor(A.critic_loss_numpy, real, fake, wd),
                  A.torch_anchor(config, torch_loss, real, fake, wd),
-                 A.jax_anchor(config, jax_loss, real, fake, wd)],
-        params={"real, fake": f"{n}×{p}"}, flops=4.0 * n * p)
+                 A.jax_anchor(config, jax_loss, real, fake, wd), *twin],
+        params={"real, fake": f"{n}×{p}", "dtype": dtype}, flops=4.0 * n * p,
+        **SINGLE_RTOL.get(dtype, {}))
 
 
 def _case(name, title, build, measures, targets=()):
@@ -185,6 +188,10 @@ CASES = [
     _case("recurrent-f32", "recurrent network in float32 (Fits.unrolled)",
           lambda config: recurrent(config, dtype="float32"),
           "the recurrent case on float32 values, against every anchor in float32",
+          (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+    _case("critic-loss-f32", "critic loss in float32 (Fits.criticLossOf)",
+          lambda config: critic_loss(config, dtype="float32"),
+          "the critic loss on float32 values, against every anchor in float32",
           (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
     _case("autoencoder", "linear autoencoder fit (Fits.squeezed)", autoencoder,
           "twin loops (codeLoop/buildLoop) that should run as one fit"),
