@@ -76,9 +76,9 @@ def _torch_autograd(config: Config, build, *args, note: str) -> Anchor:
 def _fit_setup(config: Config, t: int, r: float, x, y, w1, w2,
                dtype: str = "float64") -> Setup:
     gradients = example("Gradients", config)
-    twin = ([float64_twin(lambda: gradients.autoFit(float(t), r, x, y, w1, w2))]
-            if dtype != "float64" else [])
-    x, y, w1, w2 = (v.astype(dtype) for v in (x, y, w1, w2))
+    wide = (float(t), r, x, y, w1, w2)  # (the twin's values: float64, bound now)
+    twin = ([float64_twin(lambda: gradients.autoFit(*wide))] if dtype != "float64" else [])
+    x, y, w1, w2 = (v.astype(dtype) for v in wide[2:])
     args = (float(t), r, x, y, w1, w2)
     return Setup(
         ours=lambda: gradients.autoFit(*args),

@@ -86,8 +86,9 @@ def recurrent(config: Config, b: int = 64, w: int = 32, lengths: tuple[int, int]
     wh, wx = rng.standard_normal((w, w)) / np.sqrt(w), rng.standard_normal(w)
     h0 = np.zeros((b, w))
     unrolled = example("Fits", config, math).unrolled
-    twin = ([float64_twin(lambda: unrolled(x, wh, wx, h0))] if dtype != "float64" else [])
-    x, wh, wx, h0 = (v.astype(dtype) for v in (x, wh, wx, h0))
+    wide = (x, wh, wx, h0)  # (the twin's values: float64, bound now)
+    twin = ([float64_twin(lambda: unrolled(*wide))] if dtype != "float64" else [])
+    x, wh, wx, h0 = (v.astype(dtype) for v in wide)
     return Setup(
         ours=lambda: unrolled(x, wh, wx, h0),
         anchors=[A.numpy_anchor(A.recurrent_numpy, x, wh, wx, h0, note="NumPy loop"),
@@ -127,8 +128,9 @@ def critic_loss(config: Config, dtype: str = "float64") -> Setup:
     real, fake = rng.standard_normal((n, p)) + 0.5, rng.standard_normal((n, p))
     wd = rng.standard_normal(p) * 0.1
     loss = example("Fits", config).criticLossOf
-    twin = ([float64_twin(lambda: loss(real, fake, wd))] if dtype != "float64" else [])
-    real, fake, wd = (v.astype(dtype) for v in (real, fake, wd))
+    wide = (real, fake, wd)  # (the twin's values: float64, bound now)
+    twin = ([float64_twin(lambda: loss(*wide))] if dtype != "float64" else [])
+    real, fake, wd = (v.astype(dtype) for v in wide)
 
     def torch_loss(torch):
         def run(real, fake, wd):
