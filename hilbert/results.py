@@ -17,25 +17,28 @@ def to_python(result, inputs, lazy=None, dtype: str = "float64"):
     >>> first is second, np.shares_memory(first, second)
     (False, False)
     """
-    given: list[np.ndarray] = []  # the arrays this result has handed out so far
+    return _one(result, _arrays(inputs), [], lazy, dtype)
 
-    def one(value):
-        if isinstance(value, tuple):
-            return tuple(one(v) for v in value)
-        if lazy is not None and lazy(value):
-            return value
-        array = np.asarray(value)
-        if array.ndim == 0:
-            return scalar(array, dtype)
-        # (may_share_memory compares bounds: a false alarm costs a copy, never a wrong answer;
-        # a view of a view has no `.base` chain to the array it views)
-        if not array.flags.writeable or any(
-                np.may_share_memory(array, v) for v in (*given, *_arrays(inputs))):
-            array = array.copy()
-        given.append(array)
-        return array
 
-    return one(result)
+def _one(value, inputs: list[np.ndarray], given: list[np.ndarray], lazy, dtype: str):
+    """`to_python` of one value, `given` the arrays handed out so far. (A module function, not
+    a closure: a closure calling itself is a reference cycle that would keep every result, and
+    its memory, alive until the garbage collector runs, and each call would fault in fresh
+    pages.)"""
+    if isinstance(value, tuple):
+        return tuple(_one(v, inputs, given, lazy, dtype) for v in value)
+    if lazy is not None and lazy(value):
+        return value
+    array = np.asarray(value)
+    if array.ndim == 0:
+        return scalar(array, dtype)
+    # (may_share_memory compares bounds: a false alarm costs a copy, never a wrong answer;
+    # a view of a view has no `.base` chain to the array it views)
+    if not array.flags.writeable or any(np.may_share_memory(array, v)
+                                        for v in (*given, *inputs)):
+        array = array.copy()
+    given.append(array)
+    return array
 
 
 def _arrays(values) -> list[np.ndarray]:

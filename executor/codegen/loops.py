@@ -285,17 +285,13 @@ def exprs(stmt: Stmt) -> tuple[Expr, ...]:
 def statements(body: list) -> list[Stmt]:
     """Every statement of `body`, those inside loops and branches included, in order."""
     found: list[Stmt] = []
-
-    def visit(block: list) -> None:
-        for stmt in block:
-            found.append(stmt)
-            if isinstance(stmt, (For, While)):
-                visit(stmt.body)
-            elif isinstance(stmt, If):
-                visit(stmt.body)
-                visit(stmt.orelse)
-
-    visit(body)
+    for stmt in body:
+        found.append(stmt)
+        if isinstance(stmt, (For, While)):
+            found.extend(statements(stmt.body))
+        elif isinstance(stmt, If):
+            found.extend(statements(stmt.body))
+            found.extend(statements(stmt.orelse))
     return found
 
 
