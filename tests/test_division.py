@@ -141,7 +141,7 @@ def test_a_total_kept_across_rows_is_not_counted_twice():
 
 def test_parallel_nests_keep_their_divisions(monkeypatch):
     """A nest on several threads would share its scratch row: it divides."""
-    if not threads.thread_safe_layer():
+    if not threads.layer():
         pytest.skip("no thread-safe Numba threading layer (TBB or OpenMP) on this machine")
     monkeypatch.setattr(threads, "count", lambda: 2)
     f = _module().over

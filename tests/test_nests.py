@@ -5,6 +5,8 @@ NumPy written here, on finite data and on inf and NaN."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
 import textwrap
 import threading
@@ -102,7 +104,7 @@ def test_partial_sums_round_no_worse_than_adding_in_order():
 def two_threads(monkeypatch):
     """Code generation as on a machine with two threads for nests, whatever this one has (a
     parallel function compiles and runs correctly on one core too)."""
-    if not threads.thread_safe_layer():  # (Numba's workqueue aborts on concurrent launches)
+    if not threads.layer():  # (Numba's workqueue aborts on concurrent launches)
         pytest.skip("no thread-safe Numba threading layer (TBB or OpenMP) on this machine")
     monkeypatch.setattr(threads, "count", lambda: 2)
 
@@ -153,34 +155,59 @@ def test_parallel_nests_called_from_many_threads_give_the_serial_results(two_thr
             np.testing.assert_allclose(got[3 * k + r], want[k], rtol=1e-12, atol=1e-12)
 
 
-def test_threads_are_asked_for(monkeypatch):
+def test_threads_are_on_by_default(monkeypatch):
+    from numba import config
+
     monkeypatch.delenv("HILBERT_THREADS", raising=False)
     threads.forget()
     try:
-        assert threads.count() == 1  # serial unless asked
+        default = threads.count()
+        monkeypatch.setenv("HILBERT_THREADS", "auto")
+        threads.forget()
+        assert threads.count() == default
+        if config.NUMBA_NUM_THREADS >= 2:  # every core, on TBB (a dependency)
+            assert (default, threads.layer()) == (config.NUMBA_NUM_THREADS, "tbb")
     finally:
         threads.forget()
 
 
-def test_a_thread_setting_that_is_not_a_count_is_refused(monkeypatch):
-    monkeypatch.setenv("HILBERT_THREADS", "lots")
+def test_a_forked_child_runs_parallel_code_and_gets_the_parent_s_result(two_threads):
+    """GNU OpenMP ends a forked child that launches parallel code: there the child of a process
+    that made parallel code runs it as a serial twin; TBB's is safe. Either way the child
+    gets the parent's result."""
+    f = _function(NORMED, "normed")
+    x = np.random.default_rng(5).standard_normal((2048, 300))
+    want = _normed_numpy(x)
+    np.testing.assert_allclose(f(x), want, rtol=1e-12, atol=1e-12)
+    assert "prange" in _source(f, x)
+    _INHERITED.update(f=f, x=x)  # (the child reads the parent's objects, not pickled copies)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got, twin = pool.apply(_in_child)
+    assert twin == (threads.layer() == "omp")
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_child_forked_from_a_process_with_parallel_code_on_gnu_openmp_runs_a_serial_twin(
+        monkeypatch):
+    from hilbert.executor.numba import cache
+
+    monkeypatch.setattr(threads, "_OWNER", os.getpid() + 1)  # as in a forked child
+    monkeypatch.setattr(cache, "_compiled", lambda digest, text, parallel, twin=False:
+                        ("compiled", parallel, twin))
+    assert cache.function("def run(a):\n    return a, 0\n", True, True) == (
+        "compiled", False, True)
     threads.forget()
     try:
-        with pytest.raises(hilbert.ArgumentError) as raised:
-            _function(NORMED, "normed")(np.ones((2048, 300)))
-        assert raised.value.code == "E600" and "HILBERT_THREADS='lots'" in raised.value.message
+        assert threads.count() == 1 and not threads.usable()
     finally:
         threads.forget()
 
 
-def test_hilbert_threads_caps_the_threads(monkeypatch):
-    for setting, most in (("1", 1), ("0", 1), (" 1 ", 1)):
-        monkeypatch.setenv("HILBERT_THREADS", setting)
-        threads.forget()
-        try:
-            assert threads.count() == most
-        finally:
-            threads.forget()
+_INHERITED: dict = {}
+
+
+def _in_child():
+    return _INHERITED["f"](_INHERITED["x"]), not threads.usable()
 
 
 def test_one_thread_writes_no_prange(monkeypatch):
@@ -368,19 +395,39 @@ def test_code_with_blocks_is_left_as_it_is():
     assert tidy.released(body) == body
 
 
-def test_nests_stay_serial_beside_an_openmp_that_spins(monkeypatch):
-    """An OpenMP runtime loaded before hilbert could ask for sleeping threads (torch imported
-    first) spins when idle: nests stay serial then, unless OMP_WAIT_POLICY=passive was set."""
+def test_threads_run_on_tbb_whatever_openmp_does(monkeypatch):
+    """TBB shares nothing with the OpenMP runtime torch brings: an OpenMP loaded first, its
+    idle threads spinning, leaves hilbert's nests parallel."""
+    from numba import config
+
     monkeypatch.setenv("HILBERT_THREADS", "auto")
     monkeypatch.setattr(threads, "_openmp_loaded", lambda: True)
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     threads.forget()
     try:
-        assert threads.count() == 1
+        assert threads._spins_when_idle()
+        assert threads.layer() == "tbb"
+        assert threads.count() == max(1, config.NUMBA_NUM_THREADS)
         monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
         assert not threads._spins_when_idle()
     finally:
         threads.forget()
+
+
+def test_without_tbb_an_openmp_that_spins_keeps_nests_serial(monkeypatch):
+    """Without TBB, OpenMP is the layer only if its idle threads sleep: one loaded first with
+    another wait policy (torch imported first) would take the cores from BLAS."""
+    from numba import config
+    from numba.np.ufunc import parallel
+
+    monkeypatch.setattr(parallel, "_is_initialized", False)
+    monkeypatch.setattr(config, "THREADING_LAYER", "default")
+    monkeypatch.setattr(threads, "_load_tbb", lambda: False)
+    monkeypatch.setattr(threads, "_openmp_loaded", lambda: True)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert threads._choose_layer() == ""
+    monkeypatch.setattr(config, "THREADING_LAYER", "workqueue")  # asked for: respected
+    assert threads._choose_layer() == ""
 
 
 def test_an_openmp_runtime_is_found_once_loaded(two_threads):

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
-from benchmarks.cases import design, entrywise, gradients, multi, sequences, startup, workloads
+from benchmarks.cases import (
+    design,
+    entrywise,
+    gradients,
+    multi,
+    sequences,
+    startup,
+    threads,
+    workloads,
+)
 from benchmarks.cases.base import Case, Config, Setup, Skip, Target
 
 ALL: tuple[Case, ...] = (*design.CASES, *workloads.CASES, *entrywise.CASES, *gradients.CASES,
-                         *sequences.CASES, *multi.CASES, *startup.CASES)
+                         *sequences.CASES, *multi.CASES, *threads.CASES, *startup.CASES)
 BY_NAME = {case.name: case for case in ALL}
 GROUPS = tuple(dict.fromkeys(case.group for case in ALL))
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from hilbert.compiler.directory import write_whole
-from hilbert.executor.numba import disk, kernels
+from hilbert.executor.numba import disk, kernels, threads
 from hilbert.executor.numba.disk import ENVIRONMENT, cache_dir
 from hilbert.grammar.errors import warn
 
@@ -52,16 +52,21 @@ def _digest(source: str) -> str:
 def function(source: str, compiled: bool, parallel: bool):
     """The function `run` defined by `source`: Numba-compiled (lazily, at its first call, warm
     from disk when it was compiled before) when `compiled`, else plain Python; `parallel`: its
-    prange loops run on several threads (the code generator says whether it wrote any). Equal
-    sources give the same function object, so programs that differ only in sizes share
-    compiled code."""
+    prange loops run on several threads (the code generator says whether it wrote any). In a
+    process where parallel code may not run (forked from one that ran it: threads.usable),
+    parallel code is compiled as its serial twin, each prange a plain range. Equal sources
+    give the same function object, so programs that differ only in sizes share compiled
+    code."""
+    twin = parallel and not threads.usable()
+    if parallel and not twin:
+        threads.own()
     text = _HEADER + source
-    key = (_digest(source), compiled)
+    key = (_digest(source), compiled, twin)
     with _lock:
         found = _functions.get(key)
         if found is None:
-            found = _functions[key] = (_compiled(key[0], text, parallel) if compiled
-                                      else _plain(text))
+            found = _functions[key] = (_compiled(key[0], text, parallel and not twin, twin)
+                                      if compiled else _plain(text))
         return found
 
 
@@ -72,9 +77,10 @@ def _plain(text: str):
     return namespace["run"]
 
 
-def _compiled(digest: str, text: str, parallel: bool):
+def _compiled(digest: str, text: str, parallel: bool, twin: bool = False):
     """`run` of `text` compiled by Numba, its machine code kept in the cache directory when
-    that is private and usable (else compiled in memory, after a warning)."""
+    that is private and usable (else compiled in memory, after a warning); a serial `twin`'s
+    apart from the parallel code's (Numba's cache keys hold no compile options)."""
     if kernels.PYTHON_MODE:
         return _plain(text)
     directory = disk.private_dir()
@@ -86,7 +92,7 @@ def _compiled(digest: str, text: str, parallel: bool):
         disk.unusable(directory, err)
         return kernels.jit(_plain(text), parallel)
     run = _module(f"hilbert_generated_{digest}", path, text).run
-    return disk.keep(kernels.jit(run, parallel), digest)
+    return disk.keep(kernels.jit(run, parallel), f"{digest}-serial" if twin else digest)
 
 
 def _written(path: Path, text: str) -> Path:

@@ -45,7 +45,7 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str
     `math`: "exact" or "fast" (compiled code within a few ulp of NumPy: the plan says so)."""
     ready = plan_entry(entry, shapes, optimize, "numba", values, dtype=dtype)
     forced = names(HOST_ENVIRONMENT)
-    threads.count()  # HILBERT_THREADS read here, on the caller's thread (E600 if unreadable)
+    threads.checked()  # HILBERT_THREADS read here, on the caller's thread (E600 if unreadable)
 
     def replan() -> Plan:  # host walks and generated code run as Python hold every value
         return plan_entry(entry, shapes, optimize, "numba", values, keeps_all=True,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
-from hilbert.executor.numba import interrupt
+from hilbert.executor.numba import interrupt, threads
 from hilbert.executor.numba.faults import LabelError, PositionError, StepCountError
 from hilbert.executor.reference import step_count
 
@@ -36,6 +36,7 @@ class CompiledRegion:
         self.dtype = np.dtype(dtype)
         self._generated: codegen.Generated | None = None
         self._function = None
+        self._parallel = False  # (its code has prange loops)
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
                              if not table.scopes[region.scope][n])
         self.arrays = tuple(i for i in range(len(region.inputs)) if i not in self.scalars)
@@ -58,12 +59,14 @@ class CompiledRegion:
     @property
     def function(self):
         """The generated function (a Numba dispatcher when its code needs compiling), made
-        once; Numba compiles it at its first call, or when `compile` says."""
-        if self._function is None:
+        once; Numba compiles it at its first call, or when `compile` says. In a process forked
+        from one that ran parallel code, parallel code is its serial twin (threads.usable)."""
+        if self._function is None or self._parallel and not threads.usable():
             from hilbert.executor.numba import cache
 
+            self._parallel = self.generated.parallel
             self._function = cache.function(self.generated.source, self.generated.compiled,
-                                            self.generated.parallel)
+                                            self._parallel)
         return self._function
 
     @function.setter

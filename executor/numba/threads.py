@@ -1,27 +1,26 @@
 """Whether generated loop nests may run on several threads, and on how many.
 
 A large loop nest whose outer iterations are independent is written with Numba's `prange`
-(codegen/entrywise.py, _parallel) and compiled with `parallel=True`, restricted to those loops. Its
-threads come from Numba's threading layer, which must be thread-safe: hilbert's functions are
-called from several Python threads at once (models, the background builder), and Numba's own
-fallback layer, `workqueue`, aborts the process when two threads launch parallel code together.
-So nests run in parallel only when a thread-safe layer (TBB, or OpenMP) loads, and Numba is
-then told to use only such a layer. OpenMP's threads are asked to sleep when idle
-(OMP_WAIT_POLICY=passive unless set): spinning, they would take the cores from the BLAS
-threads of the matrix products between nests (an LSTM step ran four times slower so). That
-setting is read when OpenMP is loaded; if an OpenMP runtime is already loaded (torch imported
-first, say) and OMP_WAIT_POLICY is not `passive`, nests stay serial: a layer norm then ran
-1.6 times slower on two threads than on one, and twice as slow beside a NumPy product. Set
-OMP_WAIT_POLICY=passive before importing torch to keep them parallel. GNU OpenMP is not safe
-across `fork()`: a forked child must not call parallel code (use the `spawn` start method, or
-HILBERT_THREADS=1).
+(codegen/entrywise.py, _parallel) and compiled with `parallel=True`, restricted to those loops.
+Threads are on by default: HILBERT_THREADS unset or `auto` lets large nests use all of Numba's
+threads (NUMBA_NUM_THREADS, the number of cores); N caps them at N; 0 or 1 keeps every nest
+serial, and hilbert then loads no threading layer.
 
-Threads are asked for, not given by default: HILBERT_THREADS=N lets large nests use up to N
-threads (`auto`: all of Numba's, NUMBA_NUM_THREADS, the number of cores); unset, 0 or 1, every
-nest runs serially and hilbert loads no OpenMP. Not by default because OpenMP is shared with
-the rest of the process: torch, imported after hilbert's first parallel nest, runs on the
-same OpenMP runtime with its threads asleep when idle (its float64 LSTM over 400 steps ran
-about 10% slower so), and imported before it, it keeps hilbert's nests serial (above).
+The threads come from Numba's threading layer, which must be thread-safe: hilbert's functions
+are called from several Python threads at once (models, the background builder), and Numba's
+own fallback layer, `workqueue`, aborts the process when two threads launch parallel code
+together. The layer is TBB (the `tbb` package, a dependency; its library is loaded from the
+environment's lib/, where pip puts it off the loader's path): its idle workers sleep, it is
+safe across fork(), and it shares nothing with the OpenMP runtime torch and other libraries
+bring, so their settings and speed stay theirs (torch's float64 LSTM ran 15-20% slower when
+its OpenMP threads were made to sleep when idle). Without TBB, OpenMP: its threads are then
+asked to sleep when idle (OMP_WAIT_POLICY=passive unless set, read when OpenMP is loaded):
+spinning, they take the cores from the BLAS threads of the products between nests (an LSTM
+step ran four times slower so). If an OpenMP runtime is already loaded (torch imported first)
+and OMP_WAIT_POLICY is not `passive`, nests stay serial (a layer norm ran 1.6 times slower on
+two spinning threads than on one), and the plan says why. GNU OpenMP is not safe across
+`fork()`: in a process forked from one that made parallel code on it, `usable` is False, new
+code is serial, and code already generated with threads runs as a serial twin (cache.py).
 """
 
 from __future__ import annotations
@@ -30,6 +29,8 @@ import ctypes
 import functools
 import importlib
 import os
+import sys
+from pathlib import Path
 
 from hilbert.compiler.settings import text, whole_number
 
@@ -42,74 +43,145 @@ PRANGE_ONLY = {"comprehension": False, "reduction": False, "inplace_binop": Fals
 _SAFE_LAYERS = ("tbb", "omp")
 #: The environment variable that asks for threads.
 ENVIRONMENT = "HILBERT_THREADS"
+#: The file name of TBB's library, as Numba's tbbpool needs it.
+TBB_LIBRARY = "libtbb.so.12"
+
+#: The layer hilbert's parallel code runs on, once chosen ("" when there is none).
+_LAYER: str | None = None
+#: The process that made parallel code on GNU OpenMP (None: none did).
+_OWNER: int | None = None
 
 
 def count() -> int:
-    """How many threads a parallel loop nest may use; 1 when nests run serially (the default:
-    HILBERT_THREADS unset, or 1; one core; NUMBA_DISABLE_JIT; no thread-safe threading layer;
-    an OpenMP runtime already set up to spin). A setting that is neither a whole number nor
-    `auto` is an ArgumentError (E600). Worked out once per setting."""
-    return _count(text(ENVIRONMENT).lower())
+    """How many threads a parallel loop nest may use; 1 when nests run serially
+    (HILBERT_THREADS 0 or 1; one core; NUMBA_DISABLE_JIT; no thread-safe threading layer;
+    only an OpenMP runtime set up to spin; a process forked from one that made parallel code
+    on GNU OpenMP). A setting that is neither a whole number nor `auto` is an ArgumentError
+    (E600). Worked out once per setting and process."""
+    return _count(checked(), os.getpid())
+
+
+def checked() -> str:
+    """The HILBERT_THREADS setting, checked (E600 if it cannot be read) without loading Numba:
+    "auto" (also when unset), or a whole number as text."""
+    cap = text(ENVIRONMENT).lower()
+    if cap in ("", "auto"):
+        return "auto"
+    return str(whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial) or "
+                            "auto (every core, the default)"))
+
+
+def usable() -> bool:
+    """Whether parallel code may run in this process: not in a child forked from a process
+    that made parallel code on GNU OpenMP."""
+    return _OWNER is None or _OWNER == os.getpid()
+
+
+def own() -> None:
+    """Note that this process makes parallel code (so may start the layer's threads): on GNU
+    OpenMP a process forked from it may not run parallel code (`usable`)."""
+    global _OWNER
+    if _LAYER == "omp":
+        _OWNER = os.getpid()
+
+
+def why_serial() -> str | None:
+    """Why nests run serially though threads are allowed (for the plan), or None."""
+    cap = checked()
+    if cap != "auto" and int(cap) < 2 or count() > 1:
+        return None  # serial as asked, or not serial
+    if not usable():
+        return "this process was forked from one that ran parallel code on GNU OpenMP"
+    if _LAYER == "":
+        return ("no thread-safe threading layer: install tbb (pip install tbb), or import "
+                "hilbert before torch, or set OMP_WAIT_POLICY=passive")
+    return None
 
 
 def forget() -> None:
-    """Work out `count` afresh (the threading layer or OpenMP's state changed)."""
+    """Work out `count` afresh (the setting or the process changed)."""
     _count.cache_clear()
 
 
 @functools.cache
-def _count(cap: str) -> int:
-    if cap != "auto":
-        cap = whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial, the "
-                           "default) or auto (every core)") or 1
-        if cap < 2:
-            return 1  # (decided without loading Numba)
+def _count(cap: str, pid: int) -> int:
+    if cap != "auto" and int(cap) < 2:
+        return 1  # (decided without loading Numba)
+    if not usable():
+        return 1
     from numba import config
 
     if getattr(config, "DISABLE_JIT", False):
         return 1
-    wanted = config.NUMBA_NUM_THREADS if cap == "auto" else min(config.NUMBA_NUM_THREADS, cap)
-    if wanted < 2 or not _safe_layer():
+    wanted = config.NUMBA_NUM_THREADS if cap == "auto" else min(config.NUMBA_NUM_THREADS, int(cap))
+    if wanted < 2 or not layer():
         return 1
     return wanted
 
 
-def _safe_layer() -> bool:
-    """Whether Numba's parallel code runs on a thread-safe layer whose threads sleep when
-    idle."""
-    return not _spins_when_idle() and thread_safe_layer()
+def layer() -> str:
+    """The thread-safe layer hilbert's parallel code runs on, loaded and chosen once: "tbb",
+    "omp", or "" when there is none (see the module's doc)."""
+    global _LAYER
+    if _LAYER is None:
+        _LAYER = _choose_layer()
+    return _LAYER
 
 
-def thread_safe_layer() -> bool:
-    """Whether Numba's parallel code runs on a thread-safe layer (and will keep doing so)."""
+def _choose_layer() -> str:
     import numba
     from numba import config
     from numba.np.ufunc import parallel
 
     if getattr(parallel, "_is_initialized", False):  # already launched: it chose its layer
         try:
-            return numba.threading_layer() in _SAFE_LAYERS
+            chosen = numba.threading_layer()
         except ValueError:
-            return False
-    if config.THREADING_LAYER not in ("default", "threadsafe", "safe", *_SAFE_LAYERS):
-        return False  # the user asked for workqueue (or for "forksafe"): respect it
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # (read when OpenMP loads, below)
-    for layer in _SAFE_LAYERS:
+            return ""
+        return chosen if chosen in _SAFE_LAYERS else ""
+    asked = config.THREADING_LAYER
+    if asked not in ("default", "threadsafe", "safe", *_SAFE_LAYERS):
+        return ""  # the user asked for workqueue (or for "forksafe"): respect it
+    if asked in ("default", "threadsafe", "safe", "tbb") and _load_tbb():
+        config.THREADING_LAYER = "tbb"
+        return "tbb"
+    if asked in ("default", "threadsafe", "omp"):
+        if _spins_when_idle():  # (before the policy below is set)
+            return ""
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # (read when OpenMP loads, below)
         try:
-            importlib.import_module(f"numba.np.ufunc.{layer}pool")
+            importlib.import_module("numba.np.ufunc.omppool")
         except (ImportError, OSError):
-            continue
-        if config.THREADING_LAYER == "default":
-            config.THREADING_LAYER = "threadsafe"
+            return ""
+        config.THREADING_LAYER = "omp"
+        return "omp"
+    return ""
+
+
+def _load_tbb() -> bool:
+    """Whether Numba's TBB layer loads: TBB's library from the loader's path, or else from the
+    environment's lib/ (where the `tbb` package installs it)."""
+    try:
+        importlib.import_module("numba.np.ufunc.tbbpool")
         return True
+    except (ImportError, OSError):
+        pass
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
+        library = Path(prefix) / "lib" / TBB_LIBRARY
+        if library.is_file():
+            try:
+                ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
+                importlib.import_module("numba.np.ufunc.tbbpool")
+                return True
+            except (ImportError, OSError):
+                return False
     return False
 
 
 def _spins_when_idle() -> bool:
-    """Whether an OpenMP runtime was loaded before its wait policy could be set to passive
-    (torch imported first, say): its idle threads then spin (see the module's doc)."""
-    passive = os.environ.get("OMP_WAIT_POLICY", "").strip().lower() == "passive"
-    return not passive and _openmp_loaded()
+    """Whether an OpenMP runtime is loaded with idle threads that spin (torch imported first,
+    its wait policy not passive)."""
+    return os.environ.get("OMP_WAIT_POLICY", "").strip().lower() != "passive" and _openmp_loaded()
 
 
 #: The names an OpenMP runtime is loaded under (GNU's, LLVM's, Intel's).

@@ -16,7 +16,7 @@ from hilbert.compiler.driver import Specialised
 from hilbert.compiler.passes.shapes import ShapeTable, infer_shapes
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.settings import whole_number
-from hilbert.executor.numba import built
+from hilbert.executor.numba import built, threads
 from hilbert.executor.numba.builder import BUILDER
 from hilbert.executor.numba.placement import Placement
 from hilbert.executor.numba.programs import HostProgram, WholeProgram
@@ -445,4 +445,5 @@ def _fresh(err: BaseException) -> BaseException:
 
 
 def _notes(runner: ScopeRunner) -> tuple[str, ...]:
-    return tuple(runner.notes())
+    serial = threads.why_serial()
+    return (*runner.notes(), *((f"loop nests run serially: {serial}",) if serial else ()))

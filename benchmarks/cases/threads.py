@@ -1,0 +1,167 @@
+"""Threads on by default (issue 23, item 5): what all cores give a loop nest (1 thread against
+every core, in one process), and what hilbert's threads and torch's (or NumPy's BLAS) cost each
+other when called alternately (executor/numba/threads.py)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from benchmarks.anchors import torch_module
+from benchmarks.cases.base import (
+    EXAMPLES,
+    OURS,
+    Case,
+    Config,
+    Measured,
+    Setup,
+    Skip,
+    Target,
+    example,
+)
+
+ALONE, TORCH_ALONE, TORCH_BESIDE = "hilbert alone", "torch alone", "torch beside hilbert"
+NUMPY_ALONE, NUMPY_BESIDE = "numpy @ alone", "numpy @ beside hilbert"
+SERIAL = "hilbert, 1 thread"
+
+
+def _rows(config: Config) -> np.ndarray:
+    n, p = config.pick((4096, 512), (1024, 512))
+    return np.random.default_rng(10).standard_normal((n, p)) * 3 + 1
+
+
+def _median_of(fn: Callable[..., object], calls: int, *args) -> float:
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _alternated(first: Callable[[], object], second: Callable[[], object],
+                calls: int) -> tuple[float, float]:
+    """Medians of each of two calls made one after the other, `calls` times."""
+    a, b = [], []
+    for _ in range(calls):
+        start = time.perf_counter()
+        first()
+        middle = time.perf_counter()
+        second()
+        a.append(middle - start)
+        b.append(time.perf_counter() - middle)
+    return statistics.median(a), statistics.median(b)
+
+
+def alternate(config: Config) -> Setup:
+    from hilbert.executor.numba import threads
+
+    a = _rows(config)
+    normalised = example("Layers", config).normalisedRows
+    w = np.random.default_rng(11).standard_normal((a.shape[1], a.shape[1]))
+    try:
+        torch = torch_module()
+    except Skip:
+        torch = None
+
+    def measure(config: Config) -> Measured:
+        calls = config.pick(30, 10)
+        mine = lambda: normalised(a)  # noqa: E731
+        blas = lambda: a @ w  # noqa: E731
+        others = {NUMPY_ALONE: blas}
+        if torch is not None:
+            ta, tw = torch.from_numpy(a), torch.from_numpy(w)
+            others[TORCH_ALONE] = lambda: torch.tanh(ta @ tw)
+        for fn in (mine, *others.values()):
+            fn(), fn()
+        times: dict[str, list[float]] = {OURS: [], ALONE: []}
+        times.update((name, []) for name in others)
+        times.update((NUMPY_BESIDE if name == NUMPY_ALONE else TORCH_BESIDE, []) for name in others)
+        for _ in range(config.repeats):
+            times[ALONE].append(_median_of(mine, calls))
+            for name, other in others.items():
+                times[name].append(_median_of(other, calls))
+                ours, theirs = _alternated(mine, other, calls)
+                times[OURS].append(ours)
+                times[NUMPY_BESIDE if name == NUMPY_ALONE else TORCH_BESIDE].append(theirs)
+        metrics = {"threads": threads.count(),
+                   "hilbert_loss": statistics.median(times[OURS]) / statistics.median(times[ALONE]),
+                   "numpy_loss": statistics.median(times[NUMPY_BESIDE])
+                   / statistics.median(times[NUMPY_ALONE])}
+        if torch is not None:
+            metrics["torch_loss"] = (statistics.median(times[TORCH_BESIDE])
+                                     / statistics.median(times[TORCH_ALONE]))
+        return Measured(times, metrics=metrics)
+
+    return Setup(ours=None, measure=measure, compare=False,
+                 params={"a": "×".join(map(str, a.shape)), "torch": "tanh(a @ w)",
+                         "numpy": "a @ w", "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY")},
+                 notes=["hilbert: the layer norm (Layers.normalisedRows, its nests on every core) "
+                        "timed while it alternates with torch's or NumPy's product (each call "
+                        "timed on its own), against the same calls made alone; *_loss is the "
+                        "time beside the other over the time alone"])
+
+
+def scaling(config: Config) -> Setup:
+    """The layer norm and dropout compiled with every core and with one thread (HILBERT_THREADS=1
+    while the second copy is compiled), in one process."""
+    from hilbert.executor.numba import threads
+
+    import hilbert
+
+    a = _rows(config)
+    u = np.random.default_rng(12).random(a.shape)
+    path = EXAMPLES / "Layers.hb"
+    previous = os.environ.get("HILBERT_THREADS")
+    os.environ["HILBERT_THREADS"] = "1"
+    try:
+        serial = hilbert.load(path, executor=config.executor)
+        serial.normalisedRows.build(a), serial.kept.build(a, u, 0.3)  # generated serial
+    finally:
+        if previous is None:
+            del os.environ["HILBERT_THREADS"]
+        else:
+            os.environ["HILBERT_THREADS"] = previous
+    every = hilbert.load(path, executor=config.executor)
+    every.normalisedRows.build(a), every.kept.build(a, u, 0.3)
+
+    def measure(config: Config) -> Measured:
+        calls = config.pick(30, 10)
+        pairs = {"layer norm": (every.normalisedRows, serial.normalisedRows, (a,)),
+                 "dropout": (every.kept, serial.kept, (a, u, 0.3))}
+        times: dict[str, list[float]] = {OURS: [], SERIAL: []}
+        metrics: dict[str, float] = {"threads": threads.count()}
+        for name, (fast, slow, args) in pairs.items():
+            mine, one = [], []
+            for _ in range(config.repeats):
+                mine.append(_median_of(fast, calls, *args))
+                one.append(_median_of(slow, calls, *args))
+            metrics[f"{name.replace(' ', '_')}_speedup"] = (statistics.median(one)
+                                                             / statistics.median(mine))
+            times[OURS] += mine
+            times[SERIAL] += one
+        return Measured(times, metrics=metrics)
+
+    return Setup(ours=None, measure=measure, compare=False,
+                 params={"a, u": "×".join(map(str, a.shape))},
+                 notes=["hilbert: the layer norm and dropout with threads by default (every "
+                        "core), against the same functions compiled with HILBERT_THREADS=1; "
+                        "*_speedup is the one-thread time over the every-core time"])
+
+
+CASES = [
+    Case("alternate-torch", "threads", "hilbert's threads beside torch's and NumPy's",
+         "a threaded layer norm alternating with torch and NumPy products: what each loses",
+         alternate,
+         (Target("hilbert loses ≤ 5% beside torch and NumPy", ALONE, 1.05),
+          Target("torch loses ≤ 5% beside hilbert", metric="torch_loss", max_value=1.05),
+          Target("NumPy's BLAS loses ≤ 5% beside hilbert", metric="numpy_loss",
+                 max_value=1.05))),
+    Case("threads-scaling", "threads", "loop nests on every core against one thread",
+         "the layer norm and dropout on every core against HILBERT_THREADS=1",
+         scaling, (Target("runs", runs=True),)),
+]
