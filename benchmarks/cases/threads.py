@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from benchmarks.anchors import torch_module
+from benchmarks import anchors as A
 from benchmarks.cases.base import (
     EXAMPLES,
     OURS,
@@ -64,7 +64,7 @@ def alternate(config: Config) -> Setup:
     normalised = example("Layers", config).normalisedRows
     w = np.random.default_rng(11).standard_normal((a.shape[1], a.shape[1]))
     try:
-        torch = torch_module()
+        torch = A.torch_module()
     except Skip:
         torch = None
 
