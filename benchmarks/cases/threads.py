@@ -120,14 +120,15 @@ def scaling(config: Config) -> Setup:
     os.environ["HILBERT_THREADS"] = "1"
     try:
         serial = hilbert.load(path, executor=config.executor)
-        serial.normalisedRows.build(a), serial.kept.build(a, u, 0.3)  # generated serial
+        serial.normalisedRows.build(a.shape)  # generated serial (by shapes: the calls' own)
+        serial.kept.build(a.shape, u.shape, ())
     finally:
         if previous is None:
             del os.environ["HILBERT_THREADS"]
         else:
             os.environ["HILBERT_THREADS"] = previous
     every = hilbert.load(path, executor=config.executor)
-    every.normalisedRows.build(a), every.kept.build(a, u, 0.3)
+    every.normalisedRows.build(a.shape), every.kept.build(a.shape, u.shape, ())
 
     def measure(config: Config) -> Measured:
         calls = config.pick(30, 10)
