@@ -5,9 +5,13 @@
 array([[3.]])
 """
 
-from hilbert.api import Function, Module, compile_source, load, open
-from hilbert.contract import contract_expression, contract_path, einsum
-from hilbert.grammar.errors import (
+from hilbert.executor.numba import threads as _threads
+
+_threads.prepare_openmp()  # before anything can load OpenMP: its idle threads then sleep
+
+from hilbert.api import Function, Module, compile_source, load, open  # noqa: E402
+from hilbert.contract import contract_expression, contract_path, einsum  # noqa: E402
+from hilbert.grammar.errors import (  # noqa: E402
     ArgumentError,
     CheckError,
     HilbertError,

@@ -1,6 +1,6 @@
 """Threads on by default (issue 23, item 5): what all cores give a loop nest (1 thread against
 every core, in one process), and what hilbert's threads and torch's (or NumPy's BLAS) cost each
-other when called alternately (executor/numba/threads.py)."""
+other when called alternately: idle threads sleep (executor/numba/threads.py)."""
 
 from __future__ import annotations
 

@@ -9,16 +9,18 @@ serial, and hilbert then loads no threading layer.
 The threads come from Numba's threading layer, which must be thread-safe: hilbert's functions
 are called from several Python threads at once (models, the background builder), and Numba's
 own fallback layer, `workqueue`, aborts the process when two threads launch parallel code
-together. The layer is TBB (the `tbb` package, a dependency; its library is loaded from the
-environment's lib/, where pip puts it off the loader's path): its idle workers sleep, it is
-safe across fork(), and it shares nothing with the OpenMP runtime torch and other libraries
-bring, so their settings and speed stay theirs (torch's float64 LSTM ran 15-20% slower when
-its OpenMP threads were made to sleep when idle). Without TBB, OpenMP: its threads are then
-asked to sleep when idle (OMP_WAIT_POLICY=passive unless set, read when OpenMP is loaded):
-spinning, they take the cores from the BLAS threads of the products between nests (an LSTM
-step ran four times slower so). If an OpenMP runtime is already loaded (torch imported first)
-and OMP_WAIT_POLICY is not `passive`, nests stay serial (a layer norm ran 1.6 times slower on
-two spinning threads than on one), and the plan says why. GNU OpenMP is not safe across
+together. The layer is OpenMP (TBB where OpenMP cannot load), and its idle threads must sleep:
+spinning, they take the cores from whatever runs next, the BLAS threads of a product (an LSTM
+step ran four times slower so) or torch's. So `import hilbert` sets OMP_WAIT_POLICY=passive
+unless it is set (`prepare_openmp`), before anything loads OpenMP: hilbert's runtime and the
+one torch shares with it then both sleep when idle, and hilbert's nests and torch's
+operations called alternately each take what they take alone (the `alternate-torch`
+benchmark case; on TBB, whose workers spin a while, torch lost 30% beside hilbert's nests).
+The price: torch's own small parallel operations wake sleeping threads (its float64 LSTM ran
+15-20% slower); set OMP_WAIT_POLICY yourself (`active`) to keep torch's, and hilbert's nests
+then stay serial. If an OpenMP runtime was loaded before hilbert was imported (torch imported
+first) with another policy, nests stay serial too (a layer norm ran 1.6 times slower on two
+spinning threads than on one), and the plan says why. GNU OpenMP is not safe across
 `fork()`: in a process forked from one that made parallel code on it, `usable` is False, new
 code is serial, and code already generated with threads runs as a serial twin (cache.py).
 """
@@ -48,6 +50,19 @@ TBB_LIBRARY = "libtbb.so.12"
 
 #: The layer hilbert's parallel code runs on, once chosen ("" when there is none).
 _LAYER: str | None = None
+#: Whether an OpenMP runtime was loaded, its idle threads spinning, before `prepare_openmp`
+#: could set the policy (None: not yet looked).
+_SPUN_BEFORE: bool | None = None
+
+
+def prepare_openmp() -> None:
+    """At `import hilbert`: note whether an OpenMP runtime is already loaded with a policy that
+    spins, then ask every runtime loaded from now on to sleep when idle (OMP_WAIT_POLICY,
+    unless set). Loads nothing; costs a few tens of microseconds."""
+    global _SPUN_BEFORE
+    if _SPUN_BEFORE is None:
+        _SPUN_BEFORE = _spins_when_idle()
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 #: The process that made parallel code on GNU OpenMP (None: none did).
 _OWNER: int | None = None
 
@@ -92,9 +107,12 @@ def why_serial() -> str | None:
         return None  # serial as asked, or not serial
     if not usable():
         return "this process was forked from one that ran parallel code on GNU OpenMP"
+    if _SPUN_BEFORE or _spins_when_idle():
+        return ("OpenMP's idle threads spin here (loaded before hilbert, torch imported "
+                "first?, or OMP_WAIT_POLICY set so): import hilbert first, or set "
+                "OMP_WAIT_POLICY=passive")
     if _LAYER == "":
-        return ("no thread-safe threading layer: install tbb (pip install tbb), or import "
-                "hilbert before torch, or set OMP_WAIT_POLICY=passive")
+        return "no thread-safe threading layer (OpenMP or TBB) loads here"
     return None
 
 
@@ -142,25 +160,25 @@ def _choose_layer() -> str:
     asked = config.THREADING_LAYER
     if asked not in ("default", "threadsafe", "safe", *_SAFE_LAYERS):
         return ""  # the user asked for workqueue (or for "forksafe"): respect it
+    if asked in ("default", "threadsafe", "omp"):
+        if _SPUN_BEFORE or _spins_when_idle():  # (the policy is read when OpenMP loads)
+            return ""
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+        try:
+            importlib.import_module("numba.np.ufunc.omppool")
+            config.THREADING_LAYER = "omp"
+            return "omp"
+        except (ImportError, OSError):
+            pass
     if asked in ("default", "threadsafe", "safe", "tbb") and _load_tbb():
         config.THREADING_LAYER = "tbb"
         return "tbb"
-    if asked in ("default", "threadsafe", "omp"):
-        if _spins_when_idle():  # (before the policy below is set)
-            return ""
-        os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # (read when OpenMP loads, below)
-        try:
-            importlib.import_module("numba.np.ufunc.omppool")
-        except (ImportError, OSError):
-            return ""
-        config.THREADING_LAYER = "omp"
-        return "omp"
     return ""
 
 
 def _load_tbb() -> bool:
-    """Whether Numba's TBB layer loads: TBB's library from the loader's path, or else from the
-    environment's lib/ (where the `tbb` package installs it)."""
+    """Whether Numba's TBB layer loads (where OpenMP does not): TBB's library from the loader's
+    path, or else from the environment's lib/ (where the `tbb` package installs it)."""
     try:
         importlib.import_module("numba.np.ufunc.tbbpool")
         return True
@@ -179,8 +197,8 @@ def _load_tbb() -> bool:
 
 
 def _spins_when_idle() -> bool:
-    """Whether an OpenMP runtime is loaded with idle threads that spin (torch imported first,
-    its wait policy not passive)."""
+    """Whether an OpenMP runtime is loaded with idle threads that spin (its wait policy not
+    passive)."""
     return os.environ.get("OMP_WAIT_POLICY", "").strip().lower() != "passive" and _openmp_loaded()
 
 
