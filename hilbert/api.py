@@ -229,16 +229,16 @@ class Function:
     def build(self, /, *args, **kwargs) -> Plan:
         """Compile the program for these arguments (shapes or values, as for `plan`) now, not
         at or after its first call, and return its plan: a build that fails fails here. On
-        the numba executor the next call of those shapes runs compiled code at once, whatever
-        HILBERT_COMPILE says; other executors compile nothing.
+        the numba executor the next call of those shapes (and dtype) runs compiled code at
+        once, whatever HILBERT_COMPILE says; other executors compile nothing. Values give
+        only their shapes and dtype: the program built is the one calls run, planned without
+        values (so trip counts it cannot know from shapes are not in its plan).
 
         >>> f.build((64, 32), (32, 128)).notes[-1]       # doctest: +SKIP
         'numba: the generated code is built: calls run on it'
         """
         shapes, values = _shapes_or_values(self.entry, args, kwargs, self.dtype)
-        dtype = _dtype_of(values, self.dtype)
-        program = self._prepare(shapes, dtype, values) if values is not None else \
-            self._program(shapes, dtype)
+        program = self._program(shapes, _dtype_of(values, self.dtype))  # (the calls' own)
         build = getattr(get_executor(self.executor), "build", None)
         if build is not None:
             self._building(build, program, shapes)

@@ -611,13 +611,14 @@ def test_forget_plans_makes_planning_search_again():
     (SOURCE, ((6, 4), (4, 3))),  # squashed: loop-free, two tiers
     (LOOP, ((), (3, 3), (3, 3))),  # a loop: it would start on the host
 ])
-def test_build_compiles_before_the_first_call(setting, source, shapes):
+@pytest.mark.parametrize("given", ["shapes", "values"])
+def test_build_compiles_before_the_first_call(setting, source, shapes, given):
     setting("never")  # (a loop-free call would otherwise never leave the host)
     f = hilbert.compile_source(source).function("squashed" if "squashed" in source else "f")
-    plan = f.build(*shapes)
-    assert any("compiled" in note or "built" in note for note in plan.notes)
     rng = np.random.default_rng(3)
     args = [rng.standard_normal(s) if s else 2.0 for s in shapes]
+    plan = f.build(*(shapes if given == "shapes" else args))  # values: the calls' program too
+    assert any("compiled" in note or "built" in note for note in plan.notes)
     result, compiled = compiles_during(lambda: f(*args))
     assert compiled == 0 and f.tier == "compiled"
     assert_agree(result, f.using("reference")(*args))
