@@ -189,7 +189,9 @@ def markdown(results: dict, plots: list[str], skipped: bool = False) -> str:
     git = m.get("git") or {}
     lines = [
         f"# Benchmark results ({results['mode']} run)", "",
-        f"- date: {results['created']} · wall time {results['wall_s']:.0f} s",
+        f"- date: {results['created']} · wall time {results['wall_s']:.0f} s"
+        + (f" · with {len(results['merged_from']['cases'])} case(s) kept from the run of "
+           f"{results['merged_from']['created']}" if results.get("merged_from") else ""),
         f"- machine: {m['cpu']}, {m['cores_usable']} usable core(s) of {m['cores_logical']}, "
         f"{m['memory_gib']} GiB, {m['platform']}",
         f"- BLAS: {blas.get('name')} {blas.get('version') or ''} · threads: {threads}"

@@ -41,10 +41,13 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 def main(cases: list[str], quick: bool = False, executor: str = "numba",
-         out_dir: str | Path | None = None, optional: bool = True, listing: bool = False) -> int:
+         out_dir: str | Path | None = None, optional: bool = True, listing: bool = False,
+         merge: bool = False) -> int:
     """Run the chosen cases (all for none) and write results/latest.{json,md} and the plots;
-    with `listing`, only print the chosen cases. Exit code 0; 1 when some contestant's output
-    disagreed with ours; 2 for an unknown case."""
+    with `listing`, only print the chosen cases; with `merge`, keep the other cases of the
+    latest.json already there (a run of the same mode and executor), the ones run replacing
+    theirs. Exit code 0; 1 when some contestant's output disagreed with ours; 2 for an
+    unknown case."""
     try:
         chosen = select(cases)
     except KeyError as err:
@@ -59,12 +62,33 @@ def main(cases: list[str], quick: bool = False, executor: str = "numba",
     from benchmarks import report
 
     target = Path(out_dir or os.environ.get("HILBERT_BENCH_OUT") or RESULTS)
+    if merge:
+        results = merged(results, target / "latest.json")
     written = report.write(results, target)
     print(report.markdown_table(results))
     print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     if not report.plotting_available():
         print(report.plots_skipped(target), file=sys.stderr)
     return exit_code(results)
+
+
+def merged(results: dict, earlier_path: Path) -> dict:
+    """`results` with the cases of the earlier run at `earlier_path` it did not run, in the
+    suite's order; the run's own date and machine stand, and `merged_from` names the earlier
+    run. An earlier run of another mode or executor is not merged (ValueError)."""
+    earlier = json.loads(earlier_path.read_text(encoding="utf-8"))
+    if (earlier["mode"], earlier["executor"]) != (results["mode"], results["executor"]):
+        raise ValueError(f"{earlier_path} is a {earlier['mode']} run on {earlier['executor']}: "
+                         f"not merged with a {results['mode']} run on {results['executor']}")
+    by_name = {c["name"]: c for c in earlier["cases"]}
+    by_name.update((c["name"], c) for c in results["cases"])
+    order = [c.name for c in ALL]
+    cases = sorted(by_name.values(),
+                   key=lambda c: order.index(c["name"]) if c["name"] in order else len(order))
+    return {**results, "cases": cases,
+            "merged_from": {"created": earlier["created"], "wall_s": earlier.get("wall_s"),
+                            "cases": [c["name"] for c in earlier["cases"]
+                                      if c["name"] not in {r["name"] for r in results["cases"]}]}}
 
 
 def case_list(cases) -> str:
@@ -412,8 +436,10 @@ if __name__ == "__main__":
     parser.add_argument("--probe", metavar="CASE", help=argparse.SUPPRESS)
     parser.add_argument("--no-optional", action="store_true",
                         help="skip the PyTorch and JAX anchors")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep results/latest.json's other cases (the ones run replace theirs)")
     options = parser.parse_args()
     if options.probe:
         sys.exit(_probe_main(options.probe, options.quick, options.executor))
     sys.exit(main(options.cases, options.quick, options.executor,
-                  optional=not options.no_optional, listing=options.list))
+                  optional=not options.no_optional, listing=options.list, merge=options.merge))

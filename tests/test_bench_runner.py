@@ -226,3 +226,21 @@ def test_a_startup_child_times_a_fresh_process_and_answers_right(program, tmp_pa
             h = gate[..., 3] * np.tanh(c)
         want = h
     assert report["checksum"] == pytest.approx(float(np.sum(want)), rel=1e-10)
+
+
+def test_a_merged_run_keeps_the_cases_it_did_not_run_in_suite_order(tmp_path):
+    names = [case.name for case in runner.ALL]
+    first, second, third = names[0], names[1], names[2]
+
+    def run_of(cases, created, mode="full"):
+        return {"created": created, "mode": mode, "executor": "numba", "wall_s": 1.0,
+                "cases": [{"name": n, "from": created} for n in cases]}
+
+    earlier = tmp_path / "latest.json"
+    earlier.write_text(json.dumps(run_of([first, second], "before")), encoding="utf-8")
+    got = runner.merged(run_of([third, second], "now"), earlier)
+    assert [c["name"] for c in got["cases"]] == [first, second, third]
+    assert [c["from"] for c in got["cases"]] == ["before", "now", "now"]
+    assert got["created"] == "now" and got["merged_from"]["cases"] == [first]
+    with pytest.raises(ValueError, match="not merged with a quick run"):
+        runner.merged(run_of([third], "now", mode="quick"), earlier)

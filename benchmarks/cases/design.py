@@ -18,13 +18,16 @@ from benchmarks.cases.base import (
     NUMPY,
     OE,
     ROOT,
+    SINGLE_RTOL,
     TORCH,
+    TWIN,
     Anchor,
     Case,
     Config,
     Setup,
     Target,
     example,
+    float64_twin,
     last_words,
     networks,
 )
@@ -68,16 +71,20 @@ def seed_fit(config: Config) -> Setup:
         flops=A.mlp_flops(t, 4, 2, 2, 1, 4))
 
 
-def mlp_fit(config: Config) -> Setup:
+def mlp_fit(config: Config, dtype: str = "float64") -> Setup:
     n, p, h, q = 1024, 64, 256, 10
     t, r = config.pick(100, 20), 0.01
-    x, y, w1, w2 = mlp_problem(n, p, h, q)
+    wide = mlp_problem(n, p, h, q)  # (the twin's values: float64, bound now)
     fit = networks(config).mlpFit
+    twin = ([float64_twin(lambda: fit(float(t), r, *wide))] if dtype != "float64" else [])
+    x, y, w1, w2 = (v.astype(dtype) for v in wide)
     return Setup(
         ours=lambda: fit(float(t), r, x, y, w1, w2),
-        anchors=_mlp_anchors(config, t, r, x, y, w1, w2, x),
-        params={"x": f"{n}×{p}", "w1": f"{p}×{h}", "w2": f"{h}×{q}", "t": t, "r": r},
-        flops=A.mlp_flops(t, n, p, h, q, n), rtol=1e-6, atol=1e-9)
+        anchors=[*_mlp_anchors(config, t, r, x, y, w1, w2, x), *twin],
+        params={"x": f"{n}×{p}", "w1": f"{p}×{h}", "w2": f"{h}×{q}", "t": t, "r": r,
+                "dtype": dtype},
+        flops=A.mlp_flops(t, n, p, h, q, n),
+        **SINGLE_RTOL.get(dtype, {"rtol": 1e-6, "atol": 1e-9}))
 
 
 def large_dense(config: Config) -> Setup:
@@ -112,37 +119,44 @@ def mlp_predict(config: Config) -> Setup:
         flops=A.mlp_flops(t, n, p, h, q, m), rtol=1e-6)
 
 
-def attention(config: Config) -> Setup:
+def attention(config: Config, dtype: str = "float64") -> Setup:
     n, e = config.pick(2048, 1024), 64
     rng = np.random.default_rng(4)
-    q, k, v = (rng.standard_normal((n, e)) for _ in range(3))
+    wide = tuple(rng.standard_normal((n, e)) for _ in range(3))
     d = float(e)
     attend = example("Layers", config).attend
+    twin = ([float64_twin(lambda: attend(*wide, d))] if dtype != "float64" else [])
+    q, k, v = (a.astype(dtype) for a in wide)
     return Setup(
         ours=lambda: attend(q, k, v, d),
         anchors=[A.numpy_anchor(A.attention_numpy, q, k, v, d, note="softmax(Q Kᵀ/√d) V"),
                  A.torch_anchor(config, A.attention_torch, q, k, v, d, note="torch.softmax"),
-                 A.jax_anchor(config, lambda jnp, lax: A.attention_jax(jnp), q, k, v, d)],
-        params={"q, k, v": f"{n}×{e}", "d": d}, flops=4.0 * n * n * e)
+                 A.jax_anchor(config, lambda jnp, lax: A.attention_jax(jnp), q, k, v, d),
+                 *twin],
+        params={"q, k, v": f"{n}×{e}", "d": d, "dtype": dtype}, flops=4.0 * n * n * e,
+        **SINGLE_RTOL.get(dtype, {}))
 
 
-def _convolve_setup(config: Config, b: int, length: int, width: int) -> Setup:
+def _convolve_setup(config: Config, b: int, length: int, width: int,
+                    dtype: str = "float64") -> Setup:
     rng = np.random.default_rng(5)
-    x, k = rng.standard_normal((b, length)), rng.standard_normal(width)
+    wide = (rng.standard_normal((b, length)), rng.standard_normal(width))
     filtered = example("Layers", config).filtered
+    twin = ([float64_twin(lambda: filtered(*wide))] if dtype != "float64" else [])
+    x, k = (a.astype(dtype) for a in wide)
     return Setup(
         ours=lambda: filtered(x, k),
         anchors=[A.numpy_anchor(A.correlate_numpy, x, k, note="np.correlate per row"),
                  A.numpy_anchor(A.correlate_windows, x, k, name="numpy windows",
-                                note="sliding_window_view @ k")],
-        params={"x": f"{b}×{length}", "k": width,
+                                note="sliding_window_view @ k"), *twin],
+        params={"x": f"{b}×{length}", "k": width, "dtype": dtype,
                 "window tensor": f"{length}×{width}×{length} = {length * width * length:.3g} "
                                  "elements if built literally"},
-        flops=2.0 * b * length * width)
+        flops=2.0 * b * length * width, **SINGLE_RTOL.get(dtype, {}))
 
 
-def convolve(config: Config) -> Setup:
-    return _convolve_setup(config, 4, 100_000, 16)
+def convolve(config: Config, dtype: str = "float64") -> Setup:
+    return _convolve_setup(config, 4, 100_000, 16, dtype)
 
 
 def convolve_small(config: Config) -> Setup:
@@ -236,6 +250,20 @@ CASES = [
          "the same convolve at a size where even a literal window tensor would fit in memory: "
          "the fixed costs of the call",
          convolve_small, (), isolate=True),
+    Case("mlp-fit-f32", "design", "MLP fit 1024×64→256→10 in float32",
+         "the MLP fit on float32 values (sgemm), against every anchor in float32",
+         lambda config: mlp_fit(config, "float32"),
+         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),
+          Target("float32 ≥ 1.6× faster than hilbert's float64", TWIN, 1 / 1.6)),
+         blas_bound=True),
+    Case("attention-f32", "design", "attention n = 2048, e = 64, in float32",
+         "attention on float32 values, against every anchor in float32",
+         lambda config: attention(config, "float32"),
+         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+    Case("convolve-f32", "design", "convolve L = 100 000, K = 16, in float32",
+         "the convolve on float32 signals, against NumPy's in float32",
+         lambda config: convolve(config, "float32"),
+         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),), isolate=True),
     Case("compile", "design", "compile Networks.hb; first call in a second process",
          "compile time of the seed module, and time to the first result in a fresh process "
          "with the disk cache warm", compile_time,

@@ -97,8 +97,8 @@ def _fit_setup(config: Config, t: int, r: float, x, y, w1, w2,
         **SINGLE_RTOL.get(dtype, {"rtol": 1e-6, "atol": 1e-9}))
 
 
-def seed_fit(config: Config) -> Setup:
-    return _fit_setup(config, 500, SEED_RATE, SEED_X, SEED_Y, SEED_W1, SEED_W2)
+def seed_fit(config: Config, dtype: str = "float64") -> Setup:
+    return _fit_setup(config, 500, SEED_RATE, SEED_X, SEED_Y, SEED_W1, SEED_W2, dtype)
 
 
 def mlp_fit(config: Config, dtype: str = "float64") -> Setup:
@@ -144,6 +144,10 @@ CASES = [
     Case("grad-seed-fit", "gradients", "∂: the seed's fit 4×2, t = 500, gradients by ∂",
          "a whole training loop of tiny steps whose gradients the compiler derives",
          seed_fit, _TARGETS),
+    Case("grad-seed-fit-f32", "gradients", "∂: the seed's fit 4×2, t = 500, in float32",
+         "the seed's fit on float32 values, against every anchor in float32",
+         lambda config: seed_fit(config, "float32"),
+         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
     Case("grad-mlp-fit", "gradients", "∂: MLP fit 1024×64→256→10, gradients by ∂",
          "BLAS-sized steps: the derivative must plan to the same GEMMs as the hand-written one",
          mlp_fit, _TARGETS, blas_bound=True),
