@@ -20,9 +20,10 @@ from benchmarks.cases.base import (
 
 def layer_norm(config: Config, math: str = "exact", dtype: str = "float64") -> Setup:
     n, p = config.pick((4096, 512), (1024, 256))
-    a = (np.random.default_rng(10).standard_normal((n, p)) * 3 + 1).astype(dtype)
+    wide = np.random.default_rng(10).standard_normal((n, p)) * 3 + 1  # (the twin's values)
     normalised = example("Layers", config, math).normalisedRows
-    twin = [float64_twin(lambda: normalised(a.astype(np.float64)))] if dtype != "float64" else []
+    twin = [float64_twin(lambda: normalised(wide))] if dtype != "float64" else []
+    a = wide.astype(dtype)
     return Setup(
         ours=lambda: normalised(a),
         anchors=[A.numpy_anchor(A.layer_norm_numpy, a),
@@ -37,11 +38,11 @@ def layer_norm(config: Config, math: str = "exact", dtype: str = "float64") -> S
 def causal_attention(config: Config, dtype: str = "float64") -> Setup:
     n, e = config.pick(1024, 512), 64
     rng = np.random.default_rng(11)
-    q, v = rng.standard_normal((n, e)).astype(dtype), rng.standard_normal((n, e)).astype(dtype)
+    wq, wv = rng.standard_normal((n, e)), rng.standard_normal((n, e))  # (the twin's values)
     d = float(e)
     attend = example("Layers", config).attendCausally
-    twin = ([float64_twin(lambda: attend(q.astype(np.float64), q.astype(np.float64),
-                                         v.astype(np.float64), d))] if dtype != "float64" else [])
+    twin = ([float64_twin(lambda: attend(wq, wq, wv, d))] if dtype != "float64" else [])
+    q, v = wq.astype(dtype), wv.astype(dtype)
     return Setup(
         ours=lambda: attend(q, q, v, d),
         anchors=[A.numpy_anchor(A.attention_numpy, q, q, v, d, True),
