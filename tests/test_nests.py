@@ -155,21 +155,33 @@ def test_parallel_nests_called_from_many_threads_give_the_serial_results(two_thr
             np.testing.assert_allclose(got[3 * k + r], want[k], rtol=1e-12, atol=1e-12)
 
 
-def test_threads_are_on_by_default(monkeypatch):
+def test_threads_are_asked_for_and_auto_is_every_core(monkeypatch):
     from numba import config
 
     monkeypatch.delenv("HILBERT_THREADS", raising=False)
     threads.forget()
     try:
-        default = threads.count()
+        assert threads.count() == 1  # serial unless asked
         monkeypatch.setenv("HILBERT_THREADS", "auto")
         threads.forget()
-        assert threads.count() == default
-        if config.NUMBA_NUM_THREADS >= 2 and not threads._SPUN_BEFORE:  # every core
-            assert default == config.NUMBA_NUM_THREADS
-        assert os.environ["OMP_WAIT_POLICY"] == "passive"  # set by import hilbert
+        if config.NUMBA_NUM_THREADS >= 2 and threads.layer():
+            assert threads.count() == config.NUMBA_NUM_THREADS
     finally:
         threads.forget()
+
+
+def test_import_changes_openmp_s_policy_only_when_threads_are_asked_for(monkeypatch):
+    monkeypatch.setattr(threads, "_SPUN_BEFORE", None)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("HILBERT_THREADS", raising=False)
+    threads.prepare_openmp()
+    assert "OMP_WAIT_POLICY" not in os.environ and threads._SPUN_BEFORE is None
+    monkeypatch.setenv("HILBERT_THREADS", "lots")  # (an E600 at the first call, not here)
+    threads.prepare_openmp()
+    assert "OMP_WAIT_POLICY" not in os.environ
+    monkeypatch.setenv("HILBERT_THREADS", "auto")
+    threads.prepare_openmp()
+    assert os.environ["OMP_WAIT_POLICY"] == "passive" and threads._SPUN_BEFORE is not None
 
 
 def test_a_forked_child_runs_parallel_code_and_gets_the_parent_s_result(two_threads):

@@ -1,9 +1,13 @@
-"""Threads on by default (issue 23, item 5): what all cores give a loop nest (1 thread against
-every core, in one process), and what hilbert's threads and torch's (or NumPy's BLAS) cost each
-other when called alternately: idle threads sleep (executor/numba/threads.py)."""
+"""Threads (issue 23, item 5): what all cores give a loop nest (1 thread against every core, in
+one process), and what hilbert's threads and torch's (or NumPy's BLAS) cost each other when
+called alternately (executor/numba/threads.py). Both build their hilbert code under
+HILBERT_THREADS=auto; the process must have been started with it (so that `import hilbert` set
+OpenMP's policy before torch loaded it), else nests stay serial: the metric `threads` says how
+many ran. Run them so: `HILBERT_THREADS=auto python -m benchmarks.runner --merge threads`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import time
@@ -21,13 +25,27 @@ from benchmarks.cases.base import (
     Setup,
     Skip,
     Target,
-    example,
 )
 
 ALONE, TORCH_ALONE, TORCH_BESIDE = "hilbert alone", "torch alone", "torch beside hilbert"
 NUMPY_ALONE, NUMPY_BESIDE = "numpy @ alone", "numpy @ beside hilbert"
 HILBERT_BESIDE_NUMPY = "hilbert beside numpy @"
 SERIAL = "hilbert, 1 thread"
+
+
+@contextlib.contextmanager
+def _threads_setting(value: str):
+    """HILBERT_THREADS=value while code is generated (a code setting: programs made under it
+    keep its code)."""
+    previous = os.environ.get("HILBERT_THREADS")
+    os.environ["HILBERT_THREADS"] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["HILBERT_THREADS"]
+        else:
+            os.environ["HILBERT_THREADS"] = previous
 
 
 def _rows(config: Config) -> np.ndarray:
@@ -61,8 +79,12 @@ def _alternated(first: Callable[[], object], second: Callable[[], object],
 def alternate(config: Config) -> Setup:
     from hilbert.executor.numba import threads
 
+    import hilbert
+
     a = _rows(config)
-    normalised = example("Layers", config).normalisedRows
+    normalised = hilbert.load(EXAMPLES / "Layers.hb", executor=config.executor).normalisedRows
+    with _threads_setting("auto"):
+        normalised.build(a.shape)  # nests on every core (threads are asked for)
     w = np.random.default_rng(11).standard_normal((a.shape[1], a.shape[1]))
     try:
         torch = A.torch_module()
@@ -102,7 +124,8 @@ def alternate(config: Config) -> Setup:
 
     return Setup(ours=None, measure=measure, compare=False,
                  params={"a": "×".join(map(str, a.shape)), "torch": "tanh(a @ w)",
-                         "numpy": "a @ w", "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY")},
+                         "numpy": "a @ w", "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
+                         "HILBERT_THREADS at start": os.environ.get("HILBERT_THREADS")},
                  notes=["hilbert: the layer norm (Layers.normalisedRows, its nests on every core) "
                         "timed while it alternates with torch's tanh(a @ w) (each call timed on "
                         "its own), against the same calls made alone; also beside NumPy's "
@@ -110,8 +133,8 @@ def alternate(config: Config) -> Setup:
 
 
 def scaling(config: Config) -> Setup:
-    """The layer norm and dropout compiled with every core and with one thread (HILBERT_THREADS=1
-    while the second copy is compiled), in one process."""
+    """The layer norm and dropout compiled with every core and with one thread, in one
+    process."""
     from hilbert.executor.numba import threads
 
     import hilbert
@@ -119,19 +142,13 @@ def scaling(config: Config) -> Setup:
     a = _rows(config)
     u = np.random.default_rng(12).random(a.shape)
     path = EXAMPLES / "Layers.hb"
-    previous = os.environ.get("HILBERT_THREADS")
-    os.environ["HILBERT_THREADS"] = "1"
-    try:
+    with _threads_setting("1"):
         serial = hilbert.load(path, executor=config.executor)
         serial.normalisedRows.build(a.shape)  # generated serial (by shapes: the calls' own)
         serial.kept.build(a.shape, u.shape, ())
-    finally:
-        if previous is None:
-            del os.environ["HILBERT_THREADS"]
-        else:
-            os.environ["HILBERT_THREADS"] = previous
-    every = hilbert.load(path, executor=config.executor)
-    every.normalisedRows.build(a.shape), every.kept.build(a.shape, u.shape, ())
+    with _threads_setting("auto"):
+        every = hilbert.load(path, executor=config.executor)
+        every.normalisedRows.build(a.shape), every.kept.build(a.shape, u.shape, ())
 
     def measure(config: Config) -> Measured:
         calls = config.pick(30, 10)

@@ -2,23 +2,26 @@
 
 A large loop nest whose outer iterations are independent is written with Numba's `prange`
 (codegen/entrywise.py, _parallel) and compiled with `parallel=True`, restricted to those loops.
-Threads are on by default: HILBERT_THREADS unset or `auto` lets large nests use all of Numba's
-threads (NUMBA_NUM_THREADS, the number of cores); N caps them at N; 0 or 1 keeps every nest
-serial, and hilbert then loads no threading layer.
+Threads are asked for, not given by default: HILBERT_THREADS=auto lets large nests use all of
+Numba's threads (NUMBA_NUM_THREADS, the number of cores), N caps them at N; unset, 0 or 1 keeps
+every nest serial, and hilbert then loads no threading layer and changes no setting. Not by
+default because the only layer whose idle threads leave torch alone when hilbert and torch
+alternate is an OpenMP both share with the wait policy passive, and that policy made torch's
+own LSTMs 15% (T = 100) to 2.8× (T = 400, float32) slower in the same process: a default no
+user of torch should pay for importing hilbert (issue 23's note has the measurements).
 
 The threads come from Numba's threading layer, which must be thread-safe: hilbert's functions
 are called from several Python threads at once (models, the background builder), and Numba's
 own fallback layer, `workqueue`, aborts the process when two threads launch parallel code
 together. The layer is OpenMP (TBB where OpenMP cannot load), and its idle threads must sleep:
 spinning, they take the cores from whatever runs next, the BLAS threads of a product (an LSTM
-step ran four times slower so) or torch's. So `import hilbert` sets OMP_WAIT_POLICY=passive
-unless it is set (`prepare_openmp`), before anything loads OpenMP: hilbert's runtime and the
+step ran four times slower so) or torch's. So with threads asked for, `import hilbert` sets
+OMP_WAIT_POLICY=passive unless it is set (`prepare_openmp`), before anything loads OpenMP: hilbert's runtime and the
 one torch shares with it then both sleep when idle, and hilbert's nests and torch's
 operations called alternately each take what they take alone (the `alternate-torch`
 benchmark case; on TBB, whose workers spin a while, torch lost 30% beside hilbert's nests).
-The price: torch's own small parallel operations wake sleeping threads (its float64 LSTM ran
-15-20% slower); set OMP_WAIT_POLICY yourself (`active`) to keep torch's, and hilbert's nests
-then stay serial. If an OpenMP runtime was loaded before hilbert was imported (torch imported
+The price: torch's own small parallel operations wake sleeping threads (above); set
+OMP_WAIT_POLICY yourself (`active`) to keep torch's, and hilbert's nests then stay serial. If an OpenMP runtime was loaded before hilbert was imported (torch imported
 first) with another policy, nests stay serial too (a layer norm ran 1.6 times slower on two
 spinning threads than on one), and the plan says why. GNU OpenMP is not safe across
 `fork()`: in a process forked from one that made parallel code on it, `usable` is False, new
@@ -56,10 +59,15 @@ _SPUN_BEFORE: bool | None = None
 
 
 def prepare_openmp() -> None:
-    """At `import hilbert`: note whether an OpenMP runtime is already loaded with a policy that
-    spins, then ask every runtime loaded from now on to sleep when idle (OMP_WAIT_POLICY,
-    unless set). Loads nothing; costs a few tens of microseconds."""
+    """At `import hilbert`, when threads are asked for (HILBERT_THREADS auto or ≥ 2): note
+    whether an OpenMP runtime is already loaded with a policy that spins, then ask every
+    runtime loaded from now on to sleep when idle (OMP_WAIT_POLICY, unless set). Loads
+    nothing, changes nothing when nests are serial, and never raises (a setting it cannot
+    read is an E600 at the first call)."""
     global _SPUN_BEFORE
+    cap = text(ENVIRONMENT).lower()
+    if cap != "auto" and not (cap.isascii() and cap.isdigit() and int(cap) >= 2):
+        return
     if _SPUN_BEFORE is None:
         _SPUN_BEFORE = _spins_when_idle()
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -78,12 +86,12 @@ def count() -> int:
 
 def checked() -> str:
     """The HILBERT_THREADS setting, checked (E600 if it cannot be read) without loading Numba:
-    "auto" (also when unset), or a whole number as text."""
+    "auto", or a whole number as text ("1" when unset: serial)."""
     cap = text(ENVIRONMENT).lower()
-    if cap in ("", "auto"):
+    if cap == "auto":
         return "auto"
-    return str(whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial) or "
-                            "auto (every core, the default)"))
+    return str(whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial, the "
+                            "default) or auto (every core)") or 1)
 
 
 def usable() -> bool:
