@@ -7,7 +7,7 @@ array([[3.]])
 
 from hilbert.executor.numba import threads as _threads
 
-_threads.prepare_openmp()  # before anything can load OpenMP: its idle threads then sleep
+_threads.prepare_openmp()  # with threads asked for: OpenMP, loaded later, sleeps when idle
 
 from hilbert.api import Function, Module, compile_source, load, open  # noqa: E402
 from hilbert.contract import contract_expression, contract_path, einsum  # noqa: E402

@@ -16,16 +16,15 @@ own fallback layer, `workqueue`, aborts the process when two threads launch para
 together. The layer is OpenMP (TBB where OpenMP cannot load), and its idle threads must sleep:
 spinning, they take the cores from whatever runs next, the BLAS threads of a product (an LSTM
 step ran four times slower so) or torch's. So with threads asked for, `import hilbert` sets
-OMP_WAIT_POLICY=passive unless it is set (`prepare_openmp`), before anything loads OpenMP: hilbert's runtime and the
-one torch shares with it then both sleep when idle, and hilbert's nests and torch's
-operations called alternately each take what they take alone (the `alternate-torch`
-benchmark case; on TBB, whose workers spin a while, torch lost 30% beside hilbert's nests).
-The price: torch's own small parallel operations wake sleeping threads (above); set
-OMP_WAIT_POLICY yourself (`active`) to keep torch's, and hilbert's nests then stay serial. If an OpenMP runtime was loaded before hilbert was imported (torch imported
-first) with another policy, nests stay serial too (a layer norm ran 1.6 times slower on two
-spinning threads than on one), and the plan says why. GNU OpenMP is not safe across
-`fork()`: in a process forked from one that made parallel code on it, `usable` is False, new
-code is serial, and code already generated with threads runs as a serial twin (cache.py).
+OMP_WAIT_POLICY=passive unless it is set (`prepare_openmp`), before anything loads OpenMP:
+hilbert's runtime and the one torch shares with it then both sleep when idle (on TBB, whose
+workers spin a while, torch lost 30% beside hilbert's nests). The price is torch's own speed
+(above); set OMP_WAIT_POLICY yourself (`active`) to keep torch's, and hilbert's nests then
+stay serial. If an OpenMP runtime was loaded before hilbert was imported (torch imported first)
+with another policy, nests stay serial too (a layer norm ran 1.6 times slower on two spinning
+threads than on one), and the plan says why. GNU OpenMP is not safe across `fork()`: in a
+process forked from one that made parallel code on it, `usable` is False, new code is serial,
+and code already generated with threads runs as a serial twin (cache.py).
 """
 
 from __future__ import annotations
@@ -56,6 +55,8 @@ _LAYER: str | None = None
 #: Whether an OpenMP runtime was loaded, its idle threads spinning, before `prepare_openmp`
 #: could set the policy (None: not yet looked).
 _SPUN_BEFORE: bool | None = None
+#: The process that made parallel code on GNU OpenMP (None: none did).
+_OWNER: int | None = None
 
 
 def prepare_openmp() -> None:
@@ -71,13 +72,11 @@ def prepare_openmp() -> None:
     if _SPUN_BEFORE is None:
         _SPUN_BEFORE = _spins_when_idle()
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-#: The process that made parallel code on GNU OpenMP (None: none did).
-_OWNER: int | None = None
 
 
 def count() -> int:
     """How many threads a parallel loop nest may use; 1 when nests run serially
-    (HILBERT_THREADS 0 or 1; one core; NUMBA_DISABLE_JIT; no thread-safe threading layer;
+    (HILBERT_THREADS unset, 0 or 1; one core; NUMBA_DISABLE_JIT; no thread-safe layer;
     only an OpenMP runtime set up to spin; a process forked from one that made parallel code
     on GNU OpenMP). A setting that is neither a whole number nor `auto` is an ArgumentError
     (E600). Worked out once per setting and process."""
