@@ -18,16 +18,17 @@ from benchmarks.cases.base import (
     NUMPY,
     OE,
     ROOT,
+    SINGLE_BEST,
     SINGLE_RTOL,
+    SINGLE_SPEEDUP,
     TORCH,
-    TWIN,
     Anchor,
     Case,
     Config,
     Setup,
     Target,
     example,
-    float64_twin,
+    float64_twins,
     last_words,
     networks,
 )
@@ -76,7 +77,7 @@ def mlp_fit(config: Config, dtype: str = "float64") -> Setup:
     t, r = config.pick(100, 20), 0.01
     wide = mlp_problem(n, p, h, q)  # (the twin's values: float64, bound now)
     fit = networks(config).mlpFit
-    twin = ([float64_twin(lambda: fit(float(t), r, *wide))] if dtype != "float64" else [])
+    twin = float64_twins(dtype, lambda: fit(float(t), r, *wide))
     x, y, w1, w2 = (v.astype(dtype) for v in wide)
     return Setup(
         ours=lambda: fit(float(t), r, x, y, w1, w2),
@@ -125,7 +126,7 @@ def attention(config: Config, dtype: str = "float64") -> Setup:
     wide = tuple(rng.standard_normal((n, e)) for _ in range(3))
     d = float(e)
     attend = example("Layers", config).attend
-    twin = ([float64_twin(lambda: attend(*wide, d))] if dtype != "float64" else [])
+    twin = float64_twins(dtype, lambda: attend(*wide, d))
     q, k, v = (a.astype(dtype) for a in wide)
     return Setup(
         ours=lambda: attend(q, k, v, d),
@@ -142,7 +143,7 @@ def _convolve_setup(config: Config, b: int, length: int, width: int,
     rng = np.random.default_rng(5)
     wide = (rng.standard_normal((b, length)), rng.standard_normal(width))
     filtered = example("Layers", config).filtered
-    twin = ([float64_twin(lambda: filtered(*wide))] if dtype != "float64" else [])
+    twin = float64_twins(dtype, lambda: filtered(*wide))
     x, k = (a.astype(dtype) for a in wide)
     return Setup(
         ours=lambda: filtered(x, k),
@@ -253,17 +254,16 @@ CASES = [
     Case("mlp-fit-f32", "design", "MLP fit 1024×64→256→10 in float32",
          "the MLP fit on float32 values (sgemm), against every anchor in float32",
          lambda config: mlp_fit(config, "float32"),
-         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),
-          Target("float32 ≥ 1.6× faster than hilbert's float64", TWIN, 1 / 1.6)),
+         (SINGLE_BEST, SINGLE_SPEEDUP),
          blas_bound=True),
     Case("attention-f32", "design", "attention n = 2048, e = 64, in float32",
          "attention on float32 values, against every anchor in float32",
          lambda config: attention(config, "float32"),
-         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+         (SINGLE_BEST,)),
     Case("convolve-f32", "design", "convolve L = 100 000, K = 16, in float32",
          "the convolve on float32 signals, against NumPy's in float32",
          lambda config: convolve(config, "float32"),
-         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),), isolate=True),
+         (SINGLE_BEST,), isolate=True),
     Case("compile", "design", "compile Networks.hb; first call in a second process",
          "compile time of the seed module, and time to the first result in a fresh process "
          "with the disk cache warm", compile_time,

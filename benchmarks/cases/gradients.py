@@ -10,18 +10,18 @@ import numpy as np
 
 from benchmarks import anchors as A
 from benchmarks.cases.base import (
-    BEST,
     JAX,
+    SINGLE_BEST,
     SINGLE_RTOL,
+    SINGLE_SPEEDUP,
     TORCH,
-    TWIN,
     Anchor,
     Case,
     Config,
     Setup,
     Target,
     example,
-    float64_twin,
+    float64_twins,
 )
 from benchmarks.cases.design import SEED_RATE, SEED_W1, SEED_W2, SEED_X, SEED_Y
 from benchmarks.first_results import jax_mlp_step, loss_torch, mlp_problem, torch_mlp_step
@@ -77,7 +77,7 @@ def _fit_setup(config: Config, t: int, r: float, x, y, w1, w2,
                dtype: str = "float64") -> Setup:
     gradients = example("Gradients", config)
     wide = (float(t), r, x, y, w1, w2)  # (the twin's values: float64, bound now)
-    twin = ([float64_twin(lambda: gradients.autoFit(*wide))] if dtype != "float64" else [])
+    twin = float64_twins(dtype, lambda: gradients.autoFit(*wide))
     x, y, w1, w2 = (v.astype(dtype) for v in wide[2:])
     args = (float(t), r, x, y, w1, w2)
     return Setup(
@@ -147,15 +147,14 @@ CASES = [
     Case("grad-seed-fit-f32", "gradients", "∂: the seed's fit 4×2, t = 500, in float32",
          "the seed's fit on float32 values, against every anchor in float32",
          lambda config: seed_fit(config, "float32"),
-         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+         (SINGLE_BEST,)),
     Case("grad-mlp-fit", "gradients", "∂: MLP fit 1024×64→256→10, gradients by ∂",
          "BLAS-sized steps: the derivative must plan to the same GEMMs as the hand-written one",
          mlp_fit, _TARGETS, blas_bound=True),
     Case("grad-mlp-fit-f32", "gradients", "∂: MLP fit 1024×64→256→10 in float32",
          "the MLP fit on float32 values (sgemm), against every anchor in float32",
          lambda config: mlp_fit(config, "float32"),
-         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),
-          Target("float32 ≥ 1.6× faster than hilbert's float64", TWIN, 1 / 1.6)),
+         (SINGLE_BEST, SINGLE_SPEEDUP),
          blas_bound=True),
     Case("grad-mlp-step", "gradients", "∂: one training step 1024×64→256→10",
          "one call: forward, backward and the update, without a loop",

@@ -11,17 +11,17 @@ import numpy as np
 
 from benchmarks import anchors as A
 from benchmarks.cases.base import (
-    BEST,
     NUMPY,
+    SINGLE_BEST,
     SINGLE_RTOL,
+    SINGLE_SPEEDUP,
     TORCH,
-    TWIN,
     Anchor,
     Case,
     Config,
     Setup,
     Target,
-    float64_twin,
+    float64_twins,
 )
 from benchmarks.first_results import torch_circle_step
 
@@ -128,7 +128,7 @@ def lstm(steps: int, dtype: str = "float64"):
         def joined(values):
             return np.concatenate([np.ravel(v) for v in values])
 
-        twin = [float64_twin(lambda: joined(run(*wide)))] if dtype != "float64" else []
+        twin = float64_twins(dtype, lambda: joined(run(*wide)))
         return Setup(
             ours=lambda: joined(run(x, h, c, wx, wh, b)),
             anchors=[A.numpy_anchor(lstm_numpy, x, h, c, wx, wh, b,
@@ -145,7 +145,7 @@ def gru(steps: int, dtype: str = "float64"):
         x, h, _, wx, wh, bx, bh = _problem(config.pick(steps, steps // 4), 3, 21)
         run = _sequences(config).function("gru")
         wide = (x, h, wx, wh, bx, bh)
-        twin = [float64_twin(lambda: np.ravel(run(*wide)))] if dtype != "float64" else []
+        twin = float64_twins(dtype, lambda: np.ravel(run(*wide)))
         x, h, wx, wh, bx, bh = (v.astype(dtype) for v in wide)
         return Setup(
             ours=lambda: np.ravel(run(x, h, wx, wh, bx, bh)),
@@ -172,8 +172,7 @@ CASES = [
     Case(f"{name}-400-f32", "sequences", f"{title} in float32, B = 32, T = 400, 512 → 768",
          f"the {name.upper()} on float32 values: sgemm per step, against torch in float32",
          build(400, "float32"),
-         (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),
-          Target("float32 ≥ 1.6× faster than hilbert's float64", TWIN, 1 / 1.6)),
+         (SINGLE_BEST, SINGLE_SPEEDUP),
          blas_bound=True)
     for name, title, build in (("lstm", "LSTM (Sequences.lstm)", lstm),
                                ("gru", "GRU (Sequences.gru)", gru))

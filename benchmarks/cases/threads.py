@@ -169,8 +169,8 @@ def scaling(config: Config) -> Setup:
 
     return Setup(ours=None, measure=measure, compare=False,
                  params={"a, u": "×".join(map(str, a.shape))},
-                 notes=["hilbert: the layer norm and dropout with threads by default (every "
-                        "core), against the same functions compiled with HILBERT_THREADS=1; "
+                 notes=["hilbert: the layer norm and dropout built under HILBERT_THREADS=auto "
+                        "(every core), against the same functions built under HILBERT_THREADS=1; "
                         "*_speedup is the one-thread time over the every-core time"])
 
 

@@ -6,15 +6,15 @@ import numpy as np
 
 from benchmarks import anchors as A
 from benchmarks.cases.base import (
-    BEST,
     JAX,
+    SINGLE_BEST,
     SINGLE_RTOL,
     Case,
     Config,
     Setup,
     Target,
     example,
-    float64_twin,
+    float64_twins,
 )
 
 
@@ -22,7 +22,7 @@ def layer_norm(config: Config, math: str = "exact", dtype: str = "float64") -> S
     n, p = config.pick((4096, 512), (1024, 256))
     wide = np.random.default_rng(10).standard_normal((n, p)) * 3 + 1  # (the twin's values)
     normalised = example("Layers", config, math).normalisedRows
-    twin = [float64_twin(lambda: normalised(wide))] if dtype != "float64" else []
+    twin = float64_twins(dtype, lambda: normalised(wide))
     a = wide.astype(dtype)
     return Setup(
         ours=lambda: normalised(a),
@@ -41,7 +41,7 @@ def causal_attention(config: Config, dtype: str = "float64") -> Setup:
     wq, wv = rng.standard_normal((n, e)), rng.standard_normal((n, e))  # (the twin's values)
     d = float(e)
     attend = example("Layers", config).attendCausally
-    twin = ([float64_twin(lambda: attend(wq, wq, wv, d))] if dtype != "float64" else [])
+    twin = float64_twins(dtype, lambda: attend(wq, wq, wv, d))
     q, v = wq.astype(dtype), wv.astype(dtype)
     return Setup(
         ours=lambda: attend(q, q, v, d),
@@ -88,7 +88,7 @@ def recurrent(config: Config, b: int = 64, w: int = 32, lengths: tuple[int, int]
     h0 = np.zeros((b, w))
     unrolled = example("Fits", config, math).unrolled
     wide = (x, wh, wx, h0)  # (the twin's values: float64, bound now)
-    twin = ([float64_twin(lambda: unrolled(*wide))] if dtype != "float64" else [])
+    twin = float64_twins(dtype, lambda: unrolled(*wide))
     x, wh, wx, h0 = (v.astype(dtype) for v in wide)
     return Setup(
         ours=lambda: unrolled(x, wh, wx, h0),
@@ -130,7 +130,7 @@ def critic_loss(config: Config, dtype: str = "float64") -> Setup:
     wd = rng.standard_normal(p) * 0.1
     loss = example("Fits", config).criticLossOf
     wide = (real, fake, wd)  # (the twin's values: float64, bound now)
-    twin = ([float64_twin(lambda: loss(*wide))] if dtype != "float64" else [])
+    twin = float64_twins(dtype, lambda: loss(*wide))
     real, fake, wd = (v.astype(dtype) for v in wide)
 
     def torch_loss(torch):
@@ -183,19 +183,19 @@ CASES = [
     _case("layer-norm-f32", "layerNorm in float32 (Layers.normalisedRows)",
           lambda config: layer_norm(config, dtype="float32"),
           "the layer norm on float32 rows, against every anchor in float32",
-          (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+          (SINGLE_BEST,)),
     _case("causal-attention-f32", "causal attention in float32 (Layers.attendCausally)",
           lambda config: causal_attention(config, dtype="float32"),
           "causal attention on float32 values, against every anchor in float32",
-          (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+          (SINGLE_BEST,)),
     _case("recurrent-f32", "recurrent network in float32 (Fits.unrolled)",
           lambda config: recurrent(config, dtype="float32"),
           "the recurrent case on float32 values, against every anchor in float32",
-          (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+          (SINGLE_BEST,)),
     _case("critic-loss-f32", "critic loss in float32 (Fits.criticLossOf)",
           lambda config: critic_loss(config, dtype="float32"),
           "the critic loss on float32 values, against every anchor in float32",
-          (Target("float32: ≤ 1.0× the best anchor", BEST, 1.0),)),
+          (SINGLE_BEST,)),
     _case("autoencoder", "linear autoencoder fit (Fits.squeezed)", autoencoder,
           "twin loops (codeLoop/buildLoop) that should run as one fit"),
     _case("critic-loss", "critic loss (Fits.criticLossOf)", critic_loss,

@@ -33,10 +33,9 @@ import ctypes
 import functools
 import importlib
 import os
-import sys
-from pathlib import Path
 
 from hilbert.compiler.settings import text, whole_number
+from hilbert.grammar.errors import ArgumentError
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
 #: (no array expressions or NumPy calls rewritten behind the code's back).
@@ -47,9 +46,6 @@ PRANGE_ONLY = {"comprehension": False, "reduction": False, "inplace_binop": Fals
 _SAFE_LAYERS = ("tbb", "omp")
 #: The environment variable that asks for threads.
 ENVIRONMENT = "HILBERT_THREADS"
-#: The file name of TBB's library, as Numba's tbbpool needs it.
-TBB_LIBRARY = "libtbb.so.12"
-
 #: The layer hilbert's parallel code runs on, once chosen ("" when there is none).
 _LAYER: str | None = None
 #: Whether an OpenMP runtime was loaded, its idle threads spinning, before `prepare_openmp`
@@ -66,9 +62,11 @@ def prepare_openmp() -> None:
     nothing, changes nothing when nests are serial, and never raises (a setting it cannot
     read is an E600 at the first call)."""
     global _SPUN_BEFORE
-    cap = text(ENVIRONMENT).lower()
-    if cap != "auto" and not (cap.isascii() and cap.isdigit() and int(cap) >= 2):
-        return
+    try:
+        if not _asked(checked()):
+            return
+    except ArgumentError:
+        return  # (an E600 at the first call)
     if _SPUN_BEFORE is None:
         _SPUN_BEFORE = _spins_when_idle()
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
@@ -109,18 +107,22 @@ def own() -> None:
 
 def why_serial() -> str | None:
     """Why nests run serially though threads are allowed (for the plan), or None."""
-    cap = checked()
-    if cap != "auto" and int(cap) < 2 or count() > 1:
+    if not _asked(checked()) or count() > 1:
         return None  # serial as asked, or not serial
     if not usable():
         return "this process was forked from one that ran parallel code on GNU OpenMP"
-    if _SPUN_BEFORE or _spins_when_idle():
+    if _spinning():
         return ("OpenMP's idle threads spin here (loaded before hilbert, torch imported "
                 "first?, or OMP_WAIT_POLICY set so): import hilbert first, or set "
                 "OMP_WAIT_POLICY=passive")
     if _LAYER == "":
         return "no thread-safe threading layer (OpenMP or TBB) loads here"
     return None
+
+
+def _asked(cap: str) -> bool:
+    """Whether the setting `checked` gives asks for threads (auto, or 2 and more)."""
+    return cap == "auto" or int(cap) >= 2
 
 
 def forget() -> None:
@@ -130,7 +132,7 @@ def forget() -> None:
 
 @functools.cache
 def _count(cap: str, pid: int) -> int:
-    if cap != "auto" and int(cap) < 2:
+    if not _asked(cap):
         return 1  # (decided without loading Numba)
     if not usable():
         return 1
@@ -168,7 +170,7 @@ def _choose_layer() -> str:
     if asked not in ("default", "threadsafe", "safe", *_SAFE_LAYERS):
         return ""  # the user asked for workqueue (or for "forksafe"): respect it
     if asked in ("default", "threadsafe", "omp"):
-        if _SPUN_BEFORE or _spins_when_idle():  # (the policy is read when OpenMP loads)
+        if _spinning():  # (the policy is read when OpenMP loads)
             return ""
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         try:
@@ -184,23 +186,18 @@ def _choose_layer() -> str:
 
 
 def _load_tbb() -> bool:
-    """Whether Numba's TBB layer loads (where OpenMP does not): TBB's library from the loader's
-    path, or else from the environment's lib/ (where the `tbb` package installs it)."""
+    """Whether Numba's TBB layer loads (where OpenMP does not)."""
     try:
         importlib.import_module("numba.np.ufunc.tbbpool")
-        return True
     except (ImportError, OSError):
-        pass
-    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix)):
-        library = Path(prefix) / "lib" / TBB_LIBRARY
-        if library.is_file():
-            try:
-                ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
-                importlib.import_module("numba.np.ufunc.tbbpool")
-                return True
-            except (ImportError, OSError):
-                return False
-    return False
+        return False
+    return True
+
+
+def _spinning() -> bool:
+    """Whether OpenMP's idle threads spin here: a runtime loaded before `prepare_openmp` set the
+    policy, or one loaded with a policy other than passive."""
+    return bool(_SPUN_BEFORE) or _spins_when_idle()
 
 
 def _spins_when_idle() -> bool:
