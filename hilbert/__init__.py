@@ -5,13 +5,9 @@
 array([[3.]])
 """
 
-from hilbert.executor.numba import threads as _threads
-
-_threads.prepare_openmp()  # with threads asked for: OpenMP, loaded later, sleeps when idle
-
-from hilbert.api import Function, Module, compile_source, load, open  # noqa: E402
-from hilbert.contract import contract_expression, contract_path, einsum  # noqa: E402
-from hilbert.grammar.errors import (  # noqa: E402
+from hilbert.api import Function, Module, compile_source, load, open
+from hilbert.contract import contract_expression, contract_path, einsum
+from hilbert.grammar.errors import (
     ArgumentError,
     CheckError,
     HilbertError,

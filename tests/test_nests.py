@@ -8,6 +8,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import subprocess
+import sys
 import textwrap
 import threading
 
@@ -104,8 +106,8 @@ def test_partial_sums_round_no_worse_than_adding_in_order():
 def two_threads(monkeypatch):
     """Code generation as on a machine with two threads for nests, whatever this one has (a
     parallel function compiles and runs correctly on one core too)."""
-    if not threads.layer():  # (Numba's workqueue aborts on concurrent launches)
-        pytest.skip("no thread-safe Numba threading layer (TBB or OpenMP) on this machine")
+    if not threads.layer():
+        pytest.skip("no Numba threading layer loads on this machine")
     monkeypatch.setattr(threads, "count", lambda: 2)
 
 
@@ -155,33 +157,64 @@ def test_parallel_nests_called_from_many_threads_give_the_serial_results(two_thr
             np.testing.assert_allclose(got[3 * k + r], want[k], rtol=1e-12, atol=1e-12)
 
 
-def test_threads_are_asked_for_and_auto_is_every_core(monkeypatch):
+def test_threads_are_on_by_default_and_one_is_serial(monkeypatch):
     from numba import config
 
     monkeypatch.delenv("HILBERT_THREADS", raising=False)
     threads.forget()
     try:
-        assert threads.count() == 1  # serial unless asked
-        monkeypatch.setenv("HILBERT_THREADS", "auto")
-        threads.forget()
-        if config.NUMBA_NUM_THREADS >= 2 and threads.layer():
-            assert threads.count() == config.NUMBA_NUM_THREADS
+        every = config.NUMBA_NUM_THREADS if threads.layer() else 1
+        assert threads.count() == every  # every core unless told otherwise
+        for setting, want in (("auto", every), ("1", 1), ("0", 1), ("2", min(2, every))):
+            monkeypatch.setenv("HILBERT_THREADS", setting)
+            threads.forget()
+            assert threads.count() == want, setting
     finally:
         threads.forget()
 
 
-def test_import_changes_openmp_s_policy_only_when_threads_are_asked_for(monkeypatch):
-    monkeypatch.setattr(threads, "_SPUN_BEFORE", None)
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    monkeypatch.delenv("HILBERT_THREADS", raising=False)
-    threads.prepare_openmp()
-    assert "OMP_WAIT_POLICY" not in os.environ and threads._SPUN_BEFORE is None
-    monkeypatch.setenv("HILBERT_THREADS", "lots")  # (an E600 at the first call, not here)
-    threads.prepare_openmp()
-    assert "OMP_WAIT_POLICY" not in os.environ
-    monkeypatch.setenv("HILBERT_THREADS", "auto")
-    threads.prepare_openmp()
-    assert os.environ["OMP_WAIT_POLICY"] == "passive" and threads._SPUN_BEFORE is not None
+def test_hilbert_s_threads_change_no_setting_and_load_no_openmp():
+    """By default the threads are Numba's workqueue: nothing torch or BLAS read changes, and
+    no OpenMP runtime is loaded, so theirs keeps its own policy."""
+    code = textwrap.dedent(f"""
+        import os
+        os.environ.pop("HILBERT_THREADS", None)
+        os.environ.pop("OMP_WAIT_POLICY", None)
+        os.environ.pop("NUMBA_THREADING_LAYER", None)
+        before = dict(os.environ)
+        import numpy as np, hilbert, numba
+        from hilbert.executor.numba import threads
+        f = hilbert.compile_source({NORMED!r}).normed
+        f.build((2048, 300))
+        f(np.ones((2048, 300)))
+        maps = open("/proc/self/maps").read()
+        print(threads.count(), numba.threading_layer(), dict(os.environ) == before,
+              "libgomp" in maps or "libomp" in maps, "prange" in f.program(((2048, 300),)).region.source)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "HILBERT_COMPILE": "eager"})
+    assert done.returncode == 0, done.stderr
+    count, layer, unchanged, openmp, parallel = done.stdout.split()
+    assert layer == "workqueue" and unchanged == "True" and openmp == "False"
+    assert parallel == str(int(count) > 1)
+
+
+def test_a_parallel_function_on_workqueue_holds_the_launch_lock(two_threads):
+    """workqueue ends the process when two threads launch at once: a second caller waits."""
+    if threads.layer() != "workqueue":
+        pytest.skip("Numba's layer here is thread-safe: no lock")
+    f = _function(NORMED, "normed")
+    a = np.random.default_rng(6).normal(size=(2048, 300))
+    f.build(a.shape)
+    assert "in prange(" in _source(f, a)
+    got: list = []
+    with threads._LAUNCH:
+        caller = threading.Thread(target=lambda: got.append(f(a)))
+        caller.start()
+        caller.join(timeout=1.0)
+        assert caller.is_alive() and not got  # (waits for the lock this test holds)
+    caller.join()
+    np.testing.assert_allclose(got[0], _normed_numpy(a), rtol=1e-12, atol=1e-12)
 
 
 def test_a_forked_child_runs_parallel_code_and_gets_the_parent_s_result(two_threads):
@@ -408,46 +441,16 @@ def test_code_with_blocks_is_left_as_it_is():
     assert tidy.released(body) == body
 
 
-def test_nests_stay_serial_beside_an_openmp_that_spins(monkeypatch):
-    """An OpenMP runtime loaded before hilbert could ask for sleeping threads (torch imported
-    first) spins when idle: nests stay serial then, and the plan's note says why, unless
-    OMP_WAIT_POLICY=passive was set."""
-    from numba.np.ufunc import parallel
-
-    monkeypatch.setenv("HILBERT_THREADS", "auto")
-    monkeypatch.setattr(parallel, "_is_initialized", False)  # (as before Numba's first launch)
-    monkeypatch.setattr(threads, "_openmp_loaded", lambda: True)
-    monkeypatch.setattr(threads, "_LAYER", None)
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    threads.forget()
-    try:
-        assert threads._spins_when_idle()
-        assert threads._choose_layer() == ""
-        monkeypatch.setattr(threads, "_LAYER", "")
-        assert threads.count() == 1
-        assert "OMP_WAIT_POLICY=passive" in threads.why_serial()
-        monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
-        assert not threads._spins_when_idle()
-    finally:
-        threads.forget()
-
-
 def test_a_threading_layer_the_user_asked_for_is_respected(monkeypatch):
     from numba import config
     from numba.np.ufunc import parallel
 
-    monkeypatch.setattr(parallel, "_is_initialized", False)
-    monkeypatch.setattr(config, "THREADING_LAYER", "workqueue")  # not thread-safe: no threads
-    assert threads._choose_layer() == ""
-
-
-def test_an_openmp_runtime_is_found_once_loaded(two_threads):
-    import numba
-
-    f = _function(NORMED, "normed")
-    assert "in prange(" in _source(f, np.ones((2048, 300)))  # (ran: Numba's threads started)
-    if numba.threading_layer() == "omp":  # (this machine's layer: GNU OpenMP)
-        assert threads._openmp_loaded()
+    monkeypatch.setattr(parallel, "_is_initialized", False)  # (as before Numba's first launch)
+    for asked, allowed in (("default", {"workqueue"}), ("workqueue", {"workqueue"}),
+                           ("tbb", {"tbb", ""}), ("omp", {"omp", ""}),
+                           ("threadsafe", {"tbb", "omp", ""})):
+        monkeypatch.setattr(config, "THREADING_LAYER", asked)
+        assert threads._choose_layer() in allowed, asked
 
 
 # ---------------------------------------------------------------- 512-bit vectors for vmath

@@ -1,9 +1,7 @@
 """Threads (issue 23, item 5): what all cores give a loop nest (1 thread against every core, in
 one process), and what hilbert's threads and torch's (or NumPy's BLAS) cost each other when
 called alternately (executor/numba/threads.py). Both build their hilbert code under
-HILBERT_THREADS=auto; the process must have been started with it (so that `import hilbert` set
-OpenMP's policy before torch loaded it), else nests stay serial: the metric `threads` says how
-many ran. Run them so: `HILBERT_THREADS=auto python -m benchmarks.runner --merge threads`."""
+HILBERT_THREADS=auto (the default); the metric `threads` says how many threads the nests had."""
 
 from __future__ import annotations
 

@@ -54,7 +54,8 @@ def function(source: str, compiled: bool, parallel: bool):
     from disk when it was compiled before) when `compiled`, else plain Python; `parallel`: its
     prange loops run on several threads (the code generator says whether it wrote any). In a
     process where parallel code may not run (forked from one that ran it: threads.usable),
-    parallel code is compiled as its serial twin, each prange a plain range. Equal sources
+    parallel code is compiled as its serial twin, each prange a plain range; parallel code on
+    Numba's workqueue layer is called under the launch lock (threads.launched). Equal sources
     give the same function object, so programs that differ only in sizes share compiled
     code."""
     twin = parallel and not threads.usable()
@@ -65,8 +66,13 @@ def function(source: str, compiled: bool, parallel: bool):
     with _lock:
         found = _functions.get(key)
         if found is None:
-            found = _functions[key] = (_compiled(key[0], text, parallel and not twin, twin)
-                                      if compiled else _plain(text))
+            if not compiled:
+                found = _plain(text)
+            elif parallel and not twin:
+                found = threads.launched(_compiled(key[0], text, True))
+            else:
+                found = _compiled(key[0], text, False, twin)
+            _functions[key] = found
         return found
 
 

@@ -2,40 +2,33 @@
 
 A large loop nest whose outer iterations are independent is written with Numba's `prange`
 (codegen/entrywise.py, _parallel) and compiled with `parallel=True`, restricted to those loops.
-Threads are asked for, not given by default: HILBERT_THREADS=auto lets large nests use all of
-Numba's threads (NUMBA_NUM_THREADS, the number of cores), N caps them at N; unset, 0 or 1 keeps
-every nest serial, and hilbert then loads no threading layer and changes no setting. Not by
-default because the only layer whose idle threads leave torch alone when hilbert and torch
-alternate is an OpenMP both share with the wait policy passive, and that policy made torch's
-own LSTMs 15% (T = 100) to 2.8× (T = 400, float32) slower in the same process: a default no
-user of torch should pay for importing hilbert (issue 23's note has the measurements).
+Threads are on by default: HILBERT_THREADS unset or `auto` lets large nests use all of Numba's
+threads (NUMBA_NUM_THREADS, the number of cores), N caps them at N, 0 or 1 keeps every nest
+serial (and then no threading layer is loaded).
 
-The threads come from Numba's threading layer, which must be thread-safe: hilbert's functions
-are called from several Python threads at once (models, the background builder), and Numba's
-own fallback layer, `workqueue`, aborts the process when two threads launch parallel code
-together. The layer is OpenMP (TBB where OpenMP cannot load), and its idle threads must sleep:
-spinning, they take the cores from whatever runs next, the BLAS threads of a product (an LSTM
-step ran four times slower so) or torch's. So with threads asked for, `import hilbert` sets
-OMP_WAIT_POLICY=passive unless it is set (`prepare_openmp`), before anything loads OpenMP:
-hilbert's runtime and the one torch shares with it then both sleep when idle (on TBB, whose
-workers spin a while, torch lost 30% beside hilbert's nests). The price is torch's own speed
-(above); set OMP_WAIT_POLICY yourself (`active`) to keep torch's, and hilbert's nests then
-stay serial. If an OpenMP runtime was loaded before hilbert was imported (torch imported first)
-with another policy, nests stay serial too (a layer norm ran 1.6 times slower on two spinning
-threads than on one), and the plan says why. GNU OpenMP is not safe across `fork()`: in a
-process forked from one that made parallel code on it, `usable` is False, new code is serial,
-and code already generated with threads runs as a serial twin (cache.py).
+The threads come from Numba's `workqueue` layer unless the user chose another
+(NUMBA_THREADING_LAYER, or parallel code of their own that ran first): its idle threads sleep
+on a condition variable instead of spinning, and it loads no OpenMP and changes no setting, so
+torch's threads and NumPy's BLAS run exactly as they would without hilbert. (OpenMP with the
+wait policy passive also sleeps, but the policy is process-wide and made torch's own LSTMs 15%
+to 2.6× slower: issue 23's notes.) workqueue is not thread-safe, it ends the process when two
+threads launch parallel code at once, and hilbert's functions are called from several threads
+(models, the background builder, dask's workers), so every launch of hilbert's parallel code
+holds one lock (`launched`): a second thread's nest waits for the first's, which also keeps
+the threads running nests at most the cores. The other layers are thread-safe; GNU OpenMP is not
+safe across `fork()`, so in a process forked from one that made parallel code on it `usable`
+is False, new code is serial, and code already generated with threads runs as a serial twin
+(cache.py).
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import importlib
 import os
+import threading
 
 from hilbert.compiler.settings import text, whole_number
-from hilbert.grammar.errors import ArgumentError
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
 #: (no array expressions or NumPy calls rewritten behind the code's back).
@@ -43,52 +36,38 @@ PRANGE_ONLY = {"comprehension": False, "reduction": False, "inplace_binop": Fals
                "setitem": False, "numpy": False, "stencil": False, "fusion": False,
                "prange": True}
 
-_SAFE_LAYERS = ("tbb", "omp")
-#: The environment variable that asks for threads.
+#: The environment variable that sets the threads.
 ENVIRONMENT = "HILBERT_THREADS"
-#: The layer hilbert's parallel code runs on, once chosen ("" when there is none).
+#: The layers tried for each of Numba's NUMBA_THREADING_LAYER settings, in order.
+_LAYERS = {"default": ("workqueue",), "workqueue": ("workqueue",), "omp": ("omp",),
+           "tbb": ("tbb",), "safe": ("tbb",), "threadsafe": ("tbb", "omp"),
+           "forksafe": ("tbb", "workqueue")}
+#: The module each layer is loaded from.
+_POOLS = {"workqueue": "workqueue", "omp": "omppool", "tbb": "tbbpool"}
+#: The layer hilbert's parallel code runs on, once chosen ("" when none loads).
 _LAYER: str | None = None
-#: Whether an OpenMP runtime was loaded, its idle threads spinning, before `prepare_openmp`
-#: could set the policy (None: not yet looked).
-_SPUN_BEFORE: bool | None = None
 #: The process that made parallel code on GNU OpenMP (None: none did).
 _OWNER: int | None = None
-
-
-def prepare_openmp() -> None:
-    """At `import hilbert`, when threads are asked for (HILBERT_THREADS auto or ≥ 2): note
-    whether an OpenMP runtime is already loaded with a policy that spins, then ask every
-    runtime loaded from now on to sleep when idle (OMP_WAIT_POLICY, unless set). Loads
-    nothing, changes nothing when nests are serial, and never raises (a setting it cannot
-    read is an E600 at the first call)."""
-    global _SPUN_BEFORE
-    try:
-        if not _asked(checked()):
-            return
-    except ArgumentError:
-        return  # (an E600 at the first call)
-    if _SPUN_BEFORE is None:
-        _SPUN_BEFORE = _spins_when_idle()
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+#: Held while hilbert's parallel code runs on workqueue (one launch at a time).
+_LAUNCH = threading.Lock()
 
 
 def count() -> int:
     """How many threads a parallel loop nest may use; 1 when nests run serially
-    (HILBERT_THREADS unset, 0 or 1; one core; NUMBA_DISABLE_JIT; no thread-safe layer;
-    only an OpenMP runtime set up to spin; a process forked from one that made parallel code
-    on GNU OpenMP). A setting that is neither a whole number nor `auto` is an ArgumentError
-    (E600). Worked out once per setting and process."""
+    (HILBERT_THREADS 0 or 1; one core; NUMBA_DISABLE_JIT; no layer loads; a process forked
+    from one that made parallel code on GNU OpenMP). A setting that is neither a whole number
+    nor `auto` is an ArgumentError (E600). Worked out once per setting and process."""
     return _count(checked(), os.getpid())
 
 
 def checked() -> str:
     """The HILBERT_THREADS setting, checked (E600 if it cannot be read) without loading Numba:
-    "auto", or a whole number as text ("1" when unset: serial)."""
+    "auto" (also when unset), or a whole number as text."""
     cap = text(ENVIRONMENT).lower()
-    if cap == "auto":
+    if cap in ("", "auto"):
         return "auto"
-    return str(whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial, the "
-                            "default) or auto (every core)") or 1)
+    return str(whole_number(ENVIRONMENT, "a whole number of threads (0 or 1: serial) or auto "
+                            "(every core, the default)"))
 
 
 def usable() -> bool:
@@ -105,18 +84,37 @@ def own() -> None:
         _OWNER = os.getpid()
 
 
+def launched(function):
+    """`function` (compiled parallel code) as it is to be called: on workqueue, under the
+    launch lock; on a thread-safe layer, as it is."""
+    return _OneLaunch(function) if layer() == "workqueue" else function
+
+
+class _OneLaunch:
+    """A parallel function whose every call holds the launch lock (workqueue aborts when two
+    threads launch at once). Everything else (compile, stats, …) is the function's own."""
+
+    __slots__ = ("_function",)
+
+    def __init__(self, function) -> None:
+        self._function = function
+
+    def __call__(self, *args):
+        with _LAUNCH:
+            return self._function(*args)
+
+    def __getattr__(self, name: str):
+        return getattr(self._function, name)
+
+
 def why_serial() -> str | None:
     """Why nests run serially though threads are allowed (for the plan), or None."""
     if not _asked(checked()) or count() > 1:
-        return None  # serial as asked, or not serial
+        return None  # serial as asked (or one core), or not serial
     if not usable():
         return "this process was forked from one that ran parallel code on GNU OpenMP"
-    if _spinning():
-        return ("OpenMP's idle threads spin here (loaded before hilbert, torch imported "
-                "first?, or OMP_WAIT_POLICY set so): import hilbert first, or set "
-                "OMP_WAIT_POLICY=passive")
     if _LAYER == "":
-        return "no thread-safe threading layer (OpenMP or TBB) loads here"
+        return "no Numba threading layer loads here"
     return None
 
 
@@ -147,8 +145,8 @@ def _count(cap: str, pid: int) -> int:
 
 
 def layer() -> str:
-    """The thread-safe layer hilbert's parallel code runs on, loaded and chosen once: "tbb",
-    "omp", or "" when there is none (see the module's doc)."""
+    """The layer hilbert's parallel code runs on, loaded and chosen once: "workqueue", "omp",
+    "tbb", or "" when none loads (see the module's doc)."""
     global _LAYER
     if _LAYER is None:
         _LAYER = _choose_layer()
@@ -162,64 +160,14 @@ def _choose_layer() -> str:
 
     if getattr(parallel, "_is_initialized", False):  # already launched: it chose its layer
         try:
-            chosen = numba.threading_layer()
+            return numba.threading_layer()
         except ValueError:
             return ""
-        return chosen if chosen in _SAFE_LAYERS else ""
-    asked = config.THREADING_LAYER
-    if asked not in ("default", "threadsafe", "safe", *_SAFE_LAYERS):
-        return ""  # the user asked for workqueue (or for "forksafe"): respect it
-    if asked in ("default", "threadsafe", "omp"):
-        if _spinning():  # (the policy is read when OpenMP loads)
-            return ""
-        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    for name in _LAYERS.get(str(config.THREADING_LAYER).lower(), ("workqueue",)):
         try:
-            importlib.import_module("numba.np.ufunc.omppool")
-            config.THREADING_LAYER = "omp"
-            return "omp"
+            importlib.import_module(f"numba.np.ufunc.{_POOLS[name]}")
         except (ImportError, OSError):
-            pass
-    if asked in ("default", "threadsafe", "safe", "tbb") and _load_tbb():
-        config.THREADING_LAYER = "tbb"
-        return "tbb"
-    return ""
-
-
-def _load_tbb() -> bool:
-    """Whether Numba's TBB layer loads (where OpenMP does not)."""
-    try:
-        importlib.import_module("numba.np.ufunc.tbbpool")
-    except (ImportError, OSError):
-        return False
-    return True
-
-
-def _spinning() -> bool:
-    """Whether OpenMP's idle threads spin here: a runtime loaded before `prepare_openmp` set the
-    policy, or one loaded with a policy other than passive."""
-    return bool(_SPUN_BEFORE) or _spins_when_idle()
-
-
-def _spins_when_idle() -> bool:
-    """Whether an OpenMP runtime is loaded with idle threads that spin (its wait policy not
-    passive)."""
-    return os.environ.get("OMP_WAIT_POLICY", "").strip().lower() != "passive" and _openmp_loaded()
-
-
-#: The names an OpenMP runtime is loaded under (GNU's, LLVM's, Intel's).
-_OPENMP_LIBRARIES = ("libgomp.so.1", "libgomp.so.1.0.0", "libomp.so", "libiomp5.so",
-                     "libomp.dylib", "libiomp5.dylib")
-
-
-def _openmp_loaded() -> bool:
-    """Whether an OpenMP runtime is already loaded in this process (its settings then fixed)."""
-    mode = getattr(os, "RTLD_NOLOAD", None)
-    if mode is None:
-        return False
-    for name in _OPENMP_LIBRARIES:
-        try:
-            ctypes.CDLL(name, mode=mode)  # (finds a loaded library only; loads nothing)
-        except OSError:
             continue
-        return True
-    return False
+        config.THREADING_LAYER = name
+        return name
+    return ""
