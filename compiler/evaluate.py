@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import opt_einsum
 from hilbert.compiler import dtypes, ir
 from hilbert.compiler.ops.einsum_spec import numpy_spec
 from hilbert.compiler.ops.primitives import BY_OP
@@ -47,7 +48,17 @@ def evaluate(node: ir.Node, memo: dict, leaves: tuple, inputs, value):
 
 def numpy_einsum(node: ir.Einsum, operands: list):
     """An einsum as numpy.einsum computes it, in one call."""
-    return np.einsum(numpy_spec(node.spec), *operands)
+    return einsum_in_one(node.spec, *operands)
+
+
+def einsum_in_one(spec: str, *operands):
+    """numpy.einsum of `spec`, in one call; over more than the 52 letters numpy.einsum can
+    name, opt_einsum's contraction along its greedy path (pairwise, each step renamed)."""
+    try:
+        numpy = numpy_spec(spec)
+    except ValueError:
+        return opt_einsum.contract(spec, *operands, optimize="greedy")
+    return np.einsum(numpy, *operands)
 
 
 class Host:

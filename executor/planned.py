@@ -4,13 +4,14 @@ runs at once, with nothing to compile) and its way of running what has no compil
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.driver import Entry, plan_entry
-from hilbert.compiler.evaluate import Host, evaluate, needs
-from hilbert.compiler.ops.einsum_spec import numpy_spec, parse_spec
+from hilbert.compiler.evaluate import Host, einsum_in_one, evaluate, needs
+from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.plan import ContractStep, Plan, contraction
 from hilbert.executor.numerics import detached, quietly
 
@@ -119,8 +120,7 @@ def _step(spec: str, step: ContractStep) -> Callable:
     blas = step.blas and "EINSUM" not in step.blas and step.flops >= BLAS_FLOPS
     parsed = parse_spec(spec)
     if not blas or len(parsed.inputs) != 2:
-        numpy = numpy_spec(spec)
-        return lambda *operands: np.einsum(numpy, *operands)
+        return functools.partial(einsum_in_one, spec)
     left, right = parsed.inputs
     removed = sorted(set(left + right) - set(parsed.output), key=left.find)
     axes = (tuple(left.find(ch) for ch in removed), tuple(right.find(ch) for ch in removed))

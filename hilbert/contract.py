@@ -12,79 +12,110 @@ function (docs/architecture.md, "Tiers").
 
 `optimize` takes a path optimiser's name (hilbert's: auto, greedy, dp, …), an explicit path
 (opt_einsum's form, a list of operand-position tuples, used exactly as given) or an
-opt_einsum PathOptimizer object (cotengra's HyperOptimizer is one). `memory_limit` (bytes, or
-text such as "500M") refuses a contraction whose plan needs more (E700).
+opt_einsum PathOptimizer object (cotengra's HyperOptimizer is one). Any number of indices:
+past a–z, A–Z the axes are named by further Unicode letters. `memory_limit` (bytes, or text
+such as "500M"): a contraction whose path needs more is sliced (hilbert/slicing.py), and one
+that cannot be brought under it is refused (E700).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import opt_einsum
 from opt_einsum.parser import parse_einsum_input
 
+from hilbert.compiler import dtypes
 from hilbert.compiler.ops.einsum_spec import lettered
 from hilbert.compiler.plan import Plan, check_optimiser, is_path, size_in_bytes
+from hilbert.compiler.plan.paths import contraction
 from hilbert.compiler.plan.text import human_bytes
 from hilbert.grammar.errors import ArgumentError, CheckError, RuntimeHilbertError
 from hilbert.grammar.source import nowhere
 
+from . import slicing
 from .api import Function, compile_source
 
 WHERE = "hilbert.einsum"
 
 
 def einsum(*operands, optimize="auto", memory_limit=None, executor: str = "numba"):
-    """numpy.einsum's and opt_einsum.contract's contraction, planned and run by hilbert.
+    """numpy.einsum's and opt_einsum.contract's contraction, planned and run by hilbert; over
+    `memory_limit`, sliced (hilbert/slicing.py).
 
     >>> einsum("ij,jk", [[1.0, 2.0]], [[3.0], [4.0]])
     array([[11.]])
     """
-    spec, arrays = _read(operands, shapes=False)
-    function = _function(spec, len(arrays), executor, _optimiser(optimize, spec, arrays, False))
-    _guard(function, arrays, memory_limit)
-    return function(*arrays)
+    read = _read(operands, shapes=False)
+    arrays = [np.asarray(a) for a in read.given]
+    sizes = tuple(a.shape for a in arrays)
+    optimize = _optimiser(optimize, read.spec, sizes)
+    item = dtypes.itemsize(dtypes.natural(np.result_type(*arrays)) or dtypes.DEFAULT)
+    function, _, sliced, _ = _prepared(read.spec, sizes, optimize, memory_limit, executor, item)
+    if sliced is None:
+        return function(*arrays)
+    return slicing.run(function, arrays, read.spec, sliced)
 
 
 def contract_path(*operands, shapes: bool = False, optimize="auto", memory_limit=None,
                   executor: str = "numba"):
     """`(path, info)` for the contraction: the path hilbert's plan takes (opt_einsum's form)
-    and `info`, the Plan (print it; `.flops`, `.largest_bytes`, `.peak_bytes`), with
-    `.sliced_indices` (none: hilbert does not slice yet). `shapes=True`: the operands are
-    shapes, as in opt_einsum.contract_path."""
-    spec, given = _read(operands, shapes=shapes)
-    function = _function(spec, len(given), executor, _optimiser(optimize, spec, given, shapes))
-    sizes = tuple(tuple(s) for s in given) if shapes else tuple(np.shape(a) for a in given)
-    plan = _guard(function, sizes, memory_limit)
-    return [tuple(step) for step in _path_of(plan)], PathInfo(plan)
+    and `info`, the Plan (print it; `.flops`, `.largest_bytes`, `.peak_bytes`) with
+    `.sliced_indices` (the indices sliced to stay within `memory_limit`, in the caller's
+    symbols). `shapes=True`: the operands are shapes, as in opt_einsum.contract_path. Memory
+    is counted in float64 for shapes, else in the operands' dtype."""
+    read = _read(operands, shapes=shapes)
+    if shapes:
+        sizes, item = tuple(tuple(int(n) for n in s) for s in read.given), 8
+    else:
+        arrays = [np.asarray(a) for a in read.given]
+        sizes = tuple(a.shape for a in arrays)
+        item = dtypes.itemsize(dtypes.natural(np.result_type(*arrays)) or dtypes.DEFAULT)
+    optimize = _optimiser(optimize, read.spec, sizes)
+    _, plan, sliced, peak = _prepared(read.spec, sizes, optimize, memory_limit, executor, item)
+    return [tuple(step) for step in _path_of(plan)], PathInfo(plan, sliced, read.symbols, peak)
 
 
 def contract_expression(subscripts, *shapes, optimize="auto", memory_limit=None,
                         executor: str = "numba") -> Expression:
     """A reusable contraction for operands of these shapes (opt_einsum.contract_expression):
-    planned now, compiled when first called (or by `.build()`)."""
-    spec, given = _read((subscripts, *shapes), shapes=True)
-    sizes = tuple(tuple(int(n) for n in s) for s in given)
-    function = _function(spec, len(sizes), executor, _optimiser(optimize, spec, sizes, True))
-    _guard(function, sizes, memory_limit)
-    return Expression(function, sizes)
+    planned now (sliced over `memory_limit`, counted in float64), compiled when first called
+    (or by `.build()`)."""
+    read = _read((subscripts, *shapes), shapes=True)
+    sizes = tuple(tuple(int(n) for n in s) for s in read.given)
+    optimize = _optimiser(optimize, read.spec, sizes)
+    function, _, sliced, _ = _prepared(read.spec, sizes, optimize, memory_limit, executor, 8)
+    return Expression(function, sizes, read.spec, sliced)
 
 
 class PathInfo:
-    """What contract_path says of a contraction: hilbert's plan, its FLOPs, its largest
-    intermediate and peak memory, and the indices it slices (none yet)."""
+    """What contract_path says of a contraction: hilbert's plan (of one slice, when sliced),
+    the FLOPs (of every slice), the largest intermediate, the peak memory (the plan's; with a
+    memory_limit, what the limit is held to: the operands and the intermediates alive at the
+    fullest step, of one slice), and the indices sliced (in the caller's symbols), the number
+    of slices and the FLOPs overhead."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, sliced: slicing.Sliced | None = None,
+                 symbols: dict[str, str] | None = None, peak: int | None = None):
         self.plan = plan
-        self.flops = plan.flops
+        self.sliced = sliced
+        self.flops = sliced.flops if sliced else plan.flops
         self.largest_bytes = plan.largest_bytes
-        self.peak_bytes = plan.peak_bytes
-        self.sliced_indices: tuple[str, ...] = ()
+        self.peak_bytes = plan.peak_bytes if peak is None else peak
+        self._symbols = symbols or {}
+        names = self._symbols
+        self.sliced_indices: tuple[str, ...] = tuple(
+            names.get(ch, ch) for ch in (sliced.indices if sliced else ()))
+        self.slices = sliced.count if sliced else 1
+        self.flops_overhead = sliced.overhead if sliced else 1.0
 
     def __str__(self) -> str:
-        return str(self.plan)
+        if self.sliced is None:
+            return str(self.plan)
+        return f"{self.plan}\n{self.sliced.describe(self._symbols)}"
 
     __repr__ = __str__
 
@@ -92,9 +123,12 @@ class PathInfo:
 class Expression:
     """A contraction for fixed operand shapes: call it with arrays of those shapes."""
 
-    def __init__(self, function: Function, shapes: tuple[tuple[int, ...], ...]):
+    def __init__(self, function: Function, shapes: tuple[tuple[int, ...], ...], spec: str,
+                 sliced: slicing.Sliced | None = None):
         self.function = function
         self.shapes = shapes
+        self.spec = spec
+        self.sliced = sliced
 
     def __call__(self, *arrays):
         if len(arrays) != len(self.shapes):
@@ -104,25 +138,44 @@ class Expression:
             if np.shape(array) != shape:
                 raise ArgumentError("E600", f"operand {k} has shape {np.shape(array)}; this "
                                     f"contraction was made for {shape}", nowhere(WHERE))
-        return self.function(*arrays)
+        if self.sliced is None:
+            return self.function(*arrays)
+        return slicing.run(self.function, [np.asarray(a) for a in arrays], self.spec,
+                           self.sliced)
+
+    @property
+    def _called_shapes(self) -> tuple[tuple[int, ...], ...]:
+        return self.sliced.shapes if self.sliced else self.shapes
 
     @property
     def plan(self) -> Plan:
-        return self.function.plan(*self.shapes)
+        """The plan of the contraction (of one slice, when sliced)."""
+        return self.function.plan(*self._called_shapes)
 
     def build(self) -> Plan:
         """Compile now (the numba executor), so the first call waits for nothing."""
-        return self.function.build(*self.shapes)
+        return self.function.build(*self._called_shapes)
 
     def benchmark(self, repeat: int = 5):
-        """Function.benchmark on these shapes: each path optimiser's planning, first and warm
-        call, beside numpy.einsum."""
-        return self.function.benchmark(*self.shapes, repeat=repeat)
+        """Function.benchmark on these shapes (one slice's, when sliced): each path optimiser's
+        planning, first and warm call, beside numpy.einsum."""
+        return self.function.benchmark(*self._called_shapes, repeat=repeat)
 
 
-def _read(operands: tuple, shapes: bool) -> tuple[str, list]:
-    """The contraction's subscripts in .hb's explicit form, axes renamed a, b, … (E300 past
-    52), and its operands (or shapes)."""
+@dataclass(frozen=True)
+class _Read:
+    """Subscripts read: `spec` in .hb's explicit form, `symbols` (each of its letters → the
+    caller's symbol), and the operands (or shapes) given."""
+
+    spec: str
+    symbols: dict[str, str]
+    given: list
+
+
+def _read(operands: tuple, shapes: bool) -> _Read:
+    """The contraction's subscripts in .hb's explicit form, axes renamed a, b, …, z, A, …, Z
+    and further letters (any number of them: einsum_spec.letters), and its operands (or
+    shapes)."""
     if not operands:
         raise ArgumentError("E600", "einsum needs subscripts and operands", nowhere(WHERE))
     try:
@@ -130,21 +183,18 @@ def _read(operands: tuple, shapes: bool) -> tuple[str, list]:
     except (ValueError, TypeError, IndexError, KeyError) as err:
         raise CheckError("E300", f"these einsum subscripts cannot be read: {err}",
                          nowhere(WHERE)) from None
-    try:
-        return lettered(f"{inputs}->{output}"), list(given)
-    except ValueError as err:
-        raise CheckError("E300", f"this einsum has {err}, more than hilbert can name yet",
-                         nowhere(WHERE)) from None
+    theirs = f"{inputs}->{output}"
+    spec = lettered(theirs)
+    return _Read(spec, dict(zip(spec, theirs, strict=True)), list(given))
 
 
-def _optimiser(optimize, spec: str, given: list, shapes: bool):
+def _optimiser(optimize, spec: str, sizes: tuple):
     """`optimize` checked (an explicit path as a tuple of tuples, checked against the
     contraction by opt_einsum: E600 if it does not fit)."""
     if isinstance(optimize, list):
         optimize = tuple(tuple(step) for step in optimize)
     check_optimiser(optimize, nowhere(WHERE), explicit=True)
     if is_path(optimize):
-        sizes = [tuple(s) for s in given] if shapes else [np.shape(a) for a in given]
         try:
             opt_einsum.contract_path(spec, *sizes, shapes=True, optimize=list(optimize))
         except (ValueError, TypeError, IndexError) as err:
@@ -169,19 +219,30 @@ def _function(spec: str, count: int, executor: str, optimize) -> Function:
     return Function(base.entry, base.module, executor, optimize)
 
 
-def _guard(function: Function, operands, memory_limit) -> Plan:
-    """The plan for these operands (or shapes); E700 when it needs more than `memory_limit`."""
-    plan = function.plan(*operands)
+def _prepared(spec: str, sizes: tuple, optimize, memory_limit, executor: str, item: int):
+    """(the compiled contraction, its plan, how it is sliced or None, its peak bytes): sliced
+    when, along its path, it needs more than `memory_limit` bytes (entries of `item` bytes,
+    counted by slicing.estimate); E700 when even slicing every summed index would not bring
+    it under."""
+    count = len(sizes)
+    function = _function(spec, count, executor, optimize)
     if memory_limit is None:
-        return plan
+        return function, function.plan(*sizes), None, None
     limit = _bytes(memory_limit)
-    if plan.peak_bytes > limit:
+    path = optimize if is_path(optimize) else tuple(
+        tuple(step) for step in contraction(spec, sizes, optimize)[0])
+    try:
+        sliced = slicing.choose(spec, sizes, path, limit, item)
+    except ValueError as err:
         raise RuntimeHilbertError(
-            "E700", f"this contraction would need about {human_bytes(plan.peak_bytes)} of "
-            f"memory (its largest value {human_bytes(plan.largest_bytes)}), over "
-            f"memory_limit={memory_limit!r}: choose another path or a larger limit",
-            nowhere(WHERE))
-    return plan
+            "E700", f"this contraction cannot be brought under memory_limit={memory_limit!r}: "
+            f"{err} (its result and operands alone are larger): choose a larger limit",
+            nowhere(WHERE)) from None
+    if sliced is None:
+        return function, function.plan(*sizes), None, slicing.estimate(spec, sizes, path,
+                                                                       item)[1]
+    function = _function(sliced.spec, count, executor, path)
+    return function, function.plan(*sliced.shapes), sliced, sliced.peak_bytes
 
 
 def _bytes(limit) -> int:

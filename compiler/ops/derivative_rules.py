@@ -13,11 +13,10 @@ arg-extremes have derivative zero.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable
 
 from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.einsum_spec import letters, parse_spec
 from hilbert.grammar.errors import CheckError
 
 Rule = Callable[[ir.Prim, ir.Node, int], "ir.Node | None"]
@@ -173,9 +172,6 @@ def refused(node: ir.Prim, g: ir.Node, position: int) -> ir.Node:
 
 # ---------------------------------------------------------------- einsum
 
-_LETTERS = string.ascii_letters
-
-
 def einsum_adjoint(node: ir.Einsum, g: ir.Node, position: int) -> ir.Node:
     """The adjoint of operand `position`: the einsum with that operand's term and the output
     swapped, `g` in the output's place. A letter repeated in the operand's term (a diagonal)
@@ -185,7 +181,7 @@ def einsum_adjoint(node: ir.Einsum, g: ir.Node, position: int) -> ir.Node:
     term = spec.inputs[position]
     x = node.args[position]
     used = set(node.spec)
-    fresh = (ch for ch in _LETTERS if ch not in used)
+    fresh = (ch for ch in letters() if ch not in used)
     target, terms, args = [], [spec.output], [g]
     first_axis: dict[str, int] = {}
     for axis, letter in enumerate(term):
@@ -193,10 +189,7 @@ def einsum_adjoint(node: ir.Einsum, g: ir.Node, position: int) -> ir.Node:
             first_axis[letter] = axis
             target.append(letter)
             continue
-        twin = next(fresh, None)
-        if twin is None:
-            raise CheckError("E300", f'einsum "{node.spec}" uses too many letters to be '
-                             "differentiated (its diagonal needs a letter of its own)", node.span)
+        twin = next(fresh)
         target.append(twin)
         terms.append(letter + twin)
         args.append(_diagonal(x, first_axis[letter], axis))

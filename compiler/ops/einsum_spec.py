@@ -4,8 +4,10 @@ alphabet's, `ij` or `αβ`)."""
 from __future__ import annotations
 
 import string
+import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from hilbert.grammar.errors import CheckError
 from hilbert.grammar.source import Span
@@ -66,21 +68,40 @@ def check_spec(text: str, operands: int, span: Span) -> str:
 @lru_cache(maxsize=4096)
 def numpy_spec(spec: str) -> str:
     """`spec` as numpy.einsum takes it: its letters renamed a–z, A–Z when any is not ASCII
-    (numpy.einsum knows no others).
+    (numpy.einsum knows no others); a ValueError past 52 distinct letters.
 
     >>> numpy_spec("αβ,βγ->αγ")
     'ab,bc->ac'
     """
-    return spec if spec.isascii() else lettered(spec)
+    return spec if spec.isascii() else lettered(spec, limit=len(string.ascii_letters))
 
 
-def lettered(spec: str) -> str:
-    """`spec` (terms, commas and `->`) with each index symbol renamed a, b, …, z, A, …, Z in
-    order of first appearance; a ValueError past 52 symbols."""
-    letters: dict[str, str] = {}
+def lettered(spec: str, limit: int | None = None) -> str:
+    """`spec` (terms, commas and `->`) with each index symbol renamed a, b, …, z, A, …, Z and then
+    the further letters of `letters`, in order of first appearance; a ValueError past `limit`
+    distinct symbols."""
+    renamed: dict[str, str] = {}
+    fresh = letters()
     for ch in spec:
-        if ch not in ",->" and ch not in letters:
-            if len(letters) == len(string.ascii_letters):
-                raise ValueError(f"more than {len(letters)} distinct indices")
-            letters[ch] = string.ascii_letters[len(letters)]
-    return "".join(letters.get(ch, ch) for ch in spec)
+        if ch not in ",->" and ch not in renamed:
+            if limit is not None and len(renamed) == limit:
+                raise ValueError(f"more than {limit} distinct indices")
+            renamed[ch] = next(fresh)
+    return "".join(renamed.get(ch, ch) for ch in spec)
+
+
+def letters() -> Iterator[str]:
+    """Axis letters in the order hilbert names new axes: a–z, A–Z, then `_more_letters`."""
+    yield from string.ascii_letters
+    yield from _more_letters()
+
+
+@cache
+def _more_letters() -> str:
+    """Letters past a–z, A–Z (À, Á, …, then Greek, Cyrillic, … and CJK: tens of thousands), for
+    einsums over more axes than 52: each a letter to .hb (str.isalpha) and a Python identifier
+    on its own, and unchanged by NFKC normalisation (which Python applies to identifiers: no
+    two of them ever read as one name)."""
+    return "".join(ch for ch in map(chr, range(0xC0, 0x10000))
+                   if ch.isalpha() and ch.isidentifier()
+                   and unicodedata.normalize("NFKC", ch) == ch)

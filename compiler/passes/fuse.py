@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import string
 from collections import Counter
 
 from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
-
-_LETTERS = string.ascii_letters
+from hilbert.compiler.ops.einsum_spec import letters, parse_spec
 
 
 def fuse(root: ir.Node) -> ir.Node:
-    """Requires inlined IR; ensures no einsum has a single-use einsum operand (where the merged
-    spec fits in 52 letters), in every scope, loop bodies included. Results are unchanged."""
+    """Requires inlined IR; ensures no einsum has a single-use einsum operand, in every scope, loop bodies included. Results are unchanged."""
     return ir.rewrite_scopes(root, _fuse_scope)
 
 
@@ -78,19 +74,16 @@ def _worth_it(terms: list[str], position: int, inner_terms: list[str], output: s
 
 
 def _splice(terms: list[str], output: str, position: int, inner: ir.Einsum):
-    """The inner einsum's terms renamed into the outer's letters, or None if letters run out."""
+    """The inner einsum's terms renamed into the outer's letters (its summed ones fresh)."""
     inner_spec = parse_spec(inner.spec)
     outer_term = terms[position]
     if len(outer_term) != len(inner_spec.output):  # a rank error: leave it for shapes.py
         return None
     rename = dict(zip(inner_spec.output, outer_term, strict=True))
     used = set("".join(terms)) | set(output)
-    free = (ch for ch in _LETTERS if ch not in used)
+    free = (ch for ch in letters() if ch not in used)
     for letter in sorted(set("".join(inner_spec.inputs)) - set(inner_spec.output)):
-        fresh = next(free, None)
-        if fresh is None:
-            return None
-        rename[letter] = fresh
+        rename[letter] = next(free)
     return [("".join(rename[ch] for ch in term)) for term in inner_spec.inputs], inner.args
 
 

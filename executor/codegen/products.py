@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.einsum_spec import numpy_spec, parse_spec
 from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout
 from hilbert.executor.codegen.loops import (
     Assign,
@@ -69,8 +69,21 @@ def _step(em, taken: list[Operand], output: str, run: Step, node) -> Operand:
         em.record("product", run.shape, run.spec, _described(run.layout, a.term, b.term,
                                                               em.host))
         return _product(em, a, b, run.layout, known, node, output)
+    if em.host:  # (a tensor network's step: scheduler.NETWORK_STEPS)
+        em.record("einsum", run.shape, run.spec)
+        return _einsum_call(em, taken, output, known)
     em.record("loops", run.shape, run.spec)
     return _loop_nest(em, taken, output, known, node)
+
+
+def _einsum_call(em, taken: list[Operand], output: str, dims_of: dict) -> Operand:
+    """A step that is no product as one numpy.einsum (host code), its letters renamed
+    a–z, A–Z (the spec is made of letters only: nothing else reaches the source)."""
+    spec = numpy_spec(",".join(op.term for op in taken) + "->" + output)
+    name = Var(em.fresh("v"))
+    em.out.add(Assign((name.name,), (Fmt(f"np.einsum('{spec}', " + ", ".join(
+        "{}" for _ in taken) + ")", tuple(op.value for op in taken)),)))
+    return Operand(name, output, tuple(dims_of[ch] for ch in output))
 
 
 def _described(plan: Layout, a: str, b: str, host: bool) -> str:

@@ -21,6 +21,15 @@ from hilbert.compiler.plan import contraction
 from hilbert.executor import fusion
 from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout, layout
 
+#: A function whose contractions take more pairwise steps than this (a tensor network) and
+#: which needs compiling for nothing else runs as NumPy calls, a product or an einsum per
+#: step: compiled, each small step would be loops of its own in one huge function, which
+#: Numba and LLVM take minutes to compile (280 steps: over ten), for little gain over NumPy's
+#: calls on steps that are BLAS products or tiny.
+NETWORK_STEPS = 64
+#: The most letters numpy.einsum names (a step over more stays compiled).
+_NUMPY_LETTERS = 52
+
 
 @dataclass(frozen=True)
 class Step:
@@ -121,6 +130,9 @@ class _Scheduler:
         self.compiles = False
         self.serial = False
         self.contractions: list[tuple[BlockPlan, ir.Einsum, dict]] = []
+        self.other_code = False  # something but contraction steps needs compiling
+        self.steps = 0  # pairwise steps of every contraction
+        self.widest = 0  # the most letters of one step
 
     def block(self, frame: _Frame, scope: Scope, roots: list[ir.Node],
               final: bool = True) -> BlockPlan | None:
@@ -145,14 +157,14 @@ class _Scheduler:
         if unit.group is not None:
             group = unit.group
             if group.stored or group.tails:  # else every reader recomputes its members
-                self.compiles = True
+                self.compiles = self.other_code = True
                 bound.update(group.stored, group.tails)
             return
         node = unit.node
         assert node is not None
         match fusion.role(node, frame.shapes):
             case "generator":
-                self.compiles = True
+                self.compiles = self.other_code = True
             case "contraction":
                 made.contractions[node] = self._contraction(node, frame.shapes, host=False)
                 self.contractions.append((made, node, frame.shapes))
@@ -161,7 +173,7 @@ class _Scheduler:
                 made.branches[node] = (self._branch(frame, scope, node.then),
                                        self._branch(frame, scope, node.orelse))
             case "loop":
-                self.compiles = self.serial = True
+                self.compiles = self.serial = self.other_code = True
                 made.loops[node] = self._loop(scope, node)
         bound.add(node)
 
@@ -199,12 +211,22 @@ class _Scheduler:
             terms.append(output if run.layout is None or run.layout.rearranged
                          else run.layout.output)
             self.compiles |= run.compiles(numbers)
+            self.widest = max(self.widest, len(set(run.spec) - set(",->")))
+        self.steps += len(runs)
         return Contraction(tuple(path), tuple(steps), numbers, tuple(runs))
 
+    def network(self) -> bool:
+        """Whether only contraction steps would be compiled, and more of them than
+        NETWORK_STEPS, each nameable by numpy.einsum (then NumPy calls run them)."""
+        return (self.compiles and not self.other_code and self.steps > NETWORK_STEPS
+                and self.widest <= _NUMPY_LETTERS)
+
     def as_host(self) -> None:
-        """Nothing needs compiling: every contraction laid out for NumPy calls instead."""
+        """Nothing needs compiling: every contraction laid out for NumPy calls instead (a
+        step that is no product as one numpy.einsum)."""
         for made, node, shapes in self.contractions:
             made.contractions[node] = self._contraction(node, shapes, host=True)
+        self.compiles = False  # (a network's steps, which would compile, are NumPy calls now)
 
     @staticmethod
     def _needed(frame: _Frame, roots: list[ir.Node]) -> list[ir.Node]:
@@ -293,6 +315,8 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     under math="fast")."""
     scheduler = _Scheduler(table, optimize, paths)
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
+    if scheduler.network():
+        scheduler.compiles = False
     if not scheduler.compiles:
         scheduler.as_host()
     return Decisions(top, scheduler.compiles, scheduler.serial,
