@@ -32,7 +32,6 @@ from hilbert.compiler import dtypes
 from hilbert.compiler.ops.einsum_spec import lettered
 from hilbert.compiler.plan import Plan, check_optimiser, is_path, size_in_bytes
 from hilbert.compiler.plan.paths import contraction
-from hilbert.compiler.plan.text import human_bytes
 from hilbert.grammar.errors import ArgumentError, CheckError, RuntimeHilbertError
 from hilbert.grammar.source import nowhere
 
