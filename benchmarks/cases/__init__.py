@@ -9,6 +9,7 @@ from benchmarks.cases import (
     entrywise,
     gradients,
     multi,
+    networks,
     sequences,
     startup,
     threads,
@@ -17,7 +18,7 @@ from benchmarks.cases import (
 from benchmarks.cases.base import Case, Config, Setup, Skip, Target
 
 ALL: tuple[Case, ...] = (*design.CASES, *workloads.CASES, *entrywise.CASES, *gradients.CASES,
-                         *sequences.CASES, *multi.CASES, *threads.CASES, *startup.CASES)
+                         *sequences.CASES, *multi.CASES, *networks.CASES, *threads.CASES, *startup.CASES)
 BY_NAME = {case.name: case for case in ALL}
 GROUPS = tuple(dict.fromkeys(case.group for case in ALL))
 
