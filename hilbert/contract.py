@@ -234,8 +234,8 @@ def _prepared(spec: str, sizes: tuple, optimize, memory_limit, executor: str, it
         sliced = slicing.choose(spec, sizes, path, limit, item)
     except ValueError as err:
         raise RuntimeHilbertError(
-            "E700", f"this contraction cannot be brought under memory_limit={memory_limit!r}: "
-            f"{err} (its result and operands alone are larger): choose a larger limit",
+            "E700", f"this contraction cannot be brought under memory_limit={memory_limit!r} "
+            f"by slicing: {err}",
             nowhere(WHERE)) from None
     if sliced is None:
         return function, function.plan(*sizes), None, slicing.estimate(spec, sizes, path,

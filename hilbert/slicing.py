@@ -23,6 +23,11 @@ from hilbert.compiler.plan.paths import contraction
 
 Shapes = tuple[tuple[int, ...], ...]
 
+#: Slicing that would repeat more than this many times the unsliced FLOPs is refused (E700)
+#: instead of run: on a path where every intermediate holds different indices (a lattice swept
+#: row by row, a matrix product state) a small limit takes slices by the thousands or more.
+MAX_OVERHEAD = 100.0
+
 
 @dataclass(frozen=True)
 class Sliced:
@@ -81,8 +86,8 @@ def estimate(spec: str, shapes: Shapes, path: tuple, item: int) -> tuple[int, in
 
 def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sliced | None:
     """The slicing that brings the contraction under `limit` bytes, None when it is under
-    already; a ValueError when fixing every summed index would not (its message says what
-    is left over)."""
+    already; a ValueError when fixing every summed index would not, or would cost more than
+    MAX_OVERHEAD times the FLOPs (its message says which)."""
     flops, peak, largest = estimate(spec, shapes, path, item)
     if peak <= limit:
         return None
@@ -99,7 +104,8 @@ def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sli
                           if ch not in parsed.output and ch not in chosen and size[ch] > 1]
         if not candidates:
             raise ValueError(f"even with every summed index sliced one slice needs "
-                             f"{now[1]:,} bytes")
+                             f"{now[1]:,} bytes (its result and operands alone are larger): "
+                             "a larger limit is needed")
         trials = []
         for ch in candidates:
             sliced_spec, sliced_shapes = without(spec, shapes, (*chosen, ch))
@@ -110,6 +116,11 @@ def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sli
         chosen.append(pick)
     sliced_spec, sliced_shapes = without(spec, shapes, tuple(chosen))
     sizes = tuple(size[ch] for ch in chosen)
+    total = now[0] * math.prod(sizes)
+    if total > MAX_OVERHEAD * max(flops, 1):
+        raise ValueError(f"on this path it would take {math.prod(sizes):,} slices and "
+                         f"{total / max(flops, 1):.3g} times the FLOPs (more than "
+                         f"{MAX_OVERHEAD:g}): another path or a larger limit is needed")
     return Sliced(tuple(chosen), sizes, sliced_spec, sliced_shapes, now[0] * math.prod(sizes),
                   flops, now[1], peak)
 

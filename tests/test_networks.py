@@ -210,3 +210,13 @@ def test_a_contraction_that_slicing_cannot_bring_under_the_limit_is_e700():
     with pytest.raises(hilbert.HilbertError) as caught:
         hilbert.einsum("ij,jk->ik", a, a, memory_limit="100K")
     assert caught.value.code == "E700" and "cannot be brought under" in str(caught.value)
+
+
+def test_slicing_that_would_repeat_the_work_a_hundredfold_is_e700():
+    """⟨ψ|ψ⟩ of a matrix product state along its greedy path: every intermediate holds other
+    bonds, so a quarter of the peak would take slices beyond counting."""
+    spec, shapes = chain(40, bond=16)
+    _, whole = hilbert.contract_path(spec, *shapes, shapes=True, memory_limit="1G")
+    with pytest.raises(hilbert.HilbertError) as caught:
+        hilbert.contract_path(spec, *shapes, shapes=True, memory_limit=whole.peak_bytes // 4)
+    assert caught.value.code == "E700" and "times the FLOPs" in str(caught.value)
