@@ -315,9 +315,7 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     under math="fast")."""
     scheduler = _Scheduler(table, optimize, paths)
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
-    if scheduler.network():
-        scheduler.compiles = False
-    if not scheduler.compiles:
+    if not scheduler.compiles or scheduler.network():
         scheduler.as_host()
     return Decisions(top, scheduler.compiles, scheduler.serial,
                      exact and scheduler.compiles, fast and scheduler.compiles)
