@@ -6,7 +6,7 @@ array([[3.]])
 """
 
 from hilbert.api import Function, Module, compile_source, load, open
-from hilbert.contract import contract_expression, contract_path, einsum
+from hilbert.contract import contract_expression, contract_path, einsum, load_path
 from hilbert.grammar.errors import (
     ArgumentError,
     CheckError,
@@ -23,5 +23,5 @@ __all__ = [
     "ArgumentError", "CheckError", "Function", "HilbertError", "HilbertWarning",
     "MissingNameError", "Module", "ModelError",
     "NameResolutionError", "ParseError", "RuntimeHilbertError", "compile_source",
-    "contract_expression", "contract_path", "einsum", "load", "open",
+    "contract_expression", "contract_path", "einsum", "load", "load_path", "open",
 ]

@@ -21,6 +21,7 @@ that cannot be brought under it is refused (E700).
 from __future__ import annotations
 
 import functools
+import json
 import math
 from dataclasses import dataclass
 
@@ -75,7 +76,26 @@ def contract_path(*operands, shapes: bool = False, optimize="auto", memory_limit
         item = dtypes.itemsize(dtypes.natural(np.result_type(*arrays)) or dtypes.DEFAULT)
     optimize = _optimiser(optimize, read.spec, sizes)
     _, plan, sliced, peak = _prepared(read.spec, sizes, optimize, memory_limit, executor, item)
-    return [tuple(step) for step in _path_of(plan)], PathInfo(plan, sliced, read.symbols, peak)
+    path = [tuple(step) for step in _path_of(plan)]
+    info = PathInfo(plan, sliced, read.symbols, peak)
+    info.path, info.subscripts, info.shapes = path, read.theirs, sizes
+    return path, info
+
+
+def load_path(file) -> list[tuple[int, ...]]:
+    """The path a `PathInfo.save` kept in `file` (JSON), to give as `optimize=`: a long
+    search paid once. E600 when the file cannot be read or holds no path."""
+    try:
+        with open(file, encoding="utf-8") as handle:
+            path = json.load(handle)["path"]
+        steps = [tuple(step) for step in path]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ArgumentError("E600", f"no contraction path can be read from {str(file)!r}: "
+                            f"{err}", nowhere(WHERE)) from None
+    if not all(isinstance(i, int) and not isinstance(i, bool) for step in steps for i in step):
+        raise ArgumentError("E600", f"{str(file)!r} holds no contraction path (a list of lists "
+                            "of operand positions)", nowhere(WHERE))
+    return steps
 
 
 def contract_expression(subscripts, *shapes, optimize="auto", memory_limit=None,
@@ -110,6 +130,20 @@ class PathInfo:
             names.get(ch, ch) for ch in (sliced.indices if sliced else ()))
         self.slices = sliced.count if sliced else 1
         self.flops_overhead = sliced.overhead if sliced else 1.0
+
+    #: Set by contract_path: the path, the caller's subscripts and the operand shapes.
+    path: list[tuple[int, ...]] = []
+    subscripts = ""
+    shapes: tuple = ()
+
+    def save(self, file) -> None:
+        """Keep the path in `file` (a small JSON file, with the subscripts, shapes, FLOPs and
+        sliced indices it was found for): `load_path(file)` gives it back as `optimize=`."""
+        data = {"subscripts": self.subscripts, "shapes": [list(s) for s in self.shapes],
+                "path": [list(step) for step in self.path], "flops": self.flops,
+                "sliced_indices": list(self.sliced_indices)}
+        with open(file, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, ensure_ascii=False, indent=1)
 
     def __str__(self) -> str:
         if self.sliced is None:
@@ -169,6 +203,11 @@ class _Read:
     spec: str
     symbols: dict[str, str]
     given: list
+
+    @property
+    def theirs(self) -> str:
+        """The subscripts in the caller's symbols (explicit form)."""
+        return "".join(self.symbols.get(ch, ch) for ch in self.spec)
 
 
 def _read(operands: tuple, shapes: bool) -> _Read:

@@ -220,3 +220,32 @@ def test_slicing_that_would_repeat_the_work_a_hundredfold_is_e700():
     with pytest.raises(hilbert.HilbertError) as caught:
         hilbert.contract_path(spec, *shapes, shapes=True, memory_limit=whole.peak_bytes // 4)
     assert caught.value.code == "E700" and "times the FLOPs" in str(caught.value)
+
+
+# ---------------------------------------------------------------- saved paths (item 3, in part)
+
+
+def test_a_saved_path_reloads_and_gives_the_same_plan(tmp_path):
+    spec, shapes = lattice(4, 4, bond=3)
+    path, info = hilbert.contract_path(spec, *shapes, shapes=True, optimize="random-greedy")
+    info.save(tmp_path / "path.json")
+    loaded = hilbert.load_path(tmp_path / "path.json")
+    assert loaded == path
+    again, second = hilbert.contract_path(spec, *shapes, shapes=True, optimize=loaded)
+    assert again == path and second.flops == info.flops
+    assert str(second.plan).count("explicit path") >= 1
+    arrays = _arrays(shapes, "float64", seed=6)
+    np.testing.assert_allclose(hilbert.einsum(spec, *arrays, optimize=loaded),
+                               opt_einsum.contract(spec, *arrays), rtol=1e-10)
+
+
+@pytest.mark.parametrize("text", ["not json", '{"steps": []}', '{"path": [[0, "a"]]}',
+                                  '{"path": 3}'])
+def test_a_file_without_a_path_is_e600(tmp_path, text):
+    (tmp_path / "bad.json").write_text(text)
+    with pytest.raises(hilbert.HilbertError) as caught:
+        hilbert.load_path(tmp_path / "bad.json")
+    assert caught.value.code == "E600"
+    with pytest.raises(hilbert.HilbertError) as caught:
+        hilbert.load_path(tmp_path / "missing.json")
+    assert caught.value.code == "E600"
