@@ -53,8 +53,8 @@ def einsum(*operands, optimize="auto", memory_limit=None, executor: str = "numba
     arrays = [np.asarray(a) for a in read.given]
     sizes = tuple(a.shape for a in arrays)
     optimize = _optimiser(optimize, read.spec, sizes)
-    item = dtypes.itemsize(dtypes.natural(np.result_type(*arrays)) or dtypes.DEFAULT)
-    function, _, sliced, _ = _prepared(read.spec, sizes, optimize, memory_limit, executor, item)
+    function, _, sliced, _ = _prepared(read.spec, sizes, optimize, memory_limit, executor,
+                                       _item(arrays))
     if sliced is None:
         return function(*arrays)
     return slicing.run(function, arrays, read.spec, sliced)
@@ -69,17 +69,14 @@ def contract_path(*operands, shapes: bool = False, optimize="auto", memory_limit
     is counted in float64 for shapes, else in the operands' dtype."""
     read = _read(operands, shapes=shapes)
     if shapes:
-        sizes, item = tuple(tuple(int(n) for n in s) for s in read.given), 8
+        sizes, item = tuple(tuple(int(n) for n in s) for s in read.given), _item([])
     else:
         arrays = [np.asarray(a) for a in read.given]
-        sizes = tuple(a.shape for a in arrays)
-        item = dtypes.itemsize(dtypes.natural(np.result_type(*arrays)) or dtypes.DEFAULT)
+        sizes, item = tuple(a.shape for a in arrays), _item(arrays)
     optimize = _optimiser(optimize, read.spec, sizes)
     _, plan, sliced, peak = _prepared(read.spec, sizes, optimize, memory_limit, executor, item)
-    path = [tuple(step) for step in _path_of(plan)]
-    info = PathInfo(plan, sliced, read.symbols, peak)
-    info.path, info.subscripts, info.shapes = path, read.theirs, sizes
-    return path, info
+    info = PathInfo(plan, read, sizes, sliced, peak)
+    return info.path, info
 
 
 def load_path(file) -> list[tuple[int, ...]]:
@@ -106,7 +103,8 @@ def contract_expression(subscripts, *shapes, optimize="auto", memory_limit=None,
     read = _read((subscripts, *shapes), shapes=True)
     sizes = tuple(tuple(int(n) for n in s) for s in read.given)
     optimize = _optimiser(optimize, read.spec, sizes)
-    function, _, sliced, _ = _prepared(read.spec, sizes, optimize, memory_limit, executor, 8)
+    function, _, sliced, _ = _prepared(read.spec, sizes, optimize, memory_limit, executor,
+                                       _item([]))
     return Expression(function, sizes, read.spec, sliced)
 
 
@@ -117,24 +115,21 @@ class PathInfo:
     fullest step, of one slice), and the indices sliced (in the caller's symbols), the number
     of slices and the FLOPs overhead."""
 
-    def __init__(self, plan: Plan, sliced: slicing.Sliced | None = None,
-                 symbols: dict[str, str] | None = None, peak: int | None = None):
+    def __init__(self, plan: Plan, read: _Read, shapes: tuple,
+                 sliced: slicing.Sliced | None = None, peak: int | None = None):
         self.plan = plan
+        self.path = [tuple(step) for step in _path_of(plan)]
+        self.subscripts = read.theirs
+        self.shapes = shapes
         self.sliced = sliced
         self.flops = sliced.flops if sliced else plan.flops
         self.largest_bytes = plan.largest_bytes
         self.peak_bytes = plan.peak_bytes if peak is None else peak
-        self._symbols = symbols or {}
-        names = self._symbols
+        self._symbols = read.symbols
         self.sliced_indices: tuple[str, ...] = tuple(
-            names.get(ch, ch) for ch in (sliced.indices if sliced else ()))
+            self._symbols[ch] for ch in (sliced.indices if sliced else ()))
         self.slices = sliced.count if sliced else 1
         self.flops_overhead = sliced.overhead if sliced else 1.0
-
-    #: Set by contract_path: the path, the caller's subscripts and the operand shapes.
-    path: list[tuple[int, ...]] = []
-    subscripts = ""
-    shapes: tuple = ()
 
     def save(self, file) -> None:
         """Keep the path in `file` (a small JSON file, with the subscripts, shapes, FLOPs and
@@ -197,17 +192,17 @@ class Expression:
 
 @dataclass(frozen=True)
 class _Read:
-    """Subscripts read: `spec` in .hb's explicit form, `symbols` (each of its letters → the
-    caller's symbol), and the operands (or shapes) given."""
+    """Subscripts read: `spec` in .hb's explicit form, `theirs` the same in the caller's
+    symbols, and the operands (or shapes) given."""
 
     spec: str
-    symbols: dict[str, str]
+    theirs: str
     given: list
 
     @property
-    def theirs(self) -> str:
-        """The subscripts in the caller's symbols (explicit form)."""
-        return "".join(self.symbols.get(ch, ch) for ch in self.spec)
+    def symbols(self) -> dict[str, str]:
+        """Each letter of `spec` → the caller's symbol."""
+        return dict(zip(self.spec, self.theirs, strict=True))
 
 
 def _read(operands: tuple, shapes: bool) -> _Read:
@@ -222,8 +217,13 @@ def _read(operands: tuple, shapes: bool) -> _Read:
         raise CheckError("E300", f"these einsum subscripts cannot be read: {err}",
                          nowhere(WHERE)) from None
     theirs = f"{inputs}->{output}"
-    spec = lettered(theirs)
-    return _Read(spec, dict(zip(spec, theirs, strict=True)), list(given))
+    return _Read(lettered(theirs), theirs, list(given))
+
+
+def _item(arrays: list) -> int:
+    """Bytes per entry of the contraction of `arrays` (float64's for shapes alone)."""
+    name = dtypes.natural(np.result_type(*arrays)) if arrays else None
+    return dtypes.itemsize(name or dtypes.DEFAULT)
 
 
 def _optimiser(optimize, spec: str, sizes: tuple):
@@ -262,24 +262,23 @@ def _prepared(spec: str, sizes: tuple, optimize, memory_limit, executor: str, it
     when, along its path, it needs more than `memory_limit` bytes (entries of `item` bytes,
     counted by slicing.estimate); E700 when even slicing every summed index would not bring
     it under."""
-    count = len(sizes)
-    function = _function(spec, count, executor, optimize)
-    if memory_limit is None:
-        return function, function.plan(*sizes), None, None
-    limit = _bytes(memory_limit)
-    path = optimize if is_path(optimize) else tuple(
-        tuple(step) for step in contraction(spec, sizes, optimize)[0])
+    peak = None
+    if memory_limit is not None:
+        limit = _bytes(memory_limit)
+        path = optimize if is_path(optimize) else tuple(
+            tuple(step) for step in contraction(spec, sizes, optimize)[0])
+        peak = slicing.estimate(spec, sizes, path, item)[1]
+    if peak is None or peak <= limit:
+        function = _function(spec, len(sizes), executor, optimize)
+        return function, function.plan(*sizes), None, peak
     try:
         sliced = slicing.choose(spec, sizes, path, limit, item)
     except ValueError as err:
         raise RuntimeHilbertError(
             "E700", f"this contraction cannot be brought under memory_limit={memory_limit!r} "
-            f"by slicing: {err}",
-            nowhere(WHERE)) from None
-    if sliced is None:
-        return function, function.plan(*sizes), None, slicing.estimate(spec, sizes, path,
-                                                                       item)[1]
-    function = _function(sliced.spec, count, executor, path)
+            f"by slicing: {err}", nowhere(WHERE)) from None
+    assert sliced is not None  # (over the limit: sliced, or refused)
+    function = _function(sliced.spec, len(sizes), executor, path)
     return function, function.plan(*sliced.shapes), sliced, sliced.peak_bytes
 
 

@@ -94,14 +94,14 @@ def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sli
     parsed = parse_spec(spec)
     size = {ch: n for term, s in zip(parsed.inputs, shapes, strict=True)
             for ch, n in zip(term, s, strict=True)}
+    summed = [ch for ch in dict.fromkeys("".join(parsed.inputs))
+              if ch not in parsed.output and size[ch] > 1]
     chosen: list[str] = []
     now = (flops, peak, largest)
     while now[1] > limit:
-        candidates = [ch for ch in dict.fromkeys(now[2] or "".join(parsed.inputs))
-                      if ch not in parsed.output and ch not in chosen and size[ch] > 1]
-        if not candidates:  # the largest intermediate has none: try every summed index
-            candidates = [ch for ch in dict.fromkeys("".join(parsed.inputs))
-                          if ch not in parsed.output and ch not in chosen and size[ch] > 1]
+        left = [ch for ch in summed if ch not in chosen]
+        # (those of the largest intermediate; if it has none, every summed index left)
+        candidates = [ch for ch in left if ch in now[2]] or left
         if not candidates:
             raise ValueError(f"even with every summed index sliced one slice needs "
                              f"{now[1]:,} bytes (its result and operands alone are larger): "
@@ -121,8 +121,7 @@ def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sli
         raise ValueError(f"on this path it would take {math.prod(sizes):,} slices and "
                          f"{total / max(flops, 1):.3g} times the FLOPs (more than "
                          f"{MAX_OVERHEAD:g}): another path or a larger limit is needed")
-    return Sliced(tuple(chosen), sizes, sliced_spec, sliced_shapes, now[0] * math.prod(sizes),
-                  flops, now[1], peak)
+    return Sliced(tuple(chosen), sizes, sliced_spec, sliced_shapes, total, flops, now[1], peak)
 
 
 def without(spec: str, shapes: Shapes, letters: tuple[str, ...]) -> tuple[str, Shapes]:

@@ -107,7 +107,6 @@ def float64_twins(dtype: str, call: Callable[[], Any]) -> list[Anchor]:
         Anchor(TWIN, lambda: call, "hilbert on the same values in float64")]
 
 
-
 @dataclass(frozen=True)
 class Target:
     """A goal from DESIGN.md §6. Either a ratio (our time / an anchor's time ≤ max_ratio, the

@@ -65,6 +65,10 @@ def check_spec(text: str, operands: int, span: Span) -> str:
     return compact
 
 
+#: How many distinct letters numpy.einsum can name (a–z, A–Z).
+NUMPY_LETTERS = len(string.ascii_letters)
+
+
 @lru_cache(maxsize=4096)
 def numpy_spec(spec: str) -> str:
     """`spec` as numpy.einsum takes it: its letters renamed a–z, A–Z when any is not ASCII
@@ -73,7 +77,7 @@ def numpy_spec(spec: str) -> str:
     >>> numpy_spec("αβ,βγ->αγ")
     'ab,bc->ac'
     """
-    return spec if spec.isascii() else lettered(spec, limit=len(string.ascii_letters))
+    return spec if spec.isascii() else lettered(spec, limit=NUMPY_LETTERS)
 
 
 def lettered(spec: str, limit: int | None = None) -> str:

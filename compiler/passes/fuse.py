@@ -9,7 +9,8 @@ from hilbert.compiler.ops.einsum_spec import letters, parse_spec
 
 
 def fuse(root: ir.Node) -> ir.Node:
-    """Requires inlined IR; ensures no einsum has a single-use einsum operand, in every scope, loop bodies included. Results are unchanged."""
+    """Requires inlined IR; ensures no einsum has a single-use einsum operand, in every scope,
+    loop bodies included. Results are unchanged."""
     return ir.rewrite_scopes(root, _fuse_scope)
 
 

@@ -15,9 +15,10 @@ Shape = tuple[int, ...]
 class Unit:
     """One unit of generated code, in the order it runs. `kind`: "nest" (a fused loop nest),
     "product" (a contraction step as matrix products), "loops" (a contraction step as a loop
-    nest), "einsum" (a step as one numpy.einsum: a tensor network's), "loop" (a loop, inline), "branch" (an if on a scalar), "one-hot"; `what`: a nest's
-    values (its ops, then its reductions after "→"), a step's contraction; `how`: what it stores
-    and recomputes, or the step's layout; `rows`: nests with the same number run as one loop
+    nest), "einsum" (a step as one numpy.einsum: a tensor network's), "loop" (a loop, inline),
+    "branch" (an if on a scalar), "one-hot"; `what`: a nest's values (its ops, then its
+    reductions after "→"), a step's contraction; `how`: what it stores and recomputes, or the
+    step's layout; `rows`: nests with the same number run as one loop
     over their rows (0: alone)."""
 
     kind: str

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.einsum_spec import NUMPY_LETTERS, parse_spec
 from hilbert.compiler.passes.shapes import Scope, ShapeTable
 from hilbert.compiler.plan import contraction
 from hilbert.executor import fusion
@@ -27,8 +27,6 @@ from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout, layout
 #: Numba and LLVM take minutes to compile (280 steps: over ten), for little gain over NumPy's
 #: calls on steps that are BLAS products or tiny.
 NETWORK_STEPS = 64
-#: The most letters numpy.einsum names (a step over more stays compiled).
-_NUMPY_LETTERS = 52
 
 
 @dataclass(frozen=True)
@@ -219,7 +217,7 @@ class _Scheduler:
         """Whether only contraction steps would be compiled, and more of them than
         NETWORK_STEPS, each nameable by numpy.einsum (then NumPy calls run them)."""
         return (self.compiles and not self.other_code and self.steps > NETWORK_STEPS
-                and self.widest <= _NUMPY_LETTERS)
+                and self.widest <= NUMPY_LETTERS)
 
     def as_host(self) -> None:
         """Nothing needs compiling: every contraction laid out for NumPy calls instead (a
