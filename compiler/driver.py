@@ -20,7 +20,17 @@ from hilbert.compiler.passes.realness import check_complex
 from hilbert.compiler.passes.recursion import check_recursion
 from hilbert.compiler.passes.resolve import Definition, Resolved, resolve
 from hilbert.compiler.passes.shapes import Shape, ShapeTable, infer_shapes
-from hilbert.compiler.plan import Plan, contraction, guard, is_path, make_plan, memory_limit
+from hilbert.compiler.plan import (
+    Hyper,
+    Plan,
+    contraction,
+    guard,
+    is_path,
+    make_plan,
+    memory_limit,
+    searches,
+)
+from hilbert.compiler.plan.hyper import search as hyper_search
 from hilbert.grammar.errors import HilbertError
 from hilbert.grammar.source import Span
 
@@ -118,7 +128,8 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
     code, depends on them)."""
     keeps = as_written if keeps_all is None else keeps_all
     limit = memory_limit() if limit is None else limit
-    key = (id(entry), shapes, optimize, executor, keeps, as_written, settings.current(), dtype)
+    key = (id(entry), shapes, optimize, executor, keeps, as_written, settings.current(), dtype,
+           searches(optimize))
     if values is None:
         with _plans_lock:
             found = _plans.get(key)
@@ -150,7 +161,7 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
 
     # (plans from values hold trip counts, and one over the limit raises: neither is kept)
     # (a path optimiser object has no lasting name to keep its plans by on disk)
-    lasting = isinstance(optimize, str) or is_path(optimize)
+    lasting = isinstance(optimize, (str, Hyper)) or is_path(optimize)
     body, table, plan = made() if values is not None or not lasting else \
         kept_plan(entry, key[1:], made, guarded)
     dump("plan", plan)
@@ -168,6 +179,7 @@ def forget_plans() -> None:
     with _plans_lock:
         _plans.clear()
     contraction.cache_clear()
+    hyper_search.cache_clear()
 
 
 def annotate(err: HilbertError, resolved: Resolved) -> HilbertError:

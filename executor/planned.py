@@ -11,7 +11,7 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.driver import Entry, plan_entry
 from hilbert.compiler.evaluate import Host, einsum_in_one, evaluate, needs
-from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.einsum_spec import numpy_spec, parse_spec
 from hilbert.compiler.plan import ContractStep, Plan, contraction
 from hilbert.executor.numerics import detached, quietly
 
@@ -37,6 +37,9 @@ class PlannedProgram:
                                                                   plan.paths)
             for e in plan.einsums}
         self._host = Host(lambda node, operands: self.einsum(node.spec, operands), plan.dtype)
+        # (one einsum of the parameters, as hilbert.einsum's functions are: no walk needed)
+        self._one = body if isinstance(body, ir.Einsum) and all(
+            isinstance(a, ir.Param) for a in body.args) else None
 
     def __call__(self, values):
         return detached(quietly(self._run, tuple(values)), values)
@@ -46,6 +49,8 @@ class PlannedProgram:
         return 0
 
     def _run(self, leaves: tuple):
+        if self._one is not None:
+            return self.einsum(self._one.spec, [leaves[a.index] for a in self._one.args])
         left = dict(self._readers)  # readers still to come, per value
         memo: dict = {}
 
@@ -120,7 +125,10 @@ def _step(spec: str, step: ContractStep) -> Callable:
     blas = step.blas and "EINSUM" not in step.blas and step.flops >= BLAS_FLOPS
     parsed = parse_spec(spec)
     if not blas or len(parsed.inputs) != 2:
-        return functools.partial(einsum_in_one, spec)
+        try:  # (renamed for numpy.einsum once, not at every call)
+            return functools.partial(np.einsum, numpy_spec(spec))
+        except ValueError:  # (over numpy.einsum's 52 letters)
+            return functools.partial(einsum_in_one, spec)
     left, right = parsed.inputs
     removed = sorted(set(left + right) - set(parsed.output), key=left.find)
     axes = (tuple(left.find(ch) for ch in removed), tuple(right.find(ch) for ch in removed))

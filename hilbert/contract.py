@@ -6,7 +6,7 @@ Subscripts are read as numpy.einsum reads them (opt_einsum.parser): an explicit 
 implicit one (the letters that occur once, in order), `...` for broadcast axes, and the
 interleaved form `einsum(a, [0, 1], b, [1, 2], [0, 2])`. Each is written as the .hb function
 `fn contract(x0, x1, …) ↦ einsum("…", x0, x1, …)` with its axes renamed a, b, … in order
-of first appearance, compiled once per process (`_function`), and called: planned once per
+of first appearance, compiled once per process (`compiled`), and called: planned once per
 set of shapes, run on the host at once and compiled in the background as any hilbert
 function (docs/architecture.md, "Tiers").
 
@@ -50,14 +50,10 @@ def einsum(*operands, optimize="auto", memory_limit=None, executor: str = "numba
     array([[11.]])
     """
     read = _read(operands, shapes=False)
-    arrays = [np.asarray(a) for a in read.given]
+    arrays = _broadcast(read.spec, [np.asarray(a) for a in read.given])
     sizes = tuple(a.shape for a in arrays)
     optimize = _optimiser(optimize, read.spec, sizes)
-    function, _, sliced, _ = _prepared(read.spec, sizes, optimize, memory_limit, executor,
-                                       _item(arrays))
-    if sliced is None:
-        return function(*arrays)
-    return slicing.run(function, arrays, read.spec, sliced)
+    return _prepared(read.spec, sizes, optimize, memory_limit, executor, _item(arrays))(arrays)
 
 
 def contract_path(*operands, shapes: bool = False, optimize="auto", memory_limit=None,
@@ -71,11 +67,11 @@ def contract_path(*operands, shapes: bool = False, optimize="auto", memory_limit
     if shapes:
         sizes, item = tuple(tuple(int(n) for n in s) for s in read.given), _item([])
     else:
-        arrays = [np.asarray(a) for a in read.given]
+        arrays = _broadcast(read.spec, [np.asarray(a) for a in read.given])
         sizes, item = tuple(a.shape for a in arrays), _item(arrays)
     optimize = _optimiser(optimize, read.spec, sizes)
-    _, plan, sliced, peak = _prepared(read.spec, sizes, optimize, memory_limit, executor, item)
-    info = PathInfo(plan, read, sizes, sliced, peak)
+    prepared = _prepared(read.spec, sizes, optimize, memory_limit, executor, item)
+    info = PathInfo(prepared.plan, read, sizes, prepared.sliced, prepared.peak)
     return info.path, info
 
 
@@ -103,9 +99,7 @@ def contract_expression(subscripts, *shapes, optimize="auto", memory_limit=None,
     read = _read((subscripts, *shapes), shapes=True)
     sizes = tuple(tuple(int(n) for n in s) for s in read.given)
     optimize = _optimiser(optimize, read.spec, sizes)
-    function, _, sliced, _ = _prepared(read.spec, sizes, optimize, memory_limit, executor,
-                                       _item([]))
-    return Expression(function, sizes, read.spec, sliced)
+    return Expression(_prepared(read.spec, sizes, optimize, memory_limit, executor, _item([])))
 
 
 class PathInfo:
@@ -151,12 +145,12 @@ class PathInfo:
 class Expression:
     """A contraction for fixed operand shapes: call it with arrays of those shapes."""
 
-    def __init__(self, function: Function, shapes: tuple[tuple[int, ...], ...], spec: str,
-                 sliced: slicing.Sliced | None = None):
-        self.function = function
-        self.shapes = shapes
-        self.spec = spec
-        self.sliced = sliced
+    def __init__(self, prepared: _Prepared):
+        self._prepared = prepared
+        self.function = prepared.function
+        self.shapes = prepared.shapes
+        self.spec = prepared.spec
+        self.sliced = prepared.sliced
 
     def __call__(self, *arrays):
         if len(arrays) != len(self.shapes):
@@ -166,10 +160,7 @@ class Expression:
             if np.shape(array) != shape:
                 raise ArgumentError("E600", f"operand {k} has shape {np.shape(array)}; this "
                                     f"contraction was made for {shape}", nowhere(WHERE))
-        if self.sliced is None:
-            return self.function(*arrays)
-        return slicing.run(self.function, [np.asarray(a) for a in arrays], self.spec,
-                           self.sliced)
+        return self._prepared([np.asarray(a) for a in arrays])
 
     @property
     def _called_shapes(self) -> tuple[tuple[int, ...], ...]:
@@ -220,10 +211,31 @@ def _read(operands: tuple, shapes: bool) -> _Read:
     return _Read(lettered(theirs), theirs, list(given))
 
 
+def _broadcast(spec: str, arrays: list) -> list:
+    """The operands with each axis of length 1 stretched (a view, nothing copied) to its
+    letter's length in the other operands, as numpy.einsum broadcasts them; lengths that
+    differ otherwise are left for the compiler to refuse (E305)."""
+    terms = spec.split("->")[0].split(",")
+    if len(terms) != len(arrays) or any(len(t) != a.ndim for t, a in zip(terms, arrays, strict=True)):
+        return arrays  # (a count or rank that does not fit: the compiler says so)
+    size: dict[str, int] = {}
+    for term, a in zip(terms, arrays, strict=True):
+        for ch, n in zip(term, a.shape, strict=True):
+            size[ch] = n if size.get(ch, 1) == 1 else size[ch]
+    return [a if all(n != 1 or size[ch] == 1 for ch, n in zip(term, a.shape, strict=True))
+            else np.broadcast_to(a, tuple(n if n != 1 else size[ch]
+                                          for ch, n in zip(term, a.shape, strict=True)))
+            for term, a in zip(terms, arrays, strict=True)]
+
+
+def _dtype(arrays: list) -> str:
+    """The dtype hilbert computes the contraction of `arrays` in (float64 for shapes alone)."""
+    return (dtypes.natural(np.result_type(*arrays)) if arrays else None) or dtypes.DEFAULT
+
+
 def _item(arrays: list) -> int:
     """Bytes per entry of the contraction of `arrays` (float64's for shapes alone)."""
-    name = dtypes.natural(np.result_type(*arrays)) if arrays else None
-    return dtypes.itemsize(name or dtypes.DEFAULT)
+    return dtypes.itemsize(_dtype(arrays))
 
 
 def _optimiser(optimize, spec: str, sizes: tuple):
@@ -250,27 +262,54 @@ def _module(spec: str, count: int, executor: str):
 
 
 @functools.lru_cache(maxsize=256)
-def _function(spec: str, count: int, executor: str, optimize) -> Function:
+def compiled(spec: str, count: int, executor: str, optimize) -> Function:
     """The compiled contraction (once per process for each spec, executor and optimiser: a
     Function keeps its plans and compiled programs per set of shapes)."""
     base = _module(spec, count, executor).contract
     return Function(base.entry, base.module, executor, optimize)
 
 
-def _prepared(spec: str, sizes: tuple, optimize, memory_limit, executor: str, item: int):
-    """(the compiled contraction, its plan, how it is sliced or None, its peak bytes): sliced
-    when, along its path, it needs more than `memory_limit` bytes (entries of `item` bytes,
-    counted by slicing.estimate); E700 when even slicing every summed index would not bring
-    it under."""
-    peak = None
+@dataclass(frozen=True)
+class _Prepared:
+    """A contraction made ready for operands of `shapes`: its compiled function (of one slice,
+    when sliced), plan, slicing or None, peak bytes (with a memory limit) and path; calling it
+    runs it on arrays, the slices on threads, or as dask tasks with executor="dask"."""
+
+    spec: str
+    shapes: tuple
+    function: Function
+    plan: Plan
+    sliced: slicing.Sliced | None
+    peak: int | None
+    path: tuple
+    executor: str
+
+    def __call__(self, arrays: list):
+        if self.sliced is None:
+            value = self.function(*arrays)
+        elif self.executor == "dask":
+            value = slicing.run_tasks(arrays, self.spec, self.sliced, self.path)
+        else:
+            value = slicing.run(self.function, arrays, self.spec, self.sliced)
+        # (a scalar as numpy.einsum gives it: a NumPy scalar of the computation's dtype)
+        return value if isinstance(value, np.ndarray) else np.dtype(_dtype(arrays)).type(value)
+
+
+def _prepared(spec: str, sizes: tuple, optimize, memory_limit, executor: str,
+              item: int) -> _Prepared:
+    """The contraction made ready: sliced when, along its path, it needs more than
+    `memory_limit` bytes (entries of `item` bytes, counted by slicing.estimate); E700 when
+    even slicing every summed index would not bring it under."""
+    peak, path = None, ()
     if memory_limit is not None:
         limit = _bytes(memory_limit)
         path = optimize if is_path(optimize) else tuple(
             tuple(step) for step in contraction(spec, sizes, optimize)[0])
         peak = slicing.estimate(spec, sizes, path, item)[1]
     if peak is None or peak <= limit:
-        function = _function(spec, len(sizes), executor, optimize)
-        return function, function.plan(*sizes), None, peak
+        function = compiled(spec, len(sizes), executor, optimize)
+        return _Prepared(spec, sizes, function, function.plan(*sizes), None, peak, path,
+                         executor)
     try:
         sliced = slicing.choose(spec, sizes, path, limit, item)
     except ValueError as err:
@@ -278,8 +317,9 @@ def _prepared(spec: str, sizes: tuple, optimize, memory_limit, executor: str, it
             "E700", f"this contraction cannot be brought under memory_limit={memory_limit!r} "
             f"by slicing: {err}", nowhere(WHERE)) from None
     assert sliced is not None  # (over the limit: sliced, or refused)
-    function = _function(sliced.spec, len(sizes), executor, path)
-    return function, function.plan(*sliced.shapes), sliced, sliced.peak_bytes
+    function = compiled(sliced.spec, len(sizes), executor, path)
+    return _Prepared(spec, sizes, function, function.plan(*sliced.shapes), sliced,
+                     sliced.peak_bytes, path, executor)
 
 
 def _bytes(limit) -> int:

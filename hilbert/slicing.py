@@ -2,11 +2,13 @@
 as a sum of smaller contractions, each with some summed indices fixed to one value.
 
 Fixing a summed index `k` of size n to each of its n values and adding the n results gives
-the same sum; every intermediate that held `k` is then n times smaller. The slicer is greedy,
-on the path already chosen (an explicit path is sliced, never re-planned): while one slice's
+the same sum; every intermediate that held `k` is then n times smaller. Slices are chosen
+on the path already chosen (an explicit path is sliced, never re-planned), so that one slice's
 peak memory (its operands, and the intermediates alive at its fullest step, each freed once
-read) is over the limit, it fixes the summed index, among those of the largest
-intermediate, that lowers that peak most, ties going to the fewest FLOPs over all slices. Each
+read) is under the limit. Two slicers are asked and the one whose slices cost fewer FLOPs
+together wins: hilbert's own, greedy (while the peak is over the limit, fix the summed index,
+among those of the largest intermediate, that lowers it most, ties going to the fewest FLOPs
+over all slices), and cotengra's (its SliceFinder, seeded) when cotengra is installed. Each
 slice runs the same compiled contraction (its spec without the sliced letters, along the same
 path); the results are added as they come, so no more than one slice's values and the running
 sum are held at once.
@@ -42,6 +44,9 @@ class Sliced:
     unsliced_flops: int
     peak_bytes: int  # one slice
     unsliced_peak_bytes: int
+    limit: int  # the memory limit the slicing was chosen for, in bytes
+    operand_bytes: int  # the operands' (held once, whatever the slices running)
+    result_bytes: int  # the contraction's value (each worker holds one running sum)
 
     @property
     def count(self) -> int:
@@ -86,18 +91,64 @@ def estimate(spec: str, shapes: Shapes, path: tuple, item: int) -> tuple[int, in
 
 def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sliced | None:
     """The slicing that brings the contraction under `limit` bytes, None when it is under
-    already; a ValueError when fixing every summed index would not, or would cost more than
-    MAX_OVERHEAD times the FLOPs (its message says which)."""
+    already: the cheaper (fewer FLOPs over all slices) of hilbert's greedy choice and, when
+    cotengra is installed, cotengra's slicer's. A ValueError when neither finds one: fixing
+    every summed index would not do, or it would cost more than MAX_OVERHEAD times the FLOPs
+    (its message says which)."""
     flops, peak, largest = estimate(spec, shapes, path, item)
     if peak <= limit:
         return None
+    operands = sum(math.prod(s) for s in shapes) * item
+    if operands > limit:
+        raise ValueError(f"its operands alone take {operands:,} bytes (slicing leaves them "
+                         "whole: each slice reads a view of them): a larger limit is needed")
+    found, why = [], None
+    for finder in (_greedy, _cotengra):
+        try:
+            letters = finder(spec, shapes, path, limit, item, (flops, peak, largest))
+        except ValueError as err:
+            why = why or err
+            continue
+        if letters is not None:
+            found.append(_sliced(spec, shapes, path, item, letters, flops, peak, limit))
+    if not found:
+        raise why or ValueError("no slicing brings it under the limit")
+    best = min(found, key=lambda s: (s.flops, s.count, s.indices))
+    if best.flops > MAX_OVERHEAD * max(flops, 1):
+        raise ValueError(f"on this path it would take {best.count:,} slices and "
+                         f"{best.overhead:.3g} times the FLOPs (more than {MAX_OVERHEAD:g}): "
+                         "another path or a larger limit is needed")
+    return best
+
+
+def _sliced(spec: str, shapes: Shapes, path: tuple, item: int, letters: tuple[str, ...],
+            flops: int, peak: int, limit: int) -> Sliced:
+    """The slicing over `letters`, its FLOPs (every slice) and one slice's peak counted."""
+    sizes = _summed(spec, shapes)[1]
+    sliced_spec, sliced_shapes = without(spec, shapes, letters)
+    f, p, _ = estimate(sliced_spec, sliced_shapes, path, item)
+    counts = tuple(sizes[ch] for ch in letters)
+    result = math.prod(sizes[ch] for ch in parse_spec(spec).output) * item
+    return Sliced(letters, counts, sliced_spec, sliced_shapes, f * math.prod(counts), flops, p,
+                  peak, limit, sum(math.prod(s) for s in shapes) * item, result)
+
+
+def _summed(spec: str, shapes: Shapes) -> tuple[list[str], dict[str, int]]:
+    """The summed indices that can be sliced (size > 1), in order, and every index's size."""
     parsed = parse_spec(spec)
     size = {ch: n for term, s in zip(parsed.inputs, shapes, strict=True)
             for ch, n in zip(term, s, strict=True)}
-    summed = [ch for ch in dict.fromkeys("".join(parsed.inputs))
-              if ch not in parsed.output and size[ch] > 1]
+    return [ch for ch in dict.fromkeys("".join(parsed.inputs))
+            if ch not in parsed.output and size[ch] > 1], size
+
+
+def _greedy(spec: str, shapes: Shapes, path: tuple, limit: int, item: int,
+            now: tuple) -> tuple[str, ...]:
+    """hilbert's own choice: while one slice's peak is over `limit`, fix the summed index,
+    among those of the largest intermediate, that lowers the peak most (ties: fewest FLOPs
+    over all slices)."""
+    summed, size = _summed(spec, shapes)
     chosen: list[str] = []
-    now = (flops, peak, largest)
     while now[1] > limit:
         left = [ch for ch in summed if ch not in chosen]
         # (those of the largest intermediate; if it has none, every summed index left)
@@ -114,14 +165,34 @@ def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sli
             trials.append(((p, f * slices), ch, (f, p, big)))
         _, pick, now = min(trials)
         chosen.append(pick)
-    sliced_spec, sliced_shapes = without(spec, shapes, tuple(chosen))
-    sizes = tuple(size[ch] for ch in chosen)
-    total = now[0] * math.prod(sizes)
-    if total > MAX_OVERHEAD * max(flops, 1):
-        raise ValueError(f"on this path it would take {math.prod(sizes):,} slices and "
-                         f"{total / max(flops, 1):.3g} times the FLOPs (more than "
-                         f"{MAX_OVERHEAD:g}): another path or a larger limit is needed")
-    return Sliced(tuple(chosen), sizes, sliced_spec, sliced_shapes, total, flops, now[1], peak)
+    return tuple(chosen)
+
+
+def _cotengra(spec: str, shapes: Shapes, path: tuple, limit: int, item: int,
+              now: tuple) -> tuple[str, ...] | None:
+    """cotengra's slicer's choice on the same tree (None when cotengra is not installed):
+    asked for ever smaller largest intermediates (halving) until one slice's peak, as
+    `estimate` counts it, is under `limit`. Seeded, so the same in every process."""
+    try:
+        from cotengra import ContractionTree  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    summed, size = _summed(spec, shapes)
+    parsed = parse_spec(spec)
+    tree = ContractionTree.from_path(list(parsed.inputs), parsed.output, size,
+                                     path=[list(step) for step in path])
+    target = int(tree.max_size())
+    while target > 1:
+        target //= 2
+        try:
+            sliced = tree.slice(target_size=target, allow_outer=False, seed=0)
+        except RuntimeError as err:  # (cotengra: "Ran out of valid indices to slice")
+            raise ValueError(f"cotengra's slicer: {err}") from None
+        letters = tuple(ch for ch in summed if ch in sliced.sliced_inds)
+        sliced_spec, sliced_shapes = without(spec, shapes, letters)
+        if estimate(sliced_spec, sliced_shapes, path, item)[1] <= limit:
+            return letters
+    raise ValueError("cotengra's slicer finds no slicing under the limit")
 
 
 def without(spec: str, shapes: Shapes, letters: tuple[str, ...]) -> tuple[str, Shapes]:
@@ -133,16 +204,90 @@ def without(spec: str, shapes: Shapes, letters: tuple[str, ...]) -> tuple[str, S
     return ",".join(terms) + "->" + parsed.output, kept
 
 
-def run(contract, arrays: list, spec: str, sliced: Sliced):
-    """The sum over every slice of `contract` (one slice's contraction) on the operands' views
-    at those index values."""
+def run(contract, arrays: list, spec: str, sliced: Sliced, workers: int | None = None):
+    """The sum over every slice of `contract` (one slice's contraction) on the operands'
+    views at those index values, on `workers` threads (by default as many as `workers_for`
+    allows), each summing its share of the slices; NumPy's BLAS is held to one thread
+    meanwhile, so threads never outnumber the cores. The shares are added in a fixed order:
+    the same workers give the same bits."""
+    values = list(itertools.product(*map(range, sliced.sizes)))
+    workers = max(1, min(workers or workers_for(sliced), len(values)))
     terms = parse_spec(spec).inputs
+    if workers == 1:
+        return _share(contract, arrays, terms, sliced.indices, values)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    shares = [values[k::workers] for k in range(workers)]
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+        parts = list(pool.map(lambda share: _share(contract, arrays, terms, sliced.indices,
+                                                   share), shares))
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+def workers_for(sliced: Sliced) -> int:
+    """How many threads may run `sliced`'s slices: every core (HILBERT_THREADS: 1 is one),
+    and no more than fit the memory limit together, each holding one slice's intermediates
+    and a running sum beside the operands (held once)."""
+    from hilbert.executor.numba import threads
+
+    each = max(sliced.peak_bytes - sliced.operand_bytes + sliced.result_bytes, 1)
+    fit = (sliced.limit - sliced.operand_bytes) // each
+    return max(1, min(threads.count(), sliced.count, fit))
+
+
+def _share(contract, arrays: list, terms: tuple[str, ...], indices: tuple[str, ...],
+           values: list) -> object:
+    """The sum of `contract` over the slices at `values` (one tuple of index values each)."""
     total = None
-    for values in itertools.product(*map(range, sliced.sizes)):
-        fixed = dict(zip(sliced.indices, values, strict=True))
+    for at in values:
+        fixed = dict(zip(indices, at, strict=True))
         parts = [a[tuple(fixed.get(ch, slice(None)) for ch in term)]
                  if any(ch in fixed for ch in term) else a
                  for a, term in zip(arrays, terms, strict=True)]
         part = contract(*parts)
         total = part if total is None else total + part
     return total
+
+
+#: The most dask tasks a sliced contraction is split into (each a batch of slices).
+TASKS = 32
+
+
+def run_tasks(arrays: list, spec: str, sliced: Sliced, path: tuple):
+    """`run` as dask tasks (executor="dask"): the slices in up to TASKS batches, each task one
+    batch summed on whichever worker runs it (the numba executor there, compiled once per
+    worker process), the batches' sums added in a tree; computed by dask's scheduler, the
+    cluster's when a distributed Client is active. The operands enter the graph once."""
+    import dask
+
+    values = list(itertools.product(*map(range, sliced.sizes)))
+    tasks = min(TASKS, len(values))
+    operands = [dask.delayed(a, pure=True) for a in arrays]
+    sums = [dask.delayed(_batch, pure=True)(sliced.spec, len(arrays), path, spec,
+                                            sliced.indices, values[k::tasks], *operands)
+            for k in range(tasks)]
+    while len(sums) > 1:
+        pairs = [dask.delayed(_add, pure=True)(sums[k], sums[k + 1])
+                 for k in range(0, len(sums) - 1, 2)]
+        sums = pairs + ([sums[-1]] if len(sums) % 2 else [])
+    (total,) = dask.compute(sums[0])
+    return total
+
+
+def _batch(one: str, count: int, path: tuple, spec: str, indices: tuple[str, ...],
+           values: list, *arrays):
+    """One dask task: the slices at `values`, summed (one slice's contraction `one` along
+    `path`, compiled by the numba executor in this process)."""
+    from hilbert.contract import compiled
+
+    return _share(compiled(one, count, "numba", path), list(arrays), parse_spec(spec).inputs,
+                  indices, values)
+
+
+def _add(a, b):
+    return a + b

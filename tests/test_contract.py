@@ -154,3 +154,64 @@ def test_hb_einsums_take_any_alphabets_letters(executor, monkeypatch, rng):
     np.testing.assert_allclose(module.mm(a, b), a @ b, rtol=1e-12)
     np.testing.assert_allclose(module.trace(a[:, :3]), np.trace(a[:, :3]), rtol=1e-12)
     np.testing.assert_allclose(module.slope(a, b), 2 * (a @ b) @ b.T, rtol=1e-10)
+
+
+# ------------------------------------------- opt_einsum's and NumPy's own einsum test cases
+
+#: opt_einsum's list of contractions its tests run (scalars, Hadamard products, index
+#: transformations, traces, outer and inner products, GEMMs, random cases that once failed).
+from opt_einsum.tests.test_contract import tests as OPT_EINSUM_CASES  # noqa: E402
+from opt_einsum.testing import build_views  # noqa: E402
+
+
+@pytest.mark.parametrize("subscripts", sorted(set(OPT_EINSUM_CASES)))
+def test_opt_einsums_own_cases_agree_with_numpy(subscripts):
+    views = build_views(subscripts)  # (its sizes for each letter; a Python float for ",")
+    np.testing.assert_allclose(hilbert.einsum(subscripts, *views),
+                               np.einsum(subscripts, *views), rtol=1e-12, atol=1e-12)
+
+
+#: Ellipses, broadcasting and the interleaved form as NumPy's and opt_einsum's input tests
+#: exercise them, each with its operands' shapes.
+ELLIPSES = [
+    ("...a->...", [(2, 3, 4)]),
+    ("a...->...", [(4, 2, 3)]),
+    ("a...a->...a", [(3, 2, 3)]),
+    ("...,...", [(2, 3), (2, 3)]),
+    ("...a,...b", [(2, 3), (2, 4)]),
+    ("...a", [(2, 3)]),
+    ("...b,...a->...", [(2, 3), (2, 4)]),
+    ("...ij,...jk->...ik", [(1, 5), (5, 5)]),           # broadcast: no leading axes on one
+    ("...ij,...jk->...ik", [(3, 1, 2, 4), (5, 4, 2)]),  # broadcast: lengths 1 stretched
+    ("ij,ij->j", [(10, 2), (1, 2)]),                    # a length-1 axis stretched (gh-10343)
+    ("i,i", [(1,), (7,)]),
+    ("ij...,jk...->ik...", [(2, 3, 4), (3, 5, 4)]),
+    ("...ii->...i", [(2, 3, 3)]),
+    ("ii...->...", [(3, 3, 2)]),
+]
+
+
+@pytest.mark.parametrize("subscripts, shapes", ELLIPSES, ids=[c[0] for c in ELLIPSES])
+def test_ellipses_and_broadcasting_agree_with_numpy(subscripts, shapes, rng):
+    operands = _operands(shapes, rng)
+    want = np.einsum(subscripts, *operands)
+    got = hilbert.einsum(subscripts, *operands)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_interleaved_form_with_ellipses_agrees_with_numpy(rng):
+    x, y = rng.normal(size=(2, 3, 4)), rng.normal(size=(3, 5))
+    for args in [(x, [Ellipsis, 0], [Ellipsis]), (x, [Ellipsis, 0]),
+                 (x, [Ellipsis, 0], [Ellipsis, 0]),
+                 (x, [Ellipsis, 1], y, [Ellipsis, 0], [Ellipsis])]:
+        np.testing.assert_allclose(hilbert.einsum(*args), np.einsum(*args), rtol=1e-12)
+    # (numbers past 52 as opt_einsum takes them: numpy.einsum refuses those)
+    args = (x, (1000, 1001, 1002), (1002, 1000))
+    np.testing.assert_allclose(hilbert.einsum(*args), opt_einsum.contract(*args), rtol=1e-12)
+
+
+def test_lengths_that_differ_and_are_not_one_are_e305(rng):
+    with pytest.raises(HilbertError) as caught:
+        hilbert.einsum("ij,ij->j", rng.normal(size=(10, 2)), rng.normal(size=(3, 2)))
+    assert caught.value.code == "E305"

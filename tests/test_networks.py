@@ -122,16 +122,25 @@ def test_a_matrix_product_state_of_40_sites_as_hb_source(executor, monkeypatch):
                                rtol=1e-10)
 
 
-def test_networks_up_to_500_indices_agree_with_opt_einsum(monkeypatch):
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128", "complex64"])
+@pytest.mark.parametrize("executor", ["numba", "reference", "dask"])
+def test_networks_up_to_500_indices_agree_with_opt_einsum(executor, dtype, monkeypatch):
+    """Lattices of 120 and 288 tensors (241 and 501 indices) in each dtype on each executor,
+    against opt_einsum's contraction of the same operands in float64 (complex128): each
+    tensor scaled so the value is near 1 (the value itself would leave float32's range)."""
     monkeypatch.setenv("HILBERT_COMPILE", "eager")
-    for rows, cols in ((3, 40), (4, 70)):
+    for rows, cols in ((3, 40), (4, 72)):
         spec, shapes = lattice(rows, cols)
-        arrays = _arrays(shapes, "float64", seed=rows)
-        # (scaled so the contraction stays within float64's range)
-        arrays = [a / np.sqrt(np.sum(a * a)) * 2 for a in arrays]
-        got = hilbert.einsum(spec, *arrays)
-        np.testing.assert_allclose(got, opt_einsum.contract(spec, *arrays), rtol=1e-9)
-    assert _indices(spec) == 4 * 69 + 3 * 70 + 1
+        wide = np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+        arrays = [a.astype(wide) for a in _arrays(shapes, dtype, seed=rows)]
+        scale = np.abs(opt_einsum.contract(spec, *arrays)).max() ** (-1 / len(arrays))
+        arrays = [(a * scale).astype(dtype) for a in arrays]
+        got = hilbert.einsum(spec, *arrays, executor=executor)
+        assert got.dtype == np.dtype(dtype)
+        want = opt_einsum.contract(spec, *[a.astype(wide) for a in arrays])
+        single = dtype in ("float32", "complex64")  # (288 rounded products: ~300 ε)
+        np.testing.assert_allclose(got, want, rtol=1e-3 if single else 1e-9)
+    assert _indices(spec) == 4 * 71 + 3 * 72 + 1
 
 
 def test_a_network_of_1000_tensors_plans_and_runs():
@@ -213,13 +222,23 @@ def test_a_contraction_that_slicing_cannot_bring_under_the_limit_is_e700():
 
 
 def test_slicing_that_would_repeat_the_work_a_hundredfold_is_e700():
-    """⟨ψ|ψ⟩ of a matrix product state along its greedy path: every intermediate holds other
-    bonds, so a quarter of the peak would take slices beyond counting."""
+    """An 8×8 lattice of bond 3 along its greedy path (swept row by row: every intermediate
+    holds other bonds): a sixteenth of its peak would take thousands of slices."""
+    spec, shapes = lattice(8, 8, bond=3)
+    _, whole = hilbert.contract_path(spec, *shapes, shapes=True, memory_limit="1G")
+    with pytest.raises(hilbert.HilbertError) as caught:
+        hilbert.contract_path(spec, *shapes, shapes=True, memory_limit=whole.peak_bytes // 16)
+    assert caught.value.code == "E700" and "times the FLOPs" in str(caught.value)
+
+
+def test_a_limit_below_the_operands_themselves_is_e700():
+    """⟨ψ|ψ⟩ of a matrix product state: its operands are most of its peak, and slices are
+    views of them."""
     spec, shapes = chain(40, bond=16)
     _, whole = hilbert.contract_path(spec, *shapes, shapes=True, memory_limit="1G")
     with pytest.raises(hilbert.HilbertError) as caught:
         hilbert.contract_path(spec, *shapes, shapes=True, memory_limit=whole.peak_bytes // 4)
-    assert caught.value.code == "E700" and "times the FLOPs" in str(caught.value)
+    assert caught.value.code == "E700" and "operands alone take" in str(caught.value)
 
 
 # ---------------------------------------------------------------- saved paths (item 3, in part)

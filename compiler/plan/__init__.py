@@ -11,16 +11,18 @@ import numpy as np
 from hilbert.compiler import dtypes, ir, settings
 from hilbert.compiler.ops.primitives import having
 from hilbert.compiler.passes.shapes import Scope, Shape, ShapeTable
+from hilbert.compiler.plan.hyper import Hyper  # noqa: F401
 from hilbert.compiler.plan.paths import (  # noqa: F401 (what planning gives: the optimisers, paths and their steps)
     OPTIMISERS,
     ContractStep,
-    capped,
     check_optimiser,
     contraction,
     elements,
     is_path,
     optimiser_name,
+    searches,
 )
+from hilbert.compiler.plan.paths import note as path_note
 from hilbert.compiler.plan.schedule import RegionSchedule
 from hilbert.compiler.settings import not_understood
 from hilbert.grammar.errors import RuntimeHilbertError
@@ -254,7 +256,7 @@ class _Planner:
         """(FLOPs, bytes of intermediates) of one einsum, planned and recorded."""
         operand_shapes = tuple(shapes[a] for a in node.args)
         path, steps = contraction(node.spec, operand_shapes, self.optimize)
-        note = capped(self.optimize, len(operand_shapes))[1]
+        note = path_note(node.spec, operand_shapes, self.optimize)
         self.paths[(node.spec, operand_shapes)] = (path, steps)
         largest = max(s.intermediate for s in steps)
         self.largest = max(self.largest, largest)

@@ -12,8 +12,12 @@ from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.shape_rules import Shape
 from opt_einsum.helpers import flop_count
 
+from . import hyper
+
 OPTIMISERS = ("auto", "auto-hq", "optimal", "dp", "greedy", "branch-all", "branch-2",
-              "branch-1", "random-greedy", "cotengra")
+              "branch-1", "random-greedy", "hyper", "cotengra")
+#: Names of a hyper-optimised search with the default budget ("cotengra": its older name).
+HYPER_NAMES = ("hyper", "cotengra")
 #: Optimisers whose search grows factorially with the operand count, and the most operands
 #: each is given: beyond it (ten chained layers fuse into an eleven-operand einsum) they would
 #: not finish, so the einsum is planned with `dp`, which finds the same optimum on such specs.
@@ -39,15 +43,13 @@ def check_optimiser(optimize, span, explicit: bool = False) -> None:
 
     if explicit and (is_path(optimize) or isinstance(optimize, opt_einsum.paths.PathOptimizer)):
         return
-    if not isinstance(optimize, str) or optimize not in OPTIMISERS:
+    if not isinstance(optimize, hyper.Hyper) and (not isinstance(optimize, str)
+                                                  or optimize not in OPTIMISERS):
         raise ArgumentError("E600", f"unknown path optimiser {optimize!r} (choose from "
-                            f"{', '.join(OPTIMISERS)})", span)
-    if optimize == "cotengra":
-        try:
-            import cotengra  # type: ignore[import-not-found]  # noqa: F401
-        except ImportError:
-            raise ArgumentError("E600", "the cotengra path optimiser is not installed "
-                                "(pip install cotengra)", span) from None
+                            f"{', '.join(OPTIMISERS)}, or a hilbert.Hyper budget)", span)
+    if (isinstance(optimize, hyper.Hyper) or optimize in HYPER_NAMES) and not hyper.installed():
+        raise ArgumentError("E600", "hyper-optimised paths need cotengra, which is not "
+                            "installed (pip install 'hilbert[networks]')", span)
 
 
 def is_path(optimize) -> bool:
@@ -60,15 +62,44 @@ def optimiser_name(optimize) -> str:
     """How a plan names `optimize`: its name, "explicit path", or the optimiser's class."""
     if isinstance(optimize, str):
         return optimize
+    if isinstance(optimize, hyper.Hyper):
+        return optimize.describe()
     return "explicit path" if is_path(optimize) else type(optimize).__name__
 
 
-def _optimizer(optimize: str):
-    if optimize == "cotengra":
-        import cotengra  # type: ignore[import-not-found]
+def _search(spec: str, shapes: tuple[Shape, ...], optimize) -> tuple[hyper.Search, str] | None:
+    """The hyper-optimised search `optimize` asks for on this einsum (and what led to it), or
+    None: a Hyper budget or its names ask for one, and "auto" does where it pays
+    (hyper.auto_budget: a large network whose greedy path is costly)."""
+    if isinstance(optimize, hyper.Hyper):
+        return hyper.search(spec, shapes, optimize), ""
+    if optimize in HYPER_NAMES:
+        return hyper.search(spec, shapes, hyper.Hyper()), ""
+    if optimize == "auto" and len(shapes) >= hyper.AUTO_OPERANDS and hyper.installed():
+        greedy = sum(s.flops for s in contraction(spec, shapes, "greedy")[1])
+        budget = hyper.auto_budget(spec, shapes, greedy)
+        if budget is not None:
+            return hyper.search(spec, shapes, budget), (
+                f"auto: greedy's path would cost {greedy:,} FLOPs, so a search was run "
+                f"({budget.describe()}); ")
+    return None
 
-        return cotengra.HyperOptimizer(max_repeats=16, progbar=False)
-    return optimize
+
+def searches(optimize) -> bool:
+    """Whether planning with `optimize` may run a hyper-optimised search (so plans kept from
+    before cotengra was installed, or after it was removed, are not given again)."""
+    return isinstance(optimize, hyper.Hyper) or optimize in HYPER_NAMES or (
+        optimize == "auto" and hyper.installed())
+
+
+def note(spec: str, shapes: tuple[Shape, ...], optimize) -> str:
+    """What the plan says of how this einsum's path was found, when there is more to say than
+    the optimiser's name: an exhaustive search capped (`capped`), or a hyper-optimised search
+    and what it found."""
+    found = _search(spec, shapes, optimize)
+    if found is not None:
+        return found[1] + found[0].describe()
+    return capped(optimize, len(shapes))[1]
 
 
 def capped(optimize: str, operands: int) -> tuple[str, str]:
@@ -84,10 +115,12 @@ def capped(optimize: str, operands: int) -> tuple[str, str]:
 @lru_cache(maxsize=4096)
 def contraction(spec: str, shapes: tuple[Shape, ...], optimize: str):
     """opt_einsum's path and per-step costs for `spec` on `shapes` (cached), from `optimize`
-    or, past its operand count, from `capped`'s fallback. Sizes and costs are Python ints,
+    (a hyper-optimised search's path where it asks for one: `_search`) or, past its operand
+    count, from `capped`'s fallback. Sizes and costs are Python ints,
     exact however large (a NumPy int64 would wrap past 2⁶³)."""
-    chosen, _ = capped(optimize, len(shapes))
-    path, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=_optimizer(chosen))
+    found = _search(spec, shapes, optimize)
+    chosen = list(found[0].path) if found is not None else capped(optimize, len(shapes))[0]
+    path, info = opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=chosen)
     steps = []
     for (_, removed, step_spec, _, blas), size in zip(info.contraction_list, info.size_list, strict=True):
         inputs = step_spec.split("->")[0].split(",")

@@ -1,0 +1,197 @@
+"""Hyper-optimised contraction paths (issue 24, item 3): cotengra's HyperOptimizer, run with a
+budget, its paths kept so that a search is paid once.
+
+cotengra (`pip install 'hilbert[networks]'`) samples many contraction trees (greedy with
+random costs, graph partitions by KaHyPar where it is installed, each refined by subtree
+reconfiguration) and keeps the cheapest. A search depends on the clock (`max_time`) and on
+random draws, so two searches may find different trees. hilbert therefore keeps what a search
+found, keyed by the einsum, its shapes and the budget: in memory for the process, and as a small
+JSON file in its cache directory (compiler/directory.py) for every later process. The same
+program then has the same path, the same plan and the same generated code in every process
+that finds the search kept; `PathInfo.save` and `hilbert.load_path` carry a path to another
+machine. A JSON file is data: reading one runs no code, and a kept path is checked against
+its einsum (opt_einsum's own check) before it is used; one that does not fit is searched again.
+
+`optimize="auto"` uses a search only where it pays: an einsum of more operands than opt_einsum's
+exhaustive choices cover (AUTO_OPERANDS) whose greedy path costs more than AUTO_FLOPS, when
+cotengra is installed. Everything smaller is planned as opt_einsum's "auto" plans it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+
+import opt_einsum
+
+#: Past this many operands opt_einsum's "auto" is greedy (up to 14 it searches exhaustively).
+AUTO_OPERANDS = 15
+#: A greedy path costing more FLOPs than this (about a second of contraction) is worth a search.
+AUTO_FLOPS = 10**9
+#: The folder of the cache directory that keeps hyper-optimised paths.
+FOLDER = "paths"
+#: The version of the kept files' layout (part of each file's key).
+LAYOUT = 1
+#: What a search may score trees by (cotengra's names).
+MINIMIZE = ("flops", "size", "write", "combo")
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """A hyper-optimised path search and its budget: `optimize=Hyper(max_time=10)`.
+
+    max_time: seconds the search may take (None: no limit); max_repeats: trees it may try;
+    minimize: what a tree is scored by ("flops", "size", "write" or "combo", cotengra's
+    names). `optimize="hyper"` is `Hyper()`."""
+
+    max_time: float | None = None
+    max_repeats: int = 64
+    minimize: str = "flops"
+
+    def __post_init__(self) -> None:
+        from hilbert.grammar.errors import ArgumentError
+        from hilbert.grammar.source import nowhere
+
+        def wrong(what: str) -> ArgumentError:
+            return ArgumentError("E600", f"Hyper({what}", nowhere("hilbert.Hyper"))
+
+        if self.max_time is not None and (isinstance(self.max_time, bool) or not isinstance(
+                self.max_time, (int, float)) or not 0 < self.max_time < math.inf):
+            raise wrong(f"max_time={self.max_time!r:.40}): the search's budget is a positive "
+                        "number of seconds, or None for no limit")
+        if isinstance(self.max_repeats, bool) or not isinstance(self.max_repeats, int) or \
+                self.max_repeats < 1:
+            raise wrong(f"max_repeats={self.max_repeats!r:.40}): the number of trees to try "
+                        "is a whole number ≥ 1")
+        if self.minimize not in MINIMIZE:
+            raise wrong(f"minimize={self.minimize!r:.40}): a tree is scored by one of "
+                        f"{', '.join(MINIMIZE)}")
+
+    def describe(self) -> str:
+        limit = f"{self.max_time:g} s, " if self.max_time is not None else ""
+        return f"hyper ({limit}{self.max_repeats} trees, by {self.minimize})"
+
+
+#: The budget `optimize="auto"` gives a search it decides to run.
+AUTO_BUDGET = Hyper(max_time=5.0, max_repeats=64)
+
+
+@dataclass(frozen=True)
+class Search:
+    """What a search found: its path (opt_einsum's form), the trees it tried, the seconds it
+    took, and the tree's cost as cotengra counts it (one per multiply-add, where the plan's
+    FLOPs, opt_einsum's count, are two) and width (log₂ of its largest intermediate's
+    entries)."""
+
+    path: tuple[tuple[int, ...], ...]
+    trees: int
+    seconds: float
+    flops: int
+    width: float
+
+    def describe(self) -> str:
+        """The plan's note: what the search found and what it cost (the same text in every
+        process that finds the search kept)."""
+        return (f"path hyper-optimised by cotengra: {self.trees} trees in {self.seconds:.3g} s; "
+                f"the tree costs {self.flops:,} multiply-adds, width {self.width:.3g} (log₂ of "
+                "its largest intermediate)")
+
+
+@lru_cache(maxsize=1)
+def installed() -> bool:
+    """Whether cotengra can be imported (looked up once per process)."""
+    import importlib.util
+
+    return importlib.util.find_spec("cotengra") is not None
+
+
+@lru_cache(maxsize=256)
+def search(spec: str, shapes: tuple, budget: Hyper) -> Search:
+    """The path a search within `budget` finds for `spec` on `shapes`: kept from an earlier
+    search (this process, or the cache directory) when there is one, else searched now and
+    kept."""
+    key = _key(spec, shapes, budget)
+    kept = _read(key, spec, shapes)
+    if kept is not None:
+        return kept
+    found = _search(spec, shapes, budget)
+    _write(key, found)
+    return found
+
+
+def auto_budget(spec: str, shapes: tuple, greedy_flops: int) -> Hyper | None:
+    """The search `optimize="auto"` runs for this einsum, or None: only past AUTO_OPERANDS
+    operands, when greedy's path costs more than AUTO_FLOPS and cotengra is installed."""
+    if len(shapes) < AUTO_OPERANDS or greedy_flops <= AUTO_FLOPS or not installed():
+        return None
+    return AUTO_BUDGET
+
+
+def _search(spec: str, shapes: tuple, budget: Hyper) -> Search:
+    import cotengra
+
+    inputs, output = spec.split("->")
+    size = {ch: int(n) for term, s in zip(inputs.split(","), shapes, strict=True)
+            for ch, n in zip(term, s, strict=True)}
+    with warnings.catch_warnings():  # (cotengra warns when KaHyPar is not installed)
+        warnings.simplefilter("ignore")
+        optimizer = cotengra.HyperOptimizer(max_time=budget.max_time,
+                                            max_repeats=budget.max_repeats,
+                                            minimize=budget.minimize, parallel=False,
+                                            progbar=False)
+        start = time.perf_counter()
+        tree = optimizer.search(inputs.split(","), output, size)
+        seconds = time.perf_counter() - start
+    path = tuple(tuple(int(i) for i in step) for step in tree.get_path())
+    return Search(path, len(optimizer.scores), round(seconds, 3),
+                  int(tree.contraction_cost()), float(tree.contraction_width()))
+
+
+def _key(spec: str, shapes: tuple, budget: Hyper) -> str:
+    text = json.dumps([LAYOUT, spec, [list(s) for s in shapes], budget.max_time,
+                       budget.max_repeats, budget.minimize], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _folder():
+    from hilbert.compiler.directory import private_dir
+
+    directory = private_dir()
+    return None if directory is None else directory / FOLDER
+
+
+def _read(key: str, spec: str, shapes: tuple) -> Search | None:
+    """The search kept under `key`, if its file reads and its path fits the einsum."""
+    folder = _folder()
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
+        found = Search(tuple(tuple(int(i) for i in step) for step in data["path"]),
+                       int(data["trees"]), float(data["seconds"]), int(data["flops"]),
+                       float(data["width"]))
+        opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=list(found.path))
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    return found
+
+
+def _write(key: str, found: Search) -> None:
+    """Keep `found` under `key` (written whole, then renamed: a reader never sees half)."""
+    folder = _folder()
+    if folder is None:
+        return
+    data = {"path": [list(step) for step in found.path], "trees": found.trees,
+            "seconds": found.seconds, "flops": found.flops, "width": found.width}
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        part = folder / f"{key}.{time.time_ns()}.part"
+        part.write_text(json.dumps(data), encoding="utf-8")
+        part.replace(folder / f"{key}.json")
+    except OSError:
+        return
