@@ -240,7 +240,12 @@ def _item(arrays: list) -> int:
 
 def _optimiser(optimize, spec: str, sizes: tuple):
     """`optimize` checked (an explicit path as a tuple of tuples, checked against the
-    contraction by opt_einsum: E600 if it does not fit)."""
+    contraction by opt_einsum: E600 if it does not fit). As in opt_einsum, True and None are
+    "auto" and False is no path: one step over every operand."""
+    if optimize is True or optimize is None:
+        optimize = "auto"
+    elif optimize is False:
+        optimize = (tuple(range(len(sizes))),)
     if isinstance(optimize, list):
         optimize = tuple(tuple(step) for step in optimize)
     check_optimiser(optimize, nowhere(WHERE), explicit=True)

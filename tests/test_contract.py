@@ -64,7 +64,8 @@ def test_opt_einsums_symbols_are_read(rng):
     np.testing.assert_allclose(hilbert.einsum(spec, a, b), a @ b, rtol=1e-12)
 
 
-@pytest.mark.parametrize("optimize", ["greedy", "dp", "optimal"])
+@pytest.mark.parametrize("optimize", ["greedy", "dp", "optimal", "dynamic-programming", "eager",
+                                      "opportunistic", "branch-2", "auto", "auto-hq"])
 def test_contract_path_is_the_path_opt_einsum_finds(optimize, rng):
     spec = "ab,bc,cd,de,ef->af"
     shapes = [(30, 5), (5, 40), (40, 6), (6, 50), (50, 7)]
@@ -75,6 +76,22 @@ def test_contract_path_is_the_path_opt_einsum_finds(optimize, rng):
     assert info.sliced_indices == ()
     assert "plan of contract" in str(info) and f"path optimiser {optimize}" in str(info)
     assert info.plan.einsums[0].largest == int(want_info.largest_intermediate)
+
+
+@pytest.mark.parametrize("optimize", [True, None, False, "random-greedy", "random-greedy-128"])
+def test_opt_einsums_other_optimize_values_are_taken(optimize, rng):
+    """True and None mean "auto", False one step over every operand (opt_einsum's meanings);
+    the random searches find some path."""
+    operands = _operands([(6, 5), (5, 7), (7, 4)], rng)
+    path, _ = hilbert.contract_path("ij,jk,kl", *operands, optimize=optimize)
+    if optimize is False:
+        assert path == [(0, 1, 2)]
+    elif optimize is not None and optimize is not True:
+        assert len(path) == 2
+    else:
+        assert path == opt_einsum.contract_path("ij,jk,kl", *operands, optimize="auto")[0]
+    np.testing.assert_allclose(hilbert.einsum("ij,jk,kl", *operands, optimize=optimize),
+                               np.einsum("ij,jk,kl", *operands), rtol=1e-12)
 
 
 def test_an_explicit_path_is_used_as_given(rng):

@@ -15,7 +15,8 @@ from opt_einsum.helpers import flop_count
 from . import hyper
 
 OPTIMISERS = ("auto", "auto-hq", "optimal", "dp", "greedy", "branch-all", "branch-2",
-              "branch-1", "random-greedy", "hyper", "cotengra")
+              "branch-1", "random-greedy", "random-greedy-128", "dynamic-programming", "eager",
+              "opportunistic", "hyper", "cotengra")
 #: Names of a hyper-optimised search with the default budget ("cotengra": its older name).
 HYPER_NAMES = ("hyper", "cotengra")
 #: Optimisers whose search grows factorially with the operand count, and the most operands
