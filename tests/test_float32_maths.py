@@ -1,10 +1,12 @@
-"""Float32 numerics in compiled code (docs/semantics.md, "Number types"): exp, ln, tanh and
-erf are computed in float64 and rounded once, so each result is the correctly rounded float32
-of the float64 function (measured: 0 ulp from it); NumPy's own float32 exp and log are up to 2
-and 3 ulp from that on this machine, so the check against NumPy is "no further from NumPy than
-NumPy is from the correctly rounded value, plus 1 ulp". Special values (±0, ±∞, NaN,
-subnormals, the overflow and underflow thresholds) are NumPy's exactly; division is the
-processor's float32 quotient, NumPy's to the bit; sums accumulate in float64."""
+"""Float32 numerics in compiled code (docs/semantics.md, "Number types"): exp, ln and tanh are
+computed in float32 arithmetic (executor/numba/vmath32.py), within 1 ulp of the correctly
+rounded value (measured over every float32: at most 1 ulp, 0.6–0.8% of results 1 ulp off);
+erf is computed in float64 and rounded once (0 ulp from the rounded float64 function). NumPy's
+own float32 exp and log are up to 3 and 4 ulp from the correctly rounded value on this
+machine, so the check against NumPy is "no further from NumPy than NumPy is from the correctly
+rounded value, plus 1 ulp". Special values (±0, ±∞, NaN, subnormals, the overflow and
+underflow thresholds) are NumPy's exactly; division is the processor's float32 quotient,
+NumPy's to the bit; sums accumulate in float64."""
 
 import numpy as np
 import pytest
@@ -56,9 +58,11 @@ def grid(rng) -> np.ndarray:
     ("t", np.tanh, np.tanh, "all"),
     ("r", None, special.erf, "all"),
 ])
-def test_functions_are_the_rounded_float64_result_and_close_to_numpy(compiled, rng, name,
-                                                                     numpy, exact, domain):
-    x = grid(rng)
+def test_functions_are_within_an_ulp_of_the_rounded_value_and_close_to_numpy(
+        compiled, rng, name, numpy, exact, domain):
+    # (a sweep of every 997th float32 as well: each binade, subnormals included)
+    sweep = np.arange(0, 2 ** 32, 997, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = np.concatenate([grid(rng), sweep[np.isfinite(sweep)]])
     if domain == "positive":
         x = np.concatenate([np.abs(x), np.float32([0.0, -0.0, -1.0, -np.inf])])
     function = getattr(compiled, name)
@@ -66,7 +70,7 @@ def test_functions_are_the_rounded_float64_result_and_close_to_numpy(compiled, r
     assert function.tier == "compiled" and ours.dtype == np.float32
     with np.errstate(all="ignore"):
         rounded = exact(x.astype(np.float64)).astype(np.float32)
-        assert ulps(ours, rounded).max() <= 1
+        assert ulps(ours, rounded).max() <= (0 if name == "r" else 1)
         if numpy is not None:
             theirs = numpy(x)
             assert np.all(ulps(ours, theirs) <= ulps(theirs, rounded) + 1)

@@ -82,9 +82,12 @@ if _DGEMM is None or _DGEMV is None or _DGEMV[1] != _DGEMM[1]:  # NumPy's BLAS, 
 #: Which BLAS compiled code multiplies with (part of the disk cache's key).
 BLAS = ("numpy-cblas" + ("-ilp64" if _DGEMM[1] else "") + "-gemv"
         if _DGEMM else "numba-dot")
-#: What the kernels' machine code depends on: this file, vmath.py, NumPy and the BLAS it calls.
+#: What the kernels' machine code depends on: this file, vmath.py, the float32 kernels
+#: (kernels32.py, vmath32.py: read, not imported, as they import this), NumPy and the BLAS.
 STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP} "
-         f"{np.__version__} {BLAS}")
+         + " ".join(hashlib.sha256(Path(__file__).with_name(name).read_bytes()).hexdigest()[:16]
+                    for name in ("kernels32.py", "vmath32.py"))
+         + f" {np.__version__} {BLAS}")
 
 
 def compiled(function):

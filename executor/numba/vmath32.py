@@ -1,0 +1,206 @@
+"""exp, log and tanh of float32 numbers in float32 arithmetic, for float32 generated code
+(kernels32.py): straight-line code with no branches or calls, as vmath.py's float64 ones are,
+so LLVM runs them in vector lanes inside loop nests: 16 entries at a time on an AVX-512 CPU,
+twice the lanes of the float64 functions (which float32 code used before, rounding their
+results: as accurate, but half as fast in cache).
+
+- exp: x = k·ln 2 + r with |r| ≤ ½ ln 2 (ln 2 split so that k·LN2_HI is exact), e^r = 1 + r +
+  r²·Q(r), then multiplied by 2^k built from its bits (two factors: subnormal results round
+  once in the scaling).
+- log: x = 2^k·m with m in [√½, √2) (from the bits; subnormals scaled by 2^24 first),
+  f = m − 1, log m = f − f²/2 + f³·R(f), plus k·ln 2 (k·LN2_HI exact).
+- tanh: |x| < 0.625: x + x³·P(x²); above: m / (m + 2) with m = e^{2|x|} − 1 from exp's parts
+  (2^k·(1 + p) − 1 in one multiply-add), which keeps m's relative accuracy.
+
+Q (degree 5), R (degree 9) and P (degree 5, in x²) are near-minimax fits (least squares at
+1,000s of Chebyshev nodes, in 40-digit mpmath arithmetic) over the reduced ranges, rounded to
+float32. Measured over every float32 where each function is neither 0, ±1 nor ∞
+(tests/test_float32_maths.py samples it): within 1 ulp of the correctly rounded value, where
+NumPy's own float32 exp and log are up to 2 and 3 ulp from it; ±0, ±∞, NaN, log of 0 and of
+negatives, and the overflow and underflow thresholds give NumPy's values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+from hilbert.executor.numba import disk
+from llvmlite import ir as llvm_ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+#: What this module's machine code depends on (part of kernels.STAMP, the cache key).
+STAMP = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+F = np.float32
+LOG2_E = F(1.442695)
+#: 1.5·2^23: adding it rounds a float32 below 2^22 to a whole number, which its low bits hold.
+SHIFTER = F(12582912.0)
+SHIFTER_BITS = 0x4B400000
+# ln 2 = EXP_LN2_HI + EXP_LN2_LO, the first with 15 significant bits: k·EXP_LN2_HI is exact.
+EXP_LN2_HI = F(0.693145751953125)
+EXP_LN2_LO = F(1.428606765330187e-06)
+# ln 2 = LOG_LN2_HI + LOG_LN2_LO, the first with 9 significant bits (|k| ≤ 150 for log).
+LOG_LN2_HI = F(0.693359375)
+LOG_LN2_LO = F(-2.12194440e-04)
+#: e^x overflows above 88.72…: clamped just outside, 2^k does the rest.
+EXP_ABOVE = F(89.0)
+#: e^x rounds to 0 below −103.97…: computed as e^0 and replaced by 0 (no underflow assists).
+EXP_ZERO = F(-104.0)
+#: The smallest normal float32; below it log scales its argument by 2^24.
+TINY = F(1.1754944e-38)
+TWO_24 = F(16777216.0)
+#: The bits of √½ as a float32: x's bits minus these, shifted right by 23, are k.
+SQRT_HALF_BITS = 0x3F3504F3
+#: Below this |x|, tanh is its odd polynomial; above, m / (m + 2).
+TANH_SMALL = F(0.625)
+#: Beyond this |x|, tanh(x) is ±1 in float32 (from 9.01 on).
+TANH_ONE = F(10.0)
+ONE, TWO, HALF, ZERO = F(1.0), F(2.0), F(0.5), F(0.0)
+NEG_INF, NAN = F(-np.inf), F(np.nan)
+SIGN = np.int32(-2147483648)  # the sign bit
+
+# (e^r − 1 − r) / r² on |r| ≤ ½ ln 2, lowest degree first.
+_Q = tuple(map(F, (0.5, 0.16666667, 0.041666467, 0.008333298, 0.0013933644, 0.00019899276)))
+# (log(1 + f) − f + f²/2) / f³ on √½ − 1 ≤ f ≤ √2 − 1.
+_R = tuple(map(F, (0.33333334, -0.2499999, 0.19999991, -0.16668007, 0.14287494, -0.12451388,
+                   0.11021009, -0.106246375, 0.1062307, -0.06362066)))
+# (tanh(x) − x) / x³ as a polynomial in y = x², 0 ≤ y ≤ 0.625².
+_P = tuple(map(F, (-0.33333334, 0.13333304, -0.053959407, 0.021769961, -0.00834698,
+                   0.0022958412)))
+
+
+def _compiled(function):
+    """`function` compiled as hilbert's kernels are, kept in the private disk cache."""
+    return disk.keep(njit(function, nogil=True, error_model="numpy", boundscheck=False),
+                     STAMP)
+
+
+@intrinsic
+def bits_of(typingctx, x):
+    """The IEEE bits of a float32, as an int32 (a bit cast)."""
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], types.float32)
+        return builder.bitcast(value, llvm_ir.IntType(32))
+
+    return types.int32(x), codegen
+
+
+@intrinsic
+def float_of(typingctx, bits):
+    """The float32 whose IEEE bits are the low 32 of `bits` (a bit cast)."""
+    if not isinstance(bits, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], signature.args[0], types.int32)
+        return builder.bitcast(value, llvm_ir.FloatType())
+
+    return types.float32(bits), codegen
+
+
+@intrinsic
+def fma(typingctx, a, b, c):
+    """a·b + c in float32, rounded once (llvm.fma.f32)."""
+    if not all(isinstance(t, types.Float) for t in (a, b, c)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        values = [context.cast(builder, v, t, types.float32)
+                  for v, t in zip(args, signature.args, strict=True)]
+        single = llvm_ir.FloatType()
+        kind = llvm_ir.FunctionType(single, [single, single, single])
+        return builder.call(cgutils.get_or_insert_function(builder.module, kind, "llvm.fma.f32"),
+                            values)
+
+    return types.float32(a, b, c), codegen
+
+
+@_compiled
+def _power_of_two(k):
+    """2^k as a float32 for −126 ≤ k ≤ 127 (from its exponent bits)."""
+    return float_of((k + 127) << 23)
+
+
+@_compiled
+def _exp_parts(x):
+    """(p, k) with e^x ≈ (1 + p)·2^k, p = e^r − 1 for |r| ≤ ½ ln 2, for |x| ≤ 104."""
+    shifted = fma(x, LOG2_E, SHIFTER)  # x·log2 e rounded to a whole number k, in the low bits
+    kf = shifted - SHIFTER
+    r = fma(-kf, EXP_LN2_LO, fma(-kf, EXP_LN2_HI, x))
+    r2 = r * r
+    q = fma(r, _Q[5], _Q[4])
+    q = fma(r, q, _Q[3])
+    q = fma(r, q, _Q[2])
+    q = fma(r, q, _Q[1])
+    q = fma(r, q, _Q[0])
+    return fma(r2, q, r), bits_of(shifted) - SHIFTER_BITS
+
+
+@_compiled
+def exp(x):
+    """e^x of a float32, within an ulp of the correctly rounded value; NumPy's values at 0,
+    ±∞, NaN and the thresholds."""
+    zero = x < EXP_ZERO
+    clamped = x if x < EXP_ABOVE else EXP_ABOVE
+    clamped = ZERO if zero else clamped
+    p, k = _exp_parts(clamped)
+    half = k >> 1
+    y = (ONE + p) * _power_of_two(half) * _power_of_two(k - half)
+    y = ZERO if zero else y
+    return y if x == x else x
+
+
+@_compiled
+def log(x):
+    """ln x of a float32, within an ulp of the correctly rounded value: −∞ at ±0, NaN below
+    0, ∞ at ∞, NaN at NaN."""
+    tiny = x < TINY
+    scaled = x * TWO_24 if tiny else x  # subnormals become normal
+    bits = bits_of(scaled)
+    k = (bits - SQRT_HALF_BITS) >> 23
+    f = float_of(bits - (k << 23)) - ONE  # m − 1, exact for m in [√½, √2)
+    kf = F(k) - (F(24.0) if tiny else ZERO)
+    r = fma(f, _R[9], _R[8])
+    r = fma(f, r, _R[7])
+    r = fma(f, r, _R[6])
+    r = fma(f, r, _R[5])
+    r = fma(f, r, _R[4])
+    r = fma(f, r, _R[3])
+    r = fma(f, r, _R[2])
+    r = fma(f, r, _R[1])
+    r = fma(f, r, _R[0])
+    f2 = f * f
+    low = fma(f2 * f, r, fma(kf, LOG_LN2_LO, -HALF * f2))  # f³·R + k·ln2_lo − f²/2
+    y = fma(kf, LOG_LN2_HI, f + low)
+    y = NEG_INF if x == ZERO else y
+    y = NAN if x < ZERO else y
+    return y if x < np.inf else x  # ∞ and NaN are their own logarithms
+
+
+@_compiled
+def tanh(x):
+    """tanh x of a float32, within an ulp of the correctly rounded value; ±0 kept, ±1 at ±∞,
+    NaN at NaN."""
+    a = abs(x)
+    y = a * a
+    p = fma(y, _P[5], _P[4])
+    p = fma(y, p, _P[3])
+    p = fma(y, p, _P[2])
+    p = fma(y, p, _P[1])
+    p = fma(y, p, _P[0])
+    small = fma(a * y, p, a)
+    clamped = a if a < TANH_ONE else TANH_ONE
+    e, k = _exp_parts(clamped + clamped)
+    scale = _power_of_two(k)
+    m = fma(e, scale, scale - ONE)  # e^{2a} − 1 = 2^k·(1 + e) − 1, 2^k − 1 exact
+    large = m / (m + TWO)
+    t = small if a < TANH_SMALL else large
+    signed = float_of(bits_of(t) | (bits_of(x) & SIGN))  # x's sign
+    return signed if x == x else x
