@@ -54,14 +54,14 @@ def jax_mlp_step(jax, jnp, r: float):
     return step
 
 
-def torch_circle_step(torch, x, labels, hidden: int = 32):
-    """The circle classifier's training step in torch eager float64, as the course writes it
-    (nn.Linear layers, GELU, cross-entropy, clip_grad_norm_ 1.0, AdamW at 3e-3): a callable
-    that takes one step on (x, labels) and answers the loss."""
+def torch_circle_step(torch, x, labels, hidden: int = 32, dtype: str = "float64"):
+    """The circle classifier's training step in torch eager (float64 unless `dtype` says), as
+    the course writes it (nn.Linear layers, GELU, cross-entropy, clip_grad_norm_ 1.0, AdamW at
+    3e-3): a callable that takes one step on (x, labels) and answers the loss."""
     torch.manual_seed(0)
     nn = torch.nn
     net = nn.Sequential(nn.Linear(2, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(),
-                        nn.Linear(hidden, 2)).double()
+                        nn.Linear(hidden, 2)).to(getattr(torch, dtype))
     opt = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=1e-2)
     tx, tl = torch.from_numpy(x), torch.from_numpy(labels).long()
 

@@ -106,8 +106,9 @@ def mlp_fit(config: Config, dtype: str = "float64") -> Setup:
     return _fit_setup(config, config.pick(100, 20), 0.01, x, y, w1, w2, dtype)
 
 
-def mlp_step(config: Config) -> Setup:
-    x, y, w1, w2 = mlp_problem(1024, 64, 256, 10)
+def mlp_step(config: Config, dtype: str = "float64") -> Setup:
+    wide = mlp_problem(1024, 64, 256, 10)
+    x, y, w1, w2 = (v.astype(dtype) for v in wide)
     r = 0.01
     gradients = example("Gradients", config)
 
@@ -117,7 +118,7 @@ def mlp_step(config: Config) -> Setup:
     def jax_anchor():
         jax, jnp, lax = A.jax_modules()
         fn = jax.jit(jax_mlp_step(jax, jnp, r))
-        jargs = [jnp.asarray(a) for a in (x, y, w1, w2)]
+        jargs = [jnp.asarray(a) for a in (x, y, w1, w2)]  # (in the case's dtype)
         return lambda: fn(*jargs).block_until_ready()
 
     def torch_anchor():
@@ -131,9 +132,11 @@ def mlp_step(config: Config) -> Setup:
         anchors=[Anchor(HAND, lambda: (lambda: joined(gradients.handStep(r, x, y, w1, w2))),
                         "hilbert: stepFirst and stepSecond of Prelude.Networks"),
                  A._optional(config, Anchor(TORCH, torch_anchor, "torch.autograd.grad")),
-                 A._optional(config, Anchor(JAX, jax_anchor, "jax.jit(jax.grad)"))],
-        params={"x": "1024×64", "w1": "64×256", "w2": "256×10", "r": r},
-        flops=float(4 * 1024 * 64 * 256 + 6 * 1024 * 256 * 10), rtol=1e-9, atol=1e-12)
+                 A._optional(config, Anchor(JAX, jax_anchor, "jax.jit(jax.grad)")),
+                 *float64_twins(dtype, lambda: joined(gradients.autoStep(r, *wide)))],
+        params={"x": "1024×64", "w1": "64×256", "w2": "256×10", "r": r, "dtype": dtype},
+        flops=float(4 * 1024 * 64 * 256 + 6 * 1024 * 256 * 10),
+        **SINGLE_RTOL.get(dtype, {"rtol": 1e-9, "atol": 1e-12}))
 
 
 _TARGETS = (Target("≤ 1.2× the same fit with hand-written gradients", HAND, 1.2),
@@ -161,4 +164,8 @@ CASES = [
          mlp_step, (Target("≤ 1.2× hand-written gradients", HAND, 1.2),
                     Target("ahead of torch.autograd", TORCH, 1.0),
                     Target("ahead of JAX grad + jit", JAX, 1.0))),
+    Case("grad-mlp-step-f32", "gradients", "∂: one training step 1024×64→256→10 in float32",
+         "the training step on float32 values (sgemm), against every anchor in float32",
+         lambda config: mlp_step(config, "float32"), (SINGLE_BEST, SINGLE_SPEEDUP),
+         blas_bound=True),
 ]

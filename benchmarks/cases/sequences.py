@@ -16,6 +16,7 @@ from benchmarks.cases.base import (
     SINGLE_RTOL,
     SINGLE_SPEEDUP,
     TORCH,
+    TWIN,
     Anchor,
     Case,
     Config,
@@ -179,26 +180,36 @@ CASES = [
 ]
 
 
-def circle_step(config: Config) -> Setup:
+def circle_step(config: Config, dtype: str = "float64") -> Setup:
     """One training step of the course seed's circle classifier (2→32→32→2, GELU, cross-entropy
-    on logits, clip_grad_norm 1.0, AdamW): hilbert's examples/CircleClassifier.hb model against
-    the same step in torch eager float64. Each call is a step from the weights the last left
-    (the contestants train apart), so outputs are not compared here: tests/test_course.py
-    checks hilbert's steps against NumPy and torch."""
+    on logits, clip_grad_norm 1.0, AdamW): hilbert's examples/CircleClassifier.hb model (its
+    weights in `dtype`) against the same step in torch eager in that dtype. Each call is a
+    step from the weights the last left (the contestants train apart), so outputs are not
+    compared here: tests/test_course.py checks hilbert's steps against NumPy and torch."""
     from benchmarks.cases.base import example
 
     rng = np.random.default_rng(22)
     x = rng.uniform(-1, 1, (64, 2))
     labels = ((x ** 2).sum(1) < 0.5).astype(float)
-    model = example("CircleClassifier", config).CircleClassifier(32, 0)
-
-    return Setup(
-        ours=lambda: model.train(x, labels, 0.0),
-        anchors=[A._optional(config, Anchor(TORCH, lambda: torch_circle_step(A.torch_module(), x, labels),
-                                            "torch eager float64: forward, backward, clip, AdamW"))],
-        params={"batch": "64×2", "widths": "2→32→32→2"}, compare=False)
+    classifier = example("CircleClassifier", config).CircleClassifier
+    model = classifier(32, 0, dtype=np.dtype(dtype))
+    xs, ls = x.astype(dtype), labels.astype(dtype)
+    anchors = [A._optional(config, Anchor(
+        TORCH, lambda: torch_circle_step(A.torch_module(), xs, labels, dtype=dtype),
+        f"torch eager {dtype}: forward, backward, clip, AdamW"))]
+    if dtype != "float64":
+        twin = classifier(32, 0)
+        anchors.append(Anchor(TWIN, lambda: (lambda: twin.train(x, labels, 0.0)),
+                              "hilbert's model in float64, the same step"))
+    return Setup(ours=lambda: model.train(xs, ls, 0.0), anchors=anchors,
+                 params={"batch": "64×2", "widths": "2→32→32→2", "dtype": dtype},
+                 compare=False)
 
 
 CASES.append(Case("circle-step", "sequences", "one training step of the course's circle classifier",
                   "forward, ∂ of the cross-entropy for six parameters, clipping and AdamW: one call",
                   circle_step, (Target("ahead of torch float64 eager", TORCH, 1.0),)))
+CASES.append(Case("circle-step-f32", "sequences",
+                  "one training step of the circle classifier in float32",
+                  "the same step with float32 weights and data, against torch eager float32",
+                  lambda config: circle_step(config, "float32"), (SINGLE_BEST,)))
