@@ -10,6 +10,11 @@ import numpy as np
 import opt_einsum
 import pytest
 from hilbert.grammar.errors import HilbertError
+from opt_einsum.testing import build_views
+
+# opt_einsum's list of contractions its tests run (scalars, Hadamard products, index
+# transformations, traces, outer and inner products, GEMMs, random cases that once failed).
+from opt_einsum.tests.test_contract import tests as OPT_EINSUM_CASES
 
 import hilbert
 
@@ -175,10 +180,6 @@ def test_hb_einsums_take_any_alphabets_letters(executor, monkeypatch, rng):
 
 # ------------------------------------------- opt_einsum's and NumPy's own einsum test cases
 
-#: opt_einsum's list of contractions its tests run (scalars, Hadamard products, index
-#: transformations, traces, outer and inner products, GEMMs, random cases that once failed).
-from opt_einsum.tests.test_contract import tests as OPT_EINSUM_CASES  # noqa: E402
-from opt_einsum.testing import build_views  # noqa: E402
 
 
 @pytest.mark.parametrize("subscripts", sorted(set(OPT_EINSUM_CASES)))
