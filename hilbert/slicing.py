@@ -10,8 +10,9 @@ together wins: hilbert's own, greedy (while the peak is over the limit, fix the 
 among those of the largest intermediate, that lowers it most, ties going to the fewest FLOPs
 over all slices), and cotengra's (its SliceFinder, seeded) when cotengra is installed. Each
 slice runs the same compiled contraction (its spec without the sliced letters, along the same
-path); the results are added as they come, so no more than one slice's values and the running
-sum are held at once.
+path), on as many threads as fit in the limit (`workers_for`), each adding its slices' results
+as they come, so that it holds one slice's values and its running sum at a time; or, with
+executor="dask", as dask tasks (`run_tasks`).
 """
 
 from __future__ import annotations

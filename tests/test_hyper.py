@@ -70,7 +70,9 @@ def private_cache(tmp_path, monkeypatch):
     forget()
 
 
-def test_a_hyper_search_finds_a_cheaper_path_and_the_plan_says_what_it_cost(private_cache):
+def test_a_hyper_search_finds_a_cheaper_path_and_the_plan_says_what_it_cost(private_cache,
+                                                                            monkeypatch):
+    monkeypatch.setenv("HILBERT_COMPILE", "never")  # (paths are checked here, not code)
     spec, shapes = regular(40, seed=1)
     _, greedy = hilbert.contract_path(spec, *shapes, shapes=True, optimize="greedy")
     path, info = hilbert.contract_path(spec, *shapes, shapes=True,
@@ -86,8 +88,24 @@ def test_a_hyper_search_finds_a_cheaper_path_and_the_plan_says_what_it_cost(priv
     trees = int(text.split("hyper-optimised by cotengra: ")[1].split(" trees")[0])
     assert 1 <= trees <= 8
     arrays = _arrays(shapes, seed=2)
-    np.testing.assert_allclose(hilbert.einsum(spec, *arrays, optimize="hyper"),
+    np.testing.assert_allclose(hilbert.einsum(spec, *arrays,
+                                              optimize=hilbert.Hyper(max_repeats=8)),
                                opt_einsum.contract(spec, *arrays), rtol=1e-10)
+
+
+def test_hyper_by_name_is_the_default_budget(private_cache, monkeypatch):
+    budgets = []
+    search = hyper._search
+
+    def searched(spec, shapes, budget):  # (the budget noted; the search itself kept short)
+        budgets.append(budget)
+        return search(spec, shapes, hilbert.Hyper(max_repeats=2))
+
+    monkeypatch.setattr(hyper, "_search", searched)
+    spec, shapes = regular(12, seed=1)
+    _, info = hilbert.contract_path(spec, *shapes, shapes=True, optimize="hyper")
+    assert budgets == [hilbert.Hyper()] and hilbert.Hyper().max_repeats == 64
+    assert "path optimiser hyper" in str(info) and "hyper-optimised by cotengra" in str(info)
 
 
 def test_a_time_budget_ends_the_search(private_cache):
@@ -160,7 +178,8 @@ def test_auto_searches_only_a_large_costly_network(private_cache, monkeypatch):
     assert "hyper-optimised" not in str(exhaustive)
 
 
-def test_a_hb_module_plans_with_a_hyper_budget(private_cache):
+def test_a_hb_module_plans_with_a_hyper_budget(private_cache, monkeypatch):
+    monkeypatch.setenv("HILBERT_COMPILE", "never")
     spec, shapes = regular(16, seed=7)
     named = opt_einsum_spec(spec)
     names = ", ".join(f"x{k}" for k in range(len(shapes)))
