@@ -124,12 +124,11 @@ def search(spec: str, shapes: tuple, budget: Hyper) -> Search:
     return found
 
 
-def auto_budget(spec: str, shapes: tuple, greedy_flops: int) -> Hyper | None:
-    """The search `optimize="auto"` runs for this einsum, or None: only past AUTO_OPERANDS
-    operands, when greedy's path costs more than AUTO_FLOPS and cotengra is installed."""
-    if len(shapes) < AUTO_OPERANDS or greedy_flops <= AUTO_FLOPS or not installed():
-        return None
-    return AUTO_BUDGET
+def may_search(operands: int) -> bool:
+    """Whether `optimize="auto"` may search for an einsum of this many operands: past
+    AUTO_OPERANDS, with cotengra installed (it then searches when greedy's path costs more
+    than AUTO_FLOPS, within AUTO_BUDGET)."""
+    return operands >= AUTO_OPERANDS and installed()
 
 
 def _search(spec: str, shapes: tuple, budget: Hyper) -> Search:

@@ -70,16 +70,16 @@ def optimiser_name(optimize) -> str:
 
 def _search(spec: str, shapes: tuple[Shape, ...], optimize) -> tuple[hyper.Search, str] | None:
     """The hyper-optimised search `optimize` asks for on this einsum (and what led to it), or
-    None: a Hyper budget or its names ask for one, and "auto" does where it pays
-    (hyper.auto_budget: a large network whose greedy path is costly)."""
+    None: a Hyper budget or its names ask for one, and "auto" does where it pays (a large
+    network, hyper.may_search, whose greedy path costs more than hyper.AUTO_FLOPS)."""
     if isinstance(optimize, hyper.Hyper):
         return hyper.search(spec, shapes, optimize), ""
     if optimize in HYPER_NAMES:
         return hyper.search(spec, shapes, hyper.Hyper()), ""
-    if optimize == "auto" and len(shapes) >= hyper.AUTO_OPERANDS and hyper.installed():
+    if optimize == "auto" and hyper.may_search(len(shapes)):
         greedy = sum(s.flops for s in contraction(spec, shapes, "greedy")[1])
-        budget = hyper.auto_budget(spec, shapes, greedy)
-        if budget is not None:
+        if greedy > hyper.AUTO_FLOPS:
+            budget = hyper.AUTO_BUDGET
             return hyper.search(spec, shapes, budget), (
                 f"auto: greedy's path would cost {greedy:,} FLOPs, so a search was run "
                 f"({budget.describe()}); ")

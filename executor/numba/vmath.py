@@ -84,59 +84,88 @@ _P = (-0.3333333333333333, 0.13333333333329436, -0.053968253959158, 0.0218694877
       -0.008863200040230624, 0.003591281030651438, -0.0014445686042322276,
       0.0005108524105890769)
 
-def _compiled(function):
-    """`function` compiled as all of hilbert's code is (executor/kernels.jit: NumPy's error
-    model, no GIL, no bounds checks), its machine code kept in the private disk cache."""
-    return disk.keep(njit(function, nogil=True, error_model="numpy", boundscheck=False),
-                     STAMP)
+def keeping(stamp: str):
+    """A decorator compiling a function as all of hilbert's code is (executor/kernels.jit:
+    NumPy's error model, no GIL, no bounds checks), its machine code kept in the private disk
+    cache under `stamp` (what that code depends on)."""
+    def compiled(function):
+        return disk.keep(njit(function, nogil=True, error_model="numpy", boundscheck=False),
+                         stamp)
+    return compiled
 
 
-@intrinsic
-def bits_of(typingctx, x):
-    """The IEEE bits of a float64, as an int64 (a bit cast: no conversion)."""
-    if not isinstance(x, types.Float):
-        return None
+_compiled = keeping(STAMP)
 
-    def codegen(context, builder, signature, args):
-        value = context.cast(builder, args[0], signature.args[0], types.float64)
-        return builder.bitcast(value, llvm_ir.IntType(64))
-
-    return types.int64(x), codegen
+#: Each float type the intrinsics below are made for: its LLVM type, its width in bits.
+_FLOATS = {types.float64: (llvm_ir.DoubleType(), 64), types.float32: (llvm_ir.FloatType(), 32)}
 
 
-@intrinsic
-def float_of(typingctx, bits):
-    """The float64 whose IEEE bits are `bits` (an int64; a bit cast)."""
-    if not isinstance(bits, types.Integer):
-        return None
+def bit_casts(real) -> tuple:
+    """(bits_of, float_of) for the float type `real` (types.float64 or float32): the IEEE bits
+    of such a float as a signed integer of its width, and the float whose bits are the low
+    ones of an integer (bit casts: no conversion)."""
+    single, width = _FLOATS[real]
+    integer = getattr(types, f"int{width}")
 
-    def codegen(context, builder, signature, args):
-        value = context.cast(builder, args[0], signature.args[0], types.int64)
-        return builder.bitcast(value, llvm_ir.DoubleType())
+    @intrinsic
+    def bits_of(typingctx, x):
+        if not isinstance(x, types.Float):
+            return None
 
-    return types.float64(bits), codegen
+        def codegen(context, builder, signature, args):
+            value = context.cast(builder, args[0], signature.args[0], real)
+            return builder.bitcast(value, llvm_ir.IntType(width))
+
+        return integer(x), codegen
+
+    @intrinsic
+    def float_of(typingctx, bits):
+        if not isinstance(bits, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            value = context.cast(builder, args[0], signature.args[0], integer)
+            return builder.bitcast(value, single)
+
+        return real(bits), codegen
+
+    bits_of.__doc__ = f"The IEEE bits of a {real}, as an {integer} (a bit cast)."
+    float_of.__doc__ = f"The {real} whose IEEE bits are the low {width} of `bits` (a bit cast)."
+    return bits_of, float_of
+
+
+def fused_multiply_add(real):
+    """fma(a, b, c) for the float type `real`: a·b + c rounded once (llvm.fma: one vfmadd
+    instruction where the CPU has FMA)."""
+    single, width = _FLOATS[real]
+    name = f"llvm.fma.f{width}"
+
+    @intrinsic
+    def fma(typingctx, a, b, c):
+        if not all(isinstance(t, types.Float) for t in (a, b, c)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            values = [context.cast(builder, v, t, real)
+                      for v, t in zip(args, signature.args, strict=True)]
+            kind = llvm_ir.FunctionType(single, [single, single, single])
+            return builder.call(cgutils.get_or_insert_function(builder.module, kind, name),
+                                values)
+
+        return real(a, b, c), codegen
+
+    fma.__doc__ = f"a·b + c in {real}, rounded once ({name})."
+    return fma
+
+
+bits_of, float_of = bit_casts(types.float64)
+fma = fused_multiply_add(types.float64)
 
 
 def _doubles(context, builder, signature, args) -> list:
     """An intrinsic's arguments as LLVM doubles."""
     return [context.cast(builder, v, t, types.float64)
             for v, t in zip(args, signature.args, strict=True)]
-
-
-@intrinsic
-def fma(typingctx, a, b, c):
-    """a·b + c rounded once (llvm.fma: one vfmadd instruction where the CPU has FMA)."""
-    if not all(isinstance(t, types.Float) for t in (a, b, c)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        values = _doubles(context, builder, signature, args)
-        double = llvm_ir.DoubleType()
-        kind = llvm_ir.FunctionType(double, [double, double, double])
-        return builder.call(cgutils.get_or_insert_function(builder.module, kind, "llvm.fma.f64"),
-                            values)
-
-    return types.float64(a, b, c), codegen
 
 
 def _binary_intrinsic(name: str, doc: str):

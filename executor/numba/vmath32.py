@@ -2,7 +2,8 @@
 (kernels32.py): straight-line code with no branches or calls, as vmath.py's float64 ones are,
 so LLVM runs them in vector lanes inside loop nests: 16 entries at a time on an AVX-512 CPU,
 twice the lanes of the float64 functions (which float32 code used before, rounding their
-results: as accurate, but half as fast in cache).
+results: as accurate, but half as fast in cache). The bit casts and fma are vmath.py's, made
+for float32.
 
 - exp: x = k·ln 2 + r with |r| ≤ ½ ln 2 (ln 2 split so that k·LN2_HI is exact), e^r = 1 + r +
   r²·Q(r), then multiplied by 2^k built from its bits (two factors: subnormal results round
@@ -26,14 +27,11 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-from hilbert.executor.numba import disk
-from llvmlite import ir as llvm_ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from hilbert.executor.numba import vmath
+from numba import types
 
-#: What this module's machine code depends on (part of kernels.STAMP, the cache key).
-STAMP = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+#: What this module's machine code depends on: it and vmath.py (its intrinsics).
+STAMP = f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP}"
 
 F = np.float32
 LOG2_E = F(1.442695)
@@ -73,53 +71,9 @@ _P = tuple(map(F, (-0.33333334, 0.13333304, -0.053959407, 0.021769961, -0.008346
                    0.0022958412)))
 
 
-def _compiled(function):
-    """`function` compiled as hilbert's kernels are, kept in the private disk cache."""
-    return disk.keep(njit(function, nogil=True, error_model="numpy", boundscheck=False),
-                     STAMP)
-
-
-@intrinsic
-def bits_of(typingctx, x):
-    """The IEEE bits of a float32, as an int32 (a bit cast)."""
-    if not isinstance(x, types.Float):
-        return None
-
-    def codegen(context, builder, signature, args):
-        value = context.cast(builder, args[0], signature.args[0], types.float32)
-        return builder.bitcast(value, llvm_ir.IntType(32))
-
-    return types.int32(x), codegen
-
-
-@intrinsic
-def float_of(typingctx, bits):
-    """The float32 whose IEEE bits are the low 32 of `bits` (a bit cast)."""
-    if not isinstance(bits, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        value = context.cast(builder, args[0], signature.args[0], types.int32)
-        return builder.bitcast(value, llvm_ir.FloatType())
-
-    return types.float32(bits), codegen
-
-
-@intrinsic
-def fma(typingctx, a, b, c):
-    """a·b + c in float32, rounded once (llvm.fma.f32)."""
-    if not all(isinstance(t, types.Float) for t in (a, b, c)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        values = [context.cast(builder, v, t, types.float32)
-                  for v, t in zip(args, signature.args, strict=True)]
-        single = llvm_ir.FloatType()
-        kind = llvm_ir.FunctionType(single, [single, single, single])
-        return builder.call(cgutils.get_or_insert_function(builder.module, kind, "llvm.fma.f32"),
-                            values)
-
-    return types.float32(a, b, c), codegen
+_compiled = vmath.keeping(STAMP)
+bits_of, float_of = vmath.bit_casts(types.float32)
+fma = vmath.fused_multiply_add(types.float32)
 
 
 @_compiled
