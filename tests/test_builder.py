@@ -45,3 +45,53 @@ def test_exit_lets_the_build_under_way_end_and_starts_no_other():
     finishing.join(60)
     assert not finishing.is_alive()
     assert built == [first]  # the program still queued at exit was never built
+
+
+class _SameCode:
+    """A stand-in for programs of one generated code: once either is built, the disk cache
+    holds the code of both (what two models with the same train block give)."""
+
+    looped = True
+
+    def __init__(self, cache: set, built: list):
+        self._cache, self._built = cache, built
+        self._done = threading.Event()
+
+    def kept(self) -> bool:
+        return "code" in self._cache
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    def build_quietly(self) -> None:
+        self._built.append(self)
+        self._cache.add("code")
+        self._done.set()
+
+
+def test_exit_does_not_wait_for_a_program_whose_code_another_build_kept():
+    # Both are queued and not yet kept when exit begins; the first build keeps the code of
+    # both, so the thread skips the second. Exit used to wait for the second's own build,
+    # which never came: the process hung at exit.
+    cache: set = set()
+    built: list = []
+    builder = Builder()
+    gate = threading.Event()
+    first, second = _SameCode(cache, built), _SameCode(cache, built)
+    original_build, original_kept = first.build_quietly, second.kept
+
+    def asked() -> bool:  # exit asks second's last: only then may the first build end
+        kept = original_kept()
+        if threading.current_thread().name == "finishing":
+            gate.set()
+        return kept
+
+    first.build_quietly = lambda: (gate.wait(60), original_build())  # type: ignore[method-assign]
+    second.kept = asked  # type: ignore[method-assign]
+    builder.submit(first)
+    builder.submit(second)
+    finishing = threading.Thread(target=builder.finish, name="finishing", daemon=True)
+    finishing.start()
+    finishing.join(60)
+    assert not finishing.is_alive()
+    assert built == [first]

@@ -68,16 +68,19 @@ class Builder:
 
         self._exiting = True
         with self._lock:
-            pending = list(self._pending)
-        needed = [p for p in pending if not p.kept()]
+            needed = [p for p in self._pending if not p.kept()]
         waited = 0.0
         try:
-            for program in needed:
-                while not program.wait(BUILD_LINE_DELAY_S):
-                    waited += BUILD_LINE_DELAY_S
-                    if waited == BUILD_LINE_DELAY_S and wanted(sys.stderr):
-                        print("hilbert: finishing the compilation of loops for the disk "
-                              "cache (Ctrl-C skips it)", file=sys.stderr, flush=True)
+            with self._lock:
+                # A queued program leaves `_pending` when the thread has built it, or skipped
+                # it because the disk cache came to hold its code meanwhile (another program
+                # of the same code was built first): wait for that, not for its own build.
+                while any(p in self._pending for p in needed):
+                    if not self._done.wait(BUILD_LINE_DELAY_S):
+                        waited += BUILD_LINE_DELAY_S
+                        if waited == BUILD_LINE_DELAY_S and wanted(sys.stderr):
+                            print("hilbert: finishing the compilation of loops for the disk "
+                                  "cache (Ctrl-C skips it)", file=sys.stderr, flush=True)
             self._stop()
         except KeyboardInterrupt:
             pass
