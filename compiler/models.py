@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from hilbert.compiler import ir
+from hilbert.compiler import groups, ir
 from hilbert.compiler.entry import Entry, build_entry
 from hilbert.compiler.kept import kept_entry
 from hilbert.compiler.modules import SourceModule
@@ -85,6 +85,8 @@ class CompiledModel:
     methods: dict[str, Member]
     span: Span = field(compare=False)
     doc: str = field(default="", compare=False)
+    #: Each state family (`state m like g`): the weights it holds a tensor for (`m.w`).
+    families: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def state(self) -> tuple[str, ...]:
@@ -123,10 +125,11 @@ class _ModelCompiler:
     """Checks one declaration, then lowers its weights, methods and train blocks."""
 
     def __init__(self, decl: s.Model, scope: ModuleScope, resolved: Resolved):
-        self.decl = decl
+        self.decl = groups.expand(decl)
+        self.families = groups.families(decl)
         self.scope = scope
         self.resolved = resolved
-        self.state = tuple(w.name for w in decl.weights) + decl.params
+        self.state = tuple(w.name for w in self.decl.weights) + decl.params
         self.building = threading.Lock()  # members share one inliner: built one at a time
 
     def key(self, member: str) -> str:
@@ -147,7 +150,8 @@ class _ModelCompiler:
                                  self.train_entry(t, inliner), tuple(a.name for a in t.assigns))
                   for t in self.decl.trains}
         d = self.decl
-        return CompiledModel(d.name, d.params, weights, trains, methods, d.span, d.doc)
+        return CompiledModel(d.name, d.params, weights, trains, methods, d.span, d.doc,
+                             self.families)
 
     # -- checks --------------------------------------------------------------------------
 

@@ -9,8 +9,9 @@
 -- reverse sweep. benchmarks/first_results.py times the first train call beside torch and JAX.
 --
 -- Conventions. Weights are d_in×d_out; the attention weights are per head (heads × width × key,
--- the output projection heads × key × width). Adam's moments are weights of the model too
--- (m… and v…, starting at zero), and so is the count of steps taken.
+-- the output projection heads × key × width). Adam's moments are the model's state, one m and
+-- one v per weight (`state m, v like weights`, starting at zero: m.emb, v.emb, …), and so is
+-- the count of steps taken; the train block updates all fifteen weights in one line.
 
 open Prelude.Norms
 open Prelude.Optimisers
@@ -35,56 +36,13 @@ model Block(vocab, width, heads, key, hidden, seed) : Learner {
   weight c2 : Tensor[width]              from drawn(uniform(seed), hidden)
   weight out : Tensor[width, vocab]      from drawn(uniform(seed), width)
   weight d : Tensor[vocab]               from drawn(uniform(seed), width)
-  weight memb : Tensor[vocab, width]     from 0
-  weight mg1 : Tensor[width]             from 0
-  weight ms1 : Tensor[width]             from 0
-  weight mwq : Tensor[heads, width, key] from 0
-  weight mwk : Tensor[heads, width, key] from 0
-  weight mwv : Tensor[heads, width, key] from 0
-  weight mwo : Tensor[heads, key, width] from 0
-  weight mg2 : Tensor[width]             from 0
-  weight ms2 : Tensor[width]             from 0
-  weight mw1 : Tensor[width, hidden]     from 0
-  weight mc1 : Tensor[hidden]            from 0
-  weight mw2 : Tensor[hidden, width]     from 0
-  weight mc2 : Tensor[width]             from 0
-  weight mout : Tensor[width, vocab]     from 0
-  weight md : Tensor[vocab]              from 0
-  weight vemb : Tensor[vocab, width]     from 0
-  weight vg1 : Tensor[width]             from 0
-  weight vs1 : Tensor[width]             from 0
-  weight vwq : Tensor[heads, width, key] from 0
-  weight vwk : Tensor[heads, width, key] from 0
-  weight vwv : Tensor[heads, width, key] from 0
-  weight vwo : Tensor[heads, key, width] from 0
-  weight vg2 : Tensor[width]             from 0
-  weight vs2 : Tensor[width]             from 0
-  weight vw1 : Tensor[width, hidden]     from 0
-  weight vc1 : Tensor[hidden]            from 0
-  weight vw2 : Tensor[hidden, width]     from 0
-  weight vc2 : Tensor[width]             from 0
-  weight vout : Tensor[width, vocab]     from 0
-  weight vd : Tensor[vocab]              from 0
-  weight taken : Tensor[]                from 0
+  state taken : Tensor[]                from 0
+  state m, v like weights from 0
 
   -- train(tok, next) · tok token numbers B×T · next the token after each, B×T
-  -- One Adam step (learning rate 1e-3, β 0.9 and 0.999, ε 1e-8) on the gradient of the loss.
+  -- One Adam step (learning rate 1e-3, β 0.9 and 0.999, ε 1e-8) on the gradient of the loss, for every weight.
   def train(tok, next) {
-    (emb, memb, vemb) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(emb, memb, vemb, a1, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (g1, mg1, vg1) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(g1, mg1, vg1, a2, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (s1, ms1, vs1) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(s1, ms1, vs1, a3, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (wq, mwq, vwq) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(wq, mwq, vwq, a4, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (wk, mwk, vwk) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(wk, mwk, vwk, a5, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (wv, mwv, vwv) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(wv, mwv, vwv, a6, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (wo, mwo, vwo) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(wo, mwo, vwo, a7, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (g2, mg2, vg2) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(g2, mg2, vg2, a8, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (s2, ms2, vs2) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(s2, ms2, vs2, a9, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (w1, mw1, vw1) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(w1, mw1, vw1, a10, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (c1, mc1, vc1) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(c1, mc1, vc1, a11, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (w2, mw2, vw2) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(w2, mw2, vw2, a12, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (c2, mc2, vc2) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(c2, mc2, vc2, a13, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (out, mout, vout) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(out, mout, vout, a14, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
-    (d, md, vd) ≔ let (a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15) ≔ gradients(tok, next) in adam(d, md, vd, a15, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
+    (weights, m, v) ≔ adam(weights, m, v, ∂ loss(tok, next) / ∂ weights, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
     taken ≔ taken + 1
   }
 

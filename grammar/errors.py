@@ -58,6 +58,7 @@ CODES: dict[str, str] = {
     "E800": "bad model declaration",
     "E801": "bad model use",
     "E802": "model weights exceed the memory limit",
+    "E803": "bad use of a weight group",
     "E900": "internal error",
 }
 

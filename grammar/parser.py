@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 
@@ -23,6 +24,7 @@ from .syntax import (
     Compare,
     Definition,
     Derivative,
+    Group,
     If,
     Index,
     Let,
@@ -33,6 +35,7 @@ from .syntax import (
     Number,
     Open,
     Slice,
+    StateLike,
     String,
     Train,
     Tuple,
@@ -42,6 +45,9 @@ from .syntax import (
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
              "grad"}
+#: Words that are keywords only where a model's member starts (`state`, `group`) or inside
+#: `state … like g`; everywhere else they are names.
+_MEMBER_WORDS = {"state", "like", "group"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close. A
@@ -118,14 +124,27 @@ class _Builder(Transformer_NonRecursive):
         weights = tuple(m for m in members if isinstance(m, Weight))
         trains = tuple(m for m in members if isinstance(m, Train))
         methods = tuple(m for m in members if isinstance(m, Definition))
+        groups = tuple(m for m in members if isinstance(m, Group))
+        states = tuple(m for m in members if isinstance(m, StateLike))
         return Model(str(name), params or (), str(base), weights, trains, methods, span,
-                     _doc_above(self.source, span.line))
+                     _doc_above(self.source, span.line), groups, states)
 
     def weight_decl(self, meta, children):
         name, type_name, *rest = children
         *dims, init = rest
         return Weight(str(name), str(type_name), tuple(d for d in dims if d is not None), init,
                       self._span(meta))
+
+    def state_decl(self, meta, children):
+        return replace(self.weight_decl(meta, children), kind="state")
+
+    def state_like_decl(self, meta, children):
+        *names, group, init = children
+        return StateLike(tuple(map(str, names)), str(group), init, self._span(meta))
+
+    def group_decl(self, meta, children):
+        name, _define, *members = children
+        return Group(str(name), tuple(map(str, members)), self._span(meta))
 
     def dim_name(self, meta, children):
         return str(children[0])
@@ -326,7 +345,7 @@ _TERMINAL_NAMES = {
 def _pretty_terminal(name: str) -> str:
     if name in _TERMINAL_NAMES:
         return _TERMINAL_NAMES[name]
-    return name.lower() if name.isupper() and name.lower() in _KEYWORDS else name
+    return name.lower() if name.isupper() and name.lower() in _KEYWORDS | _MEMBER_WORDS else name
 
 
 def parse(text: str, name: str = "<string>") -> Module:

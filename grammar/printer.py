@@ -144,7 +144,11 @@ def _model(m: Model, unicode: bool) -> str:
     lines = [f"model {m.name}{_params(m.params)} : {m.base} {{"]
     for w in m.weights:
         dims = ", ".join(_number(x) if isinstance(x, float) else x for x in w.dims)
-        lines.append(f"  weight {w.name} : {w.type_name}[{dims}] from {print_expr(w.init, unicode)}")
+        lines.append(f"  {w.kind} {w.name} : {w.type_name}[{dims}] from {print_expr(w.init, unicode)}")
+    for g in m.groups:
+        lines.append(f"  group {g.name} {define} {', '.join(g.members)}")
+    for st in m.states:
+        lines.append(f"  state {', '.join(st.names)} like {st.group} from {print_expr(st.init, unicode)}")
     for t in m.trains:
         lines.append(f"  def {t.name}{_params(t.params)} {{")
         lines += [f"    {_assign(group, define, unicode)}" for group in _assign_groups(t.assigns)]

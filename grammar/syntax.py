@@ -5,8 +5,11 @@ Grammar of the tree (what the parser builds):
     Module     ::= decls: (Open | Definition | Model)*
     Open       ::= path: name+
     Definition ::= kind: 'def' | 'fn' | 'method', name, params: name*, body: Expr, doc
-    Model      ::= name, params, base, weights: Weight*, trains: Train*, methods: Definition*
-    Weight     ::= name, type_name, dims: (name | number)*, init: Expr
+    Model      ::= name, params, base, weights: Weight*, trains: Train*, methods: Definition*,
+                   groups: Group*, states: StateLike*
+    Weight     ::= name, type_name, dims: (name | number)*, init: Expr, kind: 'weight' | 'state'
+    Group      ::= name, members: name+                 (`group g ≔ w1, w2`)
+    StateLike  ::= names: name+, group: name, init: Expr  (`state m, v like g from e`)
     Train      ::= name, params, assigns: Assign*
     Assign     ::= name, value: Expr, index, count   (`(a, b) ≔ e`: one per name)
     Expr       ::= Number | String | Name | Call | Binary | Negate | Compare | If
@@ -153,6 +156,27 @@ class Weight:
     dims: tuple[str | float, ...]
     init: Expr
     span: Span = field(compare=False, repr=False)
+    kind: str = "weight"  # "weight", or "state": held and assigned, but not in `weights`
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """`group g ≔ w1, w2, …`: weights one assignment can update together."""
+
+    name: str
+    members: tuple[str, ...]
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StateLike:
+    """`state m, v like g from e`: for every member w of group g, one state tensor shaped like
+    w (named `m.w`), each starting from `e` at that shape."""
+
+    names: tuple[str, ...]
+    group: str
+    init: Expr
+    span: Span = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +210,8 @@ class Model:
     methods: tuple[Definition, ...]
     span: Span = field(compare=False, repr=False)
     doc: str = field(default="", compare=False, repr=False)
+    groups: tuple[Group, ...] = ()
+    states: tuple[StateLike, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

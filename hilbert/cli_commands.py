@@ -51,6 +51,40 @@ def _function(path: Path, name: str, executor: str = "numba"):
                          f"{', '.join(module.names)})") from None
 
 
+def _member(args):
+    """For FN = Model.member: the member bound to a model made from the --value arguments,
+    with `args.values` set to the member's own arguments (zeros of a --shape's shape, or a
+    --value's value); None when FN is not of that form."""
+    import hilbert
+    from hilbert.cli_bench import _named_value
+    from hilbert.members import BoundMember
+
+    model, dot, name = args.function.partition(".")
+    missing = _not_a_file(args.file)
+    if not dot or missing:
+        return None
+    module = hilbert.load(args.file, executor=args.executor, export_all=True)
+    if model not in module.models:
+        return None
+    cls = module.model(model)
+    given = dict(parse_shape(s) for s in args.shape)
+    values = dict(_named_value(v) for v in args.value)
+    constructor = {p: values.pop(p) for p in cls._model.params if p in values}
+    net = cls(**constructor)
+    bound = getattr(net, name)
+    if not isinstance(bound, BoundMember):
+        raise UsageError(f"{model}.{name} is a weight, not a member that runs")
+    member = bound._member
+    unknown = (set(given) | set(values)) - set(member.params)
+    if unknown:
+        raise UsageError(f"{model}.{name} has no parameter(s) {', '.join(sorted(unknown))} "
+                         f"(its own: {', '.join(member.params) or 'none'}; the model's: "
+                         f"{', '.join(cls._model.params) or 'none'})")
+    args.values = [values[p] if p in values else np.zeros(given.get(p, ()))
+                   for p in member.params]
+    return bound
+
+
 def _run(args) -> int:
     function = _function(args.file, args.function, args.executor)
     values = [parse_value(a) for a in args.args]
@@ -81,6 +115,16 @@ def _result_text(result, position: str = "") -> str:
 
 
 def _plan(args) -> int:
+    member = _member(args)
+    if member is not None:
+        plan = member.build(*args.values, steps=args.steps) if args.build else \
+            member.plan(*args.values, steps=args.steps)
+        print(json.dumps(plan.to_dict(), indent=2) if args.json else
+              colour(str(plan), sys.stdout, args.color))
+        return EXIT_OK
+    if args.value:
+        raise UsageError("--value is for a model's member (Model.member); give a function's "
+                         "parameters by --shape")
     function = _function(args.file, args.function, args.executor)
     named = [parse_shape(s) for s in args.shape]
     given = dict(named)

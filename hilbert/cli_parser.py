@@ -42,8 +42,15 @@ def _parser() -> argparse.ArgumentParser:
                           description="Print how a function will compute for given argument "
                           "shapes: contraction paths, FLOPs, loops, memory.")
     plan.add_argument("file", type=Path, metavar="FILE", help="the .hb file")
-    plan.add_argument("function", metavar="FN", help="a function or definition of FILE")
+    plan.add_argument("function", metavar="FN", help="a function or definition of FILE, or a "
+                      "model's member as Model.member (Model.train, Model.loss)")
     _shape_option(plan, "a parameter's shape (omit for a scalar)")
+    plan.add_argument("--value", action="append", default=[], metavar="NAME=V",
+                      help="Model.member: a constructor argument of the model, or a member's "
+                      "argument by value (read as `hilbert run` reads arguments); a member's "
+                      "argument given by --shape is zeros of that shape")
+    plan.add_argument("--steps", type=int, default=1, metavar="N",
+                      help="Model.member of a train block: the steps of its loop (default 1)")
     plan.add_argument("--optimize", default=None, metavar="NAME",
                       help=f"the opt_einsum path optimiser (one of: {', '.join(OPTIMISERS)}; "
                       "default auto)")

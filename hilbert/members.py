@@ -13,7 +13,7 @@ import numpy as np
 
 from hilbert.compiler.driver import CompiledModule
 from hilbert.compiler.models import STEPS, CompiledModel, Member
-from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, internal_error
+from hilbert.grammar.errors import HilbertError, ModelError, RuntimeHilbertError, internal_error
 
 from .api import Function, maths_options
 from .progress import run_in_chunks
@@ -60,7 +60,7 @@ def _method(model: CompiledModel, member: Member):
             state = self._state()
         return _answer(self._execute(member, state + own), self.dtype)
 
-    return _dressed(method, model, member, [])
+    return _Described(_dressed(method, model, member, []), member)
 
 
 def _train_method(model: CompiledModel, member: Member):
@@ -83,7 +83,88 @@ def _train_method(model: CompiledModel, member: Member):
             self._weights = self._weights | new  # replaced whole, never changed in place
 
     steps = inspect.Parameter(STEPS, inspect.Parameter.KEYWORD_ONLY, default=1)
-    return _dressed(train, model, member, [steps])
+    return _Described(_dressed(train, model, member, [steps]), member)
+
+
+class _Described:
+    """A member on its class: the plain function there (`Model.train`, with its signature and
+    doc), a BoundMember on an instance (`net.train`)."""
+
+    def __init__(self, function, member: Member):
+        self.function, self.member = function, member
+        self.__doc__ = function.__doc__
+
+    def __get__(self, net, owner=None):
+        return self.function if net is None else BoundMember(net, self.function, self.member)
+
+
+class BoundMember:
+    """`net.train`, `net.loss`: called, it is the member run on `net`'s weights; its `plan`
+    and `build` say what a call with these arguments runs (the plan of a train block is
+    that of its loop of `steps` steps, by default one). Like a bound method it has
+    `__self__` and `__func__`, compares equal for one model and member, and pickles as
+    `getattr(net, name)`."""
+
+    __slots__ = ("__self__", "__func__", "_member")
+
+    def __init__(self, net: Learner, function, member: Member):
+        self.__self__, self.__func__, self._member = net, function, member
+
+    def __call__(self, *args, **kwargs):
+        return self.__func__(self.__self__, *args, **kwargs)
+
+    def plan(self, /, *args, steps=1, **kwargs):
+        """The Plan of a call with these arguments (values, as the member takes them), on
+        the model's weights as they are now: its paths, its schedule and the size of its
+        generated code (hilbert.Function.plan)."""
+        return self._function().plan(*self._values(args, kwargs, steps))
+
+    def build(self, /, *args, steps=1, **kwargs):
+        """Compile the program a call with these arguments runs, now, and return its Plan
+        (hilbert.Function.build): the next call runs compiled code at once."""
+        return self._function().build(*self._values(args, kwargs, steps))
+
+    def _function(self) -> Function:
+        return self.__self__._functions[self._member.name]
+
+    def _values(self, args: tuple, kwargs: dict, steps) -> tuple:
+        net, member = self.__self__, self._member
+        own = net._bind(member, args, kwargs)
+        with net._lock:
+            state = net._state()
+        if member.kind != "train":
+            if steps != 1:
+                raise ModelError("E801", f"{self.__func__.__qualname__} is a method: it has no "
+                                 f"{STEPS} (only a train block's plan does)", member.span)
+            return state + own
+        count = _step_count(net._model, member, steps)
+        return state + own + (np.array(count, dtype=net.dtype),)
+
+    @property
+    def __doc__(self):  # type: ignore[override]
+        return self.__func__.__doc__
+
+    @property
+    def __name__(self) -> str:
+        return self.__func__.__name__
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        signature = inspect.signature(self.__func__)
+        return signature.replace(parameters=list(signature.parameters.values())[1:])
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, BoundMember) and other.__self__ is self.__self__
+                and other.__func__ is self.__func__)
+
+    def __hash__(self) -> int:
+        return hash((id(self.__self__), self.__func__))
+
+    def __reduce__(self):
+        return getattr, (self.__self__, self.__func__.__name__)
+
+    def __repr__(self) -> str:
+        return f"<bound {self._member.kind} {self.__func__.__qualname__} of {self.__self__!r}>"
 
 
 def _dressed(function, model: CompiledModel, member: Member, extra: list[inspect.Parameter]):

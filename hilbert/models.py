@@ -85,6 +85,8 @@ def model_class(model: CompiledModel, module: CompiledModule, executor: str = "n
     }
     for w in model.weights:
         namespace[w.name] = _weight_property(w)
+    for family, members in model.families.items():
+        namespace[family] = _family_property(model, family, members)
     for member in model.trains.values():
         namespace[member.name] = _train_method(model, member)
     for member in model.methods.values():
@@ -102,6 +104,20 @@ def _weight_property(w: WeightDecl) -> property:
 
     dims = ", ".join(str(d) for d in w.dims)
     return property(get, set_, doc=f"weight {w.name} : Tensor[{dims}] (a read-only copy)")
+
+
+def _family_property(model: CompiledModel, family: str, members: tuple[str, ...]) -> property:
+    """`net.m` of `state m like g`: the state tensors `m.w` by weight name w, read-only copies."""
+    def get(self: Learner) -> dict[str, np.ndarray]:
+        held = self._weights
+        return {w: _read_only(held[f"{family}.{w}"]) for w in members}
+
+    def set_(self: Learner, value) -> None:
+        raise ModelUseError("E801", f"state {family} of {model.name} is read-only from Python: "
+                            "train changes it, and load reads it from a file", model.span)
+
+    return property(get, set_, doc=f"state {family}: one tensor per weight of its group, by "
+                                   "weight name (read-only copies)")
 
 
 class Learner:
@@ -264,7 +280,8 @@ class Learner:
         if name.startswith("_"):
             raise AttributeError(name)
         model = self._model
-        members = [w.name for w in model.weights] + list(model.trains) + list(model.methods)
+        members = ([w.name for w in model.weights if w.name.isidentifier()] + list(model.families)
+                   + list(model.trains) + list(model.methods))
         close = difflib.get_close_matches(name, members, n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         raise ModelUseError("E801", f"{model.name} has no method or weight called {name}{hint} "

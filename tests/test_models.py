@@ -729,3 +729,61 @@ def test_a_weight_or_parameter_called_steps_is_refused_when_the_model_trains():
         with pytest.raises(hilbert.HilbertError) as raised:
             hilbert.compile_source(text)
         assert raised.value.code == "E800" and "steps" in raised.value.message
+
+
+# -- plans of members ----------------------------------------------------------------------
+
+def test_a_member_gives_its_plan_for_a_call_on_the_model(Perceptron):
+    net = Perceptron(2, 8, seed=7)
+    plan = net.train.plan(XOR_X, XOR_Y, 0.5, steps=25)
+    assert str(plan).startswith("plan of Perceptron.train(first: 2×8, second: 8×1")
+    loop = next(line for line in str(plan).splitlines() if line.strip().startswith("Perceptron"))
+    assert loop.split()[1] == "25"  # the loop's trips: the steps asked for
+    # the loss's plan: the forward pass's two products, 4×2·2×8 and 4×8·8×1, then the sum
+    assert [e.flops for e in net.loss.plan(XOR_X, XOR_Y).einsums] == [128, 64, 8]
+    with pytest.raises(HilbertError) as err:
+        net.loss.plan(XOR_X, XOR_Y, steps=3)
+    assert err.value.code == "E801"
+    with pytest.raises(HilbertError) as err:
+        net.train.plan(XOR_X, XOR_Y)
+    assert err.value.code == "E600"
+
+
+def test_a_built_member_plan_gives_the_size_of_its_generated_code(Perceptron):
+    net = Perceptron(2, 4, seed=1)
+    plan = net.loss.build(XOR_X, XOR_Y)
+    [region] = plan.schedule
+    assert region.compiled and region.lines > 10
+    assert f"(compiled, {region.lines} lines)" in str(plan)
+    assert net.loss(XOR_X, XOR_Y) == pytest.approx(numpy_loss(XOR_X, XOR_Y, net.first,
+                                                               net.second), rel=1e-12)
+
+
+def test_a_bound_member_behaves_as_a_bound_method(Perceptron):
+    import inspect
+    import pickle
+
+    net = Perceptron(2, 8, seed=7)
+    assert net.loss == net.loss and net.loss != Perceptron(2, 8, seed=7).loss
+    assert net.train.__self__ is net and net.train.__name__ == "train"
+    assert str(inspect.signature(net.train)) == "(x, y, rate, *, steps=1)"
+    assert "One gradient step on both layers" in net.train.__doc__
+    again = pickle.loads(pickle.dumps(net.loss))
+    assert again(XOR_X, XOR_Y) == net.loss(XOR_X, XOR_Y)
+
+
+def test_hilbert_plan_shows_a_model_member(capsys):
+    from hilbert.cli import main
+
+    path = str(EXAMPLES / "Perceptron.hb")
+    code = main(["plan", path, "Perceptron.train", "--value", "inputs=2", "--value", "hidden=8",
+                 "--value", "seed=1", "--shape", "x=4x2", "--shape", "y=4x1", "--value",
+                 "rate=0.5", "--steps", "3"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("plan of Perceptron.train(first: 2×8, second: 8×1")
+    assert "x: 4×2, y: 4×1, rate: scalar, steps: scalar)" in out.splitlines()[0]
+    assert main(["plan", path, "Perceptron.first", "--value", "inputs=2", "--value", "hidden=8",
+                 "--value", "seed=1"]) == 2
+    assert main(["plan", path, "Perceptron.train", "--value", "inputs=2", "--value", "hidden=8",
+                 "--value", "seed=1", "--shape", "z=3"]) == 2
+    assert "has no parameter(s) z" in capsys.readouterr().err

@@ -104,6 +104,6 @@ def test_one_train_call_is_an_adam_step():
         v = (1 - 0.999) * grads[name] ** 2
         want = before[name] - 1e-3 / (1 - 0.9) * m / (np.sqrt(v) / np.sqrt(1 - 0.999) + 1e-8)
         np.testing.assert_allclose(block.weights[name], want, rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(block.weights["m" + name], m, rtol=1e-15)
-        np.testing.assert_allclose(block.weights["v" + name], v, rtol=1e-15)
+        np.testing.assert_allclose(block.weights["m." + name], m, rtol=1e-15)
+        np.testing.assert_allclose(block.weights["v." + name], v, rtol=1e-15)
     assert float(block.weights["taken"]) == 1.0

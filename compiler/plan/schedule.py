@@ -33,11 +33,13 @@ class Unit:
 @dataclass(frozen=True, slots=True)
 class RegionSchedule:
     """One generated function: what it computes (`what`: the whole call, or a region the host
-    calls), whether it is compiled, and its units."""
+    calls), whether it is compiled, its units, and its size in lines of generated Python
+    (what Numba compiles: compile time grows with it)."""
 
     what: str
     compiled: bool
     units: tuple[Unit, ...]
+    lines: int = 0
 
 
 def render(schedule: tuple[RegionSchedule, ...], shape) -> list[str]:
@@ -45,6 +47,7 @@ def render(schedule: tuple[RegionSchedule, ...], shape) -> list[str]:
     lines: list[str] = []
     for region in schedule:
         how = "compiled" if region.compiled else "NumPy calls, nothing compiled"
+        how += f", {region.lines} lines" if region.lines else ""
         lines.append(f"generated code for {region.what} ({how}): {len(region.units)} unit(s)")
         rows = []
         for number, unit in enumerate(region.units, 1):

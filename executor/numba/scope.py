@@ -132,9 +132,10 @@ class ScopeRunner(Host):
         """What each generated function of the call runs, unit by unit (the plan's schedule)."""
         if self.whole is not None:
             g = self.whole.generated
-            return [RegionSchedule("the whole call", g.compiled, g.units)]
+            return [RegionSchedule("the whole call", g.compiled, g.units, _lines(g.source))]
         found = [RegionSchedule(describe(region.region.root), region.generated.compiled,
-                                region.generated.units) for region in self.regions.values()]
+                                region.generated.units, _lines(region.generated.source))
+                 for region in self.regions.values()]
         for runners in self.bodies.values():
             for body in runners:
                 found += body.schedule()
@@ -272,3 +273,8 @@ def regions_of(runner: ScopeRunner) -> list[CompiledRegion]:
         for bodies in current.bodies.values():
             pending += bodies
     return found
+
+
+def _lines(source: str) -> int:
+    """The size of generated code, in lines."""
+    return source.count("\n") + 1
