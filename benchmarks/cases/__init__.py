@@ -8,6 +8,7 @@ from benchmarks.cases import (
     design,
     entrywise,
     gradients,
+    models,
     multi,
     networks,
     sequences,
@@ -18,7 +19,8 @@ from benchmarks.cases import (
 from benchmarks.cases.base import Case, Config, Setup, Skip, Target
 
 ALL: tuple[Case, ...] = (*design.CASES, *workloads.CASES, *entrywise.CASES, *gradients.CASES,
-                         *sequences.CASES, *multi.CASES, *networks.CASES, *threads.CASES, *startup.CASES)
+                         *sequences.CASES, *multi.CASES, *networks.CASES, *models.CASES,
+                         *threads.CASES, *startup.CASES)
 BY_NAME = {case.name: case for case in ALL}
 GROUPS = tuple(dict.fromkeys(case.group for case in ALL))
 
