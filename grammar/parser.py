@@ -45,9 +45,9 @@ from .syntax import (
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
              "grad"}
-#: Words that are keywords only where a model's member starts (`state`, `group`) or inside
-#: `state … like g`; everywhere else they are names.
-_MEMBER_WORDS = {"state", "like", "group"}
+#: Words that are keywords only where a model's member starts (`state`, `group`), inside
+#: `state … like g`, or between two operands (`t mod n`, `t div n`); elsewhere they are names.
+_MEMBER_WORDS = {"state", "like", "group", "mod", "div"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close. A
@@ -56,7 +56,8 @@ _MEMBER_WORDS = {"state", "like", "group"}
 MAX_NESTING = 100
 
 #: The precedence group of each binary operator token: a chain continues within a group.
-_GROUPS = {"PLUS": "sum", "MINUS": "sum", "TIMES": "product", "DIVIDE": "product", "POW": "power"}
+_GROUPS = {"PLUS": "sum", "MINUS": "sum", "TIMES": "product", "DIVIDE": "product",
+           "MOD": "product", "DIV": "product", "POW": "power"}
 
 
 

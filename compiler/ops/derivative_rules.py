@@ -81,6 +81,14 @@ def div(node: ir.Prim, g: ir.Node, position: int) -> ir.Node:
     return _to(b, p(g, "neg", p(g, "div", _times(g, node), b)))  # −g·(a/b)/b
 
 
+def modulo(node: ir.Prim, g: ir.Node, position: int) -> ir.Node:
+    """a mod b = a − b⌊a/b⌋: slope 1 in a, −⌊a/b⌋ in b (⌊a/b⌋ is constant between its jumps)."""
+    a, b = node.args
+    if position == 0:
+        return _to(a, g)
+    return _to(b, _times(g, p(g, "neg", p(g, "floordiv", a, b))))
+
+
 def pow_(node: ir.Prim, g: ir.Node, position: int) -> ir.Node | None:
     a, b = node.args
     if position == 0:

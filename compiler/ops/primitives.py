@@ -214,6 +214,12 @@ OPERATORS: dict[str, Primitive] = {
     "^": _row("pow", 2, "binary", np.power, traits=_STATIC, meaning=m.raised,
               dask=m.lazy_power, derivative=d.pow_, code="K.power({}, {})",
               host_code="np.power({}, {})"),
+    # a mod b = a − b⌊a/b⌋ (the sign of b, as NumPy's and Python's %) and a div b = ⌊a/b⌋,
+    # exact for whole numbers (fmod underneath, never a rounded quotient)
+    "mod": _row("mod", 2, "binary", np.mod, traits=_STATIC, derivative=d.modulo,
+                code="({} % {})", host_code="np.mod({}, {})"),
+    "div": _row("floordiv", 2, "binary", np.floor_divide, traits=_STATIC, derivative=d.zero,
+                code="({} // {})", host_code="np.floor_divide({}, {})"),
     "neg": _row("neg", 1, "unary", np.negative, traits=_STATIC, derivative=d.negate,
                 code="(-{})"),
     **{symbol: _row(name, 2, "compare", function, derivative=d.zero,

@@ -21,6 +21,8 @@ _NEEDS_REAL = {
     **{op: "orders numbers" for op in ("lt", "gt", "le", "ge")},
     **{op: "picks the larger or smaller number" for op in ("max", "min", "maximum", "minimum")},
     "floor": "rounds a real number down",
+    "mod": "is the remainder of real numbers",
+    "floordiv": "rounds a real quotient down",
     "erf": "is defined here for real numbers",
 }
 

@@ -16,7 +16,8 @@ from hilbert.grammar.foreign import FOREIGN_WORDS
 from hilbert.grammar.source import Span
 
 #: The precedence group of each binary operator: a chain continues within a group.
-_GROUPS = {"+": "sum", "-": "sum", "*": "product", "/": "product", "^": "power"}
+_GROUPS = {"+": "sum", "-": "sum", "*": "product", "/": "product", "mod": "product",
+           "div": "product", "^": "power"}
 
 
 @dataclass(frozen=True, slots=True)
