@@ -51,6 +51,7 @@ CODES: dict[str, str] = {
     "E500": "bad step count",
     "E510": "position out of range while running",
     "E511": "label out of range while running",
+    "E512": "bad random key while running",
     "E600": "bad arguments in a call from Python",
     "E601": "bad argument value from Python",
     "E700": "plan exceeds the memory limit",

@@ -7,7 +7,9 @@
 -- keeps its scale whatever the batch size; differentiate one with ∂ loss / ∂ w.
 --
 -- Conventions. Logits z are n×k, one row of k class scores per sample, read as log-odds and
--- never passed through a softmax first. Class labels are whole numbers 0 … k−1, one per row
+-- never passed through a softmax first; for sequences they are B×L×k, one row per position
+-- (the sequence… definitions), with labels B×L. A mask is 0/1, one entry per row (position):
+-- the masked losses average over the entries whose mask is 1. Class labels are whole numbers 0 … k−1, one per row
 -- (a vector n); target shares y are n×k rows that sum to one. Predictions and targets of the
 -- regression losses are n×q. softmaxRows and logSumExpRows come from Prelude.Arithmetic.
 
@@ -35,6 +37,44 @@ def smoothedLabels(labels, z, alpha) ≔ (1 − alpha) · oneHot(labels, columns
 -- accuracy(z, labels) · z logits n×k · labels class numbers vector n → share of rows whose largest logit is the label, scalar
 -- The fraction of correct predictions; a tie goes to the first largest logit, as argmax does.
 def accuracy(z, labels) ≔ einsum("ij,ij->", argmax(z, 1), oneHot(labels, columns(z))) / rows(z)
+
+
+-- maskedCrossEntropy(z, labels, mask) · z logits n×k · labels class numbers vector n · mask 0/1 vector n → mean loss over the rows kept, scalar
+-- The cross-entropy averaged over the rows whose mask is 1 only (padding rows, mask 0, count for nothing).
+def maskedCrossEntropy(z, labels, mask) ≔ 0 − einsum("i,ij,ij->", mask, oneHot(labels, columns(z)), logSoftmax(z)) / einsum("i->", mask)
+
+-- maskedAccuracy(z, labels, mask) · as maskedCrossEntropy → share of the kept rows predicted right, scalar
+-- accuracy over the rows whose mask is 1.
+def maskedAccuracy(z, labels, mask) ≔ einsum("i,ij,ij->", mask, argmax(z, 1), oneHot(labels, columns(z))) / einsum("i->", mask)
+
+
+-- Sequences: logits B×L×k, one row of class scores per position
+
+-- sequenceLogSoftmax(z) · z logits B×L×k → log-probabilities B×L×k
+-- Each position's logits minus their log-sum-exp over the last axis, shifted by the position's maximum so nothing overflows.
+def sequenceLogSoftmax(z) ≔
+  let s ≔ z − einsum("bt,btv->btv", maximum(z, 2), z ^ 0)
+  in s − einsum("bt,btv->btv", ln(einsum("btv->bt", exp(s))), z ^ 0)
+
+-- sequenceCrossEntropy(z, labels) · z logits B×L×k · labels class numbers 0 … k−1, B×L → mean loss scalar
+-- The softmax cross-entropy of every position against its label, averaged over all B·L positions.
+def sequenceCrossEntropy(z, labels) ≔ softSequenceCrossEntropy(z, oneHot(labels, columns(z[0])))
+
+-- softSequenceCrossEntropy(z, y) · z logits B×L×k · y target shares B×L×k (one-hot or smoothed) → mean loss scalar
+-- −(1/BL) Σ_btv y_btv ln softmax(z)_btv.
+def softSequenceCrossEntropy(z, y) ≔ 0 − einsum("btv,btv->", y, sequenceLogSoftmax(z)) / (rows(z) · rows(z[0]))
+
+-- maskedSequenceCrossEntropy(z, labels, mask) · z logits B×L×k · labels B×L · mask 0/1 B×L → mean loss over the positions kept, scalar
+-- The cross-entropy averaged over the positions whose mask is 1 (padding, mask 0, counts for nothing).
+def maskedSequenceCrossEntropy(z, labels, mask) ≔ 0 − einsum("bt,btv,btv->", mask, oneHot(labels, columns(z[0])), sequenceLogSoftmax(z)) / einsum("bt->", mask)
+
+-- smoothedSequenceLabels(labels, z, alpha) · labels B×L · z logits B×L×k (only its shape is read) · alpha smoothing scalar in [0, 1] → target shares B×L×k
+-- Label smoothing at every position: (1 − α) one-hot + α/k.
+def smoothedSequenceLabels(labels, z, alpha) ≔ (1 − alpha) · oneHot(labels, columns(z[0])) + alpha / columns(z[0])
+
+-- sequenceAccuracy(z, labels, mask) · z logits B×L×k · labels B×L · mask 0/1 B×L (all ones for every position) → share of the kept positions predicted right, scalar
+-- A position is right when its largest logit (the first, on a tie) is its label.
+def sequenceAccuracy(z, labels, mask) ≔ einsum("bt,btv,btv->", mask, argmax(z, 2), oneHot(labels, columns(z[0]))) / einsum("bt->", mask)
 
 
 -- Two classes

@@ -75,3 +75,10 @@ def geluTanh(z) ≔ 0.5 · z · (1 + tanh(sqrt(2 / 3.141592653589793) · (z + 0.
 -- silu(z) · z any tensor → same shape
 -- The sigmoid linear unit z σ(z), also called swish.
 def silu(z) ≔ z · sigmoid(z)
+
+
+-- Dropout
+
+-- dropout(x, p, key, step) · x any tensor · p the fraction dropped, 0 ≤ p < 1 · key seed scalar · step counter scalar (the training step) → same shape as x
+-- Inverted dropout: each entry kept with probability 1 − p and scaled by 1/(1 − p), zeroed otherwise; the mask is bernoulli(1 − p, key, step, x), so a step's mask is reproducible from its key and step alone.
+def dropout(x, p, key, step) ≔ x · bernoulli(1 − p, key, step, x) / (1 − p)

@@ -13,11 +13,11 @@ import re
 
 import numpy as np
 import pytest
+from hilbert.grammar.parser import parse
+from hilbert.grammar.printer import print_module
 
 import hilbert
 from hilbert import HilbertError
-from hilbert.grammar.parser import parse
-from hilbert.grammar.printer import print_module
 
 BLOCK = (7, 8, 2, 3, 12, 3)  # vocab, width, heads, key, hidden, seed
 B, T = 2, 5
@@ -331,7 +331,7 @@ model M : Learner {{
 def test_every_misuse_of_a_group_is_E803(extra, words):
     body = extra + '\n  def f(x) ≔ einsum("i,i->", a, x) + b' if "def f(" not in extra else extra
     with pytest.raises(HilbertError) as err:
-        hilbert.compile_source(MODEL.format(extra=body)).M
+        hilbert.compile_source(MODEL.format(extra=body))
     assert err.value.code == "E803", err.value
     assert words in err.value.message
     assert err.value.span is not None
@@ -339,5 +339,5 @@ def test_every_misuse_of_a_group_is_E803(extra, words):
 
 def test_a_weight_assigned_alone_and_in_its_group_is_assigned_twice():
     with pytest.raises(HilbertError) as err:
-        hilbert.compile_source(MODEL.format(extra="def t(x) { a ≔ a\n weights ≔ weights }")).M
+        hilbert.compile_source(MODEL.format(extra="def t(x) { a ≔ a\n weights ≔ weights }"))
     assert err.value.code == "E800" and "twice" in err.value.message

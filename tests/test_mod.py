@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hilbert.grammar.parser import parse
+from hilbert.grammar.printer import print_module
 
 import hilbert
 from hilbert import HilbertError
-from hilbert.grammar.parser import parse
-from hilbert.grammar.printer import print_module
 
 SOURCE = """
 fn remainder(a, b) ↦ a mod b

@@ -351,6 +351,9 @@ NETWORKS = {
 }
 
 _LABELS = "class labels (whole numbers)"
+_MASK = "a 0/1 mask"
+_SEQUENCE_LABELS = np.array([[0.0, 3.0, 1.0], [2.0, 2.0, 0.0]])
+_SEQUENCE_MASK = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 1.0]])
 
 LOSSES = {
     "logSoftmax": Case(lambda g: dict(z=normal(g, 3, 4))),
@@ -361,6 +364,24 @@ LOSSES = {
                                           alpha=0.1), {"labels": _LABELS, "z": SHAPE_ONLY}),
     "accuracy": Case(lambda g: dict(z=normal(g, 3, 4), labels=np.array([0.0, 2.0, 1.0])),
                      {"labels": _LABELS}),
+    "maskedCrossEntropy": Case(lambda g: dict(z=normal(g, 3, 4), labels=np.array([0.0, 2.0, 1.0]),
+                                              mask=np.array([1.0, 0.0, 1.0])),
+                               {"labels": _LABELS, "mask": _MASK}),
+    "maskedAccuracy": Case(lambda g: dict(z=normal(g, 3, 4), labels=np.array([0.0, 2.0, 1.0]),
+                                          mask=np.array([1.0, 0.0, 1.0])),
+                           {"labels": _LABELS, "mask": _MASK}),
+    "sequenceLogSoftmax": Case(lambda g: dict(z=normal(g, 2, 3, 4))),
+    "sequenceCrossEntropy": Case(lambda g: dict(z=normal(g, 2, 3, 4), labels=_SEQUENCE_LABELS),
+                                 {"labels": _LABELS}),
+    "softSequenceCrossEntropy": Case(lambda g: dict(z=normal(g, 2, 3, 4),
+                                                    y=shares(g, 6, 4).reshape(2, 3, 4))),
+    "maskedSequenceCrossEntropy": Case(lambda g: dict(z=normal(g, 2, 3, 4),
+                                                      labels=_SEQUENCE_LABELS, mask=_SEQUENCE_MASK),
+                                       {"labels": _LABELS, "mask": _MASK}),
+    "smoothedSequenceLabels": Case(lambda g: dict(labels=_SEQUENCE_LABELS, z=normal(g, 2, 3, 4),
+                                                  alpha=0.1), {"labels": _LABELS, "z": SHAPE_ONLY}),
+    "sequenceAccuracy": Case(lambda g: dict(z=normal(g, 2, 3, 4), labels=_SEQUENCE_LABELS,
+                                            mask=_SEQUENCE_MASK), {"labels": _LABELS, "mask": _MASK}),
     "binaryTerms": Case(lambda g: dict(z=away(g, 3, 2), y=unit(g, 3, 2))),
     "binaryCrossEntropy": Case(lambda g: dict(z=away(g, 3, 2), y=unit(g, 3, 2))),
     "mse": Case(lambda g: dict(p=normal(g, 3, 2), y=normal(g, 3, 2))),
@@ -383,6 +404,9 @@ NORMS = {
     "gelu": Case(lambda g: dict(z=normal(g, 3, 4))),
     "geluTanh": Case(lambda g: dict(z=normal(g, 3, 4))),
     "silu": Case(lambda g: dict(z=normal(g, 3, 4))),
+    "dropout": Case(lambda g: dict(x=normal(g, 3, 4), p=0.3, key=5.0, step=2.0),
+                    {"p": "the drop rate: the mask it draws is a step function of it",
+                     "key": "a random key (a whole number)", "step": "a step (a whole number)"}),
 }
 
 _STEP_NUMBER = {"t": "the step number (a count)"}

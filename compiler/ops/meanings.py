@@ -189,6 +189,33 @@ def encoded(node: ir.Prim, args: list):
     return one_hot(node, args[0], args[1])
 
 
+def keyed(way: Callable) -> Meaning:
+    """The meaning of a counter-based draw (key, step, x) made by `way` (compiler/ops/draws.py)
+    at x's shape, in the dtype draws shaped like x take."""
+    def meaning(node: ir.Prim, args: list):
+        key, step, like = args
+        return _drawn(way, node, key, step, np.shape(like), like)
+    return meaning
+
+
+def lazy_keyed(way: Callable) -> LazyMeaning:
+    """keyed's draw on the dask executor: key and step computed now, the draw one block."""
+    def meaning(node: ir.Prim, args: list, number, shape):
+        import dask.array as da
+
+        key, step, like = args
+        return da.from_array(_drawn(way, node, number(key, 0.0), number(step, 0.0), shape, like))
+    return meaning
+
+
+def _drawn(way: Callable, node: ir.Prim, key, step, shape: tuple, like):
+    from hilbert.compiler.ops import draws
+
+    whole = (draws.whole(key, "key", node.span), draws.whole(step, "step", node.span))
+    size = shape[0] if node.op == "permutation" else shape
+    return way(*whole, size, draws.drawn_dtype(like))
+
+
 # ---------------------------------------------------------------- what derivatives are made of
 
 def summed_to(node: ir.Prim, args: list):

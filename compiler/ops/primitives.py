@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from hilbert.compiler.ops import derivative_rules as d
+from hilbert.compiler.ops import draws
 from hilbert.compiler.ops import meanings as m
 from hilbert.compiler.ops import shape_rules as sh
 from hilbert.compiler.ops.derivative_rules import c, p
@@ -72,6 +73,7 @@ _KINDS: dict[str, tuple[frozenset[str], Callable | None, Callable[[Callable], m.
     "onehot": (frozenset({"compiled"}), sh.onehot, None),
     "concat": (frozenset({"movable"}), sh.concat, None),
     "draw": (frozenset(), sh.draw, None),
+    "random": (frozenset({"movable"}), sh.keyed, None),
     "shift": (frozenset({"movable", "compiled"}), sh.shift, None),
     "take": (frozenset({"movable", "compiled"}), sh.take, None),
     "index": (frozenset({"compiled"}), sh.index, None),
@@ -197,6 +199,11 @@ PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
          derivative=d.concat),
     _row("gaussian", 1, "draw", attrs=1),
     _row("uniform", 1, "draw", attrs=1),
+    # counter-based draws anywhere (compiler/ops/draws.py); uniform and gaussian with three
+    # arguments are these (KEYED), bernoulli(p, key, step, x) is uniform(key, step, x) < p
+    _row("permutation", 3, "random", meaning=m.keyed(draws.permutation),
+         dask=m.lazy_keyed(draws.permutation), shape=sh.shuffled, derivative=d.zero),
+    _row("bernoulli", 4, "random"),
 ]}
 
 #: Operators, by their ASCII spelling in the syntax tree, as primitive ops of the IR.
@@ -232,6 +239,11 @@ OPERATORS: dict[str, Primitive] = {
 
 #: Ops the compiler introduces itself; no .hb text can name them (x[t] and x[a:b] are syntax).
 INTERNAL: dict[str, Primitive] = {row.name: row for row in [
+    # uniform(key, step, x) and gaussian(key, step, x): counter-based draws shaped like x
+    _row("keyeduniform", 3, "random", meaning=m.keyed(draws.uniform),
+         dask=m.lazy_keyed(draws.uniform), derivative=d.zero),
+    _row("keyedgaussian", 3, "random", meaning=m.keyed(draws.gaussian),
+         dask=m.lazy_keyed(draws.gaussian), derivative=d.zero),
     # shift(x, w1, …, wm) [axis, coefs, const]: x read at axis index const + Σ coefs·(new
     # indices), zero outside x; the new axes (sizes len(w1) … len(wm)) come last. See masks.py.
     _row("shift", -1, "shift", attrs=3, meaning=m.shifted, dask=m.lazy_shift,
@@ -275,7 +287,10 @@ BY_OP: dict[str, Primitive] = {**PRIMITIVES, **{p.name: p for p in OPERATORS.val
 
 #: How each op is written back in .hb, for printers and messages.
 SPELLING: dict[str, str] = ({p.name: sym for sym, p in OPERATORS.items()}
-                            | {"neg": "−", "index": "x[t]", "slice": "x[a:b]"})
+                            | {"neg": "−", "index": "x[t]", "slice": "x[a:b]",
+                               "keyeduniform": "uniform", "keyedgaussian": "gaussian"})
+#: The draws that take (key, step, x) where an initialiser's take (seed): by name, their op.
+KEYED = {"uniform": "keyeduniform", "gaussian": "keyedgaussian"}
 
 _UNICODE = {"-": "−", "*": "·", "!=": "≠", "<=": "≤", ">=": "≥"}
 

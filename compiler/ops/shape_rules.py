@@ -167,6 +167,24 @@ def draw(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     return tuple(node.attrs[0])
 
 
+def keyed(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    """A counter-based draw (key, step, x): scalars key and step; the shape of x."""
+    for position, what_ in ((0, "key"), (1, "step")):
+        if args[position]:
+            raise CheckError("E311", f"{_name(node)} needs a scalar {what_}, but it is given "
+                             f"{describe_shape(args[position])}", node.span)
+    return args[2]
+
+
+def shuffled(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
+    """permutation(key, step, v): a vector as long as v."""
+    keyed(node, args, shapes)
+    if len(args[2]) != 1:
+        raise CheckError("E311", f"permutation orders the positions of a vector, but it is given "
+                         f"{describe_shape(args[2])}", node.span)
+    return args[2]
+
+
 def index(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     x, t = args
     if not x:

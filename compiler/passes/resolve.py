@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from hilbert.compiler import ir
 from hilbert.compiler.modules import Loader, SourceModule, prelude_index
 from hilbert.compiler.ops.einsum_spec import check_spec
-from hilbert.compiler.ops.primitives import OPERATORS, PRIMITIVES, arg_extreme
+from hilbert.compiler.ops.primitives import KEYED, OPERATORS, PRIMITIVES, arg_extreme
 from hilbert.grammar import syntax as s
 from hilbert.grammar.confusables import skeleton, spelled
 from hilbert.grammar.errors import CheckError, NameResolutionError
@@ -307,11 +307,18 @@ class Lowering:
 
     def primitive(self, name: str, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
         prim = PRIMITIVES[name]
+        if name in KEYED and len(args) == 3:  # uniform(key, step, x): a draw anywhere
+            return ir.Prim(KEYED[name], tuple(self.expr(a) for a in args), (), span)
+        if name == "bernoulli":
+            self.arity(name, prim.arity, len(args), span)
+            p, *keyed = (self.expr(a) for a in args)
+            return ir.Prim("lt", (ir.Prim(KEYED["uniform"], tuple(keyed), (), span), p), (), span)
         self.arity(name, prim.arity, len(args), span)
         if prim.kind == "draw" and not self.allow_draws:
             raise NameResolutionError(
-                "E207", f"{name} draws random numbers, which only a model's `weight … from` "
-                "may do; pass draws in as an argument instead", span)
+                "E207", f"{name}(seed) draws random numbers by the weight's name, which "
+                "only a model's `weight … from` may do; anywhere else, draw by key and step: "
+                f"{name}(key, step, x) is shaped like x", span)
         lowered = tuple(self.expr(a) for a in args)
         if prim.axis_arg is None:
             return ir.Prim(name, lowered, (), span)
