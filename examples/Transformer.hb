@@ -13,6 +13,7 @@
 -- one v per weight (`state m, v like weights`, starting at zero: m.emb, v.emb, …), and so is
 -- the count of steps taken; the train block updates all fifteen weights in one line.
 
+open Prelude.Losses
 open Prelude.Norms
 open Prelude.Optimisers
 open Prelude.Sequences
@@ -45,6 +46,21 @@ model Block(vocab, width, heads, key, hidden, seed) : Learner {
     (weights, m, v) ≔ adam(weights, m, v, ∂ loss(tok, next) / ∂ weights, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
     taken ≔ taken + 1
   }
+
+  -- trainMasked(tok, next, mask) · as train · mask 0/1 B×T, 1 where the next token counts
+  -- One Adam step (as train's) on the loss over the positions whose mask is 1: a copy task
+  -- scores only the tokens that can be predicted (examples/copy_task.py).
+  def trainMasked(tok, next, mask) {
+    (weights, m, v) ≔ adam(weights, m, v, ∂ maskedLoss(tok, next, mask) / ∂ weights, taken + 1, 1e-3, 0.9, 0.999, 1e-8)
+    taken ≔ taken + 1
+  }
+
+  -- maskedLoss(tok, next, mask) · as trainMasked → scalar
+  -- The mean cross-entropy over the positions whose mask is 1 (Prelude.Losses).
+  def maskedLoss(tok, next, mask) ≔ maskedSequenceCrossEntropy(logits(tok), next, mask)
+
+  -- predicted(tok, next, mask) · as trainMasked → share of those positions whose largest logit is the next token
+  def predicted(tok, next, mask) ≔ sequenceAccuracy(logits(tok), next, mask)
 
   -- logits(tok) · tok token numbers B×T → B×T×vocab
   -- The forward pass: embedding, the block, the read-out.
