@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from hilbert.compiler.ops import draws
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
