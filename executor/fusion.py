@@ -80,6 +80,8 @@ def role(node: ir.Node, shapes: dict) -> str:
                 return "view"
             if kind == "onehot":
                 return "onehot"
+            if kind == "random":
+                return "random"
             if kind == "reduce":
                 return "tail"
             if is_generator(node, shapes):
@@ -100,6 +102,8 @@ def value_kids(node: ir.Node) -> tuple[ir.Node, ...]:
         case ir.Prim(op=op):
             if op in _SHAPES_ONLY or is_ones(node):
                 return ()
+            if BY_OP[op].kind == "random":  # key and step; x gives only its shape
+                return node.args[:2]
             if op == "shift":
                 return node.args[:1]
     return ir.children(node)

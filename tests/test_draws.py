@@ -146,3 +146,26 @@ model Net : Learner {
     for got in results:
         np.testing.assert_allclose(got, w, rtol=1e-13)
     np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_code_draws_the_hosts_bits(dtype):
+    module = hilbert.compile_source(SOURCE)
+    x = np.zeros((7, 9), dtype)
+    for name, want in (("u", draws.uniform(5, 2, x.shape, dtype)),
+                       ("g", draws.gaussian(5, 2, x.shape, dtype))):
+        function = getattr(module, name)
+        plan = function.build(5, 2, x)
+        assert any("draw" == unit.kind for region in plan.schedule for unit in region.units)
+        got = function(5, 2, x)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+    module.order.build(4, 1, np.zeros(50, dtype))
+    np.testing.assert_array_equal(module.order(4, 1, np.zeros(50, dtype)),
+                                  draws.permutation(4, 1, 50, dtype))
+    module.summed.build(8, x)
+    want = sum(draws.gaussian(7, n, x.shape, dtype) for n in range(8, 0, -1))
+    np.testing.assert_array_equal(module.summed(8, x), want)
+    with pytest.raises(HilbertError) as err:
+        module.u(1.5, 0, x)
+    assert err.value.code == "E512" and "1.5" in err.value.message

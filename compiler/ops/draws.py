@@ -19,6 +19,8 @@ From the four 32-bit words w0…w3 of entry i:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hilbert.grammar.errors import RuntimeHilbertError
 
@@ -78,11 +80,18 @@ def uniform(key: int, step: int, shape: tuple[int, ...], dtype=np.float64) -> np
     return _unit(w0, w1, dtype).reshape(shape)
 
 
+#: C's log1p and cos entry by entry: what compiled code calls (NumPy's own vectorised ones
+#: differ from them in the last bit for some entries, and draws must be the same bits).
+_log1p, _cos = np.frompyfunc(math.log1p, 1, 1), np.frompyfunc(math.cos, 1, 1)
+
+
 def gaussian(key: int, step: int, shape: tuple[int, ...], dtype=np.float64) -> np.ndarray:
-    """Standard normal draws of `shape` by Box–Muller (module docstring)."""
+    """Standard normal draws of `shape` by Box–Muller (module docstring), with C's log1p and
+    cos as compiled code has them."""
     w0, w1, w2, w3 = philox(key, step, int(np.prod(shape, dtype=np.int64)))
     u1, u2 = _unit(w0, w1, np.float64), _unit(w2, w3, np.float64)
-    z = np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
+    radius = np.sqrt(-2.0 * _log1p(-u1).astype(np.float64))
+    z = radius * _cos(2.0 * np.pi * u2).astype(np.float64)
     return z.astype(dtype, copy=False).reshape(shape)
 
 

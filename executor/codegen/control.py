@@ -4,6 +4,7 @@ double-buffered), x[t] and x[a:b] as checked views, and oneHot."""
 from __future__ import annotations
 
 from hilbert.compiler import ir
+from hilbert.compiler.ops.primitives import spoken
 from hilbert.executor import fusion, reference
 from hilbert.executor.codegen import scheduler
 from hilbert.executor.codegen.loops import (
@@ -188,6 +189,28 @@ def emit_one_hot(em, node: ir.Prim) -> None:
             em.out.add(Raise(call("K.LabelError", Num(str(number_)), v, k)))
         em.out.add(Store(Sub(flat_out, (i, Num(":"))), Num("0.0")),
                    Store(Sub(flat_out, (i, call("int", v))), Num("1.0")))
+    em.bind(node, out)
+
+
+#: The kernel's kind of each counter-based draw (executor/numba/kernels.py, keyed_draws).
+_DRAWS = {"keyeduniform": 0, "keyedgaussian": 1, "permutation": 2}
+
+
+def emit_draw(em, node: ir.Prim) -> None:
+    """uniform(key, step, x), gaussian(…) or permutation(…): drawn by the kernel into a fresh
+    buffer (the same Philox-4x32-10 bits as the host's); a key or step that is not a whole
+    number raises the reference executor's E512."""
+    key, step, _ = node.args
+    em.record("draw", em.shape(node), spoken(node.op), "Philox-4x32-10")
+    number_ = len(em.reads)
+    em.reads.append(node)
+    out = em.alloc(node, em.dims_of(node))
+    status = Var(em.fresh("s"))
+    k, s = em.value(key), em.value(step)
+    em.out.add(Assign((status.name,), (call("K.keyed_draws", Num(str(_DRAWS[node.op])), k, s,
+                                            out),)))
+    with em.out.if_(fmt("{} != 0", status)):
+        em.out.add(Raise(call("K.DrawError", Num(str(number_)), k, s)))
     em.bind(node, out)
 
 

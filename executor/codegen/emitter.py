@@ -308,6 +308,8 @@ class Emitter:
                 control.emit_view(self, node)
             case "onehot":
                 control.emit_one_hot(self, node)
+            case "random":
+                control.emit_draw(self, node)
             case "tuple":
                 self.bind(node, sizes([self.value(i) for i in node.items]))
             case other:

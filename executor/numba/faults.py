@@ -18,3 +18,9 @@ class PositionError(Exception):
 class LabelError(Exception):
     """Raised by compiled code for a oneHot label that is not a whole number 0 … k − 1: args
     (read, label, k). The executor turns it into the reference executor's E511."""
+
+
+class DrawError(Exception):
+    """Raised by compiled code for a random draw whose key or step is not a whole number
+    0 … 2⁶⁴ − 1: args (read, key, step). The executor turns it into the reference
+    executor's E512."""

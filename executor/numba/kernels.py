@@ -15,7 +15,12 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numpy as np
 from hilbert.executor.numba import disk, threads, vmath
-from hilbert.executor.numba.faults import LabelError, PositionError, StepCountError  # noqa: F401 (generated code raises them)
+from hilbert.executor.numba.faults import (  # noqa: F401 (generated code raises them)
+    DrawError,
+    LabelError,
+    PositionError,
+    StepCountError,
+)
 from hilbert.executor.numba.vmath import (  # noqa: F401 (generated code calls them)
     add_any_order,
     divisor_unsafe,
@@ -191,6 +196,69 @@ else:
 
 #: The error function on one number (compiled code calls it per entry: Numba knows math.erf).
 erf = math.erf
+
+
+_PHILOX_M0, _PHILOX_M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_PHILOX_W0, _PHILOX_W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
+_LOW32, _SHIFT32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+
+
+@compiled
+def philox(key, step, i):
+    """Philox-4x32-10 of the counter (i, step) under `key`, all uint64: the four output words
+    (compiler/ops/draws.py, whose NumPy twin it is, bit for bit)."""
+    c0, c1 = i & _LOW32, i >> _SHIFT32
+    c2, c3 = step & _LOW32, step >> _SHIFT32
+    k0, k1 = key & _LOW32, key >> _SHIFT32
+    for r in range(10):
+        if r > 0:
+            k0, k1 = (k0 + _PHILOX_W0) & _LOW32, (k1 + _PHILOX_W1) & _LOW32
+        p0, p1 = _PHILOX_M0 * c0, _PHILOX_M1 * c2
+        c0, c1, c2, c3 = ((p1 >> _SHIFT32) ^ c1 ^ k0, p1 & _LOW32,
+                          (p0 >> _SHIFT32) ^ c3 ^ k1, p0 & _LOW32)
+    return c0, c1, c2, c3
+
+
+@compiled
+def _unit53(high, low):
+    return (float(high >> np.uint64(5)) * 67108864.0 + float(low >> np.uint64(6))) * (2.0 ** -53)
+
+
+@compiled
+def _whole64(x):
+    return x >= 0.0 and x < 18446744073709551616.0 and np.floor(x) == x
+
+
+@compiled
+def keyed_draws(kind, key, step, out):
+    """Counter-based draws (compiler/ops/draws.py) into the fresh C-ordered array `out`:
+    `kind` 0 uniform, 1 gaussian, 2 a permutation of 0 … n − 1; float32 draws where `out`
+    is float32. Answers 0, or 1 when key or step is not a whole number 0 … 2⁶⁴ − 1 (nothing is
+    drawn; the executor raises E512). Gaussians call C's log1p and cos, as the host does."""
+    if not (_whole64(key) and _whole64(step)):
+        return 1
+    flat = out.reshape(out.size)
+    k, s = np.uint64(key), np.uint64(step)
+    single = out.itemsize == 4
+    if kind == 2:
+        u = np.empty(flat.size)
+        for i in range(flat.size):
+            w0, w1, _, _ = philox(k, s, np.uint64(i))
+            u[i] = _unit53(w0, w1)
+        order = np.argsort(u, kind="mergesort")
+        for i in range(flat.size):
+            flat[i] = order[i]
+        return 0
+    for i in range(flat.size):
+        w0, w1, w2, w3 = philox(k, s, np.uint64(i))
+        if kind == 0 and single:
+            flat[i] = float(w0 >> np.uint64(8)) * (2.0 ** -24)
+        elif kind == 0:
+            flat[i] = _unit53(w0, w1)
+        else:
+            radius = np.sqrt(-2.0 * math.log1p(-_unit53(w0, w1)))
+            flat[i] = radius * math.cos(2.0 * math.pi * _unit53(w2, w3))
+    return 0
 
 
 @compiled

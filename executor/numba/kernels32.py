@@ -14,6 +14,7 @@ from hilbert.executor.numba import kernels, vmath, vmath32
 from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls them)
     PYTHON_MODE,
     SMALL_PRODUCT,
+    DrawError,
     LabelError,
     PositionError,
     StepCountError,
@@ -22,6 +23,7 @@ from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls
     contiguous,
     copy_into,
     divisor_unsafe,
+    keyed_draws,
     quotient,
     quotient_unsafe,
     small_product_beta,

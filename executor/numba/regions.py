@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from hilbert.compiler.ops import draws
 from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
 from hilbert.executor.numba import interrupt, threads
-from hilbert.executor.numba.faults import LabelError, PositionError, StepCountError
+from hilbert.executor.numba.faults import DrawError, LabelError, PositionError, StepCountError
 from hilbert.executor.reference import step_count
 
 if TYPE_CHECKING:
@@ -110,6 +111,11 @@ class CompiledRegion:
             number, value, classes = err.args
             one_hot(self.generated.reads[number], np.array([value]), classes)  # raises E511
             raise AssertionError("a label compiled code refused was accepted") from err
+        except DrawError as err:
+            number, key, step = err.args
+            span = self.generated.reads[number].span
+            draws.whole(key, "key", span), draws.whole(step, "step", span)  # raises E512
+            raise AssertionError("a key compiled code refused was accepted") from err
 
     def run(self, args: list):
         """(value, loop steps run): the function called on `args`, stopped by Ctrl-C within
