@@ -90,8 +90,8 @@ def gaussian(key: int, step: int, shape: tuple[int, ...], dtype=np.float64) -> n
     cos as compiled code has them."""
     w0, w1, w2, w3 = philox(key, step, int(np.prod(shape, dtype=np.int64)))
     u1, u2 = _unit(w0, w1, np.float64), _unit(w2, w3, np.float64)
-    radius = np.sqrt(-2.0 * _log1p(-u1).astype(np.float64))
-    z = radius * _cos(2.0 * np.pi * u2).astype(np.float64)
+    radius = np.sqrt(-2.0 * np.asarray(_log1p(-u1), np.float64))
+    z = radius * np.asarray(_cos(2.0 * np.pi * u2), np.float64)
     return z.astype(dtype, copy=False).reshape(shape)
 
 
