@@ -57,10 +57,10 @@ model Block(vocab, width, heads, key, hidden, seed) : Learner {
 
   -- maskedLoss(tok, next, mask) · as trainMasked → scalar
   -- The mean cross-entropy over the positions whose mask is 1 (Prelude.Losses).
-  def maskedLoss(tok, next, mask) ≔ maskedSequenceCrossEntropy(logits(tok), next, mask)
+  def maskedLoss(tok, next, mask) ≔ maskedCrossEntropy(logits(tok), next, mask)
 
   -- predicted(tok, next, mask) · as trainMasked → share of those positions whose largest logit is the next token
-  def predicted(tok, next, mask) ≔ sequenceAccuracy(logits(tok), next, mask)
+  def predicted(tok, next, mask) ≔ maskedAccuracy(logits(tok), next, mask)
 
   -- logits(tok) · tok token numbers B×T → B×T×vocab
   -- The forward pass: embedding, the block, the read-out.

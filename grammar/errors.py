@@ -22,7 +22,7 @@ CODES: dict[str, str] = {
     "E208": "module cannot be read",
     "E209": "modules that open each other",
     "E300": "malformed einsum specification",
-    "E301": "einsum ellipsis is not supported",
+    "E301": "bad einsum ellipsis",
     "E302": "einsum without an explicit output",
     "E303": "einsum operand count differs from the specification",
     "E304": "einsum output letter not in any input",

@@ -7,9 +7,10 @@
 -- keeps its scale whatever the batch size; differentiate one with ∂ loss / ∂ w.
 --
 -- Conventions. Logits z are n×k, one row of k class scores per sample, read as log-odds and
--- never passed through a softmax first; for sequences they are B×L×k, one row per position
--- (the sequence… definitions), with labels B×L. A mask is 0/1, one entry per row (position):
--- the masked losses average over the entries whose mask is 1. Class labels are whole numbers 0 … k−1, one per row
+-- never passed through a softmax first. The …Last and masked definitions take logits of any
+-- rank, …×k, the class scores along the last axis (a batch of sequences B×L×k, say), with
+-- labels and 0/1 masks shaped as the leading axes; the masked ones average over the rows
+-- whose mask is 1. Class labels are whole numbers 0 … k−1, one per row
 -- (a vector n); target shares y are n×k rows that sum to one. Predictions and targets of the
 -- regression losses are n×q. softmaxRows and logSumExpRows come from Prelude.Arithmetic.
 
@@ -39,42 +40,52 @@ def smoothedLabels(labels, z, alpha) ≔ (1 − alpha) · oneHot(labels, columns
 def accuracy(z, labels) ≔ einsum("ij,ij->", argmax(z, 1), oneHot(labels, columns(z))) / rows(z)
 
 
--- maskedCrossEntropy(z, labels, mask) · z logits n×k · labels class numbers vector n · mask 0/1 vector n → mean loss over the rows kept, scalar
--- The cross-entropy averaged over the rows whose mask is 1 only (padding rows, mask 0, count for nothing).
-def maskedCrossEntropy(z, labels, mask) ≔ 0 − einsum("i,ij,ij->", mask, oneHot(labels, columns(z)), logSoftmax(z)) / einsum("i->", mask)
+-- Any rank: logits …×k, class scores along the last axis for any leading axes (a batch, a batch
+-- of sequences B×L, …), labels shaped as the leading axes
+
+-- logSoftmaxLast(z) · z logits …×k, any rank ≥ 1 → log-probabilities …×k
+-- Each row's logits (along the last axis) minus their log-sum-exp, shifted by the row's maximum so nothing overflows.
+def logSoftmaxLast(z) ≔
+  let s ≔ z − spreadLast(lastMaximum(z), z)
+  in s − spreadLast(ln(einsum("...v->...", exp(s))), z)
+
+-- crossEntropyLast(z, labels) · z logits …×k · labels class numbers 0 … k−1, shaped as z's leading axes → mean loss scalar
+-- The softmax cross-entropy of every row against its label, averaged over all rows (crossEntropy for any leading axes).
+def crossEntropyLast(z, labels) ≔ softCrossEntropyLast(z, oneHot(labels, classCount(z)))
+
+-- softCrossEntropyLast(z, y) · z logits …×k · y target shares …×k (one-hot or smoothed) → mean loss scalar
+-- −(1/N) Σ y ln softmax(z) over the N rows of z.
+def softCrossEntropyLast(z, y) ≔ 0 − einsum("...v,...v->", y, logSoftmaxLast(z)) · classCount(z) / einsum("...v->", z ^ 0)
+
+-- maskedCrossEntropy(z, labels, mask) · z logits …×k · labels class numbers, shaped as z's leading axes · mask 0/1, shaped as labels → mean loss over the rows kept, scalar
+-- The cross-entropy averaged over the rows whose mask is 1 only (padding, mask 0, counts for nothing), as torch's ignore_index.
+def maskedCrossEntropy(z, labels, mask) ≔ 0 − einsum("...,...v,...v->", mask, oneHot(labels, classCount(z)), logSoftmaxLast(z)) / einsum("...->", mask)
+
+-- smoothedLabelsLast(labels, z, alpha) · labels class numbers, shaped as z's leading axes · z logits …×k (only its shape is read) · alpha smoothing scalar in [0, 1] → target shares …×k
+-- Label smoothing for any leading axes: (1 − α) one-hot + α/k.
+def smoothedLabelsLast(labels, z, alpha) ≔ (1 − alpha) · oneHot(labels, classCount(z)) + alpha / classCount(z)
+
+-- accuracyLast(z, labels) · z logits …×k · labels class numbers, shaped as z's leading axes → share of rows whose largest logit is the label, scalar
+-- accuracy for any leading axes (a tie goes to the first largest logit).
+def accuracyLast(z, labels) ≔ einsum("...v,...v->", lastArgmax(z), oneHot(labels, classCount(z))) / einsum("...->", labels ^ 0)
 
 -- maskedAccuracy(z, labels, mask) · as maskedCrossEntropy → share of the kept rows predicted right, scalar
--- accuracy over the rows whose mask is 1.
-def maskedAccuracy(z, labels, mask) ≔ einsum("i,ij,ij->", mask, argmax(z, 1), oneHot(labels, columns(z))) / einsum("i->", mask)
+-- accuracyLast over the rows whose mask is 1.
+def maskedAccuracy(z, labels, mask) ≔ einsum("...,...v,...v->", mask, lastArgmax(z), oneHot(labels, classCount(z))) / einsum("...->", mask)
 
+-- Building blocks (the last axis moved first, where maximum and argmax reach it for any rank)
 
--- Sequences: logits B×L×k, one row of class scores per position
+-- lastMaximum(z) · z …×k → the largest entry of each row, shaped as z's leading axes
+def lastMaximum(z) ≔ maximum(einsum("...v->v...", z), 0)
 
--- sequenceLogSoftmax(z) · z logits B×L×k → log-probabilities B×L×k
--- Each position's logits minus their log-sum-exp over the last axis, shifted by the position's maximum so nothing overflows.
-def sequenceLogSoftmax(z) ≔
-  let s ≔ z − einsum("bt,btv->btv", maximum(z, 2), z ^ 0)
-  in s − einsum("bt,btv->btv", ln(einsum("btv->bt", exp(s))), z ^ 0)
+-- lastArgmax(z) · z …×k → 0/1 …×k marking each row's first largest entry
+def lastArgmax(z) ≔ einsum("v...->...v", argmax(einsum("...v->v...", z), 0))
 
--- sequenceCrossEntropy(z, labels) · z logits B×L×k · labels class numbers 0 … k−1, B×L → mean loss scalar
--- The softmax cross-entropy of every position against its label, averaged over all B·L positions.
-def sequenceCrossEntropy(z, labels) ≔ softSequenceCrossEntropy(z, oneHot(labels, columns(z[0])))
+-- classCount(z) · z …×k → k, the size of the last axis, scalar
+def classCount(z) ≔ rows(einsum("...v->v...", z))
 
--- softSequenceCrossEntropy(z, y) · z logits B×L×k · y target shares B×L×k (one-hot or smoothed) → mean loss scalar
--- −(1/BL) Σ_btv y_btv ln softmax(z)_btv.
-def softSequenceCrossEntropy(z, y) ≔ 0 − einsum("btv,btv->", y, sequenceLogSoftmax(z)) / (rows(z) · rows(z[0]))
-
--- maskedSequenceCrossEntropy(z, labels, mask) · z logits B×L×k · labels B×L · mask 0/1 B×L → mean loss over the positions kept, scalar
--- The cross-entropy averaged over the positions whose mask is 1 (padding, mask 0, counts for nothing).
-def maskedSequenceCrossEntropy(z, labels, mask) ≔ 0 − einsum("bt,btv,btv->", mask, oneHot(labels, columns(z[0])), sequenceLogSoftmax(z)) / einsum("bt->", mask)
-
--- smoothedSequenceLabels(labels, z, alpha) · labels B×L · z logits B×L×k (only its shape is read) · alpha smoothing scalar in [0, 1] → target shares B×L×k
--- Label smoothing at every position: (1 − α) one-hot + α/k.
-def smoothedSequenceLabels(labels, z, alpha) ≔ (1 − alpha) · oneHot(labels, columns(z[0])) + alpha / columns(z[0])
-
--- sequenceAccuracy(z, labels, mask) · z logits B×L×k · labels B×L · mask 0/1 B×L (all ones for every position) → share of the kept positions predicted right, scalar
--- A position is right when its largest logit (the first, on a tie) is its label.
-def sequenceAccuracy(z, labels, mask) ≔ einsum("bt,btv,btv->", mask, argmax(z, 2), oneHot(labels, columns(z[0]))) / einsum("bt->", mask)
+-- spreadLast(v, z) · v shaped as z's leading axes · z …×k → …×k, v repeated along the last axis
+def spreadLast(v, z) ≔ einsum("...,...v->...v", v, z ^ 0)
 
 
 -- Two classes

@@ -12,6 +12,28 @@ from functools import cache, lru_cache
 from hilbert.grammar.errors import CheckError
 from hilbert.grammar.source import Span
 
+#: The ellipsis, `...` in a specification as written: it stands for the axes of an operand no
+#: letter names, the same axes in every operand that has it. Specifications hold it as this one
+#: character, which every pass treats as a letter, until shapes are known and monomorphise
+#: (compiler/passes/monomorphise.py) names those axes with letters of their own.
+ELLIPSIS = "…"
+
+
+def spelled_out(spec: str, shapes) -> str:
+    """`spec` with its ellipsis (if any) written as letters not in it, one per axis it stands
+    for, given the operands' shapes (as many as an operand holding it has axes its letters do
+    not name).
+
+    >>> spelled_out("…v,v->…", [(2, 3, 4), (4,)])
+    'abv,v->ab'
+    """
+    if ELLIPSIS not in spec:
+        return spec
+    inputs = spec.split("->")[0].split(",")
+    term, shape = next((t, s) for t, s in zip(inputs, shapes, strict=True) if ELLIPSIS in t)
+    fresh = (ch for ch in letters() if ch not in spec)
+    return spec.replace(ELLIPSIS, "".join(next(fresh) for _ in range(len(shape) - len(term) + 1)))
+
 
 @dataclass(frozen=True, slots=True)
 class Spec:
@@ -36,10 +58,10 @@ def check_spec(text: str, operands: int, span: Span) -> str:
     >>> check_spec("np, pq -> nq", 2, None)
     'np,pq->nq'
     """
-    compact = text.replace(" ", "")
-    if "..." in compact or "." in compact:
-        raise CheckError("E301", "einsum ellipsis (...) is not supported; name every axis with "
-                         "a letter", span)
+    compact = text.replace(" ", "").replace("...", ELLIPSIS)
+    if "." in compact:
+        raise CheckError("E301", f'einsum "{text}" has a "." outside an ellipsis: the ellipsis '
+                         'is three dots, "...", standing for the axes no letter names', span)
     if "->" not in compact:
         raise CheckError("E302", f'einsum "{text}" has no output; write it explicitly after ->, '
                          'as "ij,jk->ik"', span)
@@ -48,7 +70,10 @@ def check_spec(text: str, operands: int, span: Span) -> str:
     left, output = compact.split("->")
     inputs = left.split(",")
     for term in inputs + [output]:
-        bad = next((ch for ch in term if not ch.isalpha()), None)
+        if term.count(ELLIPSIS) > 1:
+            raise CheckError("E301", f'einsum "{text}" has two ellipses in one term; a term has '
+                             "at most one", span)
+        bad = next((ch for ch in term if not ch.isalpha() and ch != ELLIPSIS), None)
         if bad is not None:
             raise CheckError("E300", f'einsum "{text}" contains {bad!r}; axes are letters '
                              "(a–z, A–Z, or any alphabet's: α, ж)", span)

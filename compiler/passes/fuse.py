@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import letters, parse_spec
+from hilbert.compiler.ops.einsum_spec import ELLIPSIS, letters, parse_spec
 
 
 def fuse(root: ir.Node) -> ir.Node:
@@ -80,6 +80,8 @@ def _splice(terms: list[str], output: str, position: int, inner: ir.Einsum):
     outer_term = terms[position]
     if len(outer_term) != len(inner_spec.output):  # a rank error: leave it for shapes.py
         return None
+    if ELLIPSIS in inner.spec or ELLIPSIS in outer_term:  # its axes are named once shapes are
+        return None                                       # known; merged again after that
     rename = dict(zip(inner_spec.output, outer_term, strict=True))
     used = set("".join(terms)) | set(output)
     free = (ch for ch in letters() if ch not in used)

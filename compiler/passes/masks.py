@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.einsum_spec import ELLIPSIS, parse_spec
 from hilbert.compiler.ops.primitives import BY_OP, having
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -182,7 +182,7 @@ def _combine(a: Affine | None, b: Affine | None, sign: float) -> Affine | None:
 def _outer(node: ir.Einsum, parts: list[Affine | None]) -> Affine | None:
     """An einsum that only lays operands side by side (no sums, no diagonals), at most one of
     them varying: the product is affine."""
-    if any(p is None for p in parts):
+    if any(p is None for p in parts) or ELLIPSIS in node.spec:
         return None
     spec = parse_spec(node.spec)
     if set("".join(spec.inputs)) != set(spec.output) or any(len(set(t)) != len(t) for t in spec.inputs):
@@ -264,6 +264,8 @@ def _mask(node: ir.Node, facts: Facts) -> Mask | None:
 
 
 def _rewrite(node: ir.Einsum, facts: Facts) -> ir.Node:
+    if ELLIPSIS in node.spec:  # (read once its axes have letters: passes.AGAIN)
+        return node
     spec = parse_spec(node.spec)
     for position, operand in enumerate(node.args):
         mask = _mask(operand, facts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
+from hilbert.compiler.ops.einsum_spec import ELLIPSIS, parse_spec
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.compiler.ops.shape_rules import Shape, describe_shape, exact_number, static_value, what
 from hilbert.grammar.errors import CheckError
@@ -118,21 +118,45 @@ def _shape(table: ShapeTable, scope: Scope, node: ir.Node, shapes: dict, leaf) -
 def _einsum(node: ir.Einsum, args: list[Shape]) -> Shape:
     spec = parse_spec(node.spec)
     sizes: dict[str, tuple[int, int]] = {}
+    rest: tuple[Shape, int] | None = None  # the ellipsis's axes, and the operand first giving them
     for position, (term, shape, operand) in enumerate(zip(spec.inputs, args, node.args, strict=True), 1):
-        if len(term) != len(shape):
+        named = len(term) - (ELLIPSIS in term)
+        if len(term) != len(shape) and not (ELLIPSIS in term and len(shape) >= named):
+            least = f"at least {named} ax(es)" if ELLIPSIS in term else f"{len(term)} letter(s)"
             raise CheckError(
-                "E306", f'einsum "{node.spec}": operand {position} ({what(operand)}) is '
-                f"{describe_shape(shape)}, but its term {term or '(empty)'} has {len(term)} "
-                "letter(s)", node.span)
+                "E306", f'einsum "{_written(node.spec)}": operand {position} ({what(operand)}) '
+                f"is {describe_shape(shape)}, but its term {_written(term) or '(empty)'} has "
+                f"{least}", node.span)
+        if ELLIPSIS in term:
+            at = term.index(ELLIPSIS)
+            axes = shape[at:len(shape) - (len(term) - at - 1)]
+            if rest is not None and rest[0] != axes:
+                raise CheckError(
+                    "E305", f'einsum "{_written(node.spec)}": the ellipsis is '
+                    f"{describe_shape(rest[0])} in operand {rest[1]} but {describe_shape(axes)} "
+                    f"in operand {position} ({what(operand)}); it stands for the same axes in "
+                    "each", node.span)
+            rest = rest or (axes, position)
+            shape = shape[:at] + (0,) + shape[len(shape) - (len(term) - at - 1):]
         for letter, size in zip(term, shape, strict=True):
+            if letter == ELLIPSIS:
+                continue
             if letter in sizes and sizes[letter][0] != size:
                 other = sizes[letter][1]
                 raise CheckError(
-                    "E305", f'einsum "{node.spec}": letter {letter} is {sizes[letter][0]} in '
-                    f"operand {other} but {size} in operand {position} ({what(operand)})",
-                    node.span)
+                    "E305", f'einsum "{_written(node.spec)}": letter {letter} is '
+                    f"{sizes[letter][0]} in operand {other} but {size} in operand {position} "
+                    f"({what(operand)})", node.span)
             sizes.setdefault(letter, (size, position))
-    return tuple(sizes[letter][0] for letter in spec.output)
+    out: Shape = ()
+    for letter in spec.output:
+        out += rest[0] if letter == ELLIPSIS and rest is not None else (sizes[letter][0],)
+    return out
+
+
+def _written(spec: str) -> str:
+    """A specification as its source writes it (the ellipsis as `...`)."""
+    return spec.replace(ELLIPSIS, "...")
 
 
 def _cond(node: ir.Cond, cond: Shape, then: Shape, orelse: Shape) -> Shape:
