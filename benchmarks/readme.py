@@ -47,7 +47,12 @@ def section(results: dict) -> str:
         BEGIN, "",
         f"Run: `hilbert bench --suite{' --quick' if results['mode'] == 'quick' else ''}` "
         f"({results['mode']} run) on {results['created'][:10]}, commit {commit}, "
-        f"executor `{results['executor']}`; {results['wall_s'] / 60:.0f} min.",
+        f"executor `{results['executor']}`; {results['wall_s'] / 60:.0f} min"
+        + (f", {len(results['cases']) - len(results['merged_from']['cases'])} case(s); the other "
+           f"{len(results['merged_from']['cases'])} kept from the full run of "
+           f"{results['merged_from']['created'][:16].replace('T', ' ')} UTC "
+           f"({results['merged_from']['wall_s'] / 60:.0f} min)."
+           if results.get("merged_from") else "."),
         f"Machine: {m['cpu']}, {m['cores_usable']} core(s), {m['memory_gib']} GiB, "
         f"{blas.get('name')} {blas.get('version') or ''}; load average before / after "
         f"{load_line(results)}.",

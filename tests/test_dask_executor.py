@@ -42,11 +42,18 @@ SIGNATURES = NUMBA_SIGNATURES | {
     "accuracy": "z:nk labels:n:labels", "binaryTerms": "z:nq y:nq:unit",
     "binaryCrossEntropy": "z:nq y:nq:unit", "mse": "p:nq y:nq", "huberTerms": "r:nq delta:unit",
     "huber": "p:nq y:nq delta:unit", "absoluteError": "p:nq y:nq",
+    "logSoftmaxLast": "z:nLk", "crossEntropyLast": "z:nLk labels:nL:labels",
+    "softCrossEntropyLast": "z:nLk y:nLk:unit",
+    "maskedCrossEntropy": "z:nLk labels:nL:labels mask:nL:marks",
+    "smoothedLabelsLast": "labels:nL:labels z:nLk alpha:unit",
+    "accuracyLast": "z:nLk labels:nL:labels", "maskedAccuracy": "z:nLk labels:nL:labels mask:nL:marks",
+    "lastMaximum": "z:nLk", "lastArgmax": "z:nLk", "classCount": "z:nLk", "spreadLast": "v:nL z:nLk",
     # Norms
     "batchNorm": "z:nd gain:d shift:d", "batchNormEval": "z:nd mean:d var:d:unit gain:d shift:d",
     "runningMean": "run:d z:nd m:unit", "runningVar": "run:d z:nd m:unit", "batchVar": "z:nd",
     "layerNormed": "a:nd gain:d shift:d", "rmsNorm": "a:nd gain:d", "rowCentred": "a:nd",
     "rowSpread": "a:nd", "gelu": "z:nd", "geluTanh": "z:nd", "silu": "z:nd",
+    "dropout": "x:nd p:unit key:index step:index",
     # Optimisers
     "sgd": "w:np g:np r:rate", "momentum": "w:np v:np g:np r:rate mu:unit",
     "nesterov": "w:np v:np g:np r:rate mu:unit",

@@ -299,11 +299,11 @@ fn byHand(x, y, w1, w2) ↦ (gradFirst(x, y, w1, w2), gradSecond(x, y, w1, w2))
 
 def test_every_op_has_a_derivative_rule():
     """A new primitive must come with a derivative rule in its row of the op table (or be one
-    that is never differentiated: draws live only in weight initialisers; argmax/argmin become
-    other ops)."""
+    that is never differentiated: seeded draws live only in weight initialisers; argmax/argmin
+    and bernoulli become other ops)."""
     from hilbert.compiler.ops.primitives import BY_OP
 
-    never = {"gaussian", "uniform", "argmax", "argmin"}
+    never = {"gaussian", "uniform", "argmax", "argmin", "bernoulli"}
     assert {op for op, row in BY_OP.items() if row.derivative is None} == never
 
 

@@ -6,7 +6,7 @@ from hilbert.compiler.ops.primitives import BY_OP, TRAITS, having
 
 #: Ops that never reach an executor: draws are run by a model's initialiser, arg-extremes are
 #: written as other ops by the resolver.
-NEVER_RUN = {"gaussian", "uniform", "argmax", "argmin"}
+NEVER_RUN = {"gaussian", "uniform", "argmax", "argmin", "bernoulli"}
 
 
 def test_every_op_an_executor_meets_has_a_shape_rule_and_both_meanings():
@@ -27,12 +27,13 @@ def test_the_derived_sets_are_the_ones_the_passes_were_written_with():
     entrywise = {"exp", "ln", "sqrt", "tanh", "sin", "cos", "tan", "abs", "conj", "re", "im",
                  "floor", "erf", "max",
                  "min", "add", "sub", "mul", "div", "pow", "neg", "eq", "ne", "lt", "gt", "le",
-                 "ge"}
+                 "ge", "mod", "floordiv"}
     assert having("entrywise") == entrywise
     assert having("shapes_only") == {"rows", "columns", "positions"}
     assert having("static") == {"rows", "columns", "floor", "max", "min", "add", "sub", "mul",
-                                "div", "pow", "neg"}
+                                "div", "pow", "neg", "mod", "floordiv"}
     assert having("compiled") == entrywise | {"maximum", "minimum", "sumalong", "rows",
                                               "columns", "positions", "oneHot", "shift",
-                                              "take", "index", "slice"}
+                                              "take", "index", "slice", "keyeduniform",
+                                              "keyedgaussian", "permutation"}
     assert having("movable") >= entrywise | {"maximum", "minimum", "concat", "shift", "take"}

@@ -203,7 +203,7 @@ PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
     # arguments are these (KEYED), bernoulli(p, key, step, x) is uniform(key, step, x) < p
     _row("permutation", 3, "random", meaning=m.keyed(draws.permutation),
          dask=m.lazy_keyed(draws.permutation), shape=sh.shuffled, derivative=d.zero),
-    _row("bernoulli", 4, "random"),
+    _row("bernoulli", 4, "rewritten"),  # (never in IR: resolve writes it as above)
 ]}
 
 #: Operators, by their ASCII spelling in the syntax tree, as primitive ops of the IR.

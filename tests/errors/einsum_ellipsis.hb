@@ -1,3 +1,3 @@
--- Ellipsis is not supported: name every axis.
+-- An ellipsis is three dots, once per term.
 -- error: E301 at 3:24
-fn lastSum(a) ↦ einsum("...i->...", a)
+fn lastSum(a) ↦ einsum("..i->..", a)
