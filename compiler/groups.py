@@ -9,9 +9,9 @@ and `v.w`, shaped like w and starting from `e` at that shape.
 An assignment whose targets name a group or a state family is one assignment per member of
 the group, written once:
 
-    (weights, m, v) ≔ adam(weights, ∂ loss(x, y) / ∂ weights, m, v, t, 1e-3, 0.9, 0.999, 1e-8)
+    (weights, m, v) ≔ adam(weights, m, v, ∂ loss(x, y) / ∂ weights, t, 1e-3, 0.9, 0.999, 1e-8)
 
-stands, for each member w, for `(w, m.w, v.w) ≔ adam(w, g_w, m.w, v.w, …)`, where g_w is
+stands, for each member w, for `(w, m.w, v.w) ≔ adam(w, m.w, v.w, g_w, …)`, where g_w is
 w's component of the one derivative `∂ loss(x, y) / ∂ (w1, w2, …)`. That is what a user
 would write by hand, so both forms lower to the same IR (the derivative is one node, computed
 once in the step, as a hand-written `let (g1, g2, …) ≔ ∂ loss / ∂ (w1, w2, …)` is).
@@ -146,21 +146,10 @@ def _scope(model: s.Model) -> _Scope:
     return _Scope(model, groups, families, ranks)
 
 
-def _statements(assigns: tuple[s.Assign, ...]) -> list[list[s.Assign]]:
-    """The assignments as written: a tuple assignment's names together."""
-    out: list[list[s.Assign]] = []
-    for a in assigns:
-        if a.index > 0:
-            out[-1].append(a)
-        else:
-            out.append([a])
-    return out
-
-
 def _assigns(scope: _Scope, train: s.Train) -> tuple[s.Assign, ...]:
     out: list[s.Assign] = []
     bound = frozenset(train.params)
-    for statement in _statements(train.assigns):
+    for statement in s.statements(train.assigns):
         groups = {scope.group_of(a.name) for a in statement} - {None}
         if not groups:
             out += [replace(a, value=_Rewriter(scope, None).expr(a.value, bound)) for a in statement]

@@ -25,6 +25,7 @@ from .syntax import (
     Train,
     Tuple,
     Weight,
+    statements,
 )
 
 _PRECEDENCE = {"if": 1, "cmp": 2, "+": 3, "-": 3, "*": 4, "/": 4, "mod": 4, "div": 4, "neg": 5,
@@ -152,23 +153,12 @@ def _model(m: Model, unicode: bool) -> str:
         lines.append(f"  state {', '.join(st.names)} like {st.group} from {print_expr(st.init, unicode)}")
     for t in m.trains:
         lines.append(f"  def {t.name}{_params(t.params)} {{")
-        lines += [f"    {_assign(group, define, unicode)}" for group in _assign_groups(t.assigns)]
+        lines += [f"    {_assign(group, define, unicode)}" for group in statements(t.assigns)]
         lines.append("  }")
     for d in m.methods:
         lines.append(f"  def {d.name}{_params(d.params)} {define} {print_expr(d.body, unicode)}")
     lines.append("}")
     return "\n".join(lines)
-
-
-def _assign_groups(assigns: tuple[Assign, ...]) -> list[list[Assign]]:
-    """The assignments as written: a tuple assignment's names together."""
-    groups: list[list[Assign]] = []
-    for a in assigns:
-        if a.index > 0:
-            groups[-1].append(a)
-        else:
-            groups.append([a])
-    return groups
 
 
 def _assign(group: list[Assign], define: str, unicode: bool) -> str:

@@ -191,6 +191,17 @@ class Assign:
     count: int = 1
 
 
+def statements(assigns: tuple[Assign, ...]) -> list[list[Assign]]:
+    """The assignments as written: a tuple assignment's names together, in order."""
+    grouped: list[list[Assign]] = []
+    for a in assigns:
+        if a.index > 0:
+            grouped[-1].append(a)
+        else:
+            grouped.append([a])
+    return grouped
+
+
 @dataclass(frozen=True, slots=True)
 class Train:
     name: str
