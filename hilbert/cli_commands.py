@@ -117,8 +117,9 @@ def _result_text(result, position: str = "") -> str:
 def _plan(args) -> int:
     member = _member(args)
     if member is not None:
-        plan = member.build(*args.values, steps=args.steps) if args.build else \
-            member.plan(*args.values, steps=args.steps)
+        steps = {"steps": args.steps} if member._member.kind == "train" else {}
+        plan = member.build(*args.values, **steps) if args.build else \
+            member.plan(*args.values, **steps)
         print(json.dumps(plan.to_dict(), indent=2) if args.json else
               colour(str(plan), sys.stdout, args.color))
         return EXIT_OK

@@ -13,7 +13,7 @@ import numpy as np
 
 from hilbert.compiler.driver import CompiledModule
 from hilbert.compiler.models import STEPS, CompiledModel, Member
-from hilbert.grammar.errors import HilbertError, ModelError, RuntimeHilbertError, internal_error
+from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, internal_error
 
 from .api import Function, maths_options
 from .progress import run_in_chunks
@@ -113,29 +113,29 @@ class BoundMember:
     def __call__(self, *args, **kwargs):
         return self.__func__(self.__self__, *args, **kwargs)
 
-    def plan(self, /, *args, steps=1, **kwargs):
-        """The Plan of a call with these arguments (values, as the member takes them), on
-        the model's weights as they are now: its paths, its schedule and the size of its
-        generated code (hilbert.Function.plan)."""
-        return self._function().plan(*self._values(args, kwargs, steps))
+    def plan(self, /, *args, **kwargs):
+        """The Plan of a call with these arguments (values, as the member takes them, and a
+        train block's `steps=`), on the model's weights as they are now: its paths, its
+        schedule and the size of its generated code (hilbert.Function.plan)."""
+        return self._function().plan(*self._values(args, kwargs))
 
-    def build(self, /, *args, steps=1, **kwargs):
+    def build(self, /, *args, **kwargs):
         """Compile the program a call with these arguments runs, now, and return its Plan
         (hilbert.Function.build): the next call runs compiled code at once."""
-        return self._function().build(*self._values(args, kwargs, steps))
+        return self._function().build(*self._values(args, kwargs))
 
     def _function(self) -> Function:
         return self.__self__._functions[self._member.name]
 
-    def _values(self, args: tuple, kwargs: dict, steps) -> tuple:
+    def _values(self, args: tuple, kwargs: dict) -> tuple:
+        """The entry's arguments: the weights and model parameters, the member's own, and a
+        train block's step count (`steps=` in kwargs, by default 1)."""
         net, member = self.__self__, self._member
+        steps = kwargs.pop(STEPS, 1) if member.kind == "train" else None
         own = net._bind(member, args, kwargs)
         with net._lock:
             state = net._state()
-        if member.kind != "train":
-            if steps != 1:
-                raise ModelError("E801", f"{self.__func__.__qualname__} is a method: it has no "
-                                 f"{STEPS} (only a train block's plan does)", member.span)
+        if steps is None:
             return state + own
         count = _step_count(net._model, member, steps)
         return state + own + (np.array(count, dtype=net.dtype),)

@@ -741,9 +741,9 @@ def test_a_member_gives_its_plan_for_a_call_on_the_model(Perceptron):
     assert loop.split()[1] == "25"  # the loop's trips: the steps asked for
     # the loss's plan: the forward pass's two products, 4×2·2×8 and 4×8·8×1, then the sum
     assert [e.flops for e in net.loss.plan(XOR_X, XOR_Y).einsums] == [128, 64, 8]
-    with pytest.raises(HilbertError) as err:
+    with pytest.raises(HilbertError) as err:  # a method has no steps: an unknown argument
         net.loss.plan(XOR_X, XOR_Y, steps=3)
-    assert err.value.code == "E801"
+    assert err.value.code == "E600" and "steps" in err.value.message
     with pytest.raises(HilbertError) as err:
         net.train.plan(XOR_X, XOR_Y)
     assert err.value.code == "E600"
@@ -787,3 +787,15 @@ def test_hilbert_plan_shows_a_model_member(capsys):
     assert main(["plan", path, "Perceptron.train", "--value", "inputs=2", "--value", "hidden=8",
                  "--value", "seed=1", "--shape", "z=3"]) == 2
     assert "has no parameter(s) z" in capsys.readouterr().err
+
+
+def test_a_method_plan_passes_its_own_parameter_called_steps():
+    module = hilbert.compile_source("""
+model Counter : Learner {
+  weight c : Tensor[] from 0
+  def ahead(steps) ≔ c + steps
+}
+""")
+    net = module.Counter()
+    assert str(net.ahead.plan(steps=4)).startswith("plan of Counter.ahead(c: scalar, steps: scalar)")
+    assert net.ahead(steps=4) == 4.0
