@@ -109,6 +109,24 @@ def test_a_key_or_step_that_is_no_whole_number_is_E512(module, key):
     assert err.value.code == "E512" and "step" in err.value.message
 
 
+def test_a_draw_with_the_wrong_number_of_arguments_is_E201():
+    with pytest.raises(HilbertError) as err:
+        hilbert.compile_source("fn f(k, x) ↦ uniform(k, x)")
+    assert err.value.code == "E201" and "(key, step, x)" in err.value.message
+
+
+def test_a_draw_in_a_loop_is_not_moved_before_it():
+    # a loop of no steps never draws, so its bad key raises nothing
+    module = hilbert.compile_source("""
+fn f(n, k, x) ↦ walk(n, k, x, x)
+def walk(n, k, y, acc) ≔ if n = 0 then acc else walk(n − 1, k, y, acc + uniform(k, 0, y))
+""")
+    np.testing.assert_array_equal(module.f(0, 0.5, np.zeros(3)), np.zeros(3))
+    with pytest.raises(HilbertError) as err:
+        module.f(2, 0.5, np.zeros(3))
+    assert err.value.code == "E512"
+
+
 def test_a_seeded_draw_outside_an_initialiser_is_still_E207_and_says_how_to_draw():
     with pytest.raises(HilbertError) as err:
         hilbert.compile_source("fn f(s) ↦ gaussian(s)")

@@ -73,7 +73,8 @@ _KINDS: dict[str, tuple[frozenset[str], Callable | None, Callable[[Callable], m.
     "onehot": (frozenset({"compiled"}), sh.onehot, None),
     "concat": (frozenset({"movable"}), sh.concat, None),
     "draw": (frozenset(), sh.draw, None),
-    "random": (frozenset({"movable", "compiled"}), sh.keyed, None),
+    # (not movable: a bad key raises E512, so a draw stays in the loop that makes it)
+    "random": (frozenset({"compiled"}), sh.keyed, None),
     "shift": (frozenset({"movable", "compiled"}), sh.shift, None),
     "take": (frozenset({"movable", "compiled"}), sh.take, None),
     "index": (frozenset({"compiled"}), sh.index, None),

@@ -309,6 +309,10 @@ class Lowering:
         prim = PRIMITIVES[name]
         if name in KEYED and len(args) == 3:  # uniform(key, step, x): a draw anywhere
             return ir.Prim(KEYED[name], tuple(self.expr(a) for a in args), (), span)
+        if name in KEYED and len(args) != 1:
+            raise NameResolutionError(
+                "E201", f"{name} takes 3 arguments, (key, step, x), or 1 in a weight's "
+                f"initialiser, (seed), but is given {len(args)}", span)
         if name == "bernoulli":
             self.arity(name, prim.arity, len(args), span)
             p, *keyed = (self.expr(a) for a in args)
