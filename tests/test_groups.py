@@ -197,7 +197,7 @@ def test_the_grouped_transformer_compiles_to_the_hand_written_plan_and_code(bloc
     assert plain(str(grouped.train.plan(tok, nxt))) == plain(str(by_hand.train.plan(tok, nxt)))
     sources = []
     for net in blocks:
-        values = net.train._values((tok, nxt), {}, 1)
+        values = net.train._values((tok, nxt), {})
         program = net._functions["train"].program(tuple(v.shape for v in values), net.dtype)
         sources.append(program.sources())
     assert sources[0] and sources[0] == sources[1]  # byte for byte: one disk-cache entry

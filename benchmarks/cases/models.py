@@ -15,7 +15,7 @@ BY_HAND = "by hand"
 
 
 def _program_sources(net, tok, nxt) -> list[str]:
-    values = net.train._values((tok, nxt), {}, 1)
+    values = net.train._values((tok, nxt), {})
     program = net._functions["train"].program(tuple(v.shape for v in values), net.dtype)
     return program.sources()
 
