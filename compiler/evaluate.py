@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import opt_einsum
 from hilbert.compiler import dtypes, ir
-from hilbert.compiler.ops.einsum_spec import numpy_spec, spelled_out
+from hilbert.compiler.ops.einsum_spec import ELLIPSIS, numpy_spec, spelled_out
 from hilbert.compiler.ops.primitives import BY_OP
 
 #: How an einsum node is computed from its operands' values.
@@ -55,7 +55,8 @@ def einsum_in_one(spec: str, *operands):
     """numpy.einsum of `spec`, in one call; over more than the 52 letters numpy.einsum can
     name, opt_einsum's contraction along its greedy path (pairwise, each step renamed)."""
     try:
-        spec = spelled_out(spec, [np.shape(o) for o in operands])
+        if ELLIPSIS in spec:
+            spec = spelled_out(spec, [np.shape(o) for o in operands])
         numpy = numpy_spec(spec)
     except ValueError:
         return opt_einsum.contract(spec, *operands, optimize="greedy")

@@ -53,33 +53,27 @@ class _Scope:
         return name if name in self.groups else self.families.get(name)
 
 
-def expand(model: s.Model) -> s.Model:
+def expand(model: s.Model) -> tuple[s.Model, dict[str, tuple[str, ...]]]:
     """`model` with its groups, state families and group assignments written out (module
-    docstring); a model without them is returned as it is. Misuses are E803."""
-    uses_all = _mentions(model, ALL)
-    if not (model.groups or model.states or uses_all):
-        return model
+    docstring; a model without them is returned as it is), and each state family with the
+    weights it holds a tensor for. Misuses are E803."""
+    if not (model.groups or model.states or _mentions(model, ALL)):
+        return model, {}
     scope = _scope(model)
-    states = tuple(s.Weight(_joined(m, w.name), w.type_name, w.dims,
+    states = tuple(s.Weight(joined(m, w.name), w.type_name, w.dims,
                             _Rewriter(scope, None).expr(st.init, frozenset()), st.span, "state")
                    for st in model.states for m in st.names
                    for w in _weights_of(model, scope.groups[st.group]))
     trains = tuple(replace(t, assigns=_assigns(scope, t)) for t in model.trains)
     methods = tuple(replace(d, body=_Rewriter(scope, None).expr(d.body, frozenset(d.params)))
                     for d in model.methods)
+    families = {m: scope.groups[st.group] for st in model.states for m in st.names}
     return replace(model, weights=model.weights + states, trains=trains, methods=methods,
-                   groups=(), states=())
+                   groups=(), states=()), families
 
 
-def families(model: s.Model) -> dict[str, tuple[str, ...]]:
-    """Each state family of `model` (not yet expanded): the weights it holds a tensor for."""
-    if not model.states:
-        return {}
-    scope = _scope(model)
-    return {m: scope.groups[st.group] for st in model.states for m in st.names}
-
-
-def _joined(family: str, weight: str) -> str:
+def joined(family: str, weight: str) -> str:
+    """The name of state family `family`'s tensor for `weight`: `m.emb`."""
     return f"{family}{JOIN}{weight}"
 
 
@@ -164,7 +158,7 @@ def _assigns(scope: _Scope, train: s.Train) -> tuple[s.Assign, ...]:
         for i, member in enumerate(scope.groups[group]):
             value = _Rewriter(scope, (group, i)).expr(first.value, bound)
             for a in statement:
-                name = member if a.name in scope.groups else _joined(a.name, member)
+                name = member if a.name in scope.groups else joined(a.name, member)
                 out.append(replace(a, name=name, value=value))
     return tuple(out)
 
@@ -257,7 +251,7 @@ class _Rewriter:
                                  "assignment runs over one group", span)
             return member
         _covers(self.scope, name, on, span)
-        return _joined(name, member)
+        return joined(name, member)
 
     def whole(self, what: str, group: str, span) -> ModelError:
         """E803 for a group's value where one tensor is wanted."""

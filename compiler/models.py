@@ -125,8 +125,7 @@ class _ModelCompiler:
     """Checks one declaration, then lowers its weights, methods and train blocks."""
 
     def __init__(self, decl: s.Model, scope: ModuleScope, resolved: Resolved):
-        self.decl = groups.expand(decl)
-        self.families = groups.families(decl)
+        self.decl, self.families = groups.expand(decl)
         self.scope = scope
         self.resolved = resolved
         self.state = tuple(w.name for w in self.decl.weights) + decl.params

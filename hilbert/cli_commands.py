@@ -53,8 +53,8 @@ def _function(path: Path, name: str, executor: str = "numba"):
 
 def _member(args):
     """For FN = Model.member: the member bound to a model made from the --value arguments,
-    with `args.values` set to the member's own arguments (zeros of a --shape's shape, or a
-    --value's value); None when FN is not of that form."""
+    and the member's own arguments (zeros of a --shape's shape, or a --value's value); None
+    when FN is not of that form."""
     import hilbert
     from hilbert.cli_bench import _named_value
     from hilbert.members import BoundMember
@@ -80,9 +80,8 @@ def _member(args):
         raise UsageError(f"{model}.{name} has no parameter(s) {', '.join(sorted(unknown))} "
                          f"(its own: {', '.join(member.params) or 'none'}; the model's: "
                          f"{', '.join(cls._model.params) or 'none'})")
-    args.values = [values[p] if p in values else np.zeros(given.get(p, ()))
+    return bound, [values[p] if p in values else np.zeros(given.get(p, ()))
                    for p in member.params]
-    return bound
 
 
 def _run(args) -> int:
@@ -117,12 +116,18 @@ def _result_text(result, position: str = "") -> str:
 def _plan(args) -> int:
     member = _member(args)
     if member is not None:
-        steps = {"steps": args.steps} if member._member.kind == "train" else {}
-        plan = member.build(*args.values, **steps) if args.build else \
-            member.plan(*args.values, **steps)
-        print(json.dumps(plan.to_dict(), indent=2) if args.json else
-              colour(str(plan), sys.stdout, args.color))
-        return EXIT_OK
+        bound, values = member
+        steps = {"steps": args.steps} if bound._member.kind == "train" else {}
+        plan = (bound.build if args.build else bound.plan)(*values, **steps)
+    else:
+        plan = _function_plan(args)
+    print(json.dumps(plan.to_dict(), indent=2) if args.json else
+          colour(str(plan), sys.stdout, args.color))
+    return EXIT_OK
+
+
+def _function_plan(args):
+    """The plan of a function of the file for the --shape shapes (built first with --build)."""
     if args.value:
         raise UsageError("--value is for a model's member (Model.member); give a function's "
                          "parameters by --shape")
@@ -141,10 +146,7 @@ def _plan(args) -> int:
         function = function.using(optimize=args.optimize)
     if args.chunks:
         function = function.using(chunks=_chunks(args.chunks, args.executor))
-    plan = function.build(*shapes) if args.build else function.plan(*shapes)
-    print(json.dumps(plan.to_dict(), indent=2) if args.json else
-          colour(str(plan), sys.stdout, args.color))
-    return EXIT_OK
+    return function.build(*shapes) if args.build else function.plan(*shapes)
 
 
 def _chunks(given: list[str], executor: str):

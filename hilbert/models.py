@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hilbert.compiler.driver import CompiledModule, annotate, compile_module
+from hilbert.compiler.groups import joined
 from hilbert.compiler.models import CompiledModel, Member, WeightDecl
 from hilbert.grammar.errors import HilbertError, ModelError, internal_error
 
@@ -110,7 +111,7 @@ def _family_property(model: CompiledModel, family: str, members: tuple[str, ...]
     """`net.m` of `state m like g`: the state tensors `m.w` by weight name w, read-only copies."""
     def get(self: Learner) -> dict[str, np.ndarray]:
         held = self._weights
-        return {w: _read_only(held[f"{family}.{w}"]) for w in members}
+        return {w: _read_only(held[joined(family, w)]) for w in members}
 
     def set_(self: Learner, value) -> None:
         raise ModelUseError("E801", f"state {family} of {model.name} is read-only from Python: "

@@ -64,6 +64,15 @@ def example_script(name: str) -> ModuleType:
     return module
 
 
+@pytest.fixture(scope="module")
+def on_the_host():
+    """HILBERT_COMPILE=never for a module's tests: calls stay on the host tier, for tests of
+    what is computed (not of generated code) on programs whose compiling takes minutes."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HILBERT_COMPILE", "never")
+        yield
+
+
 @pytest.fixture(params=EXECUTORS)
 def executor(request) -> str:
     """Each executor in turn."""

@@ -6,32 +6,17 @@ from the draws' definition, the gradients by hand and Adam's formula."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hilbert.compiler.ops import draws
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from tests.conftest import example_script
 
-
-@pytest.fixture(autouse=True, scope="module")
-def on_the_host():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HILBERT_COMPILE", "never")
-        yield
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+pytestmark = pytest.mark.usefixtures("on_the_host")  # (tests/conftest.py)
 
 
 def test_one_iris_step_is_adam_on_the_dropped_out_network():
-    iris = _script("iris")
+    iris = example_script("iris")
     x, labels, _, _ = iris.iris()
     net = iris.trained(0.25, 0, 0.05, 6)  # not trained yet: its initial weights
     w = {k: np.array(net.weights[k]) for k in ("w1", "b1", "w2", "b2")}
@@ -55,7 +40,7 @@ def test_one_iris_step_is_adam_on_the_dropped_out_network():
 
 
 def test_iris_trains_to_classify_held_out_flowers_reproducibly(capsys):
-    iris = _script("iris")
+    iris = example_script("iris")
     results = iris.main(["--steps", "150"])
     for loss, right in results.values():
         assert right >= 0.9 and loss < 0.3
@@ -66,7 +51,7 @@ def test_iris_trains_to_classify_held_out_flowers_reproducibly(capsys):
 
 
 def test_the_transformer_block_learns_to_copy():
-    copy = _script("copy_task")
+    copy = example_script("copy_task")
     _, curve = copy.train(300, 4, 8, 32, every=150)
     (_, loss0, right0), *_, (_, loss, right) = curve
     assert right0 < 0.1 and right >= 0.95 and loss < loss0 / 10

@@ -23,11 +23,7 @@ BLOCK = (7, 8, 2, 3, 12, 3)  # vocab, width, heads, key, hidden, seed
 B, T = 2, 5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def on_the_host():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HILBERT_COMPILE", "never")
-        yield
+pytestmark = pytest.mark.usefixtures("on_the_host")  # (tests/conftest.py)
 
 
 def _tokens(seed: int):

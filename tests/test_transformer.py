@@ -18,11 +18,7 @@ SIZES = dict(vocab=7, width=8, heads=2, key=3, hidden=12)
 B, T = 2, 5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def on_the_host():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HILBERT_COMPILE", "never")
-        yield
+pytestmark = pytest.mark.usefixtures("on_the_host")  # (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -103,5 +103,6 @@ def permutation(key: int, step: int, n: int, dtype=np.float64) -> np.ndarray:
 def drawn_dtype(x) -> np.dtype:
     """The dtype draws shaped like x are made in: float32 for float32 or complex64 data,
     float64 otherwise."""
-    kind = np.dtype(getattr(x, "dtype", None) or np.result_type(x))
+    given = getattr(x, "dtype", None)  # (a dtype is falsy: test it against None)
+    kind = np.dtype(given) if given is not None else np.result_type(x)
     return np.dtype(np.float32) if kind in (np.float32, np.complex64) else np.dtype(np.float64)

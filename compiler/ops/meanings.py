@@ -11,6 +11,7 @@ from functools import partial
 
 import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.ops import draws
 from hilbert.compiler.ops.shape_rules import exact_number
 from hilbert.grammar.errors import RuntimeHilbertError
 
@@ -209,8 +210,6 @@ def lazy_keyed(way: Callable) -> LazyMeaning:
 
 
 def _drawn(way: Callable, node: ir.Prim, key, step, shape: tuple, like):
-    from hilbert.compiler.ops import draws
-
     whole = (draws.whole(key, "key", node.span), draws.whole(step, "step", node.span))
     size = shape[0] if node.op == "permutation" else shape
     return way(*whole, size, draws.drawn_dtype(like))
