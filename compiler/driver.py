@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from hilbert.compiler import dtypes, ir, passes, settings
 from hilbert.compiler.debug import dump
-from hilbert.compiler.entry import Entry, build_entry
+from hilbert.compiler.entry import Entry, build_entry, build_product
 from hilbert.compiler.ir import verify
 from hilbert.compiler.kept import kept_entry, kept_plan
 from hilbert.compiler.models import CompiledModel, compile_models
@@ -44,6 +44,7 @@ class Entries(Mapping[str, Entry]):
         self._inliner = inliner
         self._resolved = resolved
         self._built: dict[str, Entry] = {}
+        self._products: dict[tuple[str, str], Entry] = {}
 
     def __getitem__(self, name: str) -> Entry:
         if name not in self._built:
@@ -51,6 +52,16 @@ class Entries(Mapping[str, Entry]):
             self._built[name] = kept_entry(self._resolved, d.key,
                                            lambda: build_entry(d, self._inliner))
         return self._built[name]
+
+    def product(self, name: str, kind: str) -> Entry:
+        """The entry of the vjp or jvp (`kind`, compiler/products.py) of definition `name`."""
+        which = (name, kind)
+        if which not in self._products:
+            d = self._definitions[name]
+            self._products[which] = kept_entry(
+                self._resolved, f"{d.key}\0{kind}",
+                lambda: build_product(d, self._inliner, kind))
+        return self._products[which]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._definitions)

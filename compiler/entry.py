@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hilbert.compiler import ir, passes
+from hilbert.compiler import ir, passes, products
 from hilbert.compiler.debug import dump
 from hilbert.compiler.ir import verify
 from hilbert.compiler.passes.inline import Inliner
@@ -29,8 +29,25 @@ class Entry:
 
 def build_entry(d: Definition, inliner: Inliner) -> Entry:
     """Requires checked definitions; ensures the entry's IR, inlined and optimised."""
-    params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(d.params)}
-    body = ir.substitute(inliner.body(d.key), params)
+    return _finished(d, d.name, d.params, inliner.body(d.key))
+
+
+def build_product(d: Definition, inliner: Inliner, kind: str) -> Entry:
+    """The entry of the vjp or jvp (`kind`) of definition `d` (compiler/products.py): its
+    parameters are d's followed by the cotangents of its results (vjp) or the tangents of its
+    parameters (jvp)."""
+    inlined = inliner.body(d.key)
+    check_settled(inlined)
+    make = products.vjp if kind == "vjp" else products.jvp
+    body, extra = make(inlined, d.params, d.span)
+    return _finished(d, f"{kind} of {d.name}", (*d.params, *extra), body)
+
+
+def _finished(d: Definition, name: str, names: tuple[str, ...], inlined: ir.Node) -> Entry:
+    """The entry `name` over parameters `names` whose inlined body (over Local) is `inlined`:
+    shared, masked and optimised."""
+    params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(names)}
+    body = ir.substitute(inlined, params)
     check_settled(body)
     dump("inline", body)
     if verify.enabled():
@@ -38,6 +55,6 @@ def build_entry(d: Definition, inliner: Inliner) -> Entry:
     body = passes.run(passes.SHARE, body)                     # equal work done once
     masked = passes.run(passes.MASK, body)                    # [s = t + j] masks -> shifts
     fused = passes.run(passes.OPTIMISE, masked)  # invariants before loops; einsum chains -> one
-    return Entry(d.name, d.params, body, masked, fused, d)
+    return Entry(name, names, body, masked, fused, d)
 
 

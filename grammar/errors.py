@@ -45,6 +45,7 @@ CODES: dict[str, str] = {
     "E323": "derivative of a derivative",
     "E324": "concat of tensors that do not fit together",
     "E325": "complex value where a real number is needed",
+    "E326": "Jacobian-vector product through an op with no forward rule",
     "E400": "self-call not in tail position",
     "E401": "mutual recursion",
     "E402": "loop that never ends",

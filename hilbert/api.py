@@ -67,6 +67,7 @@ class Function:
         self._call = getattr(get_executor(executor), "call", None)
         self._arity = len(entry.params)
         self._lock = threading.Lock()
+        self._products: dict[str, Function] = {}  # vjp and jvp, made on first use
         self._last = (None, None)  # (signature, program) of the latest call: one object, so a
         # thread never sees one call's signature with another's program
         self.__name__ = entry.name
@@ -243,6 +244,49 @@ class Function:
         if build is not None:
             self._building(build, program, shapes)
         return program.plan
+
+    def vjp(self, /, *args, **kwargs):
+        """(this function's result for these arguments, its pullback): `pullback(cotangent)`
+        (shaped like the result; a tuple for a tuple of results) gives the tuple of gradients
+        of Σ ⟨cotangent, result⟩, one per argument. Compiled and planned like any ∂
+        (`pullback.plan`); docs/interop.md.
+
+        >>> y, pullback = f.vjp(x, w); (dx, dw) = pullback(np.ones_like(y))   # doctest: +SKIP
+        """
+        from .autodiff import vjp
+
+        return vjp(self, args, kwargs)
+
+    def jvp(self, args, tangents):
+        """(this function's result at `args`, its tangent along `tangents`): `args` and
+        `tangents` are tuples with one entry per parameter (tangents shaped like the
+        arguments); a tuple of results gives a tuple of tangents. One forward sweep."""
+        from .autodiff import jvp
+
+        return jvp(self, args, tangents)
+
+    def product(self, kind: str) -> Function:
+        """The Function computing this one's vjp (parameters: this one's, then a cotangent per
+        result; answers the tuple of gradients) or jvp (parameters: this one's, then a tangent
+        per parameter; answers the results, then their tangents), on the same executor."""
+        if kind not in self._products:
+            entries = self.module.entries
+            name = self.entry.name
+            if kind not in ("vjp", "jvp") or entries.get(name) is not self.entry:
+                raise ArgumentError("E600", f"{kind!r} of {name}: products are vjp and jvp of "
+                                    "a module's definitions", self.entry.definition.span)
+            try:
+                entry = entries.product(name, kind)
+            except HilbertError as err:
+                raise annotate(err, self.module.resolved) from None
+            except MemoryError:
+                raise
+            except Exception as err:
+                raise internal_error(err, self.entry.definition.span,
+                                     f"making the {kind} of {name}") from err
+            self._products[kind] = Function(entry, self.module, self.executor, self.optimize,
+                                            options=self.options)
+        return self._products[kind]
 
     def benchmark(self, /, *args, optimize=None, repeat: int = 5, **kwargs):
         """Time this function for each path optimiser in `optimize` (by default auto, greedy,

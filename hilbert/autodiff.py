@@ -1,0 +1,128 @@
+"""Vector-Jacobian and Jacobian-vector products of a compiled function, from Python.
+
+`f.vjp(*args)` gives f's results and a `Pullback`: cotangents of the results → the gradient
+of each argument (what a framework's backward pass asks of a layer). `f.jvp(args, tangents)`
+gives f's results and their tangents. Both run entries of their own, compiled and planned
+like any `∂` (compiler/products.py): the vjp is one reverse sweep, the jvp one forward sweep.
+A pullback computes f's forward work again with the cotangents (hilbert keeps no tape
+between calls), so f(x) and a pullback cost about what one call of `∂` does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hilbert.compiler import dtypes
+from hilbert.compiler.products import cotangent_names
+from hilbert.grammar.errors import ArgumentError, CheckError
+
+from .arguments import bind_arguments
+
+if TYPE_CHECKING:
+    from hilbert.compiler.plan import Plan
+
+    from .api import Function
+
+
+class Pullback:
+    """The pullback of a function at its arguments: `pullback(cotangent)` (one array shaped
+    like the result, or a tuple of arrays for a tuple of results) returns a tuple with the
+    gradient of Σ ⟨cotangent, result⟩ for each argument, in the call's dtype. `plan` is the
+    plan of the vjp's program."""
+
+    def __init__(self, vjp: Function, primals: tuple[np.ndarray, ...], shapes: tuple,
+                 single: bool):
+        self.function = vjp
+        self.primals = primals
+        self.shapes = shapes  # of the results, one per cotangent
+        self.single = single
+
+    def __repr__(self) -> str:
+        return f"<pullback of {self.function.entry.definition.name}>"
+
+    def __call__(self, cotangent) -> tuple:
+        given = (cotangent,) if self.single else _as_tuple(cotangent, len(self.shapes), self)
+        names = cotangent_names(len(self.shapes))
+        dtype = _dtype(self.primals)
+        values = tuple(_fitted(self.function, name, c, shape, dtype)
+                       for name, c, shape in zip(names, given, self.shapes, strict=True))
+        return self.function(*self.primals, *values)
+
+    @property
+    def plan(self) -> Plan:
+        """The plan of the vjp's program for these arguments."""
+        return self.function.plan(*self.primals, *(np.zeros(s) for s in self.shapes))
+
+
+def vjp(function: Function, args: tuple, kwargs: dict) -> tuple:
+    """(f's results for these arguments, their Pullback)."""
+    primals = _primals(function, args, kwargs)
+    product = function.product("vjp")
+    outputs = function(*primals)
+    single = not isinstance(outputs, tuple)
+    results = (outputs,) if single else outputs
+    shapes = tuple(np.shape(r) for r in results)
+    return outputs, Pullback(product, primals, shapes, single)
+
+
+def jvp(function: Function, args, tangents) -> tuple:
+    """(f's results at `args`, their tangents along `tangents`): both in one call of the jvp's
+    program."""
+    args = _as_tuple(args, len(function.entry.params), function, "arguments")
+    primals = _primals(function, args, {})
+    given = _as_tuple(tangents, len(primals), function, "tangents")
+    names = function.product("jvp").entry.params[len(primals):]
+    values = tuple(_fitted(function, name, t, p.shape, p.dtype)
+                   for name, t, p in zip(names, given, primals, strict=True))
+    answer = function.product("jvp")(*primals, *values)
+    half = len(answer) // 2
+    if half == 1:
+        return answer[0], answer[1]
+    return answer[:half], answer[half:]
+
+
+def _primals(function: Function, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...]:
+    """The arguments bound and converted as a call would; E325 for a complex call (hilbert
+    differentiates real functions only)."""
+    values = bind_arguments(function.entry, args, kwargs, function.dtype)
+    dtype = values[0].dtype.name if values else (function.dtype or dtypes.DEFAULT)
+    if dtypes.is_complex(dtype):
+        raise CheckError("E325", f"vjp and jvp differentiate real functions only, but this "
+                         f"call of {function.entry.name} computes in {dtype}",
+                         function.entry.definition.span)
+    return tuple(np.ascontiguousarray(v) if np.ndim(v) else np.asarray(v) for v in values)
+
+
+def _dtype(primals: tuple[np.ndarray, ...]) -> np.dtype:
+    """The dtype of a call with these (bound) arguments."""
+    return primals[0].dtype if primals else np.dtype(dtypes.DEFAULT)
+
+
+def _fitted(function: Function, name: str, value, shape: tuple, dtype) -> np.ndarray:
+    """A cotangent or tangent as an array of the call's dtype shaped `shape` (E600
+    otherwise)."""
+    try:
+        array = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise ArgumentError("E600", f"{name} of {function.entry.name} must be an array of "
+                            f"numbers, not {type(value).__name__}",
+                            function.entry.definition.span) from None
+    if array.shape != tuple(shape):
+        size = "×".join(map(str, shape)) or "a scalar"
+        got = "×".join(map(str, array.shape)) or "a scalar"
+        raise ArgumentError("E600", f"{name} of {function.entry.name} must be shaped like what "
+                            f"it pairs with ({size}), but it is {got}",
+                            function.entry.definition.span)
+    return np.ascontiguousarray(array) if array.ndim else array
+
+
+def _as_tuple(value, count: int, owner, what: str = "cotangents") -> tuple:
+    """`value` as a tuple of `count` items (E600 otherwise)."""
+    if not isinstance(value, (tuple, list)) or len(value) != count:
+        name = getattr(owner, "function", owner).entry.definition.name
+        raise ArgumentError("E600", f"{what} of {name} must be a tuple of {count} "
+                            f"(one per {'result' if what == 'cotangents' else 'parameter'})",
+                            getattr(owner, "function", owner).entry.definition.span)
+    return tuple(value)
