@@ -12,8 +12,9 @@ if TYPE_CHECKING:
     from hilbert.compiler.entry import Entry
     from hilbert.compiler.plan import Plan
 
-#: Every executor by name (`dask` needs the optional extra: pip install 'hilbert[dask]').
-NAMES = ("numba", "reference", "dask")
+#: Every executor by name (`dask` and `jax` need their optional extras: pip install
+#: 'hilbert[dask]', 'hilbert[jax]').
+NAMES = ("numba", "reference", "dask", "jax")
 
 
 @runtime_checkable
@@ -44,7 +45,7 @@ class Executor(Protocol):
 
 
 def get_executor(name: str) -> Executor:
-    """The executor module called `name` ('reference', 'numba' or 'dask')."""
+    """The executor module called `name` ('reference', 'numba', 'dask' or 'jax')."""
     from hilbert.grammar.errors import ArgumentError
     from hilbert.grammar.source import nowhere
 
@@ -63,8 +64,17 @@ def get_executor(name: str) -> Executor:
             raise ArgumentError("E600", "the dask executor needs dask, which is not installed "
                                 "(pip install 'hilbert[dask]')", nowhere("executor")) from None
         return dask_exec
-    raise ArgumentError("E600", f"unknown executor {name!r} (choose 'numba', 'reference' or "
-                        "'dask')", nowhere("executor"))
+    if name == "jax":
+        try:
+            from hilbert.executor.jax import executor as jax_exec
+        except ImportError as err:
+            if not (err.name or "").startswith("jax"):
+                raise
+            raise ArgumentError("E600", "the jax executor needs jax, which is not installed "
+                                "(pip install 'hilbert[jax]')", nowhere("executor")) from None
+        return jax_exec
+    raise ArgumentError("E600", f"unknown executor {name!r} (choose 'numba', 'reference', "
+                        "'dask' or 'jax')", nowhere("executor"))
 
 
 #: The modes of `math` (hilbert.load, compile_source, Function.using): every executor takes it.

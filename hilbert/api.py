@@ -288,6 +288,13 @@ class Function:
                                             options=self.options)
         return self._products[kind]
 
+    def export(self, /, *shapes, to: str = "stablehlo", dtype: str = "float64") -> str:
+        """The program for these argument shapes (tuples of ints) lowered through JAX, as
+        StableHLO text (`to="stablehlo"`) any XLA runtime can serve (docs/jax-executor.md)."""
+        from .export import export
+
+        return export(self, *shapes, to=to, dtype=dtype)
+
     def benchmark(self, /, *args, optimize=None, repeat: int = 5, **kwargs):
         """Time this function for each path optimiser in `optimize` (by default auto, greedy,
         dp and auto-hq): planning, first call and warm call, beside numpy.einsum(optimize=True)

@@ -100,6 +100,14 @@ def to_array(function: str, param: str, value, span) -> np.ndarray:
         ragged = isinstance(value, (list, tuple)) and "inhomogeneous" in str(err)
         return _raise(bad("a ragged list (its rows have different lengths)" if ragged
                           else f"not an array of numbers ({err})"))
+    except RuntimeError:
+        if getattr(value, "requires_grad", False):  # a torch tensor in autograd's graph
+            return _raise(ArgumentError(
+                "E600", f"argument {param} of {function} is a torch tensor that requires grad: "
+                f"a plain hilbert call cannot carry its gradient; wrap the function with "
+                f"hilbert.torch.function(f) to call it from autograd (docs/interop.md), or "
+                f"pass {param}.detach()", span))
+        raise
     if array.dtype.kind == "O":
         array = _from_objects(array, value, bad)
     if array.dtype.kind in "US":

@@ -1,4 +1,4 @@
-"""The `hilbert` command: check, run, plan, bench and demo.
+"""The `hilbert` command: check, run, plan, bench, export and demo.
 
 This module runs a command and turns its failures into messages and exit codes; the arguments
 are parsed in cli_parser and read in cli_values, the commands' bodies are in cli_commands and
@@ -10,7 +10,7 @@ import errno
 import sys
 
 from hilbert.cli_bench import _bench
-from hilbert.cli_commands import _check, _demo, _plan, _run
+from hilbert.cli_commands import _check, _demo, _export, _plan, _run
 from hilbert.cli_errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -81,7 +81,8 @@ def _flush() -> None:
         _silence_stdout()
 
 
-_COMMANDS = {"check": _check, "run": _run, "plan": _plan, "bench": _bench, "demo": _demo}
+_COMMANDS = {"check": _check, "run": _run, "plan": _plan, "bench": _bench, "demo": _demo,
+             "export": _export}
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The bodies of `hilbert check`, `run`, `plan` and `demo` (`bench` is in cli_bench)."""
+"""The bodies of `hilbert check`, `run`, `plan`, `export` and `demo` (`bench` is in
+cli_bench)."""
 
 from __future__ import annotations
 
@@ -132,21 +133,44 @@ def _function_plan(args):
         raise UsageError("--value is for a model's member (Model.member); give a function's "
                          "parameters by --shape")
     function = _function(args.file, args.function, args.executor)
-    named = [parse_shape(s) for s in args.shape]
-    given = dict(named)
-    if len(given) < len(named):
-        names = [name for name, _ in named]
-        twice = sorted({name for name in names if names.count(name) > 1})
-        raise UsageError(f"--shape given twice for {', '.join(twice)}")
-    unknown = set(given) - set(function.entry.params)
-    if unknown:
-        raise UsageError(f"{args.function} has no parameter(s) {', '.join(sorted(unknown))}")
-    shapes = [given.get(p, ()) for p in function.entry.params]
+    shapes = _shapes(args.shape, function, args.function)
     if args.optimize:
         function = function.using(optimize=args.optimize)
     if args.chunks:
         function = function.using(chunks=_chunks(args.chunks, args.executor))
     return function.build(*shapes) if args.build else function.plan(*shapes)
+
+
+def _shapes(given: list[str], function, name: str) -> list[tuple[int, ...]]:
+    """The --shape NAME=4x2 options as one shape per parameter of `function` (a scalar for a
+    parameter not named); a name given twice or not a parameter is a UsageError."""
+    named = [parse_shape(s) for s in given]
+    shapes = dict(named)
+    if len(shapes) < len(named):
+        names = [n for n, _ in named]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise UsageError(f"--shape given twice for {', '.join(twice)}")
+    unknown = set(shapes) - set(function.entry.params)
+    if unknown:
+        raise UsageError(f"{name} has no parameter(s) {', '.join(sorted(unknown))}")
+    return [shapes.get(p, ()) for p in function.entry.params]
+
+
+def _export(args) -> int:
+    """`hilbert export FILE FN --shape … [--to stablehlo] [--dtype D] [-o OUT]`: the program
+    FN runs for those shapes as text (hilbert/export.py), on stdout or in OUT."""
+    from hilbert.cli_bench import _write_text
+    from hilbert.export import export
+
+    function = _function(args.file, args.function, "jax")
+    text = export(function, *_shapes(args.shape, function, args.function), to=args.to,
+                  dtype=args.dtype)
+    text = text if text.endswith("\n") else text + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        _write_text(args.output, text)
+    return EXIT_OK
 
 
 def _chunks(given: list[str], executor: str):

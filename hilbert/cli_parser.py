@@ -1,5 +1,5 @@
-"""The `hilbert` command's arguments: one parser, a subcommand each for check, run, plan, bench
-and demo."""
+"""The `hilbert` command's arguments: one parser, a subcommand each for check, run, plan,
+export, bench and demo."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true",
                      help="print the result as one JSON value (a tuple as a JSON list of its "
                      "components)")
-    _executor_option(run, dask=True)
+    _executor_option(run, every=True)
     plan = sub.add_parser("plan", help="print the plan of a function for given shapes",
                           description="Print how a function will compute for given argument "
                           "shapes: contraction paths, FLOPs, loops, memory.")
@@ -58,10 +58,11 @@ def _parser() -> argparse.ArgumentParser:
     plan.add_argument("--build", action="store_true",
                       help="also compile the program for these shapes now, so that a failure "
                       "shows here rather than at the first call (numba)")
-    _executor_option(plan, dask=True, text="the executor whose plan to show (dask: blocks and "
+    _executor_option(plan, every=True, text="the executor whose plan to show (dask: blocks and "
                      "task graph)")
     plan.add_argument("--chunks", action="append", default=[], metavar="[NAME=]ROWS",
                       help="dask: rows per block of the first array argument, or of NAME")
+    _export_parser(sub)
     _bench_parser(sub)
     sub.add_parser("demo", help="run the seed's examples beside their verified outputs",
                    description="Run every example of the Networks seed beside its verified "
@@ -73,18 +74,39 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _executor_option(parser: argparse.ArgumentParser, dask: bool = False,
+def _executor_option(parser: argparse.ArgumentParser, every: bool = False,
                      text: str = "what runs the code: numba (compiled, the default), reference "
-                     "(the NumPy interpreter) or dask (blocks, on a cluster: the dask extra)") -> None:
-    choices = ["numba", "reference", "dask"] if dask else ["numba", "reference"]
-    if not dask:
-        text = text.replace(" or dask (blocks, on a cluster: the dask extra)", "").replace(
+                     "(the NumPy interpreter), dask (blocks, on a cluster: the dask extra) or jax "
+                     "(XLA, on JAX's device: the jax extra)") -> None:
+    choices = ["numba", "reference", "dask", "jax"] if every else ["numba", "reference"]
+    if not every:
+        text = text.replace(", dask (blocks, on a cluster: the dask extra) or jax (XLA, on "
+                            "JAX's device: the jax extra)", "").replace(
             "the default), reference", "the default) or reference")
     parser.add_argument("--executor", default="numba", choices=choices, help=text)
 
 
 def _shape_option(parser: argparse.ArgumentParser, text: str) -> None:
     parser.add_argument("--shape", action="append", default=[], metavar="NAME=4x2", help=text)
+
+
+def _export_parser(sub) -> None:
+    from hilbert.compiler.dtypes import NAMES
+    from hilbert.export import FORMATS
+
+    export = sub.add_parser(
+        "export", help="write a function's program for given shapes as StableHLO",
+        description="Write the program a function runs for given argument shapes, through JAX "
+                    "(the jax extra), as StableHLO text: to OUT, or to stdout.")
+    export.add_argument("file", type=Path, metavar="FILE", help="the .hb file")
+    export.add_argument("function", metavar="FN", help="a function or definition of FILE")
+    _shape_option(export, "a parameter's shape (omit for a scalar)")
+    export.add_argument("--to", default="stablehlo", choices=list(FORMATS),
+                        help="the format: stablehlo (an MLIR module, text; the default)")
+    export.add_argument("--dtype", default="float64", choices=list(NAMES),
+                        help="what the program computes in (default float64)")
+    export.add_argument("-o", "--output", type=Path, metavar="OUT",
+                        help="write the text to OUT instead of stdout")
 
 
 def _bench_parser(sub) -> None:

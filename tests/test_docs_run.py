@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
          ROOT / "benchmarks" / "README.md"]
 RUN, SKIP = {"python", "hb"}, {"text", "sh"}
+#: Pages whose blocks need optional packages: without them the page is skipped.
+NEEDS = {"interop.md": ("torch", "jax"), "jax-executor.md": ("jax",)}
 _FENCE = re.compile(r"^( *)```(\S*)\s*$")
 _ERROR = re.compile(r"^-- error: (E\d{3}) at (\d+):(\d+)\s*$", re.M)
 _CALL = re.compile(r"^-- call: (\S+)((?: \S+)*)\s*$", re.M)
@@ -87,6 +89,8 @@ def test_every_block_has_a_tag_the_runner_knows():
 
 @pytest.mark.parametrize("page", PAGES, ids=_id)
 def test_page_blocks_run(page, scratch):
+    for module in NEEDS.get(page.name, ()):
+        pytest.importorskip(module)
     namespace: dict = {"__name__": "__docs__"}
     for block in blocks(page):
         if block.tag == "python":

@@ -5,9 +5,11 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from benchmarks.cases import (
+    bridges,
     design,
     entrywise,
     gradients,
+    jax_executor,
     models,
     multi,
     networks,
@@ -20,7 +22,7 @@ from benchmarks.cases.base import Case, Config, Setup, Skip, Target
 
 ALL: tuple[Case, ...] = (*design.CASES, *workloads.CASES, *entrywise.CASES, *gradients.CASES,
                          *sequences.CASES, *multi.CASES, *networks.CASES, *models.CASES,
-                         *threads.CASES, *startup.CASES)
+                         *threads.CASES, *startup.CASES, *jax_executor.CASES, *bridges.CASES)
 BY_NAME = {case.name: case for case in ALL}
 GROUPS = tuple(dict.fromkeys(case.group for case in ALL))
 

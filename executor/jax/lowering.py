@@ -1,0 +1,359 @@
+"""IR lowered to JAX: the host runtime's walk (compiler/evaluate.py `Host`) run while `jax.jit`
+traces, each op by its JAX meaning (executor/jax/meanings.py), each einsum along the plan's
+path, loops as `lax.fori_loop` (counted) and `lax.while_loop` (conditional), an `if` on a
+traced condition as `lax.cond` (only the branch taken runs), a loop run backwards (LoopGrad,
+the reverse mode's own IR) as its loop forward writing each step's state to a tape, then
+`lax.fori_loop` down the tape.
+
+What the IR computes from shapes and constants alone (sizes, slice bounds, class counts, the
+condition of an `if` on shapes) is computed on the host by its NumPy meaning while tracing, so
+it stays a number the trace can use as a static size, as the other executors' plans do. A
+loop's state that its step never changes is not carried: the body reads it as it was before
+the loop (host numbers stay host numbers inside).
+
+Every check the other executors make from values is noted in the call's `Ledger`, threaded
+through loops and branches, and raised after the call (executor/jax/ledger.py). A tape has a
+length fixed when the program is traced (`capacities`, one per loop run backwards); a loop
+that runs more steps than its tape holds notes it as its failure, and the program is traced
+again with a longer tape (executor/jax/executor.py)."""
+
+from __future__ import annotations
+
+from collections import ChainMap
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hilbert.compiler import dtypes, ir
+from hilbert.compiler.evaluate import Host, einsum_in_one
+from hilbert.compiler.ops.einsum_spec import numpy_spec
+from hilbert.compiler.ops.primitives import BY_OP
+from hilbert.compiler.plan import Plan, contraction
+from hilbert.executor.jax.ledger import Checks, Ledger, TapeTooShort
+from hilbert.executor.jax.meanings import MEANINGS, is_host
+from hilbert.executor.numerics import quietly
+from hilbert.executor.reference import moving_components, step_count
+from hilbert.grammar.errors import HilbertError
+from jax import lax
+
+#: Ops computed by their NumPy meaning whatever their arguments: they read shapes only.
+_SHAPES = frozenset({"rows", "columns"})
+#: Above 2^53, float64 cannot hold every whole number (reference.py's bound on step counts).
+_EXACT = 2.0 ** 53
+
+
+def loops_run_backwards(root: ir.Node) -> dict[ir.Node, int]:
+    """Each distinct loop run backwards in `root` (bodies included) to its tape's number."""
+    sites: dict[ir.Node, int] = {}
+    for node in ir.everything(root):
+        if isinstance(node, ir.LoopGrad) and node not in sites:
+            sites[node] = len(sites)
+    return sites
+
+
+def gaussian_draws(root: ir.Node) -> bool:
+    """True when `root` makes gaussian draws (a call computes them on the host)."""
+    return any(isinstance(n, ir.Prim) and n.op == "keyedgaussian" for n in ir.everything(root))
+
+
+def contract(spec: str, operands: list, path) -> jnp.ndarray:
+    """`spec` on `operands` along `path` (opt_einsum's pairs of positions), each step a
+    `jnp.einsum` (a dot_general where it is a product) at full precision."""
+    path = [tuple(p) for p in path]
+    if any(len(p) > 2 for p in path):  # (jnp.einsum contracts two operands a step)
+        path = [(0, 1)] * (len(operands) - 1) or [(0,)]
+    try:
+        spec = numpy_spec(spec)
+    except ValueError:  # past 52 letters: opt_einsum's own symbols
+        pass
+    return jnp.einsum(spec, *operands, optimize=path, precision=lax.Precision.HIGHEST)
+
+
+class Lowering(Host):
+    """One trace of a program: `trace(root, args)` gives its value and its Ledger as traced
+    values. `capacities[k]` is the tape length of loop run backwards number k (`sites`).
+    `exported`: a program for another runtime, with no host after it: no checks, and
+    gaussian draws computed on the device (a call's call back to the host)."""
+
+    def __init__(self, plan: Plan, optimize, sites: dict[ir.Node, int],
+                 capacities: tuple[int, ...], exported: bool = False):
+        super().__init__(self._einsum, plan.dtype)
+        self.plan = plan
+        self.optimize = optimize
+        self.complex = dtypes.is_complex(plan.dtype)
+        self.sites = sites
+        self.capacities = capacities
+        self.exported = exported
+        self.on_host = not exported  # (gaussian draws: executor/jax/draws.py)
+        self.checks = Checks()
+        #: each tape's loop and state shapes, as traced (what a longer tape would hold)
+        self.tapes: dict[int, tuple[ir.Loop, list[tuple]]] = {}
+        self.ledger: Ledger | None = None  # (the traced account: made by `trace`)
+
+    def trace(self, root: ir.Node, args: tuple):
+        """(value of `root`, Ledger) for the traced `args` (an exported program keeps no
+        ledger: None)."""
+        self.ledger = None if self.exported else Ledger.empty()
+        value = self.eval(root, {}, tuple(args))
+        out = tuple(map(jnp.asarray, value)) if isinstance(value, tuple) else jnp.asarray(value)
+        return out, self.ledger
+
+    # ------------------------------------------------------------ checks
+
+    def check(self, bad, value, raiser: Callable) -> None:
+        """Note that `raiser(value)` must raise where `bad` holds (a host or traced bool)."""
+        if self.exported or is_host(bad) and not bad:
+            return
+        assert self.ledger is not None
+        self.ledger = self.ledger.noted(jnp.asarray(bad), self.checks.add(raiser), value)
+
+    def _counted(self, steps) -> None:
+        if self.ledger is not None:
+            self.ledger = self.ledger.counted(steps)
+
+    def _enter(self, ledger: Ledger | None) -> Ledger | None:
+        saved, self.ledger = self.ledger, ledger
+        return saved
+
+    def _leave(self, saved: Ledger | None) -> Ledger | None:
+        ledger, self.ledger = self.ledger, saved
+        return ledger
+
+    # ------------------------------------------------------------ values
+
+    def _inputs(self, node: ir.Node, memo) -> tuple[ir.Node, ...]:
+        if isinstance(node, ir.Cond) and node.cond in memo and not is_host(memo[node.cond]):
+            return ()  # a traced condition: lax.cond evaluates the branches itself
+        return super()._inputs(node, memo)
+
+    def _value(self, node: ir.Node, memo, leaves: tuple):
+        if isinstance(node, ir.Cond) and not is_host(memo[node.cond]):
+            return self._branch(node, memo, leaves)
+        return super()._value(node, memo, leaves)
+
+    def prim(self, node: ir.Prim, args: list):
+        """The op's value: by its NumPy meaning on the host when it reads shapes only or only
+        host numbers (a value the trace may use as a size), else by its JAX meaning."""
+        row = BY_OP[node.op]
+        if node.op in _SHAPES or (row.meaning is not None and all(
+                is_host(a) and np.ndim(a) == 0 for a in args)):
+            try:
+                return quietly(row.meaning, node, args)
+            except HilbertError:
+                if node.op in _SHAPES:
+                    raise
+                # a host run would fail here if it came here: noted, raised only if it does
+                args = [jnp.asarray(a) for a in args]
+        return MEANINGS[node.op](node, args, self)
+
+    def _einsum(self, node: ir.Einsum, operands: list):
+        if all(is_host(o) and np.ndim(o) == 0 for o in operands):
+            return quietly(einsum_in_one, node.spec, *operands)
+        shapes = tuple(tuple(np.shape(o)) for o in operands)
+        found = self.plan.paths.get((node.spec, shapes))
+        path = found[0] if found is not None else contraction(node.spec, shapes, self.optimize)[0]
+        return contract(node.spec, [jnp.asarray(o) for o in operands], path)
+
+    # ------------------------------------------------------------ if
+
+    def _branch(self, node: ir.Cond, memo, leaves: tuple):
+        """`if` on a traced condition: lax.cond, each branch evaluated over the scope's values
+        computed so far (what it computes itself stays inside it)."""
+        def way(branch: ir.Node):
+            def run(ledger: Ledger | None):
+                saved = self._enter(ledger)
+                value = self.eval(branch, ChainMap({}, memo), leaves)
+                return value, self._leave(saved)
+            return run
+
+        ways = [way(node.then), way(node.orelse)]
+        kind = self._common([lambda w=w: w(self.ledger)[0] for w in ways])
+
+        def typed(run):
+            def cast(ledger):
+                value, ledger = run(ledger)
+                return jnp.asarray(value).astype(kind), ledger
+            return cast
+
+        value, self.ledger = lax.cond(memo[node.cond] != 0, typed(ways[0]), typed(ways[1]),
+                                      self.ledger)
+        return value
+
+    def _common(self, branches: list[Callable]) -> np.dtype:
+        """The dtype both branches' values take: the call's real dtype in a real call; in a
+        complex call, their promotion (one branch may be real, the other complex)."""
+        if not self.complex:
+            return np.dtype(dtypes.real(self.plan.dtype))
+        saved = self.ledger
+        try:
+            kinds = [jax.eval_shape(b).dtype for b in branches]
+        finally:
+            self.ledger = saved
+        return np.dtype(jnp.promote_types(*kinds))
+
+    # ------------------------------------------------------------ loops
+
+    def loop(self, loop: ir.Loop, state: tuple, memo):
+        return self._forward(loop, state)[0]
+
+    def _forward(self, loop: ir.Loop, state: tuple, tape: tuple | None = None):
+        """(final state, steps, tape) of `loop` from `state`; with a tape (one buffer per
+        moving component), the state before each step written to it. A tape too short for
+        the steps (noted by the caller, and the call traced again) is written at its last row
+        by a conditional loop, which runs on to count its steps; a counted loop, whose steps
+        are its count, runs none."""
+        moving = moving_components(loop)
+        types = self._carried(loop, state, moving)
+        start = tuple(jnp.asarray(state[i]).astype(t) for i, t in zip(moving, types, strict=True))
+
+        def frozen(values, counter=None) -> tuple:
+            whole = list(state)
+            for i, v in zip(moving, values, strict=True):
+                whole[i] = v
+            if counter is not None:
+                whole[loop.counter] = counter
+            return tuple(whole)
+
+        def taped(tape, values, at):
+            if tape is None:
+                return None
+            room = tape[0].shape[0] if tape else 1
+            row = jnp.minimum(at, room - 1)
+            return tuple(lax.dynamic_update_index_in_dim(t, v, row, 0)
+                         for t, v in zip(tape, values, strict=True))
+
+        def stepped(values, leaves) -> tuple:
+            memo: dict = {}
+            return tuple(jnp.asarray(self.eval(loop.step[i], memo, leaves)).astype(t)
+                         for i, t in zip(moving, types, strict=True))
+
+        if loop.counter is not None:
+            count = state[loop.counter]
+            kind = jnp.result_type(count)
+            steps = self._steps(loop, count)
+
+            def counted(i, carry):
+                values, ledger, tape = carry
+                saved = self._enter(ledger)
+                leaves = frozen(values, (steps - i).astype(kind))
+                tape = taped(tape, values, i)
+                values = stepped(values, leaves)
+                return values, self._leave(saved), tape
+
+            # (a tape too short for the count runs no step: the call is traced again)
+            run = steps if tape is None or not tape else jnp.where(
+                steps > tape[0].shape[0], jnp.int64(0), steps)
+            values, self.ledger, tape = lax.fori_loop(jnp.int64(0), run, counted,
+                                                      (start, self.ledger, tape))
+            self._counted(run)
+            return frozen(values, jnp.zeros((), kind)), steps, tape
+
+        first = self.eval(loop.until, {}, tuple(state))
+
+        def going(carry):
+            return carry[1]
+
+        def conditional(carry):
+            values, _, n, ledger, tape = carry
+            saved = self._enter(ledger)
+            tape = taped(tape, values, n)
+            values = stepped(values, frozen(values))
+            done = self.eval(loop.until, {}, frozen(values))
+            return values, jnp.asarray(done == 0), n + 1, self._leave(saved), tape
+
+        values, _, steps, self.ledger, tape = lax.while_loop(
+            going, conditional, (start, jnp.asarray(first == 0), jnp.int64(0), self.ledger, tape))
+        self._counted(steps)
+        return frozen(values), steps, tape
+
+    def _steps(self, loop: ir.Loop, count):
+        """A counted loop's trip count as an int64, E500 noted unless `count` is a whole
+        number from 0 to 2⁵³ (reference.step_count's rule, whose message it raises)."""
+        if is_host(count):
+            try:
+                return jnp.int64(step_count(loop, count))
+            except HilbertError:
+                pass  # (noted below: raised if the call comes here)
+        value = jnp.asarray(count)
+        real = jnp.real(value).astype(jnp.float64)
+        bad = ~(jnp.isfinite(real) & (real >= 0) & (jnp.floor(real) == real) & (real <= _EXACT))
+        if jnp.iscomplexobj(value):
+            bad = bad | (jnp.imag(value) != 0)
+            self.check(bad, value, lambda v: step_count(loop, v))
+        else:
+            self.check(bad, real, lambda v: step_count(loop, v.real))
+        return jnp.where(bad, 0.0, real).astype(jnp.int64)
+
+    def _carried(self, loop: ir.Loop, state: tuple, moving: list[int]) -> list[np.dtype]:
+        """The dtypes a loop's moving state keeps: its own in a real call; in a complex call,
+        promoted until the step's values fit (a real start the step makes complex)."""
+        types = [np.dtype(jnp.result_type(state[i])) for i in moving]
+        if not self.complex:
+            return types
+        saved = self.ledger
+        try:
+            for _ in range(len(types) + 1):
+                def step(*values, types=types):
+                    whole = list(state)
+                    for i, v in zip(moving, values, strict=True):
+                        whole[i] = v
+                    memo: dict = {}
+                    return [self.eval(loop.step[i], memo, tuple(whole)) for i in moving]
+                specs = [jax.ShapeDtypeStruct(np.shape(state[i]), t)
+                         for i, t in zip(moving, types, strict=True)]
+                found = [np.dtype(jnp.promote_types(t, o.dtype))
+                         for t, o in zip(types, jax.eval_shape(step, *specs), strict=True)]
+                if found == types:
+                    break
+                types = found
+        finally:
+            self.ledger = saved
+        return types
+
+    # ------------------------------------------------------------ loops run backwards
+
+    def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
+        """The loop forward from `init` writing its states to a tape, then its vjp terms from
+        the last step's state to the first (reference.run_loop_grad's order)."""
+        loop = node.loop
+        site = self.sites[node]
+        room = self.capacities[site]
+        moving = moving_components(loop)
+        types = self._carried(loop, init, moving)
+        self.tapes[site] = (loop, [tuple(np.shape(v)) for v in init])
+        tape = tuple(jnp.zeros((room,) + tuple(np.shape(init[i])), t)
+                     for i, t in zip(moving, types, strict=True))
+        _, steps, tape = self._forward(loop, init, tape)
+        self.check(steps > room, steps, lambda v: _too_short(site, v))
+        back = jnp.minimum(steps, room)
+        kind = jnp.result_type(init[loop.counter]) if loop.counter is not None else None
+        adjoint_types = self._adjoint_types(node, seeds)
+        start = tuple(jnp.asarray(s).astype(t) for s, t in zip(seeds, adjoint_types, strict=True))
+
+        def backwards(j, carry):
+            adjoints, ledger = carry
+            saved = self._enter(ledger)
+            at = back - 1 - j
+            before = list(init)
+            for i, buffer in zip(moving, tape, strict=True):
+                before[i] = lax.dynamic_index_in_dim(buffer, at, 0, keepdims=False)
+            if loop.counter is not None:
+                before[loop.counter] = (steps - at).astype(kind)
+            memo: dict = {}
+            leaves = tuple(before) + adjoints
+            adjoints = tuple(jnp.asarray(self.eval(term, memo, leaves)).astype(t)
+                             for term, t in zip(node.vjp, adjoint_types, strict=True))
+            return adjoints, self._leave(saved)
+
+        adjoints, self.ledger = lax.fori_loop(jnp.int64(0), back, backwards, (start, self.ledger))
+        return adjoints
+
+    def _adjoint_types(self, node: ir.LoopGrad, seeds: tuple) -> list[np.dtype]:
+        """The adjoints' dtypes: the seeds' in a real call, the call's complex dtype where a
+        seed is complex in a complex one (∂ through complex values is refused, E325)."""
+        return [np.dtype(jnp.result_type(s)) for s in seeds]
+
+
+def _too_short(site: int, steps: complex) -> None:
+    raise TapeTooShort(site, int(steps.real))

@@ -1,0 +1,163 @@
+"""A hilbert function called from PyTorch: tensors in, tensors out, and a backward pass that is
+hilbert's pullback (docs/interop.md).
+
+`hilbert.torch.function(f)` wraps a compiled `Function` as a `torch.autograd.Function`: its
+forward calls f on the tensors' memory (CPU tensors are read through `.numpy()`, no copy
+where the layout allows; results come back with `torch.from_numpy`, no copy either), its
+backward calls f's vjp (`f.product("vjp")`, one reverse sweep that recomputes the forward
+work). Under `torch.no_grad`, or when no argument requires grad, a call is one plain call of
+f with no graph recorded.
+
+>>> import hilbert.torch                                        # doctest: +SKIP
+>>> dense = hilbert.torch.function(hilbert.open("Prelude.Networks").dense)  # doctest: +SKIP
+>>> dense(x, w).sum().backward()                               # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from hilbert.grammar.errors import ArgumentError
+
+from .api import Function
+
+__all__ = ["TorchFunction", "function"]
+
+
+def function(f: Function) -> TorchFunction:
+    """`f` as a callable on torch tensors (CPU), differentiable by torch's autograd: arguments
+    by position, one per parameter of f (tensors, or numbers and arrays that need no
+    gradient); results as tensors (0-d for a scalar, a tuple for a tuple of results)."""
+    if not isinstance(f, Function):
+        raise ArgumentError("E600", f"hilbert.torch.function takes a hilbert Function (a "
+                            f"module's attribute, e.g. module.dense), not "
+                            f"{type(f).__name__}", _nowhere())
+    return TorchFunction(f)
+
+
+class TorchFunction:
+    """A hilbert Function called with torch tensors; see `function`. `function` is the
+    hilbert Function itself."""
+
+    def __init__(self, f: Function):
+        self.function = f
+        self._vjp: Function | None = None
+        self.__name__ = f.__name__
+        self.__doc__ = f.__doc__
+        if hasattr(f, "__signature__"):
+            self.__signature__ = f.__signature__
+
+    def __repr__(self) -> str:
+        return f"<hilbert.torch {self.function!r}>"
+
+    @property
+    def vjp(self) -> Function:
+        """f's vjp (made on first use): what the backward pass calls."""
+        if self._vjp is None:
+            self._vjp = self.function.product("vjp")
+        return self._vjp
+
+    def __call__(self, *args):
+        needs_graph = False
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                needs_graph = needs_graph or a.requires_grad
+        if needs_graph and torch.is_grad_enabled():
+            return _Apply.apply(self, *args)
+        return _tensors(self.function(*[_array(self.function, a) for a in args]))
+
+
+class _Apply(torch.autograd.Function):
+    """The autograd node of one call: forward is f, backward f's vjp at the same arguments
+    (saved as tensors, so an argument changed in place before backward is an error of
+    torch's, not a wrong gradient)."""
+
+    @staticmethod
+    def forward(ctx, bridge: TorchFunction, *args):
+        f = bridge.function
+        result = f(*[_array(f, a) for a in args])
+        ctx.bridge = bridge
+        ctx.tensors = [isinstance(a, torch.Tensor) for a in args]
+        ctx.others = [None if t else a for a, t in zip(args, ctx.tensors, strict=True)]
+        ctx.save_for_backward(*[a for a, t in zip(args, ctx.tensors, strict=True) if t])
+        return _tensors(result)
+
+    @staticmethod
+    def backward(ctx, *cotangents):
+        needs = ctx.needs_input_grad[1:]
+        if not any(needs):
+            return (None,) * (len(needs) + 1)
+        tensors = ctx.saved_tensors
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            raise _twice_error(ctx.bridge.function)
+        saved = iter(tensors)
+        args = [next(saved) if t else other for t, other in zip(ctx.tensors, ctx.others,
+                                                                 strict=True)]
+        bridge = ctx.bridge
+        f = bridge.function
+        gradients = bridge.vjp(*[_array(f, a) for a in args],
+                               *[_array(f, c) for c in cotangents])
+        return (None, *[_gradient(g, a) if need else None
+                        for g, a, need in zip(gradients, args, needs, strict=True)])
+
+
+def _array(f: Function, value):
+    """A CPU tensor as a NumPy array on its memory (a copy only for a layout NumPy cannot
+    view: conjugate or negative bits); anything else as it is (f converts it)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    if not value.is_cpu:
+        raise _device_error(f, value)
+    try:
+        return value.detach().numpy()
+    except TypeError:  # a dtype NumPy has no type for (bfloat16)
+        raise ArgumentError("E601", f"an argument of {f.__name__} is a tensor of {value.dtype}, "
+                            f"which NumPy cannot hold: convert it with .float() or .double()",
+                            f.entry.definition.span) from None
+    except RuntimeError:  # a conjugate or negative view: resolved into a copy
+        return value.detach().resolve_conj().resolve_neg().numpy()
+
+
+def _tensors(result):
+    """A result of f as tensors on its memory: an array, a number (a 0-d tensor of the
+    call's dtype) or a tuple of those."""
+    if isinstance(result, tuple):
+        return tuple(_tensor(r) for r in result)
+    return _tensor(result)
+
+
+def _tensor(value) -> torch.Tensor:
+    array = np.asarray(value)  # (a Python float is a float64 call's scalar, np.float32 a float32's)
+    if not array.flags.writeable:  # (torch.from_numpy would warn: never the case for f's results)
+        array = array.copy()
+    return torch.from_numpy(array)
+
+
+def _gradient(value, argument) -> torch.Tensor:
+    """A gradient from f's vjp as a tensor of its argument's dtype (a call promoted past it,
+    e.g. float32 beside float64, computed it wider)."""
+    gradient = _tensor(value)
+    return gradient if gradient.dtype == argument.dtype else gradient.to(argument.dtype)
+
+
+def _device_error(f: Function, tensor: torch.Tensor) -> ArgumentError:
+    return ArgumentError(
+        "E600", f"an argument of {f.__name__} is a tensor on {tensor.device}, but hilbert runs "
+        f"on the CPU: move it there with .cpu() (and the results back with .to(device)), or "
+        f"run on an accelerator with executor=\"jax\" (docs/interop.md)", f.entry.definition.span)
+
+
+def _twice_error(f: Function) -> ArgumentError:
+    return ArgumentError(
+        "E600", f"{f.__name__} through hilbert.torch is differentiable once: its gradient is "
+        f"computed by hilbert's vjp, which torch cannot differentiate again, so a backward "
+        f"with create_graph=True (a derivative of the gradient) is not available; write the "
+        f"second derivative in .hb with ∂, or call backward without create_graph",
+        f.entry.definition.span)
+
+
+def _nowhere():
+    from hilbert.grammar.source import nowhere
+
+    return nowhere("hilbert.torch.function")
