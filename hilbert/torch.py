@@ -43,6 +43,7 @@ class TorchFunction:
     def __init__(self, f: Function):
         self.function = f
         self._vjp: Function | None = None
+        self._apply = _node_class(self).apply
         self.__name__ = f.__name__
         self.__doc__ = f.__doc__
         if hasattr(f, "__signature__"):
@@ -59,47 +60,50 @@ class TorchFunction:
         return self._vjp
 
     def __call__(self, *args):
-        needs_graph = False
-        for a in args:
-            if isinstance(a, torch.Tensor):
-                needs_graph = needs_graph or a.requires_grad
-        if needs_graph and torch.is_grad_enabled():
-            return _Apply.apply(self, *args)
-        return _tensors(self.function(*[_array(self.function, a) for a in args]))
+        if torch.is_grad_enabled():
+            for a in args:
+                if isinstance(a, torch.Tensor) and a.requires_grad:
+                    return self._apply(*args)
+        f = self.function
+        return _tensors(f(*[_array(f, a) for a in args]))
 
 
-class _Apply(torch.autograd.Function):
-    """The autograd node of one call: forward is f, backward f's vjp at the same arguments
-    (saved as tensors, so an argument changed in place before backward is an error of
-    torch's, not a wrong gradient)."""
+def _node_class(bridge: TorchFunction) -> type:
+    """The autograd node of `bridge`'s calls (a class of its own, so the bridge is not an
+    argument of each call): forward is f, backward f's vjp at the same arguments (saved as
+    tensors, so an argument changed in place before backward is an error of torch's, not a
+    wrong gradient)."""
+    f = bridge.function
 
-    @staticmethod
-    def forward(ctx, bridge: TorchFunction, *args):
-        f = bridge.function
-        result = f(*[_array(f, a) for a in args])
-        ctx.bridge = bridge
-        ctx.tensors = [isinstance(a, torch.Tensor) for a in args]
-        ctx.others = [None if t else a for a, t in zip(args, ctx.tensors, strict=True)]
-        ctx.save_for_backward(*[a for a, t in zip(args, ctx.tensors, strict=True) if t])
-        return _tensors(result)
+    def forward(ctx, *args):
+        tensors = [isinstance(a, torch.Tensor) for a in args]
+        if all(tensors):  # (the common case: nothing to keep but the tensors)
+            ctx.others = None
+            ctx.save_for_backward(*args)
+        else:
+            ctx.others = [(t, None if t else a) for a, t in zip(args, tensors, strict=True)]
+            ctx.save_for_backward(*[a for a, t in zip(args, tensors, strict=True) if t])
+        return _tensors(f(*[_array(f, a) for a in args]))
 
-    @staticmethod
     def backward(ctx, *cotangents):
-        needs = ctx.needs_input_grad[1:]
+        needs = ctx.needs_input_grad
         if not any(needs):
-            return (None,) * (len(needs) + 1)
+            return (None,) * len(needs)
         tensors = ctx.saved_tensors
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            raise _twice_error(ctx.bridge.function)
-        saved = iter(tensors)
-        args = [next(saved) if t else other for t, other in zip(ctx.tensors, ctx.others,
-                                                                 strict=True)]
-        bridge = ctx.bridge
-        f = bridge.function
+            raise _twice_error(f)
+        if ctx.others is None:
+            args = tensors
+        else:
+            saved = iter(tensors)
+            args = [next(saved) if t else other for t, other in ctx.others]
         gradients = bridge.vjp(*[_array(f, a) for a in args],
                                *[_array(f, c) for c in cotangents])
-        return (None, *[_gradient(g, a) if need else None
-                        for g, a, need in zip(gradients, args, needs, strict=True)])
+        return tuple(_gradient(g, a) if need else None
+                     for g, a, need in zip(gradients, args, needs, strict=True))
+
+    return type(f"{f.__name__}_node", (torch.autograd.Function,),
+                {"forward": staticmethod(forward), "backward": staticmethod(backward)})
 
 
 def _array(f: Function, value):
@@ -128,10 +132,11 @@ def _tensors(result):
 
 
 def _tensor(value) -> torch.Tensor:
-    array = np.asarray(value)  # (a Python float is a float64 call's scalar, np.float32 a float32's)
-    if not array.flags.writeable:  # (torch.from_numpy would warn: never the case for f's results)
-        array = array.copy()
-    return torch.from_numpy(array)
+    if type(value) is not np.ndarray:  # (a Python float is a float64 call's scalar, np.float32
+        value = np.asarray(value)       # a float32's)
+    if not value.flags.writeable:  # (torch.from_numpy would warn: never the case for f's results)
+        value = value.copy()
+    return torch.from_numpy(value)
 
 
 def _gradient(value, argument) -> torch.Tensor:
