@@ -12,6 +12,12 @@ the user enabled 64-bit types (`jax.config.update("jax_enable_x64", True)` or `w
 jax.enable_x64(True):`) and passes float64 arrays; the bridge never changes that setting.
 Integer arguments (loop counts, labels) are converted to it and get no gradient.
 
+On the jax executor (`hilbert.jax.function(f.using("jax"))`) there is no callback: f's lowered
+program (executor/jax) is traced into the caller's own, forward and VJP alike, so it runs on
+the caller's device at no cost per call; its runtime checks (step counts, draw keys) are not
+made there (no host runs after it). A program whose loop run backwards takes its step count
+from the call's values keeps the callbacks (its tape's length must be fixed when traced).
+
 Under `jax.vmap` each callback runs once per batch element (`vmap_method="sequential"`): a
 hilbert function does not broadcast an extra leading axis through its einsums, so the other
 methods JAX offers ("expand_dims", "broadcast_all", which hand the callback the whole batch)
@@ -99,7 +105,12 @@ class JaxFunction:
 
     def _forward(self, *args):
         dtype = self._dtype(args)
-        return jax.pure_callback(partial(_host, self.function, dtype), self._results(args, dtype),
+        results = self._results(args, dtype)
+        inline = _inline(self.function, args, dtype)
+        if inline is not None:
+            with jax.enable_x64(True):  # (its step counters are 64-bit, whatever the dtype)
+                return inline(*(jnp.asarray(a, dtype) for a in args))
+        return jax.pure_callback(partial(_host, self.function, dtype), results,
                                  *args, vmap_method=VMAP_METHOD)
 
     def _forward_saving(self, *args):
@@ -109,8 +120,13 @@ class JaxFunction:
         dtype = self._dtype(args)
         given = cotangents if isinstance(cotangents, tuple) else (cotangents,)
         shapes = tuple(jax.ShapeDtypeStruct(np.shape(a), dtype) for a in args)
-        gradients = jax.pure_callback(partial(_host, self.vjp, dtype), shapes, *args, *given,
-                                      vmap_method=VMAP_METHOD)
+        inline = _inline(self.vjp, (*args, *given), dtype)
+        if inline is not None:
+            with jax.enable_x64(True):
+                gradients = inline(*(jnp.asarray(a, dtype) for a in (*args, *given)))
+        else:
+            gradients = jax.pure_callback(partial(_host, self.vjp, dtype), shapes, *args,
+                                          *given, vmap_method=VMAP_METHOD)
         return tuple(g.astype(jnp.result_type(a)) if _inexact(a) else None
                      for g, a in zip(gradients, args, strict=True))
 
@@ -143,6 +159,16 @@ class JaxFunction:
                           for r in results(f.entry.body, f.entry.definition.span))
             self._outputs[key] = found if isinstance(f.entry.body, ir.Tuple) else found[0]
         return self._outputs[key]
+
+
+def _inline(f: Function, args, dtype: np.dtype):
+    """On the jax executor, f's lowered program as a function traced into the caller's own
+    program (no callback: it runs on whatever device the caller's does); None on the other
+    executors, and for a program whose loop run backwards takes its step count from the
+    call's values (its tape's length must be fixed when traced: a callback runs it)."""
+    if f.executor != "jax":
+        return None
+    return f.program(tuple(tuple(np.shape(a)) for a in args), dtype.name).traceable()
 
 
 def _inexact(value) -> bool:

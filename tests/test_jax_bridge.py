@@ -202,3 +202,78 @@ def test_wrong_cotangent_shapes(nets, x64):
     with pytest.raises(hilbert.ArgumentError) as raised:
         pullback(np.ones((4, 3)))
     assert raised.value.code == "E600"
+
+
+# ---------------------------------------------------------------- on the jax executor: inline
+
+INLINE = """
+open Prelude.Networks
+fn loss(a, w) ↦ einsum("nq->", tanh(dense(a, w))²)
+fn spin(t, x) ↦ if t = 0 then x else spin(t − 1, sin(x) · 1.5)
+fn slope(t, x) ↦ ∂ einsum("i->", spin(t, x)) / ∂ x
+"""
+
+
+@pytest.fixture(scope="module")
+def on_jax():
+    return hilbert.compile_source(INLINE, executor="jax")
+
+
+def _callbacks(function, *args) -> int:
+    """How many host callbacks the jaxpr of `function` at `args` makes."""
+    return str(jax.make_jaxpr(function)(*args)).count("pure_callback")
+
+
+def test_on_the_jax_executor_the_program_is_traced_in_with_no_callback(on_jax, x64):
+    a, w = _pair()
+    loss = hilbert_jax.function(on_jax.loss)
+    grad = jax.value_and_grad(loss, argnums=(0, 1))
+    assert _callbacks(grad, a, w) == 0  # forward and hilbert's VJP rule both traced in
+    value, grads = jax.jit(grad)(a, w)
+    want, wanted = jax.value_and_grad(_loss, argnums=(0, 1))(a, w)
+    np.testing.assert_allclose(value, want, rtol=1e-14)
+    for got, expected in zip(grads, wanted, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+    batch = jnp.stack([a, 2 * a])
+    np.testing.assert_allclose(jax.vmap(loss, in_axes=(0, None))(batch, w),
+                               jax.vmap(_loss, in_axes=(0, None))(batch, w), rtol=1e-14)
+    # the same function on numba calls back to the host, forward and backward
+    assert _callbacks(jax.value_and_grad(hilbert_jax.function(
+        on_jax.loss.using("numba")), argnums=(0, 1)), a, w) == 2
+
+
+def test_inline_loops_with_a_count_from_an_argument(on_jax, x64):
+    """A loop's count from an argument is a traced number inside jit: fori_loop runs it
+    forwards in the caller's program; its VJP runs it backwards, whose tape's length comes
+    from that count, so the VJP rule alone calls back to the host."""
+    spin = hilbert_jax.function(on_jax.spin)
+    x = jnp.asarray([0.1, 0.7, -0.4])
+    value, slope = x, jnp.ones(3)
+    for _ in range(4):
+        slope = slope * 1.5 * jnp.cos(value)
+        value = 1.5 * jnp.sin(value)
+    grad = jax.jit(jax.grad(lambda t, x: spin(t, x).sum(), argnums=1))
+    np.testing.assert_allclose(grad(4.0, x), slope, rtol=1e-13)
+    assert _callbacks(spin, 4.0, x) == 0
+    assert _callbacks(jax.grad(lambda t, x: spin(t, x).sum(), argnums=1), 4.0, x) == 1
+
+
+def test_a_loop_run_backwards_by_an_arguments_count_keeps_the_callback(on_jax, x64):
+    """slope's forward already runs spin's loop backwards (its ∂), whose tape's length comes
+    from t: not fixed when traced, so that program goes through the host."""
+    slope = hilbert_jax.function(on_jax.slope)
+    x = jnp.asarray([0.1, 0.7, -0.4])
+    value, want = x, jnp.ones(3)
+    for _ in range(3):
+        want = want * 1.5 * jnp.cos(value)
+        value = 1.5 * jnp.sin(value)
+    np.testing.assert_allclose(jax.jit(slope)(3.0, x), want, rtol=1e-13)
+    assert _callbacks(slope, 3.0, x) == 1
+
+
+def test_inline_float32_without_64_bit_types(on_jax):
+    a, w = _pair(np.float32)
+    loss = hilbert_jax.function(on_jax.loss)
+    value, grad = jax.jit(jax.value_and_grad(loss, argnums=1))(a, w)
+    assert value.dtype == jnp.float32 and grad.dtype == jnp.float32
+    np.testing.assert_allclose(grad, jax.grad(_loss, argnums=1)(a, w), rtol=2e-5, atol=1e-6)

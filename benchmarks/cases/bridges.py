@@ -190,6 +190,42 @@ def jax_backward(config: Config) -> Setup:
                            "against f.vjp and its pullback")
 
 
+HAND = "jax.jit by hand"
+
+
+def jax_inline(config: Config) -> Setup:
+    """The function on the jax executor: the bridge traces its lowered program (and its vjp's)
+    into the caller's; the bare call here is the same work written in jax.numpy and jitted."""
+    def measure(config: Config) -> Measured:
+        jax, jnp, bridge = _jax(config)
+        f, a, w, ct = _dense(config)
+        with jax.enable_x64(True):
+            layer = bridge.function(f.using("jax"))
+            x, v, c = jnp.asarray(a), jnp.asarray(w), jnp.asarray(ct)
+
+            def pulled(forward):
+                def run(x, v, c):
+                    return jax.vjp(forward, x, v)[1](c)
+                return jax.jit(run)
+
+            ours, hand = pulled(layer), pulled(lambda x, v: jnp.einsum("np,pq->nq", x, v))
+
+            def check():
+                dx, dv = ours(x, v, c)
+                return np.allclose(dv, a.T @ ct) and np.allclose(dx, ct @ w.T)
+
+            timed = _measured({OURS: lambda: jax.block_until_ready(ours(x, v, c)),
+                               HAND: lambda: jax.block_until_ready(hand(x, v, c))},
+                              config, check)
+        ours_s, hand_s = (float(np.median(timed.times[k])) for k in (OURS, HAND))
+        timed.metrics["overhead_us"] = (ours_s - hand_s) * 1e6
+        return timed
+
+    return _setup(measure, "jax.vjp and its pullback, jitted, through the JAX bridge over a "
+                           "function on the jax executor (traced in: no callback), against "
+                           "the same einsum's vjp written in jax.numpy and jitted")
+
+
 def _setup(measure, note: str) -> Setup:
     return Setup(ours=None, measure=measure, compare=False,
                  params={"shapes": " · ".join("×".join(map(str, s)) for s in SHAPES),
@@ -213,4 +249,7 @@ CASES = [
     Case("bridge-jax-backward", "bridges", "hilbert.jax.function: jitted vjp",
          "jax.vjp through the JAX bridge, jitted, against f.vjp and its pullback",
          jax_backward, _TARGETS),
+    Case("bridge-jax-inline", "bridges", "hilbert.jax.function on the jax executor: jitted vjp",
+         "jax.vjp through the JAX bridge over a jax-executor function (no callback), jitted, "
+         "against the same vjp written in jax.numpy", jax_inline, _TARGETS),
 ]

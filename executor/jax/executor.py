@@ -107,6 +107,7 @@ class JaxProgram:
         self._programs: dict[tuple, tuple] = {}
         self._lock = threading.Lock()
         self._steps = 0
+        self._traceable: tuple | None = None  # (traceable() without values, once made)
 
     @property
     def plan(self) -> Plan:
@@ -133,14 +134,32 @@ class JaxProgram:
                 self._steps += int(ledger.steps)
                 return tuple(map(np.array, out)) if isinstance(out, tuple) else np.array(out)
 
-    def traceable(self, values: tuple):
-        """The program as a function of JAX arrays for JAX's own transformations (jax.jvp,
-        jax.vjp): no checks, gaussian draws on the device, each tape as long as these
-        argument values need. Call it within `jax.enable_x64(True)` in a 64-bit dtype."""
+    def traceable(self, values: tuple | None = None):
+        """The program as a function of JAX arrays, to be traced into another program (the
+        caller's jit, grad or vmap: hilbert.jax) or transformed by JAX itself (jax.jvp): no
+        checks, gaussian draws on the device. Each tape is as long as `values` need; without
+        values, as the step counts written in the program say, and None when a loop run
+        backwards takes its steps from the call's values. Trace it within
+        `jax.enable_x64(True)` for a 64-bit dtype."""
+        if values is None and self._traceable is not None:
+            return self._traceable[0]
         with jax.enable_x64(True):
-            rooms = self._rooms_for(tuple(values))
+            if values is not None:
+                rooms = self._rooms_for(tuple(values))
+            else:
+                try:
+                    rooms = self._export_rooms(self.body.span)
+                except ArgumentError:
+                    self._traceable = (None,)
+                    return None
         lowering = Lowering(self._base, self.optimize, self.sites, rooms, exported=True)
-        return lambda *args: lowering.trace(self.body, args)[0]
+
+        def traced(*args):
+            return lowering.trace(self.body, args)[0]
+
+        if values is None:
+            self._traceable = (traced,)
+        return traced
 
     def stablehlo(self, span: Span) -> str:
         """The program as StableHLO text, for shapes and dtype alone: no checks (it cannot
