@@ -23,7 +23,7 @@ from hilbert.executor.jax.meanings import MEANINGS  # noqa: E402
 from hilbert.grammar.errors import HilbertError  # noqa: E402
 from test_dask_executor import EVERY, FAILS_BY_DESIGN, MODULES, arguments  # noqa: E402
 from test_limits import TAPED, taped_slope  # noqa: E402
-from test_numba_executor import LOOPS  # noqa: E402
+from test_numba_executor import LOOP_CALLS, LOOPS  # noqa: E402
 from test_prelude_gradients import CHECKS, gradients  # noqa: E402
 
 import hilbert  # noqa: E402
@@ -174,15 +174,7 @@ def loops():
     return {ex: hilbert.compile_source(LOOPS, executor=ex) for ex in ("jax", "reference")}
 
 
-@pytest.mark.parametrize("name, args", [
-    ("swapped", (5.0, np.arange(6.0).reshape(2, 3), np.ones((2, 3)))),
-    ("swapped", (0.0, np.arange(6.0).reshape(2, 3), np.ones((2, 3)))),
-    ("twinned", (4.0, np.arange(6.0).reshape(2, 3), np.ones((2, 3)))),
-    ("idled", (3.0, np.arange(6.0).reshape(3, 2), 2.0)),
-    ("halved", (np.arange(12.0).reshape(3, 4),)),
-    ("shrunk", (50.0, np.full((3, 3), 2.0))),
-    ("nested", (3.0, np.arange(12.0).reshape(3, 4) / 7)),
-])
+@pytest.mark.parametrize("name, args", LOOP_CALLS)
 def test_counted_conditional_and_nested_loops(loops, name, args):
     """test_numba_executor's loops; the steps counted equal the reference's."""
     jx, ref = getattr(loops["jax"], name), getattr(loops["reference"], name)

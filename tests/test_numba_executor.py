@@ -277,7 +277,8 @@ def loops():
     return {ex: hilbert.compile_source(LOOPS, executor=ex) for ex in ("reference", "numba")}
 
 
-@pytest.mark.parametrize("name, args", [
+#: Calls of LOOPS' functions (the jax executor's tests run them too).
+LOOP_CALLS = [
     ("swapped", (5.0, np.arange(6.0).reshape(2, 3), np.ones((2, 3)))),
     ("swapped", (0.0, np.arange(6.0).reshape(2, 3), np.ones((2, 3)))),
     ("twinned", (4.0, np.arange(6.0).reshape(2, 3), np.ones((2, 3)))),
@@ -285,7 +286,10 @@ def loops():
     ("halved", (np.arange(12.0).reshape(3, 4),)),
     ("shrunk", (50.0, np.full((3, 3), 2.0))),
     ("nested", (3.0, np.arange(12.0).reshape(3, 4) / 7)),
-])
+]
+
+
+@pytest.mark.parametrize("name, args", LOOP_CALLS)
 def test_loops_agree(loops, name, args):
     assert_agree(getattr(loops["numba"], name)(*args), getattr(loops["reference"], name)(*args))
 
