@@ -51,7 +51,9 @@ def section(results: dict) -> str:
         + (f", {len(results['cases']) - len(results['merged_from']['cases'])} case(s); the other "
            f"{len(results['merged_from']['cases'])} kept from the full run of "
            f"{results['merged_from']['created'][:16].replace('T', ' ')} UTC "
-           f"({results['merged_from']['wall_s'] / 60:.0f} min)."
+           f"({results['merged_from']['wall_s'] / 60:.0f} min)"
+           + (f" and {len(results['merged_from']['partial'])} later partial run(s)."
+              if results['merged_from'].get('partial') else ".")
            if results.get("merged_from") else "."),
         f"Machine: {m['cpu']}, {m['cores_usable']} core(s), {m['memory_gib']} GiB, "
         f"{blas.get('name')} {blas.get('version') or ''}; load average before / after "

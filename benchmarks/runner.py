@@ -85,8 +85,14 @@ def merged(results: dict, earlier_path: Path) -> dict:
     order = [c.name for c in ALL]
     cases = sorted(by_name.values(),
                    key=lambda c: order.index(c["name"]) if c["name"] in order else len(order))
+    # (an earlier run that was itself merged names the full run its kept cases came from, and
+    # the partial runs since)
+    full = earlier.get("merged_from") or earlier
+    partial = [*earlier.get("merged_from", {}).get("partial", []),
+               *([earlier["created"]] if "merged_from" in earlier else [])]
     return {**results, "cases": cases,
-            "merged_from": {"created": earlier["created"], "wall_s": earlier.get("wall_s"),
+            "merged_from": {"created": full["created"], "wall_s": full.get("wall_s"),
+                            "partial": partial,
                             "cases": [c["name"] for c in earlier["cases"]
                                       if c["name"] not in {r["name"] for r in results["cases"]}]}}
 

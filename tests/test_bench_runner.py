@@ -242,5 +242,13 @@ def test_a_merged_run_keeps_the_cases_it_did_not_run_in_suite_order(tmp_path):
     assert [c["name"] for c in got["cases"]] == [first, second, third]
     assert [c["from"] for c in got["cases"]] == ["before", "now", "now"]
     assert got["created"] == "now" and got["merged_from"]["cases"] == [first]
+    assert got["merged_from"]["created"] == "before" and got["merged_from"]["partial"] == []
     with pytest.raises(ValueError, match="not merged with a quick run"):
         runner.merged(run_of([third], "now", mode="quick"), earlier)
+    # merged again: the kept cases still name the full run they came from, and the partial
+    # run in between
+    earlier.write_text(json.dumps(got), encoding="utf-8")
+    again = runner.merged(run_of([first], "later"), earlier)
+    assert again["merged_from"]["created"] == "before"
+    assert again["merged_from"]["partial"] == ["now"]
+    assert [c["from"] for c in again["cases"]] == ["later", "now", "now"]
