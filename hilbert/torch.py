@@ -76,13 +76,21 @@ def _node_class(bridge: TorchFunction) -> type:
     f = bridge.function
 
     def forward(ctx, *args):
-        tensors = [isinstance(a, torch.Tensor) for a in args]
-        if all(tensors):  # (the common case: nothing to keep but the tensors)
-            ctx.others = None
-            ctx.save_for_backward(*args)
+        arrays = []
+        for a in args:  # (the common case, CPU tensors only, in one loop: a third of the cost)
+            if not (isinstance(a, torch.Tensor) and a.is_cpu):
+                break
+            try:
+                arrays.append(a.numpy(force=True))  # (on the CPU: a copy only for conj/neg bits)
+            except TypeError:
+                break  # (a dtype NumPy has no type for: _array says so)
         else:
-            ctx.others = [(t, None if t else a) for a, t in zip(args, tensors, strict=True)]
-            ctx.save_for_backward(*[a for a, t in zip(args, tensors, strict=True) if t])
+            ctx.others = None  # nothing to keep but the tensors
+            ctx.save_for_backward(*args)
+            return _tensors(f(*arrays))
+        tensors = [isinstance(a, torch.Tensor) for a in args]
+        ctx.others = [(t, None if t else a) for a, t in zip(args, tensors, strict=True)]
+        ctx.save_for_backward(*[a for a, t in zip(args, tensors, strict=True) if t])
         return _tensors(f(*[_array(f, a) for a in args]))
 
     def backward(ctx, *cotangents):
