@@ -29,7 +29,9 @@ class Entry:
 
 def build_entry(d: Definition, inliner: Inliner) -> Entry:
     """Requires checked definitions; ensures the entry's IR, inlined and optimised."""
-    return _finished(d, d.name, d.params, inliner.body(d.key))
+    inlined = inliner.body(d.key)
+    check_settled(inlined)
+    return _finished(d, d.name, d.params, inlined)
 
 
 def build_product(d: Definition, inliner: Inliner, kind: str) -> Entry:
@@ -44,11 +46,10 @@ def build_product(d: Definition, inliner: Inliner, kind: str) -> Entry:
 
 
 def _finished(d: Definition, name: str, names: tuple[str, ...], inlined: ir.Node) -> Entry:
-    """The entry `name` over parameters `names` whose inlined body (over Local) is `inlined`:
-    shared, masked and optimised."""
+    """The entry `name` over parameters `names` whose inlined body (over Local, its tuples
+    settled) is `inlined`: shared, masked and optimised."""
     params = {ir.Local(i, p, d.span): ir.Param(i, p, d.span) for i, p in enumerate(names)}
     body = ir.substitute(inlined, params)
-    check_settled(body)
     dump("inline", body)
     if verify.enabled():
         verify.verify(body, "entry")

@@ -43,7 +43,8 @@ class Pullback:
         return f"<pullback of {self.function.entry.definition.name}>"
 
     def __call__(self, cotangent) -> tuple:
-        given = (cotangent,) if self.single else _as_tuple(cotangent, len(self.shapes), self)
+        given = (cotangent,) if self.single else _as_tuple(cotangent, len(self.shapes),
+                                                          self.function)
         names = cotangent_names(len(self.shapes))
         dtype = _dtype(self.primals)
         values = tuple(_fitted(self.function, name, c, shape, dtype)
@@ -73,10 +74,11 @@ def jvp(function: Function, args, tangents) -> tuple:
     args = _as_tuple(args, len(function.entry.params), function, "arguments")
     primals = _primals(function, args, {})
     given = _as_tuple(tangents, len(primals), function, "tangents")
-    names = function.product("jvp").entry.params[len(primals):]
+    product = function.product("jvp")
+    names = product.entry.params[len(primals):]
     values = tuple(_fitted(function, name, t, p.shape, p.dtype)
                    for name, t, p in zip(names, given, primals, strict=True))
-    answer = function.product("jvp")(*primals, *values)
+    answer = product(*primals, *values)
     half = len(answer) // 2
     if half == 1:
         return answer[0], answer[1]
@@ -118,11 +120,11 @@ def _fitted(function: Function, name: str, value, shape: tuple, dtype) -> np.nda
     return np.ascontiguousarray(array) if array.ndim else array
 
 
-def _as_tuple(value, count: int, owner, what: str = "cotangents") -> tuple:
+def _as_tuple(value, count: int, function: Function, what: str = "cotangents") -> tuple:
     """`value` as a tuple of `count` items (E600 otherwise)."""
     if not isinstance(value, (tuple, list)) or len(value) != count:
-        name = getattr(owner, "function", owner).entry.definition.name
-        raise ArgumentError("E600", f"{what} of {name} must be a tuple of {count} "
+        d = function.entry.definition
+        raise ArgumentError("E600", f"{what} of {d.name} must be a tuple of {count} "
                             f"(one per {'result' if what == 'cotangents' else 'parameter'})",
-                            getattr(owner, "function", owner).entry.definition.span)
+                            d.span)
     return tuple(value)

@@ -105,13 +105,12 @@ class JaxFunction:
 
     def _forward(self, *args):
         dtype = self._dtype(args)
-        results = self._results(args, dtype)
-        inline = _inline(self.function, args, dtype)
+        inline = _inline(self.function, args, dtype)  # (shape errors raised here or below)
         if inline is not None:
             with jax.enable_x64(True):  # (its step counters are 64-bit, whatever the dtype)
                 return inline(*(jnp.asarray(a, dtype) for a in args))
-        return jax.pure_callback(partial(_host, self.function, dtype), results,
-                                 *args, vmap_method=VMAP_METHOD)
+        return jax.pure_callback(partial(_host, self.function, dtype),
+                                 self._results(args, dtype), *args, vmap_method=VMAP_METHOD)
 
     def _forward_saving(self, *args):
         return self._forward(*args), args

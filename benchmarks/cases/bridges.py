@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks import anchors as A
 from benchmarks.cases.base import OURS, Case, Config, Measured, Setup, Skip, Target
 
 BARE = "hilbert alone"
@@ -50,15 +51,16 @@ def _measured(calls: dict, config: Config, check, floors: int = 1) -> Measured:
     return Measured(times, failed, metrics)
 
 
-def _torch(config: Config):
+def _switched_on(config: Config) -> None:
     if not config.optional:
         raise Skip("optional anchors are off")
-    try:
-        import torch
 
-        import hilbert.torch as bridge
-    except ImportError as err:
-        raise Skip(f"PyTorch is not installed ({err})") from None
+
+def _torch(config: Config):
+    _switched_on(config)
+    torch = A.torch_module()
+    import hilbert.torch as bridge
+
     return torch, bridge
 
 
@@ -127,15 +129,10 @@ def _nothing(torch):
 
 
 def _jax(config: Config):
-    if not config.optional:
-        raise Skip("optional anchors are off")
-    try:
-        import jax
-        import jax.numpy as jnp
+    _switched_on(config)
+    jax, jnp, _ = A.jax_modules()
+    import hilbert.jax as bridge
 
-        import hilbert.jax as bridge
-    except ImportError as err:
-        raise Skip(f"JAX is not installed ({err})") from None
     return jax, jnp, bridge
 
 
