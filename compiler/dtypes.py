@@ -15,6 +15,9 @@ NAMES = ("float32", "float64", "complex64", "complex128")
 DEFAULT = "float64"
 #: Each dtype as NumPy's dtype object (a call's signature holds these: `is` compares them).
 DTYPES = {name: np.dtype(name) for name in NAMES}
+#: Each of NAMES by its NumPy dtype object (a call's hot path looks names up here: a dtype's
+#: `.name` is computed in Python, several µs).
+BY_DTYPE = {dtype: name for name, dtype in DTYPES.items()}
 _REAL = {"float32": "float32", "complex64": "float32", "float64": "float64",
          "complex128": "float64"}
 _COMPLEX = {"float32": "complex64", "complex64": "complex64", "float64": "complex128",
@@ -58,7 +61,12 @@ def natural(dtype: np.dtype) -> str | None:
 def promote(strong: list[str], weak_complex: bool = False) -> str:
     """NumPy's promotion of the arrays' dtypes `strong` (DEFAULT when there are none); a weak
     complex number (a Python complex argument) makes a real result complex of its precision."""
-    name = np.result_type(*strong).name if strong else DEFAULT
+    if not strong:
+        name = DEFAULT
+    elif all(s == strong[0] for s in strong):
+        name = strong[0]
+    else:
+        name = BY_DTYPE[np.result_type(*strong)]
     return complex_of(name) if weak_complex else name
 
 

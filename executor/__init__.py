@@ -21,7 +21,9 @@ NAMES = ("numba", "reference", "dask", "jax")
 class Program(Protocol):
     """One entry made ready for one signature (argument shapes): `plan` says how it runs,
     calling it with the arguments' values (a tuple of arrays of the signature's dtype) runs it, and
-    `loop_steps` counts the loop iterations its calls ran (an instrument for tests)."""
+    `loop_steps` counts the loop iterations its calls ran (an instrument for tests). A
+    program whose `detaches` is true (optional) promises that no array it returns shares
+    memory with its arguments, so a call hands a writeable array result back unchecked."""
 
     @property
     def plan(self) -> Plan: ...

@@ -73,11 +73,16 @@ def detached(result, inputs):
     return result
 
 
+#: np.may_share_memory without NumPy's __array_function__ dispatch (half its cost; only
+#: ndarrays come here).
+_may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+
+
 def _shares(a: np.ndarray, b: np.ndarray) -> bool:
     """Whether a and b share memory: their bounds first (cheap, and apart for nearly every
     result), then exactly; when that is too hard to decide, assume they do (a copy too many
     is harmless)."""
-    if not np.may_share_memory(a, b):
+    if not _may_share_memory(a, b):
         return False
     try:
         return bool(np.shares_memory(a, b, max_work=10_000))

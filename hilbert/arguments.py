@@ -15,16 +15,16 @@ from hilbert.compiler.plan import memory_limit
 from hilbert.compiler.plan.text import human_bytes
 from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
 
-_FLOAT64 = np.dtype(np.float64)
-
 
 def bind_arguments(entry, args: tuple, kwargs: dict, dtype: str | None = None
                    ) -> tuple[np.ndarray, ...]:
     """Match positional and keyword arguments to `entry`'s parameters and convert each to the
     call's dtype: `dtype` when given, else the promotion of the arguments' (`call_dtype`)."""
     params = entry.params
-    if dtype is None and not kwargs and len(args) == len(params) and all(_ready(v) for v in args):
-        return args  # the fast path: float64 C-ordered arrays, one per parameter, go as they are
+    if not kwargs and len(args) == len(params):
+        quick = _positional(args, dtype)
+        if quick is not None:
+            return quick
     span = entry.definition.span
     name = entry.name
     if len(args) > len(params):
@@ -50,16 +50,25 @@ def call_dtype(values: list[np.ndarray], given: list) -> str:
     """The dtype a call computes in: NumPy's promotion of its arrays' dtypes, Python numbers
     weak (a Python float never widens float32; a Python complex makes the call complex of the
     arrays' precision). `values` are `given` as `to_array` made them."""
-    strong = [dtypes.natural(v.dtype) for v, g in zip(values, given, strict=True)
-              if not _weak(g)]
-    weak_complex = any(_weak(g) and isinstance(g, numbers.Complex)
-                       and not isinstance(g, numbers.Real) for g in given)
+    strong = []
+    weak_complex = False
+    for v, g in zip(values, given, strict=True):
+        if not _weak(g):
+            strong.append(dtypes.natural(v.dtype))
+        elif type(g) is complex or (isinstance(g, numbers.Complex)
+                                    and not isinstance(g, numbers.Real)):
+            weak_complex = True
     return dtypes.promote(strong, weak_complex)
 
 
 def _weak(value) -> bool:
     """A Python number (not a NumPy scalar or array): it takes the call's dtype."""
-    return isinstance(value, (numbers.Number, decimal.Decimal)) and not isinstance(value, np.generic)
+    return type(value) in _PLAIN_NUMBERS or (
+        isinstance(value, (numbers.Number, decimal.Decimal)) and not isinstance(value, np.generic))
+
+
+#: Python's own number types (the common weak arguments, recognised without an ABC check).
+_PLAIN_NUMBERS = frozenset((float, int, bool, complex))
 
 
 def cast(function: str, param: str, array: np.ndarray, dtype: str, span) -> np.ndarray:
@@ -67,17 +76,43 @@ def cast(function: str, param: str, array: np.ndarray, dtype: str, span) -> np.n
     if array.dtype.kind == "c" and not dtypes.is_complex(dtype):
         raise ArgumentError("E601", f"argument {param} of {function} is complex, but the call "
                             f"computes in {dtype} (it was asked to: dtype={dtype})", span)
-    if array.dtype.name != dtype or not array.flags.c_contiguous:
-        _check_copy(function, param, array, dtype, span)
+    if array.dtype is not dtypes.DTYPES[dtype] or not array.flags.c_contiguous:
+        if array.ndim:  # (one number never goes over the limit)
+            _check_copy(function, param, array, dtype, span)
         array = np.asarray(array, dtype=dtype)
         if not array.flags.c_contiguous:
             array = np.array(array, order="C")
     return array
 
 
-def _ready(value) -> bool:
-    """Already what every executor takes: a float64, C-ordered ndarray (not a subclass)."""
-    return type(value) is np.ndarray and value.dtype is _FLOAT64 and value.flags.c_contiguous
+def _positional(args: tuple, dtype: str | None) -> tuple[np.ndarray, ...] | None:
+    """The fast path of `bind_arguments`: arguments that are C-ordered ndarrays (not
+    subclasses) all of one dtype a call computes in, and Python floats and machine-sized
+    ints (weak), bound as the checks below would bind them; None for anything else."""
+    strong = None
+    for value in args:
+        kind = type(value)
+        if kind is np.ndarray:
+            if not value.flags.c_contiguous or (strong is not None
+                                                and value.dtype is not dtypes.DTYPES[strong]):
+                return None
+            strong = dtypes.BY_DTYPE.get(value.dtype)
+            if strong is None:
+                return None
+        elif not (kind is float or kind is int and -_INT64 <= value < _INT64):
+            return None
+    target = dtype or strong or dtypes.DEFAULT
+    if strong is not None and strong != target:
+        return None
+    wanted = dtypes.DTYPES[target]
+    # (an int goes through int64, as the checked path reads it: straight to float32 it would
+    # be rounded twice, through float64)
+    return tuple(value if type(value) is np.ndarray else
+                 np.array(value, wanted) if type(value) is float else
+                 np.asarray(np.asarray(value), wanted) for value in args)
+
+
+_INT64 = 2 ** 63
 
 
 def to_array(function: str, param: str, value, span) -> np.ndarray:

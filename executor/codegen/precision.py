@@ -1,7 +1,8 @@
 """Generated code in float32 (a float32 call's): the float64 code, every number it writes made a
 float32 (`np.float32(0.5)`), and its kernels float32's (executor/numba/kernels32.py), so that
 nothing in it widens to float64 but the sums' accumulators, which stay float64 (more accurate
-than NumPy's pairwise float32 sums) and are rounded once when stored."""
+than NumPy's pairwise float32 sums) and are rounded once when stored. Matrix products are
+BLAS's sgemm, or for small ones loops that sum in float32 as sgemm does (products.py)."""
 
 from __future__ import annotations
 

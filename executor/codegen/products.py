@@ -285,8 +285,10 @@ def _small_loops(em, a: Var, b: Var, c: Var, more: Expr | None,
                  known: tuple[int, int, int]) -> None:
     """c = a · b as plain loops with constant bounds written into the generated code (LLVM
     then unrolls and vectorises the loops of a tiny product); c += a · b where the condition
-    `more` holds."""
-    i, j, k, total = (Var(em.fresh(p)) for p in ("i", "j", "k", "acc"))
+    `more` holds. The sum is kept in the call's dtype, as BLAS keeps a larger product's (so
+    a float32 product rounds alike whichever side of SMALL_PRODUCT it falls, as NumPy's
+    sgemm does): `dot`, not `acc`, which float32 code would leave float64 (precision.py)."""
+    i, j, k, total = (Var(em.fresh(p)) for p in ("i", "j", "k", "dot"))
     rows, inner, cols = known
     with em.out.for_(i.name, Num(str(rows))), em.out.for_(j.name, Num(str(cols))):
         em.out.add(Assign((total.name,), (Num("0.0") if more is None else

@@ -16,6 +16,7 @@ class WholeProgram:
     """A call that is one generated function of the parameters: the fast path."""
 
     tier = "compiled"  # (the tier every call of it runs on: TieredProgram's second)
+    detaches = True  # (what it returns shares no memory with its arguments: `detached`)
 
     def __init__(self, region: CompiledRegion, plan: Plan, arity: int):
         self.plan = plan
@@ -53,6 +54,7 @@ class HostProgram:
     for the host tier of a call with loops)."""
 
     tier = "compiled"
+    detaches = True
 
     def __init__(self, runner: ScopeRunner, plan: Plan):
         self.plan = plan

@@ -134,7 +134,10 @@ class CompiledRegion:
             args[i] = dtype.type(args[i])
         for i in self.arrays:
             v = args[i]
-            if not (type(v) is np.ndarray and v.dtype == dtype and v.flags.c_contiguous
-                    and v.flags.writeable):
+            if type(v) is not np.ndarray or v.dtype is not dtype:
                 args[i] = np.array(v, dtype=dtype, order="C")
+            else:
+                flags = v.flags
+                if not (flags.c_contiguous and flags.writeable):
+                    args[i] = np.array(v, dtype=dtype, order="C")
         return args

@@ -192,6 +192,11 @@ class TieredProgram:
     call ran on ("host" or "compiled"); both give the same results but for the last bits'
     rounding (docs/semantics.md, "Tiers")."""
 
+    # (both tiers detach what they return, and a call moved at a step boundary returns the
+    # second tier's result detached from the values it resumed with, which hold every argument
+    # the call did not replace by loop state)
+    detaches = True
+
     def __init__(self, tiers: Tiers, replan: Callable[[], Plan], arity: int, when: int | None):
         self.host = tiers.host
         self.host_calls = 0  # calls run on the host so far (counted loosely under threads)
