@@ -89,27 +89,32 @@ def _positional(args: tuple, dtype: str | None) -> tuple[np.ndarray, ...] | None
     """The fast path of `bind_arguments`: arguments that are C-ordered ndarrays (not
     subclasses) all of one dtype a call computes in, and Python floats and machine-sized
     ints (weak), bound as the checks below would bind them; None for anything else."""
-    strong = None
+    found = None  # (the arrays' one dtype object)
+    numbers = False
     for value in args:
         kind = type(value)
         if kind is np.ndarray:
-            if not value.flags.c_contiguous or (strong is not None
-                                                and value.dtype is not dtypes.DTYPES[strong]):
+            if value.dtype is not found:
+                if found is not None:
+                    return None
+                found = value.dtype
+            if not value.flags.c_contiguous:
                 return None
-            strong = dtypes.BY_DTYPE.get(value.dtype)
-            if strong is None:
-                return None
-        elif not (kind is float or kind is int and -_INT64 <= value < _INT64):
+        elif kind is float or kind is int and -_INT64 <= value < _INT64:
+            numbers = True
+        else:
             return None
-    target = dtype or strong or dtypes.DEFAULT
-    if strong is not None and strong != target:
+    strong = None if found is None else dtypes.BY_DTYPE.get(found)
+    if found is not None and strong is None or dtype is not None and strong not in (None, dtype):
         return None
-    wanted = dtypes.DTYPES[target]
+    if not numbers:
+        return args
+    wanted = dtypes.DTYPES[dtype or strong or dtypes.DEFAULT]
     # (an int goes through int64, as the checked path reads it: straight to float32 it would
     # be rounded twice, through float64)
-    return tuple(value if type(value) is np.ndarray else
-                 np.array(value, wanted) if type(value) is float else
-                 np.asarray(np.asarray(value), wanted) for value in args)
+    return tuple([value if type(value) is np.ndarray else
+                  np.array(value, wanted) if type(value) is float else
+                  np.asarray(np.asarray(value), wanted) for value in args])
 
 
 _INT64 = 2 ** 63

@@ -39,6 +39,8 @@ SEED_Y = np.array([[1], [3], [5], [7]], dtype=float)
 SEED_W1 = np.array([[0.5, 0.3], [0.2, 0.4]])
 SEED_W2 = np.array([[0.5], [0.5]])
 SEED_RATE = 0.05
+#: The anchor of call-overhead-scalars: hilbert given only arrays (its fast path).
+ARRAYS = "hilbert, arrays only"
 
 
 def call_overhead(config: Config) -> Setup:
@@ -50,6 +52,27 @@ def call_overhead(config: Config) -> Setup:
         anchors=[A.numpy_anchor(np.matmul, a, w, note="a @ w"),
                  *A.einsum_anchors(config, "np,pq->nq", [a, w])],
         params={"a": "2×2", "w": "2×3"})
+
+
+def _step_first_numpy(r, x, y, w1, w2):
+    """One gradient step on w1 by hand: W1 − r Xᵀ ((relu(X W1) W2 − Y)/n W2ᵀ ⊙ [X W1 > 0])."""
+    pre = x @ w1
+    delta = (np.maximum(pre, 0) @ w2 - y) / x.shape[0]
+    return w1 - r * (x.T @ ((delta @ w2.T) * (pre > 0)))
+
+
+def call_overhead_scalars(config: Config) -> Setup:
+    x, y, w1, w2 = (v.astype(np.float32) for v in (SEED_X, SEED_Y, SEED_W1, SEED_W2))
+    step = networks(config).stepFirst
+    rate = np.asarray(SEED_RATE, np.float32)
+    return Setup(
+        ours=lambda: step(SEED_RATE, x, y, w1, w2),
+        anchors=[Anchor(ARRAYS, lambda: (lambda: step(rate, x, y, w1, w2)),
+                        "the same call with the rate as a float32 array"),
+                 A.numpy_anchor(_step_first_numpy, np.float32(SEED_RATE), x, y, w1, w2,
+                                note="the step by hand")],
+        params={"r": SEED_RATE, "x": "4×2", "w1": "2×2", "w2": "2×1", "dtype": "float32"},
+        **SINGLE_RTOL["float32"])
 
 
 def _mlp_anchors(config: Config, t, r, x, y, w1, w2, z) -> list[Anchor]:
@@ -224,6 +247,11 @@ CASES = [
          call_overhead,
          (Target("≤ 1.5× numpy.einsum", EINSUM, 1.5), Target("ahead of torch", TORCH, 1.0),
           Target("ahead of JAX jit", JAX, 1.0), Target("ahead of opt_einsum", OE, 1.0))),
+    Case("call-overhead-scalars", "design",
+         "call overhead: stepFirst, a Python float beside float32 arrays",
+         "the cost of binding Python numbers (weak: they take the arrays' float32) on a tiny "
+         "compiled call, against the same call given only arrays",
+         call_overhead_scalars, (Target("≤ 1.5× the call given arrays", ARRAYS, 1.5),)),
     Case("seed-fit", "design", "the seed's fit: mlpFit 4×2, t = 500",
          "a whole training loop of tiny steps: host turns per step dominate",
          seed_fit,
