@@ -78,6 +78,7 @@ class Generated:
     looped: int = 0  # products run as a loop of products over views (batch letters and others)
     parallel: bool = False  # a nest runs its outer loop on several threads (a prange)
     units: tuple[Unit, ...] = ()  # what it runs, unit by unit (the plan's schedule)
+    split: bool = False  # its products are shared out by its threads, BLAS on one thread
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ class Emitter:
         self.reads: list[ir.Prim] = []
         self.kernels = 0
         self.products = 0
+        self.split = False  # (a product was shared out: products._shared_out)
         self.copies = 0
         self.looped = 0
         self.numbers: dict[str, int] = {}  # the letter sizes of the einsum being emitted
@@ -174,7 +176,8 @@ class Emitter:
             source = precision.single(source)
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
         return Generated(source, not self.host, self.loops, self.reads, self.kernels,
-                         self.products, self.copies, self.looped, parallel, self._schedule(body))
+                         self.products, self.copies, self.looped, parallel, self._schedule(body),
+                         self.split)
 
     def _schedule(self, body: list) -> tuple[Unit, ...]:
         """The units as the final code runs them: nests in one loop over rows numbered

@@ -324,9 +324,10 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
 def _parallel(em, group: fusion.Group, before, after, body: list) -> bool:
     """Whether the group's nest runs its outer loop on several threads: when there are
     threads (executor/numba/threads.py) and the function may use them (scheduler.py: not
-    beside products or loops), its iterations are independent (no sum or maximum
-    carried across them: nothing set before the outer loop or read after it), and its
-    work, entries times a rough cost per entry, pays for starting them."""
+    beside loops, nor beside products unless they are shared out), its iterations are
+    independent (no sum or maximum carried across them: nothing set before the outer loop or
+    read after it), and its work, entries times a rough cost per entry, pays for starting
+    them."""
     if em.host or em.decided.serial or threads.count() < 2 or before[0] or after[0]:
         return False
     shape = em.frame.shapes.get(group.space, ())

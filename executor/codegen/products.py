@@ -29,6 +29,14 @@ from hilbert.executor.codegen.loops import (
     sizes,
 )
 from hilbert.executor.codegen.scheduler import Step
+from hilbert.executor.numba import threads
+
+#: From this many multiply-adds a product of a `split` function is shared out among hilbert's
+#: threads (`_shared_out`). Below it, blocks run by threads of hilbert's lose to OpenBLAS's own
+#: threads (single-threaded calls side by side contend inside OpenBLAS: a 1024×64·64×256
+#: float32 product took 1.5 ms so, 0.6 ms on OpenBLAS's two threads); from about here they
+#: are even (2048×64·64×2048: 9.3 against 9.0 ms), and the nests after them keep the cores.
+SPLIT_PRODUCT = 1 << 26
 
 
 @dataclass(frozen=True)
@@ -225,8 +233,12 @@ def _single(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims)
     first, second = _result_sides(plan)
     m, n = (product([dims_of[ch] for ch in side]) for side in (first, second))
     known = _known(em, first, plan.summed, second)
+    rows, summed, columns = (math.prod(em.numbers[ch] for ch in side)
+                             for side in (first, plan.summed, second))
+    shared = (rows >= columns) if (em.decided.split
+                                   and rows * summed * columns >= SPLIT_PRODUCT) else None
     out = _multiply(em, left.at(left.base, {}), right.at(right.base, {}), node, dims, (m, n),
-                    known)
+                    known, shared)
     return Operand(out, plan.output, dims)
 
 
@@ -240,9 +252,10 @@ def _known(em, rows, summed, cols) -> tuple[int, int, int] | None:
 
 
 def _multiply(em, left: Expr, right: Expr, node, dims: tuple, shape,
-              known: tuple[int, int, int] | None = None) -> Var:
+              known: tuple[int, int, int] | None = None, shared: bool | None = None) -> Var:
     """left · right into the output of `node` (a new buffer when None), viewed as m×n;
-    `known`: m, k and n as numbers (exact-size code)."""
+    `known`: m, k and n as numbers (exact-size code); `shared`: shared out among hilbert's
+    threads by blocks of rows (True) or of columns (False) (`_shared_out`)."""
     m, n = shape
     natural = len(dims) == 2 and dims == (m, n)
     if em.host:
@@ -255,8 +268,33 @@ def _multiply(em, left: Expr, right: Expr, node, dims: tuple, shape,
     whole = out if natural else View(out, "{0}.reshape(({1}, {2}))", (m, n))
     a, b, c = (Var(em.fresh(p)) for p in ("ma", "mb", "mc"))
     em.out.add(Assign((a.name, b.name, c.name), (left, right, whole)))
-    _blas_or_loops(em, a, b, c, call("K.gemm", a, b, c), None, known)
+    if shared is not None and known is None:
+        _shared_out(em, a, b, c, shared)
+    else:
+        _blas_or_loops(em, a, b, c, call("K.gemm", a, b, c), None, known)
     return out
+
+
+def _shared_out(em, a: Var, b: Var, c: Var, by_rows: bool) -> None:
+    """c = a · b as one BLAS product per block of c's rows (or columns), one block per thread
+    of hilbert's, in a prange: the call runs NumPy's BLAS on one thread (the region's
+    `split`: executor/numba/blas_threads.py), so no BLAS thread spins beside the nests that
+    follow. Each block is a view BLAS reads as it is (kernels.gemm_beta)."""
+    parts = threads.count()
+    block, lo, hi = (Var(em.fresh(p)) for p in ("blk", "lo", "hi"))
+    side = fmt("{}.shape[0]", a) if by_rows else fmt("{}.shape[1]", b)
+    em.out.open_for(block.name, Num(str(parts)), parallel=True)
+    em.out.add(Assign((lo.name,), (fmt(f"({{}} * {{}}) // {parts}", side, block),)))
+    em.out.add(Assign((hi.name,), (fmt(f"({{}} * ({{}} + 1)) // {parts}", side, block),)))
+    with em.out.if_(fmt("{} > {}", hi, lo)):
+        if by_rows:
+            em.out.add(Do(call("K.gemm", View(a, "{0}[{1}:{2}]", (lo, hi)), b,
+                               View(c, "{0}[{1}:{2}]", (lo, hi)))))
+        else:
+            em.out.add(Do(call("K.gemm", a, View(b, "{0}[:, {1}:{2}]", (lo, hi)),
+                               View(c, "{0}[:, {1}:{2}]", (lo, hi)))))
+    em.out.close()
+    em.split = True
 
 
 def _blas_or_loops(em, a: Var, b: Var, c: Var, gemm: Expr, more: Expr | None,

@@ -90,18 +90,22 @@ class BlockPlan:
 @dataclass(eq=False)
 class Decisions:
     """A function's schedule: its top block; `compiled` (False: plain NumPy calls, nothing
-    to compile); `serial`: its nests never use threads, because it has products or loops
-    (OpenMP's threads spin a while after a parallel nest, and a BLAS product started meanwhile
-    loses a core to them: an MLP fit, whose steps alternate products and nests, ran ten times
-    slower so, with torch imported, whose OpenMP settings then hold); `exact`: written for the
-    table's own sizes (a tiny program); `fast`: math="fast" (the op table's fast_code, and
-    division by a reciprocal: division.py)."""
+    to compile); `serial`: its nests never use threads, because it has loops (OpenMP's
+    threads spin a while after a parallel nest, and a BLAS product started meanwhile loses a
+    core to them: an MLP fit, whose steps alternate products and nests, ran ten times slower
+    so, with torch imported, whose OpenMP settings then hold), or products whose BLAS threads
+    hilbert cannot set; `exact`: written for the table's own sizes (a tiny program); `fast`:
+    math="fast" (the op table's fast_code, and division by a reciprocal: division.py);
+    `split`: a loop-free function with products, whose large products hilbert's threads share
+    out by rows, NumPy's BLAS on one thread for the call (products.py,
+    executor/numba/blas_threads.py), so its nests may use threads too."""
 
     root: BlockPlan | None
     compiled: bool
     serial: bool
     exact: bool
     fast: bool = False
+    split: bool = False
 
 
 def moving(loop: ir.Loop) -> list[int]:
@@ -126,7 +130,8 @@ class _Scheduler:
         self.optimize = optimize
         self.paths = paths
         self.compiles = False
-        self.serial = False
+        self.serial = False  # (it has loops)
+        self.products = False
         self.contractions: list[tuple[BlockPlan, ir.Einsum, dict]] = []
         self.other_code = False  # something but contraction steps needs compiling
         self.steps = 0  # pairwise steps of every contraction
@@ -166,7 +171,7 @@ class _Scheduler:
             case "contraction":
                 made.contractions[node] = self._contraction(node, frame.shapes, host=False)
                 self.contractions.append((made, node, frame.shapes))
-                self.serial = True
+                self.products = True
             case "cond":
                 made.branches[node] = (self._branch(frame, scope, node.then),
                                        self._branch(frame, scope, node.orelse))
@@ -315,5 +320,16 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
     if not scheduler.compiles or scheduler.network():
         scheduler.as_host()
-    return Decisions(top, scheduler.compiles, scheduler.serial,
-                     exact and scheduler.compiles, fast and scheduler.compiles)
+    split = scheduler.compiles and scheduler.products and not scheduler.serial and _splits()
+    return Decisions(top, scheduler.compiles,
+                     scheduler.serial or scheduler.products and not split,
+                     exact and scheduler.compiles, fast and scheduler.compiles, split)
+
+
+def _splits() -> bool:
+    """Whether a loop-free function's products may be shared out by hilbert's threads: there
+    are threads, on workqueue (whose idle threads sleep), and NumPy's BLAS is an OpenBLAS
+    whose threads can be set for the call."""
+    from hilbert.executor.numba import blas_threads, threads
+
+    return threads.count() >= 2 and threads.layer() == "workqueue" and blas_threads.controllable()

@@ -10,7 +10,7 @@ import numpy as np
 from hilbert.compiler.ops import draws
 from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
-from hilbert.executor.numba import interrupt, threads
+from hilbert.executor.numba import blas_threads, interrupt, threads
 from hilbert.executor.numba.faults import DrawError, LabelError, PositionError, StepCountError
 from hilbert.executor.reference import step_count
 
@@ -97,6 +97,9 @@ class CompiledRegion:
         try:
             if self.python_mode:
                 with np.errstate(all="ignore"):
+                    return self.function(*args)
+            if self.generated.split:  # (its threads share out its products: BLAS on one)
+                with blas_threads.single():
                     return self.function(*args)
             return self.function(*args)
         except StepCountError as err:
