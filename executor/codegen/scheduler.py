@@ -97,7 +97,7 @@ class Decisions:
     hilbert cannot set; `exact`: written for the table's own sizes (a tiny program); `fast`:
     math="fast" (the op table's fast_code, and division by a reciprocal: division.py);
     `split`: a loop-free function with products, whose large products hilbert's threads share
-    out by rows, NumPy's BLAS on one thread for the call (products.py,
+    out by blocks of rows or columns, NumPy's BLAS on one thread for the call (products.py,
     executor/numba/blas_threads.py), so its nests may use threads too."""
 
     root: BlockPlan | None
