@@ -42,6 +42,7 @@ from hilbert.compiler.products import results
 from hilbert.grammar.errors import ArgumentError
 
 from .api import Function
+from .bridged import Bridged, wrapped
 
 __all__ = ["JaxFunction", "function"]
 
@@ -55,33 +56,21 @@ def function(f: Function) -> JaxFunction:
     """`f` as a JAX-traceable function (jit, grad, vmap; on the CPU): arguments by position,
     one per parameter of f (arrays or numbers); results as JAX arrays (0-d for a scalar, a
     tuple for a tuple of results)."""
-    if not isinstance(f, Function):
-        from hilbert.grammar.source import nowhere
-
-        raise ArgumentError("E600", f"hilbert.jax.function takes a hilbert Function (a "
-                            f"module's attribute, e.g. module.dense), not {type(f).__name__}",
-                            nowhere("hilbert.jax.function"))
-    return JaxFunction(f)
+    return JaxFunction(wrapped(f, "jax"))
 
 
-class JaxFunction:
+class JaxFunction(Bridged):
     """A hilbert Function called from JAX; see `function`. `function` is the hilbert Function
     itself."""
 
+    FRAMEWORK = "jax"
+
     def __init__(self, f: Function):
-        self.function = f
-        self._vjp: Function | None = None
+        super().__init__(f)
         self._outputs: dict[tuple, object] = {}  # (shapes, dtype) → the results' ShapeDtypeStructs
         call = jax.custom_vjp(self._forward)
         call.defvjp(self._forward_saving, self._backward)
         self._call = call
-        self.__name__ = f.__name__
-        self.__doc__ = f.__doc__
-        if hasattr(f, "__signature__"):
-            self.__signature__ = f.__signature__
-
-    def __repr__(self) -> str:
-        return f"<hilbert.jax {self.function!r}>"
 
     def __call__(self, *args):
         params = self.function.entry.params
@@ -95,13 +84,6 @@ class JaxFunction:
         answer = _host(self.function, self._dtype(args), *args)
         return tuple(map(jnp.asarray, answer)) if isinstance(answer, tuple) else \
             jnp.asarray(answer)
-
-    @property
-    def vjp(self) -> Function:
-        """f's vjp (made on first use): what the VJP rule's callback calls."""
-        if self._vjp is None:
-            self._vjp = self.function.product("vjp")
-        return self._vjp
 
     def _forward(self, *args):
         dtype = self._dtype(args)

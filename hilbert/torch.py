@@ -21,6 +21,7 @@ import torch
 from hilbert.grammar.errors import ArgumentError
 
 from .api import Function
+from .bridged import Bridged, wrapped
 
 __all__ = ["TorchFunction", "function"]
 
@@ -29,35 +30,18 @@ def function(f: Function) -> TorchFunction:
     """`f` as a callable on torch tensors (CPU), differentiable by torch's autograd: arguments
     by position, one per parameter of f (tensors, or numbers and arrays that need no
     gradient); results as tensors (0-d for a scalar, a tuple for a tuple of results)."""
-    if not isinstance(f, Function):
-        raise ArgumentError("E600", f"hilbert.torch.function takes a hilbert Function (a "
-                            f"module's attribute, e.g. module.dense), not "
-                            f"{type(f).__name__}", _nowhere())
-    return TorchFunction(f)
+    return TorchFunction(wrapped(f, "torch"))
 
 
-class TorchFunction:
+class TorchFunction(Bridged):
     """A hilbert Function called with torch tensors; see `function`. `function` is the
     hilbert Function itself."""
 
+    FRAMEWORK = "torch"
+
     def __init__(self, f: Function):
-        self.function = f
-        self._vjp: Function | None = None
+        super().__init__(f)
         self._apply = _node_class(self).apply
-        self.__name__ = f.__name__
-        self.__doc__ = f.__doc__
-        if hasattr(f, "__signature__"):
-            self.__signature__ = f.__signature__
-
-    def __repr__(self) -> str:
-        return f"<hilbert.torch {self.function!r}>"
-
-    @property
-    def vjp(self) -> Function:
-        """f's vjp (made on first use): what the backward pass calls."""
-        if self._vjp is None:
-            self._vjp = self.function.product("vjp")
-        return self._vjp
 
     def __call__(self, *args):
         if torch.is_grad_enabled():
@@ -168,9 +152,3 @@ def _twice_error(f: Function) -> ArgumentError:
         f"with create_graph=True (a derivative of the gradient) is not available; write the "
         f"second derivative in .hb with ∂, or call backward without create_graph",
         f.entry.definition.span)
-
-
-def _nowhere():
-    from hilbert.grammar.source import nowhere
-
-    return nowhere("hilbert.torch.function")

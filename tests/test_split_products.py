@@ -82,10 +82,8 @@ def test_small_products_and_loops_keep_blas_whole(module, rng):
 
 
 def test_a_shared_call_runs_blas_on_one_thread_and_sets_it_back(module, rng, monkeypatch):
-    if not _shares():
-        assert not blas_threads.controllable() or threads.count() < 2 \
-            or threads.layer() != "workqueue"
-        return
+    """A call that shares its products out runs under `single` once, BLAS on one thread
+    there and as it was after; where nothing is shared out, BLAS is never touched."""
     before = [c.get_num_threads() for c in blas_threads._numpy_blas()]
     seen = []
     real = blas_threads.single
@@ -100,7 +98,7 @@ def test_a_shared_call_runs_blas_on_one_thread_and_sets_it_back(module, rng, mon
     n, e = 1024, 64
     q, k, v = (rng.standard_normal((n, e)) for _ in range(3))
     module.attend(q, k, v, 64.0)
-    assert seen == [[1] * len(before)]
+    assert seen == ([[1] * len(before)] if _shares() else [])
     assert [c.get_num_threads() for c in blas_threads._numpy_blas()] == before
 
 

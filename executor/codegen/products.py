@@ -232,9 +232,8 @@ def _single(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims)
     left, right = _factors(a, b, plan, dims_of)
     first, second = _result_sides(plan)
     m, n = (product([dims_of[ch] for ch in side]) for side in (first, second))
-    known = _known(em, first, plan.summed, second)
-    rows, summed, columns = (math.prod(em.numbers[ch] for ch in side)
-                             for side in (first, plan.summed, second))
+    rows, summed, columns = _sizes(em, first, plan.summed, second)
+    known = (rows, summed, columns) if em.exact else None
     shared = (rows >= columns) if (em.decided.split
                                    and rows * summed * columns >= SPLIT_PRODUCT) else None
     out = _multiply(em, left.at(left.base, {}), right.at(right.base, {}), node, dims, (m, n),
@@ -242,11 +241,9 @@ def _single(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims)
     return Operand(out, plan.output, dims)
 
 
-def _known(em, rows, summed, cols) -> tuple[int, int, int] | None:
-    """The product's m, k and n as numbers when the code is written for exact sizes
-    (`em.exact`: a tiny program), else None (the code reads them from the arrays)."""
-    if not em.exact:
-        return None
+def _sizes(em, rows, summed, cols) -> tuple[int, int, int]:
+    """The product's m, k and n as numbers (the plan's sizes; exact-size code, a tiny program,
+    writes them as constants, other code reads them from the arrays)."""
     m, k, n = (math.prod(em.numbers[ch] for ch in side) for side in (rows, summed, cols))
     return m, k, n
 
@@ -367,7 +364,8 @@ def _looped(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims)
     gemm = (call("K.gemm", x, y, z) if more is None else
             call("K.gemm_beta", x, y, z, fmt("1.0 if {} else 0.0", more)))
     first, second = _result_sides(plan)
-    _blas_or_loops(em, x, y, z, gemm, more, _known(em, first, plan.summed, second))
+    _blas_or_loops(em, x, y, z, gemm, more,
+                   _sizes(em, first, plan.summed, second) if em.exact else None)
     em.out.unnest(len(plan.loops), merged)
     return Operand(out, plan.output, dims)
 
