@@ -61,14 +61,15 @@ def section(results: dict) -> str:
         f"Versions: Python {m['python']}, {versions_line(m)}.", "",
         "Times are medians after warm-up; **×r** is hilbert's time divided by the anchor's "
         "(below 1, hilbert is faster).", "",
-        "| case | what it measures | hilbert | anchors (time, ratio) | targets met |",
-        "|---|---|---|---|---|",
+        "| case | what it measures | dtype | hilbert | anchors (time, ratio) | targets met |",
+        "|---|---|---|---|---|---|",
     ]
     for case in results["cases"]:
         ours = case["ours"]
         mine = seconds(ours["median_s"]) if ours["status"] == "ok" else f"**{ours['status']}**"
         anchors = " · ".join(_anchor(a) for a in case["anchors"]) or "–"
-        lines.append(f"| `{case['name']}` | {case['title']} | {mine} | {anchors} | {_met(case)} |")
+        lines.append(f"| `{case['name']}` | {case['title']} | {case.get('dtype') or '–'} | {mine} "
+                     f"| {anchors} | {_met(case)} |")
     lines += ["", "Targets (DESIGN.md §6 and the issues):", "", targets_table(results), "", END]
     return "\n".join(lines)
 

@@ -77,14 +77,15 @@ def _cell(entry: dict | None) -> str:
 
 def markdown_table(results: dict) -> str:
     """The main table: per case, our median and each anchor's median with ratio ours/anchor."""
-    head = ["case", "hilbert", *COLUMNS, "other anchors"]
+    head = ["case", "dtype", "hilbert", *COLUMNS, "other anchors"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for case in results["cases"]:
         anchors = {a["name"]: a for a in case["anchors"]}
         others = [f"{a['name']}: {_cell(a)}" for a in case["anchors"] if a["name"] not in COLUMNS]
         ours = case["ours"]
         ours_cell = seconds(ours["median_s"]) if ours["status"] == "ok" else f"**{ours['status']}**"
-        cells = [f"`{case['name']}`", ours_cell, *(_cell(anchors.get(c)) for c in COLUMNS),
+        cells = [f"`{case['name']}`", case.get("dtype") or "–", ours_cell,
+                 *(_cell(anchors.get(c)) for c in COLUMNS),
                  "; ".join(others)]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)

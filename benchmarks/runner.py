@@ -278,6 +278,8 @@ def cross_check(outputs: dict[str, Any], setup: Setup, record: dict) -> None:
     basis_name = OURS if OURS in outputs else next(iter(outputs))
     basis = to_array(outputs[basis_name])
     record["checked_against"] = basis_name
+    if OURS in outputs:
+        record["dtype"] = dtype_of(outputs[OURS])
     for name, value in outputs.items():
         if name == basis_name:
             continue
@@ -295,6 +297,20 @@ def cross_check(outputs: dict[str, Any], setup: Setup, record: dict) -> None:
                                     f"(rtol {setup.rtol:g}, atol {setup.atol:g})")
         if entry["status"] == "mismatch":
             record["status"] = "mismatch"
+
+
+def dtype_of(value: Any) -> str | None:
+    """The dtype hilbert's output came back in ("float32", …; a Python float is "float64"),
+    the parts' dtypes joined by "/" when a tuple's differ; None for anything else."""
+    if isinstance(value, (tuple, list)):
+        names = list(dict.fromkeys(dtype_of(v) for v in value))
+        return "/".join(n for n in names if n) or None
+    if isinstance(value, dict):
+        return dtype_of(list(value.values()))
+    if isinstance(value, (float, complex)):
+        return np.asarray(value).dtype.name
+    dtype = getattr(value, "dtype", None)
+    return getattr(dtype, "name", None) if dtype is not None else None
 
 
 # --------------------------------------------------------------------------------------------

@@ -77,6 +77,20 @@ def test_outputs_that_agree_are_timed_with_ratios(results):
     assert case["ours"]["gflops"] > 0
 
 
+def test_the_record_names_the_dtype_hilbert_answered_in(results):
+    assert results["cases"][0]["dtype"] == "float64"
+    assert "| `agree` | float64 |" in report.markdown_table(results)
+
+
+@pytest.mark.parametrize("value, name", [
+    (np.zeros(2, np.float32), "float32"), (1.5, "float64"), (1j, "complex128"),
+    ((np.zeros(1, np.complex64), np.zeros(1, np.complex64)), "complex64"),
+    ((np.zeros(1, np.float32), 2.0), "float32/float64"), ({"w": np.zeros(1)}, "float64"),
+    ("text", None)])
+def test_dtype_of_reads_arrays_numbers_and_their_tuples(value, name):
+    assert runner.dtype_of(value) == name
+
+
 def test_missing_and_broken_anchors_are_recorded_not_raised(results):
     torch_anchor, broken = results["cases"][0]["anchors"][1:]
     assert torch_anchor["status"] == "skipped" and "not installed" in torch_anchor["reason"]
@@ -176,7 +190,7 @@ def test_the_readme_table_lists_every_anchor_and_ratio():
             "machine": {"cpu": "CPU", "cores_usable": 2, "memory_gib": 8, "python": "3.11",
                         "versions": {"numpy": "2"}, "git": {"commit": "abc1234", "dirty": False},
                         "blas": {"name": "openblas"}, "load_before": 0.1},
-            "cases": [{"name": "c", "title": "a case", "targets": [],
+            "cases": [{"name": "c", "title": "a case", "targets": [], "dtype": "float32",
                        "ours": {"status": "ok", "median_s": 2e-3},
                        "anchors": [{"name": "numpy", "note": "", "status": "ok",
                                     "median_s": 1e-3, "ratio": 2.0},
@@ -184,7 +198,8 @@ def test_the_readme_table_lists_every_anchor_and_ratio():
                                     "median_s": None, "ratio": None}]}]}
     block = readme.section(fake)
     assert "commit abc1234" in block and "2026-12-01" in block
-    assert "| `c` | a case | 2 ms | numpy 1 ms **×2.00** · torch: skipped | – |" in block
+    assert ("| `c` | a case | float32 | 2 ms | numpy 1 ms **×2.00** · torch: skipped | – |"
+            in block)
     assert readme.rewrite(f"x\n{readme.BEGIN}\nold\n{readme.END}\ny", fake).startswith("x\n" + block)
     with pytest.raises(ValueError):
         readme.rewrite("no markers", fake)

@@ -6,6 +6,7 @@ import numpy as np
 
 from benchmarks import anchors as A
 from benchmarks.cases.base import (
+    DOUBLE_BEST,
     JAX,
     SINGLE_BEST,
     SINGLE_RTOL,
@@ -162,15 +163,16 @@ def _case(name, title, build, measures, targets=()):
 
 CASES = [
     _case("layer-norm", "layerNorm (Layers.normalisedRows)", layer_norm,
-          "row statistics and an entrywise chain: one pass over memory when fused"),
+          "row statistics and an entrywise chain: one pass over memory when fused",
+          (DOUBLE_BEST,)),
     _case("causal-attention", "causal attention (Layers.attendCausally)", causal_attention,
-          "attention with a mask built from positions, at n = 1024"),
+          "attention with a mask built from positions, at n = 1024", (DOUBLE_BEST,)),
     _case("dropout", "dropout (Layers.kept)", dropout,
           "a purely entrywise chain (compare, multiply, divide)"),
     _case("max-pool", "max pooling (Layers.pooledMax)", max_pool,
           "windows gathered by a 0/1 window tensor, then a maximum over the window axis"),
     _case("recurrent", "recurrent network (Fits.unrolled)", recurrent,
-          "a loop over time with a small contraction and tanh per step"),
+          "a loop over time with a small contraction and tanh per step", (DOUBLE_BEST,)),
     _case("recurrent-long", "recurrent network, long sequence (Fits.unrolled)", recurrent_long,
           "the sequence read at the loop counter: one column per step, linear in T"),
     _case("recurrent-fast", "recurrent network, math=\"fast\" (Fits.unrolled)",
