@@ -228,6 +228,8 @@ def _timed(setup: Setup, config: Config, record: dict, progress: Progress,
         except Exception as err:  # noqa: BLE001
             _entry(record, name).update(status="error", reason=describe(err))
             del calls[name]
+    record["dtype"] = (dtype_of(outputs[OURS]) if OURS in outputs else None) or \
+        setup.params.get("dtype")
     if setup.compare:
         cross_check(outputs, setup, record)
     timings, failed = time_interleaved(calls, config.schedule, progress)
@@ -278,8 +280,6 @@ def cross_check(outputs: dict[str, Any], setup: Setup, record: dict) -> None:
     basis_name = OURS if OURS in outputs else next(iter(outputs))
     basis = to_array(outputs[basis_name])
     record["checked_against"] = basis_name
-    if OURS in outputs:
-        record["dtype"] = dtype_of(outputs[OURS])
     for name, value in outputs.items():
         if name == basis_name:
             continue
@@ -301,7 +301,8 @@ def cross_check(outputs: dict[str, Any], setup: Setup, record: dict) -> None:
 
 def dtype_of(value: Any) -> str | None:
     """The dtype hilbert's output came back in ("float32", …; a Python float is "float64"),
-    the parts' dtypes joined by "/" when a tuple's differ; None for anything else."""
+    the parts' dtypes joined by "/" when a tuple's differ; None for anything else (a model's
+    training step answers None: the case's params then name the dtype)."""
     if isinstance(value, (tuple, list)):
         names = list(dict.fromkeys(dtype_of(v) for v in value))
         return "/".join(n for n in names if n) or None

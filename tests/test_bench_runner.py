@@ -91,6 +91,18 @@ def test_dtype_of_reads_arrays_numbers_and_their_tuples(value, name):
     assert runner.dtype_of(value) == name
 
 
+def test_the_complex_ao_mo_case_computes_in_complex128():
+    """The einsum cases keep complex operands complex (they were once cast to float64, the
+    imaginary parts dropped), and the record says so."""
+    from benchmarks.cases.multi import ao_to_mo
+
+    setup = ao_to_mo(10, "complex128")(QUICK)
+    got = setup.ours()
+    assert got.dtype == np.complex128 and np.abs(got.imag).max() > 0
+    record = _run(Case("c128", "test", "c128", "complex", ao_to_mo(10, "complex128")))
+    assert record["cases"][0]["dtype"] == "complex128"
+
+
 def test_missing_and_broken_anchors_are_recorded_not_raised(results):
     torch_anchor, broken = results["cases"][0]["anchors"][1:]
     assert torch_anchor["status"] == "skipped" and "not installed" in torch_anchor["reason"]

@@ -27,12 +27,13 @@ _AS_FAST = Target("≤ contract_expression", OE_EXPR, 1.0)
 def einsum_setup(config: Config, spec: str, operands, note: str = "",
                  torch_jax: bool = True, rtol: float = 1e-7) -> Setup:
     """One .hb entry point that is this einsum, against every einsum anchor; plan FLOPs are
-    compared with opt_einsum's contract_path (same 'auto' optimiser) when a plan is available."""
+    compared with opt_einsum's contract_path (same 'auto' optimiser) when a plan is available.
+    Operands keep a complex dtype (complex128); anything else is float64."""
     import opt_einsum
 
     import hilbert
 
-    operands = [np.ascontiguousarray(o, dtype=np.float64) for o in operands]
+    operands = [np.ascontiguousarray(o, dtype=np.result_type(o, np.float64)) for o in operands]
     shapes = [o.shape for o in operands]
     module = hilbert.compile_source(einsum_source(spec, len(operands)), name="<bench>",
                                     executor=config.executor)
