@@ -228,8 +228,7 @@ def _timed(setup: Setup, config: Config, record: dict, progress: Progress,
         except Exception as err:  # noqa: BLE001
             _entry(record, name).update(status="error", reason=describe(err))
             del calls[name]
-    record["dtype"] = (dtype_of(outputs[OURS]) if OURS in outputs else None) or \
-        setup.params.get("dtype")
+    record["dtype"] = dtype_of(outputs.get(OURS)) or setup.params.get("dtype")
     if setup.compare:
         cross_check(outputs, setup, record)
     timings, failed = time_interleaved(calls, config.schedule, progress)
@@ -310,8 +309,7 @@ def dtype_of(value: Any) -> str | None:
         return dtype_of(list(value.values()))
     if isinstance(value, (float, complex)):
         return np.asarray(value).dtype.name
-    dtype = getattr(value, "dtype", None)
-    return getattr(dtype, "name", None) if dtype is not None else None
+    return getattr(getattr(value, "dtype", None), "name", None)
 
 
 # --------------------------------------------------------------------------------------------
