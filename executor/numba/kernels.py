@@ -14,7 +14,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import disk, threads, vmath
+from hilbert.executor.numba import disk, threads, tiles, vmath
 from hilbert.executor.numba.faults import (  # noqa: F401 (generated code raises them)
     DrawError,
     LabelError,
@@ -88,10 +88,11 @@ if _DGEMM is None or _DGEMV is None or _DGEMV[1] != _DGEMM[1]:  # NumPy's BLAS, 
 BLAS = ("numpy-cblas" + ("-ilp64" if _DGEMM[1] else "") + "-gemv"
         if _DGEMM else "numba-dot")
 #: What the kernels' machine code depends on: this file, vmath.py, the float32 kernels
-#: (kernels32.py, vmath32.py: read, not imported, as they import this), NumPy and the BLAS.
+#: (kernels32.py, vmath32.py: read, not imported, as they import this), the product tiles
+#: (tiles.py), NumPy and the BLAS.
 STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP} "
          + " ".join(hashlib.sha256(Path(__file__).with_name(name).read_bytes()).hexdigest()[:16]
-                    for name in ("kernels32.py", "vmath32.py"))
+                    for name in ("kernels32.py", "vmath32.py", "tiles.py"))
          + f" {np.__version__} {BLAS}")
 
 
@@ -431,6 +432,11 @@ if not PYTHON_MODE:
         One machine-code function per type for every layout, called by address (never linked
         into its callers), so a program compiles only `gemm`'s few lines per layout."""
         if m == 0 or n == 0:
+            return
+        if b1 == 1 and c1 == 1 and m * n * k <= tiles.TILED_PRODUCT:
+            # small, b and out row-major: vector registers beat a BLAS call (tiles.py)
+            tiles.tiled_product(a, m, k, a0, a1, b, n, b0, c, c0, beta,
+                                tiles.VECTOR_BITS // 8 // _item_bytes(beta))
             return
         ta, lda = _blas_layout(m, k, a0, a1)
         tb, ldb = _blas_layout(k, n, b0, b1)
