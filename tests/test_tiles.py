@@ -110,7 +110,7 @@ def test_tiles_compile_to_packed_fmas():
     def product(a, b, out):
         tiles.tiled_product(a.ctypes.data, a.shape[0], a.shape[1], a.shape[1], 1,
                             b.ctypes.data, b.shape[1], b.shape[1], out.ctypes.data,
-                            out.shape[1], 0.0, 4)
+                            out.shape[1], 0.0)
         return out
 
     a, b = np.ones((8, 5)), np.ones((5, 8))

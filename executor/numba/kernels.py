@@ -435,8 +435,7 @@ if not PYTHON_MODE:
             return
         if b1 == 1 and c1 == 1 and m * n * k <= tiles.TILED_PRODUCT:
             # small, b and out row-major: vector registers beat a BLAS call (tiles.py)
-            tiles.tiled_product(a, m, k, a0, a1, b, n, b0, c, c0, beta,
-                                tiles.VECTOR_BITS // 8 // _item_bytes(beta))
+            tiles.tiled_product(a, m, k, a0, a1, b, n, b0, c, c0, beta)
             return
         ta, lda = _blas_layout(m, k, a0, a1)
         tb, ldb = _blas_layout(k, n, b0, b1)

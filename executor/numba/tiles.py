@@ -35,9 +35,9 @@ ROWS, VECTORS, VECTOR_BITS = 4, 2, 256
 TILED_PRODUCT = 2 ** 18
 
 
-def _tile(rows: int, vectors: int, lanes_of):
-    """An intrinsic computing a rows × (vectors·lanes) block of out = a·b + beta·out, where
-    lanes_of(bits) is the number of lanes per vector for a float of that width (1: scalars).
+def _tile(rows: int, vectors: int, one_lane: bool = False):
+    """An intrinsic computing a rows × (vectors·lanes) block of out = a·b + beta·out, a vector
+    holding `lanes(beta)` numbers (with `one_lane`, one: single columns).
 
     tile(a, a0, a1, b, b0, c, c0, i, j, k, beta): a, b, c addresses of float matrices of
     beta's type, a's steps a0 (between rows) and a1 (between columns), b's and c's steps
@@ -45,14 +45,14 @@ def _tile(rows: int, vectors: int, lanes_of):
     i and column j; k terms summed. With beta 0 the old values of c are never used."""
 
     def typer(typingctx, a, a0, a1, b, b0, c, c0, i, j, k, beta):
-        if not isinstance(beta, types.Float) or beta not in (types.float32, types.float64):
+        if beta not in (types.float32, types.float64):
             return None
         real = beta
 
         def codegen(context, builder, signature, args):
             element = context.get_data_type(real)
-            lanes = lanes_of(real.bitwidth)
-            vector = ir.VectorType(element, lanes) if lanes > 1 else element
+            per_vector = 1 if one_lane else VECTOR_BITS // real.bitwidth
+            vector = ir.VectorType(element, per_vector) if per_vector > 1 else element
             index = context.get_value_type(types.intp)
             whole = [context.cast(builder, v, t, types.intp)
                      for v, t in zip(args[:10], signature.args[:10], strict=True)]
@@ -61,19 +61,19 @@ def _tile(rows: int, vectors: int, lanes_of):
             a_items, b_items, c_items = (builder.inttoptr(at, pointer) for at in (a_at, b_at, c_at))
             fma = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(vector, [vector] * 3),
-                f"llvm.fma.v{lanes}f{real.bitwidth}" if lanes > 1 else f"llvm.fma.f{real.bitwidth}")
+                f"llvm.fma.v{per_vector}f{real.bitwidth}" if per_vector > 1 else f"llvm.fma.f{real.bitwidth}")
 
             def constant(value):
                 return ir.Constant(index, value)
 
             def spread(value):
                 """value in every lane of a vector."""
-                if lanes == 1:
+                if per_vector == 1:
                     return value
                 undefined = ir.Constant(vector, ir.Undefined)
                 first = builder.insert_element(undefined, value, ir.Constant(ir.IntType(32), 0))
                 return builder.shuffle_vector(first, undefined, ir.Constant(
-                    ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
+                    ir.VectorType(ir.IntType(32), per_vector), [0] * per_vector))
 
             def vector_at(items, offset):
                 """The vector of items at `offset` (unaligned)."""
@@ -88,7 +88,7 @@ def _tile(rows: int, vectors: int, lanes_of):
             sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(vectors)]
                     for _ in range(rows)]
             a_rows = [builder.mul(builder.add(i_, constant(r)), a0_) for r in range(rows)]
-            columns = [builder.add(j_, constant(v * lanes)) for v in range(vectors)]
+            columns = [builder.add(j_, constant(v * per_vector)) for v in range(vectors)]
             with cgutils.for_range(builder, k_) as loop:
                 p = loop.index
                 b_row = builder.mul(p, b0_)
@@ -119,42 +119,47 @@ def _tile(rows: int, vectors: int, lanes_of):
     return intrinsic(typer)
 
 
-def _vector_lanes(bits: int) -> int:
-    return VECTOR_BITS // bits
-
-
-def _one_lane(bits: int) -> int:
-    return 1
-
-
 #: Blocks of the result: 4 rows × 2 vectors, 4 × 1 and 1 × 2, 1 × 1 vectors, and 4 × 1 and
 #: 1 × 1 single columns for the last columns that fill no vector.
-tile_wide = _tile(ROWS, VECTORS, _vector_lanes)
-tile_narrow = _tile(ROWS, 1, _vector_lanes)
-row_wide = _tile(1, VECTORS, _vector_lanes)
-row_narrow = _tile(1, 1, _vector_lanes)
-tile_column = _tile(ROWS, 1, _one_lane)
-row_column = _tile(1, 1, _one_lane)
+tile_wide = _tile(ROWS, VECTORS)
+tile_narrow = _tile(ROWS, 1)
+row_wide = _tile(1, VECTORS)
+row_narrow = _tile(1, 1)
+tile_column = _tile(ROWS, 1, one_lane=True)
+row_column = _tile(1, 1, one_lane=True)
+
+
+@intrinsic
+def lanes(typingctx, like):
+    """How many numbers of `like`'s float type fill a vector (a constant: 4 float64s)."""
+    if like not in (types.float32, types.float64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.intp, VECTOR_BITS // like.bitwidth)
+
+    return types.intp(like), codegen
 
 
 @njit(nogil=True, error_model="numpy", boundscheck=False)
-def tiled_product(a, m, k, a0, a1, b, n, b0, c, c0, beta, lanes):
-    """out = a · b + beta · out, block by block (see `_tile` for the arguments; `lanes`: how
-    many of beta's type fill a vector). Compiled inside kernels._product_at."""
-    wide = n - n % (VECTORS * lanes)
-    narrow = n - n % lanes
+def tiled_product(a, m, k, a0, a1, b, n, b0, c, c0, beta):
+    """out = a · b + beta · out, block by block (see `_tile` for the arguments). Compiled
+    inside kernels._product_at."""
+    width = lanes(beta)
+    wide = n - n % (VECTORS * width)
+    narrow = n - n % width
     whole_rows = m - m % ROWS
     for i in range(0, whole_rows, ROWS):
-        for j in range(0, wide, VECTORS * lanes):
+        for j in range(0, wide, VECTORS * width):
             tile_wide(a, a0, a1, b, b0, c, c0, i, j, k, beta)
-        for j in range(wide, narrow, lanes):
+        for j in range(wide, narrow, width):
             tile_narrow(a, a0, a1, b, b0, c, c0, i, j, k, beta)
         for j in range(narrow, n):
             tile_column(a, a0, a1, b, b0, c, c0, i, j, k, beta)
     for i in range(whole_rows, m):
-        for j in range(0, wide, VECTORS * lanes):
+        for j in range(0, wide, VECTORS * width):
             row_wide(a, a0, a1, b, b0, c, c0, i, j, k, beta)
-        for j in range(wide, narrow, lanes):
+        for j in range(wide, narrow, width):
             row_narrow(a, a0, a1, b, b0, c, c0, i, j, k, beta)
         for j in range(narrow, n):
             row_column(a, a0, a1, b, b0, c, c0, i, j, k, beta)
