@@ -31,6 +31,8 @@ CHILD = textwrap.dedent("""
     fn counted(t, c) ↦ count(t, c)
     def grow(t, a, x) ≔ if t = 0 then x else grow(t − 1, a, tanh(einsum("ij,j->i", a, x)))
     fn grown(t, a, x) ↦ grow(t, a, x)
+    def rowsGrow(t, w, h) ≔ if t = 0 then h else rowsGrow(t − 1, w, tanh(einsum("ng,gh->nh", h, w)))
+    fn rowsGrown(t, w, h) ↦ rowsGrow(t, w, h)
     model Counter(n) : Learner {
       weight w : Tensor[n] from 0
       def train(rate) { w ≔ w + rate }
@@ -40,7 +42,9 @@ CHILD = textwrap.dedent("""
     a, x = np.eye(3) * 0.5, np.ones(3)
     net = mod.Counter(3)
     net.train(1.0, steps=2)                     # compiled before the signal, as are these:
-    mod.forever(-1.0), mod.counted(2.0, 0.0), mod.grown(2.0, a, x)
+    w, h = np.eye(32) * 0.5, np.ones((64, 32))
+    mod.forever(-1.0), mod.counted(2.0, 0.0), mod.grown(2.0, a, x), mod.rowsGrown(2.0, w, h)
+    BLOCKS = mod.rowsGrown.program(((), w.shape, h.shape)).generated().blocks
     print("ready", flush=True)
     try:
         CALL
@@ -56,7 +60,8 @@ CHILD = textwrap.dedent("""
 def interrupted(call: str) -> tuple[str, float]:
     """The child's output after SIGINT one second into `call`, and how long it took to end."""
     child = subprocess.Popen([sys.executable, "-c", CHILD.replace("CALL", call)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "NUMBA_NUM_THREADS": "2"})  # (rows in blocks)
     try:
         assert child.stdout.readline().strip() == "ready", child.stderr.read()
         time.sleep(1.0)
@@ -72,7 +77,9 @@ def interrupted(call: str) -> tuple[str, float]:
 
 
 @pytest.mark.parametrize("call", ["mod.forever(0.0)", "mod.counted(1e15, 0.0)",
-                                  "mod.grown(1e15, a, x)"])
+                                  "mod.grown(1e15, a, x)",
+                                  # every block of rows stops (executor/numba/row_blocks.py)
+                                  "assert BLOCKS.blocks == 2; mod.rowsGrown(1e15, w, h)"])
 def test_ctrl_c_stops_a_compiled_loop(call):
     out, _ = interrupted(call)
     assert "interrupted" in out and "finished" not in out

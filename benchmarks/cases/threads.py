@@ -131,27 +131,36 @@ def alternate(config: Config) -> Setup:
 
 
 def scaling(config: Config) -> Setup:
-    """The layer norm and dropout compiled with every core and with one thread, in one
-    process."""
+    """The layer norm, dropout and the recurrent network compiled with every core and with
+    one thread, in one process."""
     from hilbert.executor.numba import threads
 
     import hilbert
 
     a = _rows(config)
     u = np.random.default_rng(12).random(a.shape)
+    rng = np.random.default_rng(13)
+    sequence = (rng.standard_normal((64, 200)), rng.standard_normal((32, 32)) / np.sqrt(32),
+                rng.standard_normal(32), np.zeros((64, 32)))
+    shapes = tuple(v.shape for v in sequence)
     path = EXAMPLES / "Layers.hb"
     with _threads_setting("1"):
         serial = hilbert.load(path, executor=config.executor)
         serial.normalisedRows.build(a.shape)  # generated serial (by shapes: the calls' own)
         serial.kept.build(a.shape, u.shape, ())
+        serial_fits = hilbert.load(EXAMPLES / "Fits.hb", executor=config.executor)
+        serial_fits.unrolled.build(*shapes)
     with _threads_setting("auto"):
         every = hilbert.load(path, executor=config.executor)
         every.normalisedRows.build(a.shape), every.kept.build(a.shape, u.shape, ())
+        every_fits = hilbert.load(EXAMPLES / "Fits.hb", executor=config.executor)
+        every_fits.unrolled.build(*shapes)  # its 64 rows in blocks (executor/numba/row_blocks.py)
 
     def measure(config: Config) -> Measured:
         calls = config.pick(30, 10)
         pairs = {"layer norm": (every.normalisedRows, serial.normalisedRows, (a,)),
-                 "dropout": (every.kept, serial.kept, (a, u, 0.3))}
+                 "dropout": (every.kept, serial.kept, (a, u, 0.3)),
+                 "recurrence": (every_fits.unrolled, serial_fits.unrolled, sequence)}
         times: dict[str, list[float]] = {OURS: [], SERIAL: []}
         metrics: dict[str, float] = {"threads": threads.count()}
         for name, (fast, slow, args) in pairs.items():
@@ -166,10 +175,12 @@ def scaling(config: Config) -> Setup:
         return Measured(times, metrics=metrics)
 
     return Setup(ours=None, measure=measure, compare=False,
-                 params={"a, u": "×".join(map(str, a.shape))},
-                 notes=["hilbert: the layer norm and dropout built under HILBERT_THREADS=auto "
-                        "(every core), against the same functions built under HILBERT_THREADS=1; "
-                        "*_speedup is the one-thread time over the every-core time"])
+                 params={"a, u": "×".join(map(str, a.shape)), "recurrence": "64×200, 32 units"},
+                 notes=["hilbert: the layer norm, dropout and the recurrent network "
+                        "(Fits.unrolled: 200 steps, its 64 rows in blocks) built under "
+                        "HILBERT_THREADS=auto (every core), against the same functions built "
+                        "under HILBERT_THREADS=1; *_speedup is the one-thread time over the "
+                        "every-core time"])
 
 
 CASES = [
@@ -183,6 +194,6 @@ CASES = [
           Target("NumPy's BLAS loses ≤ 5% beside hilbert", metric="numpy_loss",
                  max_value=1.05))),
     Case("threads-scaling", "threads", "loop nests on every core against one thread",
-         "the layer norm and dropout on every core against HILBERT_THREADS=1",
+         "the layer norm, dropout and a recurrence on every core against HILBERT_THREADS=1",
          scaling, (Target("runs", runs=True),)),
 ]

@@ -79,6 +79,7 @@ class Generated:
     parallel: bool = False  # a nest runs its outer loop on several threads (a prange)
     units: tuple[Unit, ...] = ()  # what it runs, unit by unit (the plan's schedule)
     split: bool = False  # its products are shared out by its threads, BLAS on one thread
+    sized: bool = False  # written for the table's sizes only (a tiny program: `generate`)
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ class Emitter:
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
         return Generated(source, not self.host, self.loops, self.reads, self.kernels,
                          self.products, self.copies, self.looped, parallel, self._schedule(body),
-                         self.split)
+                         self.split, self.exact)
 
     def _schedule(self, body: list) -> tuple[Unit, ...]:
         """The units as the final code runs them: nests in one loop over rows numbered

@@ -8,6 +8,7 @@ import functools
 
 from hilbert.compiler.plan import Plan
 from hilbert.executor.numba.regions import CompiledRegion
+from hilbert.executor.numba.row_blocks import RowBlocks
 from hilbert.executor.numba.scope import ScopeRunner
 from hilbert.executor.numerics import detached, fresh_first, quietly
 
@@ -18,15 +19,18 @@ class WholeProgram:
     tier = "compiled"  # (the tier every call of it runs on: TieredProgram's second)
     detaches = True  # (what it returns shares no memory with its arguments: `detached`)
 
-    def __init__(self, region: CompiledRegion, plan: Plan, arity: int):
+    def __init__(self, region: CompiledRegion, plan: Plan, arity: int,
+                 blocks: RowBlocks | None = None):
         self.plan = plan
         self.region = region
+        self.blocks = blocks  # the call as blocks of rows on several threads (row_blocks.py)
         self.function = region.function
         self.positions = tuple(n.index for n in region.region.inputs)
         # plain NumPy calls on the parameters as they are: nothing to convert, no checked
         # read whose error the region translates (x[t], oneHot)
         self.direct = (self.positions == tuple(range(arity)) and not region.scalars
-                       and not region.generated.compiled and not region.generated.reads)
+                       and not region.generated.compiled and not region.generated.reads
+                       and blocks is None)
         # what a call runs: straight to fresh_first when direct (a Python frame less: a
         # small product's call is about 2 µs, each frame 0.07)
         self.run = functools.partial(fresh_first, self.function) if self.direct else self
@@ -37,7 +41,7 @@ class WholeProgram:
             return fresh_first(self.function, values)
         args = self.region.convert([values[i] for i in self.positions])
         if self.region.generated.compiled:
-            value, steps = self.region.run(args)
+            value, steps = (self.blocks or self.region).run(args)
         else:  # NumPy calls on the host: inf and NaN are values, not warnings
             value, steps = quietly(self.region, args)
         if steps:

@@ -15,12 +15,14 @@ from hilbert.compiler import ir, passes, settings
 from hilbert.compiler.driver import Specialised
 from hilbert.compiler.passes.shapes import ShapeTable, infer_shapes
 from hilbert.compiler.plan import Plan
+from hilbert.compiler.plan.rows import row_split
 from hilbert.compiler.settings import whole_number
-from hilbert.executor.numba import built, threads
+from hilbert.executor.numba import built, row_blocks, threads
 from hilbert.executor.numba.builder import BUILDER
 from hilbert.executor.numba.placement import Placement
 from hilbert.executor.numba.programs import HostProgram, WholeProgram
 from hilbert.executor.numba.regions import CompiledRegion
+from hilbert.executor.numba.row_blocks import RowBlocks
 from hilbert.executor.numba.scope import ScopeRunner, only_loop, regions_of, resume_points
 from hilbert.executor.planned import PlannedProgram
 from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, first_line, warn
@@ -93,6 +95,15 @@ class Tiers:
         self.fast = fast
         self._runner: ScopeRunner | None = None
         self._lock = threading.Lock()
+
+    def blocks(self) -> RowBlocks | None:
+        """The call as blocks of rows on several threads (row_blocks.py), when its generated
+        code is one function a split of rows is proven for (compiler/plan/rows.py)."""
+        whole = self.runner.whole
+        if whole is None:
+            return None
+        split = row_split(*generated_ir(self._ready), self._ready.plan.signature)
+        return row_blocks.blocks_for(whole, self._ready.plan, split)
 
     @property
     def runner(self) -> ScopeRunner:
@@ -173,11 +184,11 @@ def _noted(plan: Plan, lines, runner: ScopeRunner | None = None) -> Plan:
     return noted
 
 
-def _second_tier(runner: ScopeRunner, plan: Plan, arity: int):
-    """The program of generated code for `runner`: one function of the parameters, or a host
-    walk calling compiled regions."""
+def _second_tier(runner: ScopeRunner, plan: Plan, arity: int, blocks: RowBlocks | None):
+    """The program of generated code for `runner`: one function of the parameters (run as
+    `blocks` of rows, if given), or a host walk calling compiled regions."""
     if runner.whole is not None:
-        return WholeProgram(runner.whole, plan, arity)
+        return WholeProgram(runner.whole, plan, arity, blocks)
     return HostProgram(runner, plan)
 
 
@@ -406,9 +417,10 @@ class TieredProgram:
         compiled here)."""
         with self._lock:
             if self._second is None:
-                plan = _noted(self.host.plan, (BUILT, *_notes(self._tiers.runner)),
-                              self._tiers.runner)
-                self._second = _second_tier(self._tiers.runner, plan, self._arity)
+                runner, blocks = self._tiers.runner, self._tiers.blocks()
+                lines = (BUILT, *_notes(runner), *([row_blocks.note(blocks)] if blocks else []))
+                self._second = _second_tier(runner, _noted(self.host.plan, lines, runner),
+                                            self._arity, blocks)
             return self._second
 
     @property
