@@ -40,6 +40,8 @@ fn settled(w, h) ↦ settle(w, h)
 fn reading(x, w, v, h) ↦ recurrent(x, w, v, h)
 
 fn dense(a, w) ↦ tanh(einsum("np,pq->nq", a, w))
+-- a network trained on x, y, then its outputs for the queries z: the training reads no row of z
+fn predicted(t, r, x, y, w1, w2, z) ↦ mlpPredict(t, r, x, y, w1, w2, z)
 fn centred(a) ↦ a − einsum("p,n->np", einsum("np->p", a) / rows(a), einsum("np->n", a · 0.0 + 1.0))
 """
 
@@ -72,6 +74,8 @@ def test_a_square_weight_as_long_as_the_batch_is_not_split(module):
     ("transposed", ((), (16, 16), (16, 16))),
     ("settled", ((16, 16), (64, 16))),
     ("centred", ((64, 10),)),
+    # split along z's rows, each block would train the whole network again
+    ("predicted", ((), (), (256, 32), (256, 4), (32, 64), (64, 4), (64, 32))),
 ])
 def test_calls_whose_rows_mix_are_not_split(module, name, shapes):
     assert split_of(module, name, *shapes) == ()

@@ -14,7 +14,10 @@ The proof is an abstract interpretation of the call's IR. Each value is
   arguments (and on FREE values), and its other entries on nothing else;
 - MIXED: anything else (a sum over the rows, a row count, a draw from a generator).
 
-Each op has a rule; an op without one is MIXED as soon as any argument is not FREE. A loop's
+A loop that reads no row of the split arguments (a network trained on other data before
+its predictions for the split rows) would run whole in every block, its work done once per
+thread: such a call is not split. Each op has a rule; an op without one is MIXED as soon as
+any argument is not FREE. A loop's
 state is found by iteration: each component keeps the axis its initial value has or the call
 is not split; its stopping condition must be FREE (every block stops after the same steps).
 Operands of entrywise operations have one shape or are scalars, so a FREE operand that is not
@@ -75,9 +78,10 @@ def _rows_follow(body: ir.Node, table: ShapeTable, split: frozenset[int]) -> boo
     """Whether every result of `body` has its rows along its first axis when the parameters
     `split` are split along theirs."""
     leaf = lambda node: 0 if node.index in split else FREE  # noqa: E731
-    values = _Rows(table).scope((body,), (), leaf)
-    result = values[body]
-    return all(axis == 0 for axis in (result if isinstance(result, tuple) else (result,)))
+    rows = _Rows(table)
+    result = rows.scope((body,), (), leaf)[body]
+    return not rows.free_loop and all(
+        axis == 0 for axis in (result if isinstance(result, tuple) else (result,)))
 
 
 class _Rows:
@@ -85,6 +89,7 @@ class _Rows:
 
     def __init__(self, table: ShapeTable):
         self.table = table
+        self.free_loop = False  # a loop reads no row: every block would run all of it again
 
     def scope(self, roots: tuple[ir.Node, ...], scope: Scope, leaf) -> dict:
         values: dict = {}
@@ -131,6 +136,7 @@ class _Rows:
             state = tuple(a if body[step] == a else MIXED
                           for a, step in zip(current, loop.step, strict=True))
             if state == current:
+                self.free_loop |= all(a is FREE for a in state)
                 return state
         return tuple(MIXED for _ in state)  # (not reached: each round fixes one more)
 
