@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -90,27 +91,27 @@ def joined(values: list):
     return np.concatenate(values)
 
 
-def blocks_for(region: CompiledRegion, plan: Plan, split: tuple[int, ...]) -> RowBlocks | None:
+def blocks_for(region: CompiledRegion, plan: Plan,
+               prove: Callable[[], tuple[int, ...]]) -> RowBlocks | None:
     """The blocks a call of `region` (a whole program's, planned as `plan`) runs as, or None:
-    a split is proven (`split`, the parameters), the code is compiled for any sizes (not a
-    tiny program's), has loops (a loop-free call's nests and products use the threads
-    already) and no prange of its own, threads are
-    on, and the call has WORK (each loop of unknown length taken to run GUESSED_STEPS) and at
-    least ROWS rows a block."""
+    the code is compiled for any sizes (not a tiny program's), has loops (a loop-free call's
+    nests and products use the threads already) and no prange of its own, threads are on,
+    the call has WORK (each loop of unknown length taken to run GUESSED_STEPS), and `prove`
+    (called last: it walks the IR) gives the parameters to split, each with at least ROWS
+    rows a block."""
     generated = region.generated
-    if (not split or not generated.compiled or not generated.loops or generated.parallel
-            or generated.sized):
+    if (not generated.compiled or not generated.loops or generated.parallel
+            or generated.sized or threads.count() < 2):
         return None
     work = plan.flops if plan.flops is not None else (
         GUESSED_STEPS * sum(p.flops_per_step for p in plan.loops))
-    rows = plan.signature[split[0]][0]
-    blocks = min(threads.count(), rows // ROWS)
-    if work < WORK or blocks < 2:
+    split = prove() if work >= WORK else ()
+    if not split:
         return None
-    inputs = region.region.inputs
-    positions = tuple(j for j, node in enumerate(inputs)
+    blocks = min(threads.count(), plan.signature[split[0]][0] // ROWS)
+    positions = tuple(j for j, node in enumerate(region.region.inputs)
                       if isinstance(node, ir.Param) and node.index in split)
-    return RowBlocks(region, positions, blocks) if positions else None
+    return RowBlocks(region, positions, blocks) if blocks >= 2 and positions else None
 
 
 def note(blocks: RowBlocks) -> str:

@@ -99,11 +99,11 @@ class Tiers:
     def blocks(self) -> RowBlocks | None:
         """The call as blocks of rows on several threads (row_blocks.py), when its generated
         code is one function a split of rows is proven for (compiler/plan/rows.py)."""
-        whole = self.runner.whole
+        whole, ready = self.runner.whole, self._ready
         if whole is None:
             return None
-        split = row_split(*generated_ir(self._ready), self._ready.plan.signature)
-        return row_blocks.blocks_for(whole, self._ready.plan, split)
+        return row_blocks.blocks_for(
+            whole, ready.plan, lambda: row_split(*generated_ir(ready), ready.plan.signature))
 
     @property
     def runner(self) -> ScopeRunner:
