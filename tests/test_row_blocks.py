@@ -98,6 +98,7 @@ def test_results_of_blocks_are_joined_along_rows():
     a, b = np.ones((2, 3)), np.zeros((3, 3))
     np.testing.assert_array_equal(row_blocks.joined([a, b]), np.vstack([a, b]))
     first, second = row_blocks.joined([(a, a[:, 0]), (b, b[:, 0])])
+    np.testing.assert_array_equal(first, np.vstack([a, b]))
     np.testing.assert_array_equal(second, np.r_[a[:, 0], b[:, 0]])
 
 

@@ -14,15 +14,14 @@ The proof is an abstract interpretation of the call's IR. Each value is
   arguments (and on FREE values), and its other entries on nothing else;
 - MIXED: anything else (a sum over the rows, a row count, a draw from a generator).
 
-A loop that reads no row of the split arguments (a network trained on other data before
-its predictions for the split rows) would run whole in every block, its work done once per
-thread: such a call is not split. Each op has a rule; an op without one is MIXED as soon as
-any argument is not FREE. A loop's
+Each op has a rule; an op without one is MIXED as soon as any argument is not FREE. A loop's
 state is found by iteration: each component keeps the axis its initial value has or the call
 is not split; its stopping condition must be FREE (every block stops after the same steps).
-Operands of entrywise operations have one shape or are scalars, so a FREE operand that is not
-a scalar would have to be split too: MIXED. The same holds for a FREE einsum operand that
-carries the rows' letter.
+A loop that reads no row of the split arguments (a network trained on other data before its
+predictions for the split rows) would run whole in every block, its work done once per
+thread: such a call is not split either. Operands of entrywise operations have one shape or
+are scalars, so a FREE operand that is not a scalar would have to be split too: MIXED. The
+same holds for a FREE einsum operand that carries the rows' letter.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ MIXED = -1
 CANDIDATES = 6
 
 _ENTRYWISE_KINDS = frozenset({"unary", "binary", "compare"})
-#: Ops whose only argument's axis attrs[0] is dropped from the result (a reduction, a read).
+#: Ops whose first argument's axis attrs[0] is dropped from the result (a reduction, a read).
 _DROPPING_KINDS = frozenset({"reduce", "take", "shift"})
 
 

@@ -29,8 +29,7 @@ class WholeProgram:
         # plain NumPy calls on the parameters as they are: nothing to convert, no checked
         # read whose error the region translates (x[t], oneHot)
         self.direct = (self.positions == tuple(range(arity)) and not region.scalars
-                       and not region.generated.compiled and not region.generated.reads
-                       and blocks is None)
+                       and not region.generated.compiled and not region.generated.reads)
         # what a call runs: straight to fresh_first when direct (a Python frame less: a
         # small product's call is about 2 µs, each frame 0.07)
         self.run = functools.partial(fresh_first, self.function) if self.direct else self

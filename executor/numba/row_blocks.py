@@ -50,10 +50,9 @@ class RowBlocks:
         self.blocks = blocks
 
     def run(self, args: list):
-        """(value, loop steps run), as CompiledRegion.run gives them."""
-        if self.region.generated.loops:
-            return interrupt.call(self, args)
-        return self(args)
+        """(value, loop steps run), as CompiledRegion.run gives them (its code has loops:
+        `blocks_for`)."""
+        return interrupt.call(self, args)
 
     def __call__(self, args: list):
         rows = args[self.positions[0]].shape[0]
@@ -99,16 +98,16 @@ def blocks_for(region: CompiledRegion, plan: Plan,
     the call has WORK (each loop of unknown length taken to run GUESSED_STEPS), and `prove`
     (called last: it walks the IR) gives the parameters to split, each with at least ROWS
     rows a block."""
-    generated = region.generated
+    generated, most = region.generated, threads.count()
     if (not generated.compiled or not generated.loops or generated.parallel
-            or generated.sized or threads.count() < 2):
+            or generated.sized or most < 2):
         return None
     work = plan.flops if plan.flops is not None else (
         GUESSED_STEPS * sum(p.flops_per_step for p in plan.loops))
     split = prove() if work >= WORK else ()
     if not split:
         return None
-    blocks = min(threads.count(), plan.signature[split[0]][0] // ROWS)
+    blocks = min(most, plan.signature[split[0]][0] // ROWS)
     positions = tuple(j for j, node in enumerate(region.region.inputs)
                       if isinstance(node, ir.Param) and node.index in split)
     return RowBlocks(region, positions, blocks) if blocks >= 2 and positions else None
