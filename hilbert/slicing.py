@@ -265,10 +265,15 @@ def run(contract, arrays: list, spec: str, sliced: Sliced, workers: int | None =
 
 def _gathered(pending: list, pool, stop: threading.Event) -> list:
     """The workers' sums, in order. Waiting for them is where the caller's thread receives
-    Ctrl-C (a lock's wait is interrupted by signals on POSIX): then, or when a worker fails,
-    `stop` is set, every worker ends after the slice it is running, and the exception is
-    raised once they all have (no thread goes on computing for a call that is over)."""
+    Ctrl-C (a lock's wait is interrupted by signals on POSIX): then, or as soon as a worker
+    fails, `stop` is set, every worker ends after the slice it is running, and the exception
+    is raised once they all have (no thread goes on computing for a call that is over)."""
+    from concurrent.futures import FIRST_EXCEPTION, wait
+
     try:
+        wait(pending, return_when=FIRST_EXCEPTION)
+        if any(future.done() and future.exception() is not None for future in pending):
+            stop.set()  # (the failure is raised below, in the order of the shares)
         return [future.result() for future in pending]
     except BaseException:
         stop.set()

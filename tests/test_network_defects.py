@@ -329,3 +329,27 @@ def test_a_search_shows_a_line_while_it_runs_and_nothing_in_a_pipe(private_cache
     hilbert.contract_path(spec, *shapes, shapes=True, optimize=hilbert.Hyper(max_repeats=4))
     err = capsys.readouterr().err
     assert "searching a path for 24 tensors" in err and "/4 trees" in err
+
+
+def test_a_failing_slice_stops_the_other_workers():
+    """Slice 1 (the second worker's first) fails: the first worker stops after the slice it
+    is running rather than running its 5,000, and the failure is raised."""
+    import time
+
+    from hilbert import slicing
+
+    count = 10_000
+    sliced = slicing.Sliced(("a",), (count,), "->", ((),), count, count, 8, 8 * count,
+                            10 ** 9, 8 * count, 8)
+    ran = []
+
+    def contract(x):
+        ran.append(int(x))
+        if int(x) == 1:
+            raise ArithmeticError("slice 1")
+        time.sleep(0.001)  # (so the first worker has thousands of slices' work ahead)
+        return x
+
+    with pytest.raises(ArithmeticError, match="slice 1"):
+        slicing.run(contract, [np.arange(float(count))], "a->", sliced, workers=2)
+    assert 1 in ran and len(ran) < count // 2
