@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 
 from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.plan.paths import contraction
+from hilbert.compiler.plan.paths import contraction, elements, output_shape
 
 Shapes = tuple[tuple[int, ...], ...]
 
@@ -86,7 +86,7 @@ def estimate(spec: str, shapes: Shapes, path: tuple, item: int) -> tuple[int, in
         peak = max(peak, held + step.intermediate)
         held += step.intermediate - freed
         alive.append(step.intermediate)
-    operands = sum(math.prod(s) for s in shapes)
+    operands = _entries(shapes)
     largest = max(steps, key=lambda s: s.intermediate)
     return sum(s.flops for s in steps), (operands + peak) * item, largest.spec.split("->")[1]
 
@@ -105,7 +105,7 @@ def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sli
     if operands > limit:
         raise ValueError(f"its operands alone take {operands:,} bytes (slicing leaves them "
                          "whole: each slice reads a view of them): a larger limit is needed")
-    result = _entries((_output_shape(spec, shapes),)) * item
+    result = elements(output_shape(spec, shapes)) * item
     if operands + result > limit:
         raise ValueError(f"its operands and its result alone take {operands + result:,} bytes "
                          "(slicing leaves both whole: each slice reads views of the operands "
@@ -134,10 +134,6 @@ def _entries(shapes: Shapes) -> int:
     return sum(math.prod(s) for s in shapes)
 
 
-def _output_shape(spec: str, shapes: Shapes) -> tuple[int, ...]:
-    return tuple(_summed(spec, shapes)[1][ch] for ch in parse_spec(spec).output)
-
-
 def slice_cost(spec: str, shapes: Shapes, path: tuple, item: int,
                letters: tuple[str, ...]) -> tuple[int, int, str]:
     """`estimate` of one slice over `letters`: its FLOPs, its peak bytes (the whole operands,
@@ -155,7 +151,7 @@ def _sliced(spec: str, shapes: Shapes, path: tuple, item: int, letters: tuple[st
     sliced_spec, sliced_shapes = without(spec, shapes, letters)
     f, p, _ = slice_cost(spec, shapes, path, item, letters)
     counts = tuple(sizes[ch] for ch in letters)
-    result = _entries((_output_shape(spec, shapes),)) * item
+    result = elements(output_shape(spec, shapes)) * item
     return Sliced(letters, counts, sliced_spec, sliced_shapes, f * math.prod(counts), flops, p,
                   peak, limit, _entries(shapes) * item, result)
 

@@ -177,11 +177,12 @@ def contraction(spec: str, shapes: tuple[Shape, ...], optimize: str):
         flops = flop_count(letters, bool(removed), len(inputs), info.size_dict)
         steps.append(ContractStep(step_spec, int(flops), int(size), blas or ""))
     if not steps:  # opt_einsum lists nothing for a lone operand that needs no work
-        steps.append(ContractStep(spec, 0, elements(_output_shape(spec, shapes)), ""))
+        steps.append(ContractStep(spec, 0, elements(output_shape(spec, shapes)), ""))
     return tuple(tuple(p) for p in path), tuple(steps)
 
 
-def _output_shape(spec: str, shapes: tuple[Shape, ...]) -> Shape:
+def output_shape(spec: str, shapes: tuple[Shape, ...]) -> Shape:
+    """The shape of the einsum's value."""
     parsed = parse_spec(spec)
     sizes = {ch: n for term, shape in zip(parsed.inputs, shapes, strict=True) for ch, n in zip(term, shape, strict=True)}
     return tuple(sizes[ch] for ch in parsed.output)
