@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,18 +78,24 @@ def contract_path(*operands, shapes: bool = False, optimize="auto", memory_limit
 
 def load_path(file) -> list[tuple[int, ...]]:
     """The path a `PathInfo.save` kept in `file` (JSON), to give as `optimize=`: a long
-    search paid once. E600 when the file cannot be read or holds no path."""
+    search paid once. E600 when the file cannot be read or holds no path (its positions are
+    checked against the contraction when it is used)."""
     try:
         with open(file, encoding="utf-8") as handle:
             path = json.load(handle)["path"]
         steps = [tuple(step) for step in path]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as err:
         raise ArgumentError("E600", f"no contraction path can be read from {str(file)!r}: "
                             f"{err}", nowhere(WHERE)) from None
-    if not all(isinstance(i, int) and not isinstance(i, bool) for step in steps for i in step):
+    if not all(_is_position(i) and i < sys.maxsize for step in steps for i in step):
         raise ArgumentError("E600", f"{str(file)!r} holds no contraction path (a list of lists "
-                            "of operand positions)", nowhere(WHERE))
+                            "of operand positions, whole numbers from 0)", nowhere(WHERE))
     return steps
+
+
+def _is_position(i) -> bool:
+    """Whether `i` can be an operand's position in a path: a whole number from 0 (not a bool)."""
+    return isinstance(i, int) and not isinstance(i, bool) and i >= 0
 
 
 def contract_expression(subscripts, *shapes, optimize="auto", memory_limit=None,
@@ -240,23 +247,62 @@ def _item(arrays: list) -> int:
 
 def _optimiser(optimize, spec: str, sizes: tuple):
     """`optimize` checked (an explicit path as a tuple of tuples, checked against the
-    contraction by opt_einsum: E600 if it does not fit). As in opt_einsum, True and None are
-    "auto" and False is no path: one step over every operand."""
+    contraction: `_checked_path`). As in opt_einsum, True and None are "auto" and False is no
+    path: one step over every operand."""
     if optimize is True or optimize is None:
         optimize = "auto"
     elif optimize is False:
         optimize = (tuple(range(len(sizes))),)
     if isinstance(optimize, list):
-        optimize = tuple(tuple(step) for step in optimize)
+        optimize = tuple(tuple(step) if isinstance(step, (list, tuple)) else step
+                         for step in optimize)
     check_optimiser(optimize, nowhere(WHERE), explicit=True)
-    if is_path(optimize):
+    return _checked_path(optimize, spec, sizes) if is_path(optimize) else optimize
+
+
+#: What a path is, for the messages that refuse one.
+PATH_IS = ("a path lists the steps in order, each a tuple of the positions (from 0) of the "
+           "operands it contracts among those left, its result going last: n operands take "
+           "n − 1 steps of two, such as [(0, 1), (0, 1)] for three")
+
+
+def _checked_path(path: tuple, spec: str, sizes: tuple) -> tuple:
+    """An explicit path, checked against the contraction of `sizes`: E600 saying what a path
+    is when it does not fit (`_path_problem`, then opt_einsum's own check). The empty path
+    of a lone operand is its one path, [(0,)]; of several, a path that contracts nothing."""
+    if not path and len(sizes) == 1:
+        return ((0,),)
+    problem = _path_problem(path, len(sizes))
+    if problem is None:
         try:
-            opt_einsum.contract_path(spec, *sizes, shapes=True, optimize=list(optimize))
-        except (ValueError, TypeError, IndexError) as err:
-            raise ArgumentError("E600", f"the path {list(optimize)} does not fit this "
-                                f"contraction of {len(sizes)} operand(s): {err}",
-                                nowhere(WHERE)) from None
-    return optimize
+            opt_einsum.contract_path(spec, *sizes, shapes=True, optimize=list(path))
+        except (ValueError, TypeError, IndexError, OverflowError) as err:
+            problem = str(err)
+    if problem is not None:
+        raise ArgumentError("E600", f"the path {str(list(path)):.80} does not fit this "
+                            f"contraction of {len(sizes)} operand(s): {problem} ({PATH_IS})",
+                            nowhere(WHERE))
+    return path
+
+
+def _path_problem(path: tuple, count: int) -> str | None:
+    """What keeps `path` from contracting `count` operands to one, in plain words, or None."""
+    if not path:
+        return f"it has no steps, and {count} operands need {count - 1}"
+    left = count
+    for k, step in enumerate(path, start=1):
+        if not step:
+            return f"step {k} contracts nothing"
+        if not all(_is_position(i) for i in step):
+            return f"step {k} {str(step):.40} holds something other than a whole number from 0"
+        if len(set(step)) < len(step):
+            return f"step {k} {str(step):.40} names an operand twice"
+        if (most := max(step)) >= left:
+            named = most if most < 10**9 else f"{most:.3g}"
+            return (f"step {k} names position {named}, where {left} operand(s) are "
+                    f"left (positions 0 to {left - 1})")
+        left += 1 - len(step)
+    return None if left == 1 else f"it leaves {left} operands, not one"
 
 
 @functools.lru_cache(maxsize=256)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from dataclasses import dataclass
 
 from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.plan.paths import contraction
+from hilbert.compiler.plan.paths import contraction, elements, output_shape
 
 Shapes = tuple[tuple[int, ...], ...]
 
@@ -85,7 +86,7 @@ def estimate(spec: str, shapes: Shapes, path: tuple, item: int) -> tuple[int, in
         peak = max(peak, held + step.intermediate)
         held += step.intermediate - freed
         alive.append(step.intermediate)
-    operands = sum(math.prod(s) for s in shapes)
+    operands = _entries(shapes)
     largest = max(steps, key=lambda s: s.intermediate)
     return sum(s.flops for s in steps), (operands + peak) * item, largest.spec.split("->")[1]
 
@@ -93,16 +94,22 @@ def estimate(spec: str, shapes: Shapes, path: tuple, item: int) -> tuple[int, in
 def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sliced | None:
     """The slicing that brings the contraction under `limit` bytes, None when it is under
     already: the cheaper (fewer FLOPs over all slices) of hilbert's greedy choice and, when
-    cotengra is installed, cotengra's slicer's. A ValueError when neither finds one: fixing
-    every summed index would not do, or it would cost more than MAX_OVERHEAD times the FLOPs
-    (its message says which)."""
+    cotengra is installed, cotengra's slicer's. A ValueError when neither finds one: its
+    operands and result alone are over the limit (slicing leaves both whole), fixing every
+    summed index would not do, or it would cost more than MAX_OVERHEAD times the FLOPs (its
+    message says which)."""
     flops, peak, largest = estimate(spec, shapes, path, item)
     if peak <= limit:
         return None
-    operands = sum(math.prod(s) for s in shapes) * item
+    operands = _entries(shapes) * item
     if operands > limit:
         raise ValueError(f"its operands alone take {operands:,} bytes (slicing leaves them "
                          "whole: each slice reads a view of them): a larger limit is needed")
+    result = elements(output_shape(spec, shapes)) * item
+    if operands + result > limit:
+        raise ValueError(f"its operands and its result alone take {operands + result:,} bytes "
+                         "(slicing leaves both whole: each slice reads views of the operands "
+                         "and adds into the result): a larger limit is needed")
     found, why = [], None
     for finder in (_greedy, _cotengra):
         try:
@@ -122,16 +129,31 @@ def choose(spec: str, shapes: Shapes, path: tuple, limit: int, item: int) -> Sli
     return best
 
 
+def _entries(shapes: Shapes) -> int:
+    """The entries of every array of `shapes` together."""
+    return sum(math.prod(s) for s in shapes)
+
+
+def slice_cost(spec: str, shapes: Shapes, path: tuple, item: int,
+               letters: tuple[str, ...]) -> tuple[int, int, str]:
+    """`estimate` of one slice over `letters`: its FLOPs, its peak bytes (the whole operands,
+    which the caller holds and every slice reads views of, and the slice's intermediates at
+    its fullest step) and the letters of its largest intermediate."""
+    sliced_spec, sliced_shapes = without(spec, shapes, letters)
+    f, p, big = estimate(sliced_spec, sliced_shapes, path, item)
+    return f, p + (_entries(shapes) - _entries(sliced_shapes)) * item, big
+
+
 def _sliced(spec: str, shapes: Shapes, path: tuple, item: int, letters: tuple[str, ...],
             flops: int, peak: int, limit: int) -> Sliced:
     """The slicing over `letters`, its FLOPs (every slice) and one slice's peak counted."""
     sizes = _summed(spec, shapes)[1]
     sliced_spec, sliced_shapes = without(spec, shapes, letters)
-    f, p, _ = estimate(sliced_spec, sliced_shapes, path, item)
+    f, p, _ = slice_cost(spec, shapes, path, item, letters)
     counts = tuple(sizes[ch] for ch in letters)
-    result = math.prod(sizes[ch] for ch in parse_spec(spec).output) * item
+    result = elements(output_shape(spec, shapes)) * item
     return Sliced(letters, counts, sliced_spec, sliced_shapes, f * math.prod(counts), flops, p,
-                  peak, limit, sum(math.prod(s) for s in shapes) * item, result)
+                  peak, limit, _entries(shapes) * item, result)
 
 
 def _summed(spec: str, shapes: Shapes) -> tuple[list[str], dict[str, int]]:
@@ -160,8 +182,7 @@ def _greedy(spec: str, shapes: Shapes, path: tuple, limit: int, item: int,
                              "a larger limit is needed")
         trials = []
         for ch in candidates:
-            sliced_spec, sliced_shapes = without(spec, shapes, (*chosen, ch))
-            f, p, big = estimate(sliced_spec, sliced_shapes, path, item)
+            f, p, big = slice_cost(spec, shapes, path, item, (*chosen, ch))
             slices = math.prod(size[c] for c in (*chosen, ch))
             trials.append(((p, f * slices), ch, (f, p, big)))
         _, pick, now = min(trials)
@@ -171,14 +192,17 @@ def _greedy(spec: str, shapes: Shapes, path: tuple, limit: int, item: int,
 
 def _cotengra(spec: str, shapes: Shapes, path: tuple, limit: int, item: int,
               now: tuple) -> tuple[str, ...] | None:
-    """cotengra's slicer's choice on the same tree (None when cotengra is not installed):
-    asked for ever smaller largest intermediates (halving) until one slice's peak, as
-    `estimate` counts it, is under `limit`. Seeded, so the same in every process."""
+    """cotengra's slicer's choice on the same tree (None when cotengra is not installed, or
+    an axis has size 0, where its cost model divides by sizes): asked for ever smaller
+    largest intermediates (halving) until one slice's peak, as `slice_cost` counts it, is
+    under `limit`. Seeded, so the same in every process."""
     try:
         from cotengra import ContractionTree  # type: ignore[import-not-found]
     except ImportError:
         return None
     summed, size = _summed(spec, shapes)
+    if 0 in size.values():
+        return None
     parsed = parse_spec(spec)
     tree = ContractionTree.from_path(list(parsed.inputs), parsed.output, size,
                                      path=[list(step) for step in path])
@@ -187,11 +211,12 @@ def _cotengra(spec: str, shapes: Shapes, path: tuple, limit: int, item: int,
         target //= 2
         try:
             sliced = tree.slice(target_size=target, allow_outer=False, seed=0)
-        except RuntimeError as err:  # (cotengra: "Ran out of valid indices to slice")
-            raise ValueError(f"cotengra's slicer: {err}") from None
+        except (RuntimeError, KeyError) as err:
+            # ("Ran out of valid indices to slice"; a KeyError when every index it may slice
+            # is sliced already: cotengra 0.8 then picks one it has removed)
+            raise ValueError(f"cotengra's slicer finds no slicing ({err!r:.60})") from None
         letters = tuple(ch for ch in summed if ch in sliced.sliced_inds)
-        sliced_spec, sliced_shapes = without(spec, shapes, letters)
-        if estimate(sliced_spec, sliced_shapes, path, item)[1] <= limit:
+        if slice_cost(spec, shapes, path, item, letters)[1] <= limit:
             return letters
     raise ValueError("cotengra's slicer finds no slicing under the limit")
 
@@ -210,24 +235,47 @@ def run(contract, arrays: list, spec: str, sliced: Sliced, workers: int | None =
     views at those index values, on `workers` threads (by default as many as `workers_for`
     allows), each summing its share of the slices; NumPy's BLAS is held to one thread
     meanwhile, so threads never outnumber the cores. The shares are added in a fixed order:
-    the same workers give the same bits."""
+    the same workers give the same bits. Ctrl-C (or a slice's error) stops every thread
+    after the slice it is running, and is raised then (`_gathered`)."""
     values = list(itertools.product(*map(range, sliced.sizes)))
     workers = max(1, min(workers or workers_for(sliced), len(values)))
     terms = parse_spec(spec).inputs
-    if workers == 1:
+    if workers == 1:  # (in the caller's thread: Ctrl-C is raised there between slices)
         return _share(contract, arrays, terms, sliced.indices, values)
     from concurrent.futures import ThreadPoolExecutor
 
     from threadpoolctl import threadpool_limits
 
+    stop = threading.Event()
     shares = [values[k::workers] for k in range(workers)]
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
-        parts = list(pool.map(lambda share: _share(contract, arrays, terms, sliced.indices,
-                                                   share), shares))
+    with threadpool_limits(limits=1, user_api="blas"):
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="hilbert-slices")
+        pending = [pool.submit(_share, contract, arrays, terms, sliced.indices, share, stop)
+                   for share in shares]
+        parts = _gathered(pending, pool, stop)
     total = parts[0]
     for part in parts[1:]:
         total = total + part
     return total
+
+
+def _gathered(pending: list, pool, stop: threading.Event) -> list:
+    """The workers' sums, in order. Waiting for them is where the caller's thread receives
+    Ctrl-C (a lock's wait is interrupted by signals on POSIX): then, or as soon as a worker
+    fails, `stop` is set, every worker ends after the slice it is running, and the exception
+    is raised once they all have (no thread goes on computing for a call that is over)."""
+    from concurrent.futures import FIRST_EXCEPTION, wait
+
+    try:
+        wait(pending, return_when=FIRST_EXCEPTION)
+        if any(future.done() and future.exception() is not None for future in pending):
+            stop.set()  # (the failure is raised below, in the order of the shares)
+        return [future.result() for future in pending]
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def workers_for(sliced: Sliced) -> int:
@@ -242,10 +290,13 @@ def workers_for(sliced: Sliced) -> int:
 
 
 def _share(contract, arrays: list, terms: tuple[str, ...], indices: tuple[str, ...],
-           values: list) -> object:
-    """The sum of `contract` over the slices at `values` (one tuple of index values each)."""
+           values: list, stop: threading.Event | None = None) -> object:
+    """The sum of `contract` over the slices at `values` (one tuple of index values each);
+    None once `stop` is set (read before each slice: the caller is raising an exception)."""
     total = None
     for at in values:
+        if stop is not None and stop.is_set():
+            return None
         fixed = dict(zip(indices, at, strict=True))
         parts = [a[tuple(fixed.get(ch, slice(None)) for ch in term)]
                  if any(ch in fixed for ch in term) else a

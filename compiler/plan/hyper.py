@@ -22,8 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -41,15 +43,24 @@ LAYOUT = 1
 MINIMIZE = ("flops", "size", "write", "combo")
 
 
+#: `Hyper()`'s time budget (max_time="auto"): BASE_SECONDS and PER_OPERAND_SECONDS more per
+#: operand, at most MOST_SECONDS (201 tensors: 11 s). Without one, cotengra's search of 64
+#: trees took 245 s on a 201-tensor circuit with nothing on the screen.
+BASE_SECONDS = 1.0
+PER_OPERAND_SECONDS = 0.05
+MOST_SECONDS = 30.0
+
+
 @dataclass(frozen=True)
 class Hyper:
     """A hyper-optimised path search and its budget: `optimize=Hyper(max_time=10)`.
 
-    max_time: seconds the search may take (None: no limit); max_repeats: trees it may try;
-    minimize: what a tree is scored by ("flops", "size", "write" or "combo", cotengra's
+    max_time: seconds the search may take ("auto", the default: 1 s and 0.05 s more per
+    operand, at most 30 s; None: no limit), checked between trees; max_repeats: trees it may
+    try; minimize: what a tree is scored by ("flops", "size", "write" or "combo", cotengra's
     names). `optimize="hyper"` is `Hyper()`."""
 
-    max_time: float | None = None
+    max_time: float | str | None = "auto"
     max_repeats: int = 64
     minimize: str = "flops"
 
@@ -60,10 +71,12 @@ class Hyper:
         def wrong(what: str) -> ArgumentError:
             return ArgumentError("E600", f"Hyper({what}", nowhere("hilbert.Hyper"))
 
-        if self.max_time is not None and (isinstance(self.max_time, bool) or not isinstance(
-                self.max_time, (int, float)) or not 0 < self.max_time < math.inf):
+        if self.max_time not in (None, "auto") and (isinstance(self.max_time, bool) or not
+                                                    isinstance(self.max_time, (int, float)) or
+                                                    not 0 < self.max_time < math.inf):
             raise wrong(f"max_time={self.max_time!r:.40}): the search's budget is a positive "
-                        "number of seconds, or None for no limit")
+                        "number of seconds, \"auto\" (scaled by the network's size) or None "
+                        "for no limit")
         if isinstance(self.max_repeats, bool) or not isinstance(self.max_repeats, int) or \
                 self.max_repeats < 1:
             raise wrong(f"max_repeats={self.max_repeats!r:.40}): the number of trees to try "
@@ -72,8 +85,15 @@ class Hyper:
             raise wrong(f"minimize={self.minimize!r:.40}): a tree is scored by one of "
                         f"{', '.join(MINIMIZE)}")
 
+    def seconds(self, operands: int) -> float | None:
+        """The search's time budget on an einsum of `operands` operands (None: no limit)."""
+        if self.max_time != "auto":
+            return self.max_time  # type: ignore[return-value]
+        return min(MOST_SECONDS, BASE_SECONDS + PER_OPERAND_SECONDS * operands)
+
     def describe(self) -> str:
-        limit = f"{self.max_time:g} s, " if self.max_time is not None else ""
+        limit = ("" if self.max_time == "auto" else "no time limit, " if self.max_time is None
+                 else f"{self.max_time:g} s, ")
         return f"hyper ({limit}{self.max_repeats} trees, by {self.minimize})"
 
 
@@ -137,18 +157,59 @@ def _search(spec: str, shapes: tuple, budget: Hyper) -> Search:
     inputs, output = spec.split("->")
     size = {ch: int(n) for term, s in zip(inputs.split(","), shapes, strict=True)
             for ch, n in zip(term, s, strict=True)}
+    seconds = budget.seconds(len(shapes))
     with warnings.catch_warnings():  # (cotengra warns when KaHyPar is not installed)
         warnings.simplefilter("ignore")
-        optimizer = cotengra.HyperOptimizer(max_time=budget.max_time,
-                                            max_repeats=budget.max_repeats,
+        optimizer = cotengra.HyperOptimizer(max_time=seconds, max_repeats=budget.max_repeats,
                                             minimize=budget.minimize, parallel=False,
                                             progbar=False)
         start = time.perf_counter()
-        tree = optimizer.search(inputs.split(","), output, size)
-        seconds = time.perf_counter() - start
+        with _progress(optimizer, len(shapes), seconds, budget.max_repeats):
+            tree = optimizer.search(inputs.split(","), output, size)
+        took = time.perf_counter() - start
     path = tuple(tuple(int(i) for i in step) for step in tree.get_path())
-    return Search(path, len(optimizer.scores), round(seconds, 3),
+    return Search(path, len(optimizer.scores), round(took, 3),
                   int(tree.contraction_cost()), float(tree.contraction_width()))
+
+
+#: How often the search's line is redrawn, in seconds.
+TICK_S = 0.25
+
+
+@contextmanager
+def _progress(optimizer, operands: int, seconds: float | None, repeats: int):
+    """Around a search: on a terminal (hilbert.progress.wanted: as HILBERT_PROGRESS says), a
+    line `searching a path for N tensors` with the trees tried and the seconds spent of the
+    budget, once the search has lasted BUILD_LINE_DELAY_S, redrawn by a thread that reads the
+    optimiser's count of trees; elsewhere (a pipe, a log, the tests) nothing."""
+    import sys
+
+    from hilbert.progress import BUILD_LINE_DELAY_S, wanted
+
+    if not wanted(sys.stderr):
+        yield
+        return
+    from tqdm import tqdm
+
+    of = f" of {seconds:g} s" if seconds is not None else ""
+    done = threading.Event()
+    with tqdm(total=repeats, file=sys.stderr, delay=BUILD_LINE_DELAY_S, leave=False,
+              desc=f"searching a path for {operands} tensors", dynamic_ncols=True,
+              bar_format="{desc}: {n_fmt}/{total_fmt} trees{postfix}") as bar:
+        begun = time.perf_counter()
+
+        def tick() -> None:
+            while not done.wait(TICK_S):
+                bar.set_postfix_str(f"{time.perf_counter() - begun:.0f} s{of}", refresh=False)
+                bar.update(len(optimizer.scores) - bar.n)
+
+        ticker = threading.Thread(target=tick, name="hilbert-search-progress", daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
 
 
 def _key(spec: str, shapes: tuple, budget: Hyper) -> str:
