@@ -319,10 +319,11 @@ def _make_key(path: Path) -> None:
 
 
 def discard(path: Path | str, why: str) -> None:
-    """Say (W902) that the cache file `path` is not used, and why; remove it unread."""
-    replacing(path, why)
+    """Remove the cache file `path` unread; say (W902) that it is not used, and why. (Removed
+    first: under warnings made errors, the warning ends the call, but not the file's end.)"""
     with contextlib.suppress(OSError):
         os.unlink(path)
+    replacing(path, why)
 
 
 def replacing(path: Path | str, why: str) -> None:
