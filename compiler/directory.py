@@ -217,9 +217,9 @@ _OPENING = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK
 def read_kept(path: Path) -> bytes | None:
     """What hilbert kept in `path`, a file of a folder `private_folder` gave: None when it is
     missing or cannot be read, or sealed by no key yet; after W902 and its removal unread,
-    None when someone else could have written it (`_read_private`) or its seal is not the
+    None when someone else could have written it (`read_private`) or its seal is not the
     user's key's (damaged, or not written by `write_kept`)."""
-    data = _read_private(path)
+    data = read_private(path)
     key = None if data is None else _key(path.parent.parent, make=False)
     if data is None or key is None:  # (no key: the first write removes what predates it)
         return None
@@ -249,7 +249,7 @@ def _seal(key: bytes, path: Path, data: bytes) -> bytes:
     return seal.hexdigest().encode()
 
 
-def _read_private(path: Path, secret: bool = False) -> bytes | None:
+def read_private(path: Path, secret: bool = False) -> bytes | None:
     """The bytes of `path` when it is a plain file only the user could have written (and,
     when `secret`, read), checked on the open file itself before a byte is read: no symbolic
     link is followed, so what is checked is what is read. None when it is missing or cannot
@@ -283,7 +283,7 @@ def _key(directory: Path, make: bool) -> bytes | None:
     """The random key that seals the files kept in `directory` (its file KEY, which only the
     user can read or write); made now when there is none and `make`, else None."""
     path = directory / KEY
-    key = _read_private(path, secret=True)
+    key = read_private(path, secret=True)
     if key is not None and len(key) != _KEY_BYTES:
         discard(path, "it is not a key")
         key = None
@@ -295,7 +295,7 @@ def _key(directory: Path, make: bool) -> bytes | None:
         except OSError as err:
             unusable(directory, err)
             return None
-        key = _read_private(path, secret=True)
+        key = read_private(path, secret=True)
     return key if key is not None and len(key) == _KEY_BYTES else None
 
 

@@ -509,7 +509,7 @@ def test_a_kept_file_of_another_user_is_removed_unread(kept_in, sentinel, monkey
     someone_else = path.stat().st_uid + 1
     monkeypatch.setattr(os, "geteuid", lambda: someone_else)
     caught = []
-    assert warned(lambda: caught.append(private._read_private(path))) == ["W902"]
+    assert warned(lambda: caught.append(private.read_private(path))) == ["W902"]
     assert caught == [None] and not path.exists()
 
 
@@ -557,3 +557,14 @@ def test_kept_paths_are_private_sealed_and_checked(cache_in, sentinel):
     found = []
     assert warned(lambda: found.append(hyper._read("k" * 32, "ij,jk,kl->il", shapes))) == ["W902"]
     assert found == [None] and not os.path.lexists(path)
+
+
+@pytest.mark.timeout(60)  # (a pipe read as a file would wait for a writer for ever)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX's")
+def test_a_generated_source_that_is_no_plain_file_is_replaced_unread(tmp_path):
+    from hilbert.executor.numba import cache
+
+    path = tmp_path / "hb_0123.py"
+    os.mkfifo(path)
+    assert warned(lambda: cache._written(path, "x = 1\n")) == ["W902"]
+    assert stat.S_ISREG(os.lstat(path).st_mode) and path.read_bytes() == b"x = 1\n"
