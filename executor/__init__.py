@@ -6,7 +6,6 @@ protocols (and the optional hooks `Executor` lists)."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -59,8 +58,10 @@ def get_executor(name: str) -> Executor:
         from hilbert.executor.numba import executor as numba_exec
         return numba_exec
     if name in ("dask", "jax"):  # (each needs its package: an extra of hilbert's)
+        from hilbert.executor.numba.loading import load  # (dask's kernels import Numba)
+
         try:
-            return importlib.import_module(f"hilbert.executor.{name}.executor")
+            return load(f"hilbert.executor.{name}.executor")
         except ImportError as err:
             if not (err.name or "").startswith(name):
                 raise

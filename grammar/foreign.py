@@ -1,5 +1,6 @@
-"""Words that start a construct of another language, which .hb does not have: a syntax error at
-one of them, or an unknown name that is one, says what to write instead."""
+"""Words and operators of other languages, which .hb does not have: a syntax error at one of
+them, an unknown name that is one, or a value's attribute (`x.sum()`, `x.T`) says what to
+write instead."""
 
 #: Constructs of other languages that .hb does not have, by the word that starts them, and
 #: what to write instead. A syntax error at (or just after) one of these words says so.
@@ -23,3 +24,31 @@ FOREIGN_WORDS = {
     "or": "comparisons give 1 or 0, so take their max: max(a > 0, b > 0)",
     "not": "comparisons give 1 or 0, so subtract from 1: 1 − (a > 0)",
 }
+
+#: Other languages' operators that .hb spells otherwise, by their characters, and what to
+#: write instead. A syntax error at one of them says so.
+FOREIGN_OPERATORS = {
+    "@": 'a matrix product is an einsum, as einsum("ij,jk->ik", x, w) (or mul(x, w), from '
+         "Prelude.LinearAlgebra)",
+    "**": "a power is x ^ 2 (or x² for a square)",
+}
+
+#: What .hb writes for a value's attribute or method in other languages (`x.sum()`, `x.T`):
+#: .hb values have neither, so `x.name` reads as a name of a module x.
+ATTRIBUTES = {
+    "sum": 'sum its entries with einsum, one letter per axis: einsum("ij->", {x}) for every '
+           'entry of a matrix, einsum("ij->j", {x}) down its columns',
+    "T": 'transpose it with einsum: einsum("ij->ji", {x}) (or transpose({x}), from '
+         "Prelude.LinearAlgebra)",
+    "dot": 'write a product with einsum: einsum("ij,jk->ik", {x}, w)',
+    "mean": 'divide a sum by a count: einsum("ij->", {x}) / (rows({x}) · columns({x})) (or '
+            "mean({x}) of a vector, from Prelude.Statistics)",
+    "max": "take the largest along an axis with maximum({x}, 0), or of two values with max(a, b)",
+    "min": "take the smallest along an axis with minimum({x}, 0), or of two values with min(a, b)",
+    "shape": "rows({x}) and columns({x}) are the sizes of its first two axes",
+}
+ATTRIBUTES |= {"transpose": ATTRIBUTES["T"], "matmul": ATTRIBUTES["dot"],
+               "size": ATTRIBUTES["shape"]}
+
+#: Names of Python libraries a newcomer may reach for, which .hb has no module of.
+PYTHON_MODULES = frozenset(("np", "numpy", "torch", "jnp", "jax", "math", "tf", "scipy"))

@@ -14,7 +14,7 @@ from lark.visitors import Transformer_NonRecursive
 
 from .confusables import skeleton, spelled
 from .errors import ArgumentError, ParseError, warn
-from .foreign import FOREIGN_WORDS
+from .foreign import FOREIGN_OPERATORS, FOREIGN_WORDS
 from .source import Source, Span
 from .syntax import (
     Assign,
@@ -255,6 +255,8 @@ def _syntax_error(source: Source, err: UnexpectedInput) -> ParseError:
         char = source.text[at] if at < len(source.text) else ""
         if _foreign_digit(char):
             return ParseError("E103", _digit_message(char), error.span)
+        if char in FOREIGN_OPERATORS:
+            return ParseError("E104", f".hb has no {char}: {FOREIGN_OPERATORS[char]}", error.span)
         return error
     found = _foreign_construct(source, getattr(err, "token", None))
     if found is None:
@@ -276,14 +278,19 @@ def _digit_message(char: str) -> str:
 
 def _foreign_construct(source: Source, token: Token | None) -> tuple[str, Token] | None:
     """What to write instead, and the token to point at, where the unexpected token (or the
-    one just before it) starts a construct of another language: a FOREIGN_WORDS word, a type
-    annotation `x : T`, or a type with arguments `: Frame(path)`."""
+    one just before it) starts a construct of another language: a FOREIGN_WORDS word, `**`,
+    a type annotation `x : T`, or a type with arguments `: Frame(path)`."""
     if not isinstance(token, Token) or token.type == "$END" or token.start_pos is None:
         return None
     before = _tokens_before(source.text, token.start_pos)
     for word in (token, *before[-1:]):
         if str(word) in FOREIGN_WORDS:
             return f".hb has no {word}: {FOREIGN_WORDS[str(word)]}", word
+    if token.type == "TIMES" and before and before[-1].type == "TIMES" and (
+            before[-1].end_pos == token.start_pos):  # `x ** 2`
+        stars = Token.new_borrow_pos("POW", "**", before[-1])
+        stars.end_column, stars.end_pos = token.end_column, token.end_pos
+        return f".hb has no **: {FOREIGN_OPERATORS['**']}", stars
     if token.type == "COLON" and _annotates(before):
         return (".hb has no type annotations such as `x : T`: a value's shape comes from the "
                 "arguments, so write the name alone, as def f(x) ≔ …"), token

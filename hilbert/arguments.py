@@ -79,7 +79,11 @@ def cast(function: str, param: str, array: np.ndarray, dtype: str, span) -> np.n
     if array.dtype is not dtypes.DTYPES[dtype] or not array.flags.c_contiguous:
         if array.ndim:  # (one number never goes over the limit)
             _check_copy(function, param, array, dtype, span)
-        array = np.asarray(array, dtype=dtype)
+        if dtypes.DTYPES[dtype] in _NARROW:  # (beyond float32's range: ±inf, IEEE's answer,
+            with np.errstate(over="ignore"):  # without NumPy's overflow warning)
+                array = np.asarray(array, dtype=dtype)
+        else:
+            array = np.asarray(array, dtype=dtype)
         if not array.flags.c_contiguous:
             array = np.array(array, order="C")
     return array
@@ -113,11 +117,23 @@ def _positional(args: tuple, dtype: str | None) -> tuple[np.ndarray, ...] | None
     # (an int goes through int64, as the checked path reads it: straight to float32 it would
     # be rounded twice, through float64)
     return tuple([value if type(value) is np.ndarray else
-                  np.array(value, wanted) if type(value) is float else
+                  _float(value, wanted) if type(value) is float else
                   np.asarray(np.asarray(value), wanted) for value in args])
 
 
 _INT64 = 2 ** 63
+#: The dtypes whose range a float64 can leave (an int64 cannot: 2⁶³ < float32's 3.4·10³⁸).
+_NARROW = frozenset((dtypes.DTYPES["float32"], dtypes.DTYPES["complex64"]))
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _float(value: float, wanted: np.dtype) -> np.ndarray:
+    """The Python float `value` as a 0-d array of `wanted`: beyond float32's range, ±inf as
+    IEEE rounds it, without NumPy's overflow warning (the check costs less than errstate)."""
+    if wanted in _NARROW and not -_FLOAT32_MAX <= value <= _FLOAT32_MAX:
+        with np.errstate(over="ignore"):
+            return np.array(value, wanted)
+    return np.array(value, wanted)
 
 
 def to_array(function: str, param: str, value, span) -> np.ndarray:

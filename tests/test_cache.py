@@ -109,13 +109,13 @@ def test_every_cache_file_goes_under_the_cache_dir(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in package.rglob("*.nb[ic]")} == before
     assert not elsewhere.exists()
     made = files(directory)
-    assert any(re.fullmatch(r"__pycache__/kernels\.product-\d+\.py\d+\.nbi", n) for n in made)
-    assert any(re.fullmatch(r"__pycache__/hb_[0-9a-f]{32}\.run-\d+\.py\d+\.1\.nbc", n) for n in made)
-    assert all(re.fullmatch(r"hb_[0-9a-f]{32}\.py|__pycache__/[\w.-]+\.(nbi|nbc)"
-                            r"|(parsed|entries|plans)/[0-9a-f]{32}\.pickle|built/[0-9a-f]{32}", n)
+    assert any(re.fullmatch(r"numba/kernels\.product-\d+\.py\d+\.nbi", n) for n in made)
+    assert any(re.fullmatch(r"numba/hb_[0-9a-f]{32}\.run-\d+\.py\d+\.1\.nbc", n) for n in made)
+    assert all(re.fullmatch(r"hb_[0-9a-f]{32}\.py|numba/[\w.-]+\.(nbi|nbc)"
+                            r"|(parsed|entries|plans)/[0-9a-f]{32}\.pickle|built/[0-9a-f]{32}|key", n)
                for n in made)
     assert all(stat.S_IMODE(mode) == 0o600 for mode, _ in made.values())
-    for level in (directory.parent, directory, directory / "__pycache__"):  # all made by hilbert
+    for level in (directory.parent, directory, directory / "numba"):  # all made by hilbert
         assert stat.S_IMODE(level.stat().st_mode) == 0o700
 
 
@@ -124,7 +124,7 @@ def test_every_cache_file_goes_under_the_cache_dir(tmp_path):
 
 def test_a_corrupt_cache_entry_is_replaced_and_the_next_process_starts_warm(primed, tmp_path):
     directory = copy_of(primed, tmp_path)
-    damaged = sorted((directory / "__pycache__").glob("*.nbc"))
+    damaged = sorted((directory / "numba").glob("*.nbc"))
     assert any(p.name.startswith("hb_") for p in damaged) and any(
         p.name.startswith("kernels.") for p in damaged)
     for path in damaged:
@@ -151,7 +151,7 @@ def test_a_corrupt_index_is_replaced_in_process(tmp_path, monkeypatch):
     monkeypatch.setenv(disk.ENVIRONMENT, str(tmp_path / "cache"))
     first = disk.keep(kernels.jit(twice), "stamp")
     assert first(1.5) == 3.0
-    (index,) = (tmp_path / "cache" / "__pycache__").glob("test_cache.twice-*.nbi")
+    (index,) = (tmp_path / "cache" / "numba").glob("test_cache.twice-*.nbi")
     index.write_bytes(b"garbage")
     with pytest.warns(HilbertWarning) as caught:
         assert disk.keep(kernels.jit(twice), "stamp")(1.5) == 3.0
@@ -242,7 +242,7 @@ def actual_message(code: str, tmp_path: Path, monkeypatch) -> str:
     else:
         monkeypatch.setenv(disk.ENVIRONMENT, str(tmp_path / "cache"))
         disk.keep(kernels.jit(twice), "stamp")(1.0)
-        for path in (tmp_path / "cache" / "__pycache__").glob("*.nbc"):
+        for path in (tmp_path / "cache" / "numba").glob("*.nbc"):
             path.write_bytes(b"garbage")  # as the page's `printf garbage > "$f"`
 
         def trigger():

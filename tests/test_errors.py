@@ -173,3 +173,30 @@ def test_each_call_site_is_named_when_one_definition_is_called_twice(executor):
     with pytest.raises(hilbert.CheckError) as raised:
         both(np.ones(3), np.ones((2, 2)))
     assert "called from both at twice.hb:2:28" in raised.value.notes  # the second call, of m
+
+
+#: What each file of another language's spelling is told, the .hb way first.
+HINTS = {
+    "method_of_a_value.hb": 'x is a value, and .hb values have no attributes or methods '
+                            '(x.sum): sum its entries with einsum, one letter per axis: '
+                            'einsum("ij->", x)',
+    "attribute_of_a_value.hb": 'x is a value, and .hb values have no attributes or methods '
+                               '(x.T): transpose it with einsum: einsum("ij->ji", x)',
+    "matrix_product_operator.hb": '.hb has no @: a matrix product is an einsum, as '
+                                  'einsum("ij,jk->ik", x, w)',
+    "power_operator.hb": ".hb has no **: a power is x ^ 2 (or x² for a square)",
+}
+
+
+@pytest.mark.parametrize("name", list(HINTS))
+def test_other_languages_spellings_say_the_hb_way(workspace, name):
+    with pytest.raises(hilbert.HilbertError) as raised:
+        hilbert.load(workspace / name)
+    assert raised.value.message.startswith(HINTS[name]), raised.value.message
+
+
+def test_a_python_library_is_no_module():
+    with pytest.raises(hilbert.NameResolutionError) as raised:
+        hilbert.compile_source("fn f(x) ↦ np.sum(x)")
+    assert raised.value.code == "E200"
+    assert raised.value.message.startswith(".hb is not Python and has no module np: einsum")

@@ -583,7 +583,7 @@ def test_corrupt_cache_files_are_replaced(tmp_path):
     assert _run(tmp_path, constant).returncode == 0
     for path in tmp_path.glob("hb_*.py"):
         path.write_text("this is not Python")
-    for path in (tmp_path / "__pycache__").glob("*.nbi"):
+    for path in (tmp_path / "numba").glob("*.nbi"):
         path.write_bytes(b"\x80\x04 garbage")
     result = _run(tmp_path, constant)
     assert result.returncode == 0, result.stderr

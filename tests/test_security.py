@@ -6,6 +6,8 @@ validated identifiers only. These tests try the obvious attacks and prove they f
 harmlessly: each ends in a HilbertError (or an ordinary result) and leaves no trace.
 """
 
+import hashlib
+import hmac
 import importlib.util
 import marshal
 import os
@@ -280,10 +282,10 @@ def plant_pickles(paths, marker) -> None:
 
 def test_a_cache_dir_others_can_write_is_never_read_nor_written(primed, tmp_path):
     directory, marker = copy_of(primed, tmp_path), tmp_path / "PWNED"
-    plant_pickles((directory / "__pycache__").iterdir(), marker)
+    plant_pickles((directory / "numba").iterdir(), marker)
     for source in directory.glob("hb_*.py"):
         source.write_text(f"open({str(marker)!r}, 'w').close()\n" + source.read_text())
-    for level in (directory, directory / "__pycache__"):
+    for level in (directory, directory / "numba"):
         os.chmod(level, 0o777)
     before = files(directory)
     report = run_cached(directory)  # (the right values: run_cached checks them)
@@ -293,7 +295,7 @@ def test_a_cache_dir_others_can_write_is_never_read_nor_written(primed, tmp_path
 
 def test_numba_files_others_could_write_are_never_unpickled(primed, tmp_path):
     directory, marker = copy_of(primed, tmp_path), tmp_path / "PWNED"
-    planted = sorted((directory / "__pycache__").glob("hb_*"))
+    planted = sorted((directory / "numba").glob("hb_*"))
     plant_pickles(planted, marker)
     for path in planted:
         os.chmod(path, 0o666)
@@ -322,6 +324,7 @@ def test_a_tampered_generated_source_is_never_run(primed, tmp_path, planted):
         source.write_text(tampered)
     else:
         pyc = importlib.util.cache_from_source(str(source))
+        os.makedirs(os.path.dirname(pyc), mode=0o700, exist_ok=True)  # (Python's __pycache__)
         with open(pyc, "wb") as out:
             out.write(timestamp_pyc(compile(tampered, str(source), "exec"), source))
     report = run_cached(directory)
@@ -357,7 +360,7 @@ def test_a_cache_dir_of_another_user_is_refused(cache_in, monkeypatch):
     someone_else = directory.stat().st_uid + 1
     monkeypatch.setattr(os, "geteuid", lambda: someone_else)
     assert f"{directory} belongs to" in refusal()
-    assert not (directory / "__pycache__").exists()  # nothing is made inside it
+    assert not (directory / "numba").exists()  # nothing is made inside it
 
 
 @pytest.mark.parametrize("mode, refused", [(0o700, False), (0o750, False), (0o770, True),
@@ -392,3 +395,176 @@ def test_a_symlinked_cache_dir_is_checked_where_it_leads(cache_in, tmp_path):
     (public / "cache").mkdir(mode=0o700)
     cache_in("link").symlink_to(public / "cache")
     assert f"{public} can be written by other users" in refusal()
+
+
+# Parsed modules, entries, plans and paths: read only when the user's and sealed by the user's key
+
+#: The folders of hilbert's own pickles (compiler/pickles.py).
+PICKLE_FOLDERS = ("parsed", "entries", "plans")
+
+
+def sealed(directory, path, data: bytes, key: bytes | None = None) -> bytes:
+    """`data` as a file kept at `path` is written (the format of docs/security.md): the
+    HMAC-SHA256 of its folder, name and contents under the directory's key, a newline, the
+    contents."""
+    key = (directory / "key").read_bytes() if key is None else key
+    where = f"{path.parent.name}/{path.name}".encode()
+    return hmac.new(key, where + b"\0" + data, hashlib.sha256).hexdigest().encode() + b"\n" + data
+
+
+def plant(directory, path, marker, how: str, elsewhere) -> None:
+    """Replace the pickle at `path` with one whose unpickling creates `marker`, `how` says."""
+    data = pickle.dumps(Planted(marker))
+    if how == "others can write it":  # (sealed right: only the check of its mode stops it)
+        path.write_bytes(sealed(directory, path, data))
+        os.chmod(path, 0o660 if path.parent.name == "plans" else 0o606)
+    elif how == "a symbolic link":  # (to a file sealed right, elsewhere)
+        target = elsewhere / f"{path.parent.name}-{path.name}"
+        target.write_bytes(sealed(directory, path, data))
+        os.chmod(target, 0o600)
+        path.unlink()
+        path.symlink_to(target)
+    else:  # sealed with a key that is not the directory's
+        path.write_bytes(sealed(directory, path, data, key=bytes(32)))
+        os.chmod(path, 0o600)
+
+
+@pytest.mark.parametrize("how", ["others can write it", "a symbolic link", "sealed by another key"])
+def test_planted_pickles_are_never_unpickled(primed, tmp_path, how):
+    directory, marker = copy_of(primed, tmp_path), tmp_path / "PWNED"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    planted = [p for name in PICKLE_FOLDERS for p in sorted((directory / name).glob("*.pickle"))]
+    assert {p.parent.name for p in planted} == set(PICKLE_FOLDERS)
+    for path in planted:
+        plant(directory, path, marker, how, elsewhere)
+    report = run_cached(directory)  # (the right values: run_cached checks them)
+    assert not marker.exists() and set(report["warnings"]) == {"W902"}
+    key = (directory / "key").read_bytes()
+    for path in planted:  # each deleted unread and made again, privately and sealed
+        assert not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) == 0o600
+        data = path.read_bytes()
+        assert data == sealed(directory, path, data.partition(b"\n")[2], key)
+    again = run_cached(directory)
+    assert again["warnings"] == [] and again["compiles"] == 0 and not marker.exists()
+
+
+def test_cache_folders_others_can_write_are_never_used(primed, tmp_path):
+    directory, marker = copy_of(primed, tmp_path), tmp_path / "PWNED"
+    for name in PICKLE_FOLDERS:
+        for path in (directory / name).glob("*.pickle"):
+            path.write_bytes(sealed(directory, path, pickle.dumps(Planted(marker))))
+        os.chmod(directory / name, 0o777)
+    before = files(directory)
+    report = run_cached(directory)
+    assert not marker.exists() and set(report["warnings"]) == {"W900"}
+    assert files(directory) == before  # nothing read from them nor written to them
+
+
+@pytest.fixture
+def kept_in(cache_in):
+    """A private cache directory (HILBERT_CACHE_DIR), with its key, and its folder `parsed`."""
+    directory = cache_in("cache")
+    folder = private.private_folder("parsed")
+    assert folder == directory / "parsed"
+    private.write_kept(folder / "first.pickle", pickle.dumps(None))
+    return directory, folder
+
+
+def warned(action) -> list[str]:
+    """The codes of the warnings `action()` gives."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        action()
+    return [getattr(w.message, "code", str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize("how", ["a symbolic link", "not a directory", "others can write it"])
+def test_a_cache_folder_not_private_is_refused(kept_in, sentinel, how):
+    from hilbert.compiler import pickles
+
+    directory, _ = kept_in
+    folder = directory / "entries"
+    if how == "a symbolic link":
+        (directory / "real").mkdir(mode=0o700)
+        folder.symlink_to(directory / "real", target_is_directory=True)
+    elif how == "not a directory":
+        folder.write_bytes(b"")
+    else:
+        folder.mkdir(mode=0o700)
+        os.chmod(folder, 0o770)
+    if folder.is_dir():
+        (folder / "planted.pickle").write_bytes(sealed(directory, folder / "planted.pickle",
+                                                       pickle.dumps(Planted(sentinel))))
+    assert warned(lambda: pickles.read("entries", "planted", object)) == ["W900"]
+    pickles.write("entries", "made", 1.0)
+    assert not os.path.lexists(directory / "real" / "made.pickle")
+    assert not os.path.lexists(folder / "made.pickle")
+
+
+def test_a_kept_file_of_another_user_is_removed_unread(kept_in, sentinel, monkeypatch):
+    _, folder = kept_in
+    path = folder / "planted.pickle"
+    private.write_kept(path, pickle.dumps(Planted(sentinel)))
+    someone_else = path.stat().st_uid + 1
+    monkeypatch.setattr(os, "geteuid", lambda: someone_else)
+    caught = []
+    assert warned(lambda: caught.append(private.read_private(path))) == ["W902"]
+    assert caught == [None] and not path.exists()
+
+
+def test_a_kept_file_is_sealed_for_its_own_name(kept_in):
+    directory, folder = kept_in
+    private.write_kept(folder / "a.pickle", b"what a holds")
+    assert stat.S_IMODE((folder / "a.pickle").stat().st_mode) == 0o600
+    assert stat.S_IMODE((directory / "key").stat().st_mode) == 0o600
+    assert private.read_kept(folder / "a.pickle") == b"what a holds"
+    (folder / "b.pickle").write_bytes((folder / "a.pickle").read_bytes())
+    os.chmod(folder / "b.pickle", 0o600)
+    found = []
+    assert warned(lambda: found.append(private.read_kept(folder / "b.pickle"))) == ["W902"]
+    assert found == [None] and not (folder / "b.pickle").exists()
+
+
+def test_a_key_others_can_read_is_replaced_and_nothing_it_sealed_is_read(kept_in):
+    directory, folder = kept_in
+    private.write_kept(folder / "a.pickle", b"sealed by the first key")
+    first = (directory / "key").read_bytes()
+    os.chmod(directory / "key", 0o640)
+    found = []
+    assert warned(lambda: found.append(private.read_kept(folder / "a.pickle"))) == ["W902"]
+    assert found == [None] and not (directory / "key").exists()
+    private.write_kept(folder / "b.pickle", b"sealed by the second key")
+    assert (directory / "key").read_bytes() != first
+    assert not (folder / "a.pickle").exists()  # (what no key can check any more is removed)
+    assert private.read_kept(folder / "b.pickle") == b"sealed by the second key"
+
+
+def test_kept_paths_are_private_sealed_and_checked(cache_in, sentinel):
+    from hilbert.compiler.plan import hyper
+
+    cache_in("cache")
+    search = hyper.Search(((0, 1), (0, 1)), trees=3, seconds=0.5, flops=96, width=2.0)
+    shapes = ((2, 3), (3, 4), (4, 2))
+    hyper._write("k" * 32, search)
+    (path,) = (private.cache_dir() / "paths").iterdir()
+    assert path.name == "k" * 32 + ".json" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert hyper._read("k" * 32, "ij,jk,kl->il", shapes) == search
+    elsewhere = sentinel.parent / "path.json"
+    elsewhere.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(elsewhere)
+    found = []
+    assert warned(lambda: found.append(hyper._read("k" * 32, "ij,jk,kl->il", shapes))) == ["W902"]
+    assert found == [None] and not os.path.lexists(path)
+
+
+@pytest.mark.timeout(60)  # (a pipe read as a file would wait for a writer for ever)
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX's")
+def test_a_generated_source_that_is_no_plain_file_is_replaced_unread(tmp_path):
+    from hilbert.executor.numba import cache
+
+    path = tmp_path / "hb_0123.py"
+    os.mkfifo(path)
+    assert warned(lambda: cache._written(path, "x = 1\n")) == ["W902"]
+    assert stat.S_ISREG(os.lstat(path).st_mode) and path.read_bytes() == b"x = 1\n"

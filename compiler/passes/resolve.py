@@ -12,7 +12,7 @@ from hilbert.compiler.ops.primitives import KEYED, OPERATORS, PRIMITIVES, arg_ex
 from hilbert.grammar import syntax as s
 from hilbert.grammar.confusables import skeleton, spelled
 from hilbert.grammar.errors import CheckError, NameResolutionError
-from hilbert.grammar.foreign import FOREIGN_WORDS
+from hilbert.grammar.foreign import ATTRIBUTES, FOREIGN_WORDS, PYTHON_MODULES
 from hilbert.grammar.source import Span
 
 #: The precedence group of each binary operator: a chain continues within a group.
@@ -341,9 +341,7 @@ class Lowering:
         if module is not None:
             named = [o for o in [scope, *scope.opened] if o.module.name == module]
             if not named:
-                names = ", ".join(o.module.name for o in scope.opened) or "none"
-                raise NameResolutionError("E200", f"no opened module is called {module} "
-                                          f"(opened: {names})", span)
+                raise self.no_module(module, name, span)
             found = [o for o in named if name in o.own]
             if not found:
                 raise NameResolutionError(
@@ -362,6 +360,24 @@ class Lowering:
                 "E202", f"{name} is defined in both {_modules(found)}; qualify it, as "
                 f"{found[0].module.name}.{name}", span)
         return found[0].own[name] if found else None
+
+    def no_module(self, module: str, name: str, span: Span) -> NameResolutionError:
+        """E200 for `module.name` where no opened module is called `module`: said plainly when
+        `module` is a value (`x.sum()`, `x.T`: .hb has no attributes or methods) or a Python
+        library (`np.sum(x)`)."""
+        if self.local(module, span) is not None:
+            advice = ATTRIBUTES.get(name, "pass {x} to a definition instead, as f({x})")
+            return NameResolutionError(
+                "E200", f"{module} is a value, and .hb values have no attributes or methods "
+                f"({module}.{name}): {advice.format(x=module)}", span)
+        if module in PYTHON_MODULES:
+            return NameResolutionError(
+                "E200", f".hb is not Python and has no module {module}: einsum and the "
+                "primitives (exp, ln, sqrt, tanh, maximum, …) need no module, and the "
+                "Prelude's modules are opened with open, as open Prelude.Statistics", span)
+        names = ", ".join(o.module.name for o in self.scope.opened) or "none"
+        return NameResolutionError("E200", f"no opened module is called {module} "
+                                   f"(opened: {names})", span)
 
     def unknown(self, name: str, module: str | None, span: Span) -> NameResolutionError:
         known = set(self.params) | set(self.extra) | set(self.scope.own) | set(PRIMITIVES)

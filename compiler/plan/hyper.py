@@ -19,6 +19,7 @@ cotengra is installed. Everything smaller is planned as opt_einsum's "auto" plan
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -37,8 +38,8 @@ AUTO_OPERANDS = 15
 AUTO_FLOPS = 10**9
 #: The folder of the cache directory that keeps hyper-optimised paths.
 FOLDER = "paths"
-#: The version of the kept files' layout (part of each file's key).
-LAYOUT = 1
+#: The version of the kept files' layout (part of each file's key): 2, sealed as every kept file is.
+LAYOUT = 2
 #: What a search may score trees by (cotengra's names).
 MINIMIZE = ("flops", "size", "write", "combo")
 
@@ -218,40 +219,35 @@ def _key(spec: str, shapes: tuple, budget: Hyper) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _folder():
-    from hilbert.compiler.directory import private_dir
-
-    directory = private_dir()
-    return None if directory is None else directory / FOLDER
-
-
 def _read(key: str, spec: str, shapes: tuple) -> Search | None:
-    """The search kept under `key`, if its file reads and its path fits the einsum."""
-    folder = _folder()
-    if folder is None:
+    """The search kept under `key`, if its file is trusted (directory.read_kept), reads, and
+    its path fits the einsum."""
+    from hilbert.compiler.directory import private_folder, read_kept
+
+    folder = private_folder(FOLDER)
+    text = None if folder is None else read_kept(folder / f"{key}.json")
+    if text is None:
         return None
     try:
-        data = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
+        data = json.loads(text.decode("utf-8"))
         found = Search(tuple(tuple(int(i) for i in step) for step in data["path"]),
                        int(data["trees"]), float(data["seconds"]), int(data["flops"]),
                        float(data["width"]))
         opt_einsum.contract_path(spec, *shapes, shapes=True, optimize=list(found.path))
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+    except (ValueError, KeyError, TypeError, IndexError):
         return None
     return found
 
 
 def _write(key: str, found: Search) -> None:
-    """Keep `found` under `key` (written whole, then renamed: a reader never sees half)."""
-    folder = _folder()
+    """Keep `found` under `key`, as every file of the cache directory is kept
+    (directory.write_kept: whole, private, sealed)."""
+    from hilbert.compiler.directory import private_folder, write_kept
+
+    folder = private_folder(FOLDER)
     if folder is None:
         return
     data = {"path": [list(step) for step in found.path], "trees": found.trees,
             "seconds": found.seconds, "flops": found.flops, "width": found.width}
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        part = folder / f"{key}.{time.time_ns()}.part"
-        part.write_text(json.dumps(data), encoding="utf-8")
-        part.replace(folder / f"{key}.json")
-    except OSError:
-        return
+    with contextlib.suppress(OSError):
+        write_kept(folder / f"{key}.json", json.dumps(data).encode("utf-8"))

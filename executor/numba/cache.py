@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from hilbert.compiler.directory import write_whole
+from hilbert.compiler.directory import read_private, write_whole
 from hilbert.executor.numba import disk, kernels, threads
 from hilbert.executor.numba.disk import ENVIRONMENT, cache_dir
 from hilbert.grammar.errors import warn
@@ -102,15 +102,15 @@ def _compiled(digest: str, text: str, parallel: bool, twin: bool = False):
 
 
 def _written(path: Path, text: str) -> Path:
-    """`path` holding `text`, (re)written atomically and privately when missing or different."""
+    """`path` holding `text`, (re)written atomically and privately when missing or different
+    (or not a plain file of the user's alone: read_private removes it unread, W902)."""
     data = text.encode("utf-8")
-    try:
-        if path.read_bytes() == data:
-            return path
+    found = read_private(path)
+    if found == data:
+        return path
+    if found is not None:
         warn("W902", f"the generated source {path} did not hold the code its name stands for; "
              f"it was not run, and is rewritten", stacklevel=4)
-    except FileNotFoundError:
-        pass
     write_whole(path, data)
     return path
 

@@ -1,15 +1,16 @@
 """Numba's cache of hilbert's functions (shared kernels and generated code), kept in the private
 cache directory (compiler/directory.py, which checks it before anything in it is trusted).
 
-Numba's cache files are pickles: they are read only from that directory, and a file in it that
-someone else could have written is never unpickled (`trusted_file`). A directory that cannot be
-used costs a coded warning and an in-memory compilation, never a failure.
+Numba's cache files are pickles: they are read and written only through that directory's one
+checked reader and writer (read_kept, write_kept), so a file someone else could have written,
+or that the user's key did not seal, is never unpickled. A directory that cannot be used costs a
+coded warning and an in-memory compilation, never a failure.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
+import io
+import pickle
 import sys
 from pathlib import Path
 
@@ -18,11 +19,13 @@ from hilbert.compiler.directory import (  # noqa: F401 (the cache directory, as 
     NUMBA_FOLDER,
     cache_dir,
     private_dir,
-    trusted_file,
+    read_kept,
+    replacing,
     untrusted,
+    untrusted_folder,
     unusable,
+    write_kept,
 )
-from hilbert.grammar.errors import warn
 from numba.core import caching
 from numba.core.dispatcher import Dispatcher
 
@@ -64,7 +67,7 @@ class _Locator(caching._CacheLocator):
 
     def ensure_cache_path(self) -> None:
         """Called before every write: the folder must still be private."""
-        why = untrusted(self._folder) or untrusted(self._folder.parent)
+        why = untrusted(self._folder.parent) or untrusted_folder(self._folder)
         if why is not None:
             raise PermissionError(why)
 
@@ -91,34 +94,34 @@ class _Impl(caching.CompileResultCacheImpl):
 
 
 class _Files(caching.IndexDataCacheFile):
-    """Numba's index and code files, unpickled only when the user wrote them, written privately."""
+    """Numba's index and code files, in Numba's layout (the index: Numba's version, then its
+    source stamp and entries), read and written through the cache directory's checked reader
+    and writer: a file someone else could have written is removed unread (W902) and, as if
+    it were missing, compiled afresh and written anew."""
 
     def _load_index(self):
-        if not trusted_file(self._index_path):
-            _discard(self._index_path)
+        data = read_kept(Path(self._index_path))
+        if data is None:
             return {}
-        return super()._load_index()
+        stream = io.BytesIO(data)
+        if pickle.load(stream) != self._version:  # noqa: S301 (sealed: written by hilbert)
+            return {}
+        stamp, overloads = pickle.loads(stream.read())  # noqa: S301 (as above)
+        return overloads if stamp == self._source_stamp else {}
+
+    def _save_index(self, overloads):
+        version = pickle.dumps(self._version, protocol=-1)
+        write_kept(Path(self._index_path), version + self._dump((self._source_stamp, overloads)))
 
     def _load_data(self, name):
         path = self._data_path(name)
-        if not trusted_file(path):
-            _discard(path)
-            raise FileNotFoundError(path)  # as if missing: compiled afresh and written anew
-        return super()._load_data(name)
+        data = read_kept(Path(path))
+        if data is None:
+            raise FileNotFoundError(path)  # (Numba's load: no entry, compiled afresh)
+        return pickle.loads(data)  # noqa: S301 (sealed: written by hilbert)
 
-    @contextlib.contextmanager
-    def _open_for_write(self, filepath):
-        """A fresh file only the user can read or write, moved over `filepath` when complete."""
-        temporary = f"{filepath}.tmp.{os.urandom(8).hex()}"
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                yield out
-            os.replace(temporary, filepath)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+    def _save_data(self, name, data):
+        write_kept(Path(self._data_path(name)), self._dump(data))
 
 
 class HilbertCache(caching.Cache):
@@ -140,7 +143,7 @@ class HilbertCache(caching.Cache):
         try:
             return super().load_overload(sig, target_context)
         except Exception as err:  # noqa: BLE001 (all of it reads or rebuilds one cache entry)
-            _replacing(self._cache_file._index_path, f"it could not be read: {err!r}")
+            replacing(self._cache_file._index_path, f"it could not be read: {err!r}")
             try:
                 self._cache_file.flush()  # an empty index: the entry is compiled and saved anew
             except OSError as again:
@@ -154,15 +157,3 @@ class HilbertCache(caching.Cache):
         except OSError as err:
             unusable(Path(self._cache_path), err)
             self.disable()
-
-
-def _discard(path: str) -> None:
-    """Remove a cache file someone else could have written, unread."""
-    _replacing(path, "it was not written by you alone")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-
-
-def _replacing(path: str, why: str) -> None:
-    warn("W902", f"the Numba cache entry {path} was unreadable or untrusted ({why}); it is "
-         f"ignored, and replaced once the code is compiled again", stacklevel=4)

@@ -12,6 +12,7 @@ from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
 from hilbert.executor.numba import blas_threads, interrupt, threads
 from hilbert.executor.numba.faults import DrawError, LabelError, PositionError, StepCountError
+from hilbert.executor.numba.loading import load
 from hilbert.executor.reference import step_count
 
 if TYPE_CHECKING:
@@ -24,11 +25,8 @@ class CompiledRegion:
 
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str,
                  paths: dict | None = None, fast: bool = False, dtype: str = "float64"):
-        from hilbert.executor.numba.kernels import (
-            PYTHON_MODE,  # (Numba is loaded once something is to compile)
-        )
-
-        self.python_mode = PYTHON_MODE  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
+        kernels = load("hilbert.executor.numba.kernels")  # (Numba, once something may compile)
+        self.python_mode = kernels.PYTHON_MODE  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
         self.region = region
         self._table = table
         self._optimize = optimize
@@ -63,8 +61,7 @@ class CompiledRegion:
         once; Numba compiles it at its first call, or when `compile` says. In a process forked
         from one that ran parallel code, parallel code is its serial twin (threads.usable)."""
         if self._function is None or self._parallel and not threads.usable():
-            from hilbert.executor.numba import cache
-
+            cache = load("hilbert.executor.numba.cache")
             self._parallel = self.generated.parallel
             self._function = cache.function(self.generated.source, self.generated.compiled,
                                             self._parallel)

@@ -24,11 +24,11 @@ is False, new code is serial, and code already generated with threads runs as a 
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import threading
 
 from hilbert.compiler.settings import text, whole_number
+from hilbert.executor.numba.loading import load
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
 #: (no array expressions or NumPy calls rewritten behind the code's back).
@@ -134,8 +134,7 @@ def _count(cap: str, pid: int) -> int:
         return 1  # (decided without loading Numba)
     if not usable():
         return 1
-    from numba import config
-
+    config = load("numba").config
     if getattr(config, "DISABLE_JIT", False):
         return 1
     wanted = config.NUMBA_NUM_THREADS if cap == "auto" else min(config.NUMBA_NUM_THREADS, int(cap))
@@ -154,10 +153,8 @@ def layer() -> str:
 
 
 def _choose_layer() -> str:
-    import numba
-    from numba import config
-    from numba.np.ufunc import parallel
-
+    numba = load("numba")
+    config, parallel = numba.config, load("numba.np.ufunc.parallel")
     if getattr(parallel, "_is_initialized", False):  # already launched: it chose its layer
         try:
             return numba.threading_layer()
@@ -165,7 +162,7 @@ def _choose_layer() -> str:
             return ""
     for name in _LAYERS.get(str(config.THREADING_LAYER).lower(), ("workqueue",)):
         try:
-            importlib.import_module(f"numba.np.ufunc.{_POOLS[name]}")
+            load(f"numba.np.ufunc.{_POOLS[name]}")
         except (ImportError, OSError):
             continue
         config.THREADING_LAYER = name

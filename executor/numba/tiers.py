@@ -19,6 +19,7 @@ from hilbert.compiler.plan.rows import row_split
 from hilbert.compiler.settings import whole_number
 from hilbert.executor.numba import built, row_blocks, threads
 from hilbert.executor.numba.builder import BUILDER
+from hilbert.executor.numba.loading import load
 from hilbert.executor.numba.placement import Placement
 from hilbert.executor.numba.programs import HostProgram, WholeProgram
 from hilbert.executor.numba.regions import CompiledRegion
@@ -167,11 +168,8 @@ def compile_when(looped: bool = False) -> int | None:
 def _holds_every_value(runner: ScopeRunner) -> bool:
     """Whether `runner`'s program keeps every value until the call ends: a host walk, or
     generated code that runs as Python (it holds its locals)."""
-    from hilbert.executor.numba.kernels import (
-        PYTHON_MODE,  # NUMBA_DISABLE_JIT=1: generated code runs as Python
-    )
-
-    return runner.whole is None or not runner.whole.generated.compiled or PYTHON_MODE
+    python_mode = load("hilbert.executor.numba.kernels").PYTHON_MODE  # NUMBA_DISABLE_JIT=1
+    return runner.whole is None or not runner.whole.generated.compiled or python_mode
 
 
 def _noted(plan: Plan, lines, runner: ScopeRunner | None = None) -> Plan:

@@ -1,0 +1,34 @@
+"""Numba, and this executor's modules that import it, imported by one thread at a time.
+
+Numba's modules import each other in circles. Two threads that import them at once can each
+hold a module the other waits for; Python then hands one of them a module half made, and the
+call ends in `ImportError: cannot import name 'NullCache' from partially initialized module`
+(first calls from several threads, or one while a build imports Numba in the background). So
+the first import of Numba, or of kernels.py or cache.py (which import it), goes through `load`,
+under one lock; once a module is whole, `load` takes no lock.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from types import ModuleType
+
+#: Held while a module is imported through `load` (re-entrant: importing kernels.py chooses
+#: the threading layer, which loads Numba's).
+_IMPORTING = threading.RLock()
+
+
+def load(name: str) -> ModuleType:
+    """The module `name`, imported now, under the lock, unless it is whole already.
+
+    >>> load("hilbert.executor.numba.kernels").PYTHON_MODE in (True, False)
+    True
+    """
+    module = sys.modules.get(name)
+    spec = getattr(module, "__spec__", None)
+    if module is not None and not getattr(spec, "_initializing", False):
+        return module  # (whole: another thread's import of it has ended)
+    with _IMPORTING:
+        return importlib.import_module(name)
