@@ -121,8 +121,8 @@ def contract_path(*operands, shapes: bool = False, optimize="auto", memory_limit
     optimize, memory_limit = einsum_input.theirs(optimize, memory_limit, read.spec, sizes)
     optimize = _checked_optimiser(optimize, read.spec, sizes)
     prepared = _prepared(read.spec, sizes, optimize, memory_limit, executor, kind.itemsize)
-    whole = prepared.plan if prepared.sliced is None else compiled(
-        read.spec, len(sizes), executor, prepared.path).plan(*sizes)
+    whole = None if prepared.sliced is None else functools.partial(
+        compiled(read.spec, len(sizes), executor, prepared.path).plan, *sizes)
     info = PathInfo(prepared.plan, read.theirs, sizes, read.symbols, prepared.sliced,
                     prepared.peak, whole)
     return info.path, info

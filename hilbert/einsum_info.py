@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -88,7 +89,7 @@ class PathInfo:
 
     def __init__(self, plan: Plan, theirs: str, shapes: tuple, symbols: dict[str, str],
                  sliced: slicing.Sliced | None = None, peak: int | None = None,
-                 whole: Plan | None = None):
+                 whole: Callable[[], Plan] | None = None):
         self.plan = plan
         self.path = [tuple(step) for step in path_of(plan)]
         self.subscripts = theirs
@@ -98,7 +99,7 @@ class PathInfo:
         self.largest_bytes = plan.largest_bytes
         self.peak_bytes = plan.peak_bytes if peak is None else peak
         self._symbols = symbols
-        self._whole = whole or plan
+        self._whole = whole or (lambda: plan)  # (the unsliced plan, made when first asked)
         self.sliced_indices: tuple[str, ...] = tuple(
             self._symbols[ch] for ch in (sliced.indices if sliced else ()))
         self.slices = sliced.count if sliced else 1
@@ -108,7 +109,7 @@ class PathInfo:
 
     @functools.cached_property
     def _steps(self) -> list[Step]:
-        return steps(self._whole, self.input_subscripts.split(","), self.output_subscript,
+        return steps(self._whole(), self.input_subscripts.split(","), self.output_subscript,
                      self._symbols)
 
     @functools.cached_property

@@ -226,6 +226,16 @@ def test_path_info_has_opt_einsum_s_attributes_and_values(subscripts):
         assert getattr(info, name) == getattr(theirs, name), name
 
 
+def test_a_sliced_contraction_s_info_describes_the_whole_path(rng):
+    a, b, c = rng.normal(size=(40, 30)), rng.normal(size=(40, 30)), rng.normal(size=(30, 30))
+    path, info = hilbert.contract_path("ai,bj,ij->ab", a, b, c, optimize=[(0, 1), (0, 1)],
+                                       memory_limit="2M")
+    _, theirs = opt_einsum.contract_path("ai,bj,ij->ab", a, b, c, optimize=path)
+    assert info.slices > 1
+    assert info.contraction_list == theirs.contraction_list
+    assert (info.opt_cost, info.largest_intermediate) == (theirs.opt_cost, theirs.largest_intermediate)
+
+
 def test_an_expression_prints_its_subscripts_and_steps():
     expression = hilbert.contract_expression("ab,bc,cd", (2, 3), (3, 4), (4, 5))
     assert "ab,bc,cd" in repr(expression) and "ab,bc,cd" in str(expression)
