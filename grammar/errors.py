@@ -153,6 +153,47 @@ class ArgumentError(HilbertError):
     """Values handed in from Python that the called function cannot take."""
 
 
+class EinsumValueError(CheckError, ValueError):
+    """An einsum's subscripts or shapes that break the rules (E3xx), met through the einsum API
+    (hilbert.einsum, contract_path, contract_expression): also a ValueError, the exception
+    NumPy and opt_einsum raise for the same mistakes, so code written for them catches it."""
+
+
+class EinsumTypeError(CheckError, TypeError):
+    """Subscripts of the wrong kind (not text, nor the interleaved form's lists) given to the
+    einsum API (E300): also a TypeError, as NumPy and opt_einsum raise."""
+
+
+class ArgumentValueError(ArgumentError, ValueError):
+    """A bad value given to the einsum API from Python (E600/E601): also a ValueError, as NumPy
+    and opt_einsum raise for the same mistakes."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong kind given to the einsum API (E600/E601: `out` that is not an
+    array, a `dtype` that is no dtype, a cast `casting` forbids): also a TypeError, as NumPy
+    raises."""
+
+
+class PathError(ArgumentValueError, RuntimeError):
+    """An explicit contraction path that does not fit its contraction (E600): a ValueError, as
+    opt_einsum raises, and a RuntimeError, as numpy.einsum raises for the same path."""
+
+
+def as_numpys(err: HilbertError) -> HilbertError:
+    """`err`, met by the einsum API, as the class that is also the built-in exception NumPy
+    raises for the same mistake: an E3xx CheckError as an EinsumValueError, an E600/E601
+    ArgumentError as an ArgumentValueError; one that is such already, or of another kind
+    (E700, E900), as it is. Code, message, span and notes are kept."""
+    if isinstance(err, (ValueError, TypeError)):
+        return err
+    if isinstance(err, CheckError):
+        return EinsumValueError(err.code, err.message, err.span, err.notes)
+    if isinstance(err, ArgumentError):
+        return ArgumentValueError(err.code, err.message, err.span, err.notes)
+    return err
+
+
 class ModelError(HilbertError):
     """Model declarations and their use."""
 

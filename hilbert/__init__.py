@@ -7,7 +7,7 @@ array([[3.]])
 
 from hilbert.api import Function, Module, compile_source, load, open
 from hilbert.compiler.plan.hyper import Hyper
-from hilbert.contract import contract_expression, contract_path, einsum, load_path
+from hilbert.contract import contract_expression, contract_path, einsum, einsum_path, load_path
 from hilbert.grammar.errors import (
     ArgumentError,
     CheckError,
@@ -24,5 +24,5 @@ __all__ = [
     "ArgumentError", "CheckError", "Function", "HilbertError", "HilbertWarning", "Hyper",
     "MissingNameError", "Module", "ModelError",
     "NameResolutionError", "ParseError", "RuntimeHilbertError", "compile_source",
-    "contract_expression", "contract_path", "einsum", "load", "load_path", "open",
+    "contract_expression", "contract_path", "einsum", "einsum_path", "load", "load_path", "open",
 ]

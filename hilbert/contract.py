@@ -1,6 +1,6 @@
 """The API opt_einsum's and NumPy's users know, over hilbert's planner and executors:
-`einsum(subscripts, *operands)`, `contract_path(subscripts, *operands)` and
-`contract_expression(subscripts, *shapes)`.
+`einsum(subscripts, *operands)`, `contract_path(subscripts, *operands)`,
+`contract_expression(subscripts, *shapes)` and `einsum_path(subscripts, *operands)`.
 
 Subscripts are read as numpy.einsum reads them (opt_einsum.parser): an explicit output or an
 implicit one (the letters that occur once, in order), `...` for broadcast axes, and the
@@ -16,6 +16,14 @@ opt_einsum PathOptimizer object (cotengra's HyperOptimizer is one). Any number o
 past a–z, A–Z the axes are named by further Unicode letters. `memory_limit` (bytes, or text
 such as "500M"): a contraction whose path needs more is sliced (hilbert/slicing.py), and one
 that cannot be brought under it is refused (E700).
+
+Around that core, each front door reads NumPy's and opt_einsum's ways of calling it
+(einsum_input: subscripts, shapes, constants, broadcasting, their `optimize` and
+`memory_limit` forms), their keywords (einsum_options: `out`, `dtype`, `order`, `casting`,
+`use_blas`, `backend`), the dtype of the answer (einsum_dtypes: integers, booleans and long
+double computed exactly by NumPy along hilbert's path), the operands' own array library
+(einsum_arrays: torch, JAX, dask), opt_einsum's account of the path (einsum_info); and its
+errors are also the built-in exceptions NumPy raises (grammar/errors.as_numpys).
 """
 
 from __future__ import annotations
@@ -26,54 +34,112 @@ import math
 import sys
 from dataclasses import dataclass
 
-import numpy as np
 import opt_einsum
-from opt_einsum.parser import parse_einsum_input
 
 from hilbert.compiler import dtypes
-from hilbert.compiler.ops.einsum_spec import lettered
 from hilbert.compiler.plan import Plan, check_optimiser, is_path, size_in_bytes
 from hilbert.compiler.plan.paths import contraction
-from hilbert.grammar.errors import ArgumentError, CheckError, RuntimeHilbertError
+from hilbert.grammar.errors import (
+    ArgumentError,
+    ArgumentValueError,
+    HilbertError,
+    PathError,
+    RuntimeHilbertError,
+    as_numpys,
+)
 from hilbert.grammar.source import nowhere
 
-from . import slicing
+from . import einsum_arrays, einsum_dtypes, einsum_input, einsum_options, slicing
 from .api import Function, compile_source
+from .einsum_dtypes import Kind
+from .einsum_info import PathInfo, describe_expression, path_of, steps
 
 WHERE = "hilbert.einsum"
 
+__all__ = ["Expression", "PathInfo", "compiled", "contract_expression", "contract_path",
+           "einsum", "einsum_path", "load_path"]
 
-def einsum(*operands, optimize="auto", memory_limit=None, executor: str = "numba"):
+
+def _numpys_errors(front):
+    """`front` (a front door of the einsum API) with its E3xx and E600/E601 raised as the
+    classes that are also the built-in exception NumPy raises for the same mistake
+    (grammar/errors.as_numpys)."""
+
+    @functools.wraps(front)
+    def door(*args, **kwargs):
+        try:
+            return front(*args, **kwargs)
+        except HilbertError as err:
+            converted = as_numpys(err)
+            if converted is err:
+                raise
+            raise converted.with_traceback(err.__traceback__) from None
+
+    return door
+
+
+@_numpys_errors
+def einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize="auto",
+           memory_limit=None, use_blas=True, backend="auto", executor: str = "numba"):
     """numpy.einsum's and opt_einsum.contract's contraction, planned and run by hilbert; over
-    `memory_limit`, sliced (hilbert/slicing.py).
+    `memory_limit`, sliced (hilbert/slicing.py). `out`, `dtype`, `order` and `casting` mean
+    what they mean to numpy.einsum; `use_blas` and `backend` are opt_einsum's (hilbert picks
+    each step's kernel itself, and answers in the operands' own array type).
 
     >>> einsum("ij,jk", [[1.0, 2.0]], [[3.0], [4.0]])
     array([[11.]])
     """
-    read = _read(operands, shapes=False)
-    arrays = _broadcast(read.spec, [np.asarray(a) for a in read.given])
+    options = einsum_options.checked(out, dtype, order, casting, backend)
+    read = einsum_input.read(operands, shapes=False)
+    library = einsum_arrays.library_of(read.given)
+    arrays = einsum_options.cast(einsum_arrays.arrays(read.given, library), options)
+    arrays = einsum_input.broadcast(read.spec, arrays)
+    kind = einsum_dtypes.chosen(arrays, options.dtype)
     sizes = tuple(a.shape for a in arrays)
-    optimize = _optimiser(optimize, read.spec, sizes)
-    return _prepared(read.spec, sizes, optimize, memory_limit, executor, _item(arrays))(arrays)
+    optimize, memory_limit = einsum_input.theirs(optimize, memory_limit, read.spec, sizes)
+    optimize = _checked_optimiser(optimize, read.spec, sizes)
+    prepared = _prepared(read.spec, sizes, optimize, memory_limit, executor, kind.itemsize)
+    return _answer(prepared, read.given, arrays, kind, options, library)
 
 
+@_numpys_errors
 def contract_path(*operands, shapes: bool = False, optimize="auto", memory_limit=None,
-                  executor: str = "numba"):
+                  use_blas=True, executor: str = "numba"):
     """`(path, info)` for the contraction: the path hilbert's plan takes (opt_einsum's form)
-    and `info`, the Plan (print it; `.flops`, `.largest_bytes`, `.peak_bytes`) with
+    and `info`, a PathInfo: the Plan (print it; `.flops`, `.largest_bytes`, `.peak_bytes`),
     `.sliced_indices` (the indices sliced to stay within `memory_limit`, in the caller's
-    symbols). `shapes=True`: the operands are shapes, as in opt_einsum.contract_path. Memory
-    is counted in float64 for shapes, else in the operands' dtype."""
-    read = _read(operands, shapes=shapes)
+    symbols), and opt_einsum's attributes (`opt_cost`, `contraction_list`, …). `shapes=True`:
+    the operands are shapes, as in opt_einsum.contract_path. Memory is counted in float64 for
+    shapes, else in what the operands compute in."""
+    read = einsum_input.read(operands, shapes=shapes)
     if shapes:
-        sizes, item = tuple(tuple(int(n) for n in s) for s in read.given), _item([])
+        sizes = einsum_input.stretched(read.spec, einsum_input.shapes_of(read.given))
+        kind = einsum_dtypes.SHAPES_ONLY
     else:
-        arrays = _broadcast(read.spec, [np.asarray(a) for a in read.given])
-        sizes, item = tuple(a.shape for a in arrays), _item(arrays)
-    optimize = _optimiser(optimize, read.spec, sizes)
-    prepared = _prepared(read.spec, sizes, optimize, memory_limit, executor, item)
-    info = PathInfo(prepared.plan, read, sizes, prepared.sliced, prepared.peak)
+        library = einsum_arrays.library_of(read.given)
+        arrays = einsum_input.broadcast(read.spec, einsum_arrays.arrays(read.given, library))
+        sizes, kind = tuple(a.shape for a in arrays), einsum_dtypes.chosen(arrays)
+    optimize, memory_limit = einsum_input.theirs(optimize, memory_limit, read.spec, sizes)
+    optimize = _checked_optimiser(optimize, read.spec, sizes)
+    prepared = _prepared(read.spec, sizes, optimize, memory_limit, executor, kind.itemsize)
+    whole = None if prepared.sliced is None else functools.partial(
+        compiled(read.spec, len(sizes), executor, prepared.path).plan, *sizes)
+    info = PathInfo(prepared.plan, read.theirs, sizes, read.symbols, prepared.sliced,
+                    prepared.peak, whole)
     return info.path, info
+
+
+def einsum_path(*operands, optimize="greedy"):
+    """numpy.einsum_path's answer from hilbert's planner: `(["einsum_path", *path], text)`,
+    the path as NumPy writes it (give it to einsum as `optimize=`) and the plan as text. As in
+    NumPy, `optimize=True` is "greedy", a search keeps every intermediate within the largest
+    operand's (or the result's) size, and `(optimiser, limit)` within `limit` entries."""
+    if optimize is True:
+        optimize = "greedy"
+    searched = isinstance(optimize, str) or isinstance(optimize, opt_einsum.paths.PathOptimizer)
+    path, info = contract_path(*operands, optimize=optimize,
+                               memory_limit="max_input" if searched else None)
+    return ["einsum_path", *path], str(info)
 
 
 def load_path(file) -> list[tuple[int, ...]]:
@@ -98,80 +164,88 @@ def _is_position(i) -> bool:
     return isinstance(i, int) and not isinstance(i, bool) and i >= 0
 
 
-def contract_expression(subscripts, *shapes, optimize="auto", memory_limit=None,
+@_numpys_errors
+def contract_expression(subscripts, *shapes, constants=None, optimize="auto",
+                        memory_limit=None, use_blas=True, dtype=None, order="K",
+                        casting="safe", out=None, backend=None,
                         executor: str = "numba") -> Expression:
     """A reusable contraction for operands of these shapes (opt_einsum.contract_expression):
     planned now (sliced over `memory_limit`, counted in float64), compiled when first called
-    (or by `.build()`)."""
-    read = _read((subscripts, *shapes), shapes=True)
-    sizes = tuple(tuple(int(n) for n in s) for s in read.given)
-    optimize = _optimiser(optimize, read.spec, sizes)
-    return Expression(_prepared(read.spec, sizes, optimize, memory_limit, executor, _item([])))
-
-
-class PathInfo:
-    """What contract_path says of a contraction: hilbert's plan (of one slice, when sliced),
-    the FLOPs (of every slice), the largest intermediate, the peak memory (the plan's; with a
-    memory_limit, what the limit is held to: the operands and the intermediates alive at the
-    fullest step, of one slice), and the indices sliced (in the caller's symbols), the number
-    of slices and the FLOPs overhead."""
-
-    def __init__(self, plan: Plan, read: _Read, shapes: tuple,
-                 sliced: slicing.Sliced | None = None, peak: int | None = None):
-        self.plan = plan
-        self.path = [tuple(step) for step in _path_of(plan)]
-        self.subscripts = read.theirs
-        self.shapes = shapes
-        self.sliced = sliced
-        self.flops = sliced.flops if sliced else plan.flops
-        self.largest_bytes = plan.largest_bytes
-        self.peak_bytes = plan.peak_bytes if peak is None else peak
-        self._symbols = read.symbols
-        self.sliced_indices: tuple[str, ...] = tuple(
-            self._symbols[ch] for ch in (sliced.indices if sliced else ()))
-        self.slices = sliced.count if sliced else 1
-        self.flops_overhead = sliced.overhead if sliced else 1.0
-
-    def save(self, file) -> None:
-        """Keep the path in `file` (a small JSON file, with the subscripts, shapes, FLOPs and
-        sliced indices it was found for): `load_path(file)` gives it back as `optimize=`."""
-        data = {"subscripts": self.subscripts, "shapes": [list(s) for s in self.shapes],
-                "path": [list(step) for step in self.path], "flops": self.flops,
-                "sliced_indices": list(self.sliced_indices)}
-        with open(file, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, ensure_ascii=False, indent=1)
-
-    def __str__(self) -> str:
-        if self.sliced is None:
-            return str(self.plan)
-        return f"{self.plan}\n{self.sliced.describe(self._symbols)}"
-
-    __repr__ = __str__
+    (or by `.build()`). `constants`: the positions whose entry in `shapes` is the operand
+    itself, kept by the expression (it is then called with the others). `dtype`, `order` and
+    `casting` apply to every call; `out` and `backend` are given to the call, not here."""
+    for name, value in (("out", out), ("backend", backend)):
+        if value is not None:
+            raise ArgumentValueError("E600", f"{name}= is given when calling the "
+                                     f"expression, not when making it", nowhere(WHERE))
+    options = einsum_options.checked(None, dtype, order, casting)
+    read = einsum_input.read((subscripts, *shapes), shapes=True, constants=constants)
+    kept = {k: read.given[k] for k in read.constants}
+    given = einsum_input.shapes_of(read.given)
+    sizes = einsum_input.stretched(read.spec, given)
+    optimize, memory_limit = einsum_input.theirs(optimize, memory_limit, read.spec, sizes)
+    optimize = _checked_optimiser(optimize, read.spec, sizes)
+    prepared = _prepared(read.spec, sizes, optimize, memory_limit, executor,
+                         einsum_dtypes.SHAPES_ONLY.itemsize)
+    shown = subscripts if isinstance(subscripts, str) else read.theirs
+    return Expression(prepared, read, shown, given, kept, options)
 
 
 class Expression:
-    """A contraction for fixed operand shapes: call it with arrays of those shapes."""
+    """A contraction for fixed operand shapes: call it with arrays of those shapes (less the
+    constants it keeps), optionally `out=` (a NumPy array to write into) and `backend=`
+    (opt_einsum's `evaluate_constants=` is taken: the constants join each call as given)."""
 
-    def __init__(self, prepared: _Prepared):
+    def __init__(self, prepared: _Prepared, read: einsum_input.Read, shown: str, shapes: tuple,
+                 constants: dict, options: einsum_options.Options):
         self._prepared = prepared
+        self._read = read
+        self._constants = constants
+        self._options = options
         self.function = prepared.function
-        self.shapes = prepared.shapes
+        self.shapes = shapes
         self.spec = prepared.spec
         self.sliced = prepared.sliced
+        self.contraction = shown
+        steps_taken = steps(prepared.plan, *read.terms, read.symbols)
+        self.contraction_list = [s.as_tuple() for s in steps_taken]
+        self._repr, self._str = describe_expression(shown, shapes, tuple(sorted(constants)),
+                                                    steps_taken)
 
-    def __call__(self, *arrays):
-        if len(arrays) != len(self.shapes):
-            raise ArgumentError("E600", f"this contraction takes {len(self.shapes)} operand(s), "
-                                f"not {len(arrays)}", nowhere(WHERE))
-        for k, (array, shape) in enumerate(zip(arrays, self.shapes, strict=True)):
-            if np.shape(array) != shape:
-                raise ArgumentError("E600", f"operand {k} has shape {np.shape(array)}; this "
-                                    f"contraction was made for {shape}", nowhere(WHERE))
-        return self._prepared([np.asarray(a) for a in arrays])
+    @_numpys_errors
+    def __call__(self, *arrays, out=None, backend="auto", evaluate_constants=False):
+        options = einsum_options.checked(out, self._options.dtype, self._options.order,
+                                         self._options.casting, backend)
+        given = self._merged(arrays)
+        library = einsum_arrays.library_of(given)
+        found = einsum_arrays.arrays(given, library)
+        for k, (array, shape) in enumerate(zip(found, self.shapes, strict=True)):
+            if array.shape != shape:
+                raise ArgumentValueError("E600", f"operand {k} has shape {array.shape}; this "
+                                         f"contraction was made for {shape}", nowhere(WHERE))
+        found = einsum_input.broadcast(self.spec, einsum_options.cast(found, options))
+        kind = einsum_dtypes.chosen(found, options.dtype)
+        return _answer(self._prepared, given, found, kind, options, library)
+
+    def _merged(self, arrays: tuple) -> list:
+        """The operands in order: those given, with the kept constants in their places."""
+        wanted = len(self.shapes) - len(self._constants)
+        if len(arrays) != wanted:
+            raise ArgumentValueError("E600", f"this contraction takes {wanted} operand(s), not "
+                                     f"{len(arrays)}", nowhere(WHERE))
+        given = iter(arrays)
+        return [self._constants[k] if k in self._constants else next(given)
+                for k in range(len(self.shapes))]
+
+    def __repr__(self) -> str:
+        return self._repr
+
+    def __str__(self) -> str:
+        return self._str
 
     @property
     def _called_shapes(self) -> tuple[tuple[int, ...], ...]:
-        return self.sliced.shapes if self.sliced else self.shapes
+        return self.sliced.shapes if self.sliced else self._prepared.shapes
 
     @property
     def plan(self) -> Plan:
@@ -188,61 +262,37 @@ class Expression:
         return self.function.benchmark(*self._called_shapes, repeat=repeat)
 
 
-@dataclass(frozen=True)
-class _Read:
-    """Subscripts read: `spec` in .hb's explicit form, `theirs` the same in the caller's
-    symbols, and the operands (or shapes) given."""
-
-    spec: str
-    theirs: str
-    given: list
-
-    @property
-    def symbols(self) -> dict[str, str]:
-        """Each letter of `spec` → the caller's symbol."""
-        return dict(zip(self.spec, self.theirs, strict=True))
-
-
-def _read(operands: tuple, shapes: bool) -> _Read:
-    """The contraction's subscripts in .hb's explicit form, axes renamed a, b, …, z, A, …, Z
-    and further letters (any number of them: einsum_spec.letters), and its operands (or
-    shapes)."""
-    if not operands:
-        raise ArgumentError("E600", "einsum needs subscripts and operands", nowhere(WHERE))
+def _checked_optimiser(optimize, spec: str, sizes: tuple):
+    """`_optimiser`'s answer; its E600 for an explicit path that does not fit the contraction
+    as a PathError (a ValueError, as opt_einsum raises, and a RuntimeError, as NumPy does)."""
     try:
-        inputs, output, given = parse_einsum_input(list(operands), shapes=shapes)
-    except (ValueError, TypeError, IndexError, KeyError) as err:
-        raise CheckError("E300", f"these einsum subscripts cannot be read: {err}",
-                         nowhere(WHERE)) from None
-    theirs = f"{inputs}->{output}"
-    return _Read(lettered(theirs), theirs, list(given))
+        checked = _optimiser(optimize, spec, sizes)
+    except ArgumentError as err:
+        if not einsum_input.explicit_path(optimize):
+            raise
+        raise PathError(err.code, err.message, err.span, err.notes) from None
+    return checked
 
 
-def _broadcast(spec: str, arrays: list) -> list:
-    """The operands with each axis of length 1 stretched (a view, nothing copied) to its
-    letter's length in the other operands, as numpy.einsum broadcasts them; lengths that
-    differ otherwise are left for the compiler to refuse (E305)."""
-    terms = spec.split("->")[0].split(",")
-    if len(terms) != len(arrays) or any(len(t) != a.ndim for t, a in zip(terms, arrays, strict=True)):
-        return arrays  # (a count or rank that does not fit: the compiler says so)
-    size: dict[str, int] = {}
-    for term, a in zip(terms, arrays, strict=True):
-        for ch, n in zip(term, a.shape, strict=True):
-            size[ch] = n if size.get(ch, 1) == 1 else size[ch]
-    return [a if all(n != 1 or size[ch] == 1 for ch, n in zip(term, a.shape, strict=True))
-            else np.broadcast_to(a, tuple(n if n != 1 else size[ch]
-                                          for ch, n in zip(term, a.shape, strict=True)))
-            for term, a in zip(terms, arrays, strict=True)]
-
-
-def _dtype(arrays: list) -> str:
-    """The dtype hilbert computes the contraction of `arrays` in (float64 for shapes alone)."""
-    return (dtypes.natural(np.result_type(*arrays)) if arrays else None) or dtypes.DEFAULT
-
-
-def _item(arrays: list) -> int:
-    """Bytes per entry of the contraction of `arrays` (float64's for shapes alone)."""
-    return dtypes.itemsize(_dtype(arrays))
+def _answer(prepared: _Prepared, given: list, arrays: list, kind: Kind,
+            options: einsum_options.Options, library: einsum_arrays.Library):
+    """The contraction's answer for the operands `given` (`arrays`: NumPy's views of them,
+    broadcast), in `kind`, finished as `options` ask, in the operands' own library (through
+    its bridge where the call stays in it: a gradient recorded, a trace, a dask graph)."""
+    if library.lazy and (kind.computed is not None or library.name == "jax"):
+        if prepared.sliced is not None or options.out is not None:
+            what = "memory_limit= (slicing)" if prepared.sliced else "out="
+            raise ArgumentValueError(
+                "E600", f"{what} cannot be used on {library.name} operands that stay in their "
+                f"library (a gradient, a trace, a dask graph): leave it out, or give NumPy "
+                f"arrays (docs/interop.md)", nowhere(WHERE))
+        return einsum_arrays.bridged(prepared.function, given, prepared.shapes, library,
+                                     kind.computed or "float64", kind.result)
+    if library.lazy:  # (integers NumPy computes exactly: the operands are read now)
+        arrays = einsum_input.broadcast(prepared.spec, einsum_options.cast(
+            einsum_arrays.materialised(given), options))
+    answer = einsum_options.finished(prepared(arrays, kind), kind, options, arrays)
+    return answer if options.out is not None else einsum_arrays.returned(answer, library)
 
 
 def _optimiser(optimize, spec: str, sizes: tuple):
@@ -335,15 +385,24 @@ class _Prepared:
     path: tuple
     executor: str
 
-    def __call__(self, arrays: list):
+    def __call__(self, arrays: list, kind: Kind):
+        if kind.computed is None:  # (NumPy's integers, booleans or long double, exact)
+            path = self.path or path_of(self.plan)
+            one = functools.partial(_exact, self.sliced.spec if self.sliced else self.spec,
+                                    path=path, kind=kind)
+            return one(*arrays) if self.sliced is None else \
+                slicing.run(one, arrays, self.spec, self.sliced)
+        wanted = dtypes.DTYPES[kind.computed]
+        arrays = [a if a.dtype is wanted else a.astype(wanted) for a in arrays]
         if self.sliced is None:
-            value = self.function(*arrays)
-        elif self.executor == "dask":
-            value = slicing.run_tasks(arrays, self.spec, self.sliced, self.path)
-        else:
-            value = slicing.run(self.function, arrays, self.spec, self.sliced)
-        # (a scalar as numpy.einsum gives it: a NumPy scalar of the computation's dtype)
-        return value if isinstance(value, np.ndarray) else np.dtype(_dtype(arrays)).type(value)
+            return self.function(*arrays)
+        if self.executor == "dask":
+            return slicing.run_tasks(arrays, self.spec, self.sliced, self.path)
+        return slicing.run(self.function, arrays, self.spec, self.sliced)
+
+
+def _exact(spec: str, *arrays, path: tuple, kind: Kind):
+    return einsum_dtypes.exact(spec, list(arrays), path, kind)
 
 
 def _prepared(spec: str, sizes: tuple, optimize, memory_limit, executor: str,
@@ -381,9 +440,3 @@ def _bytes(limit) -> int:
         return int(limit)
     raise ArgumentError("E600", f"memory_limit={limit!r:.40} is not a number of bytes (a "
                         "positive number, or text such as 500M or 8G)", nowhere(WHERE))
-
-
-def _path_of(plan: Plan):
-    """The path of the plan's one einsum (none for a contraction with no einsum left, such as
-    a lone operand returned as it is)."""
-    return plan.einsums[0].path if plan.einsums else ()

@@ -23,7 +23,7 @@ from hilbert.grammar.errors import ArgumentError
 from .api import Function
 from .bridged import Bridged, wrapped
 
-__all__ = ["TorchFunction", "function"]
+__all__ = ["TorchFunction", "function", "as_tensors", "tensor_array"]
 
 
 def function(f: Function) -> TorchFunction:
@@ -49,7 +49,7 @@ class TorchFunction(Bridged):
                 if isinstance(a, torch.Tensor) and a.requires_grad:
                     return self._apply(*args)
         f = self.function
-        return _tensors(f(*[_array(f, a) for a in args]))
+        return as_tensors(f(*[_array(f, a) for a in args]))
 
 
 def _node_class(bridge: TorchFunction) -> type:
@@ -71,11 +71,11 @@ def _node_class(bridge: TorchFunction) -> type:
         else:
             ctx.others = None  # nothing to keep but the tensors
             ctx.save_for_backward(*args)
-            return _tensors(f(*arrays))
+            return as_tensors(f(*arrays))
         tensors = [isinstance(a, torch.Tensor) for a in args]
         ctx.others = [(t, None if t else a) for a, t in zip(args, tensors, strict=True)]
         ctx.save_for_backward(*[a for a, t in zip(args, tensors, strict=True) if t])
-        return _tensors(f(*[_array(f, a) for a in args]))
+        return as_tensors(f(*[_array(f, a) for a in args]))
 
     def backward(ctx, *cotangents):
         needs = ctx.needs_input_grad
@@ -103,19 +103,25 @@ def _array(f: Function, value):
     view: conjugate or negative bits); anything else as it is (f converts it)."""
     if not isinstance(value, torch.Tensor):
         return value
-    if not value.is_cpu:
-        raise _device_error(f, value)
+    return tensor_array(value, f"an argument of {f.__name__}", f.entry.definition.span)
+
+
+def tensor_array(tensor: torch.Tensor, what: str, span) -> np.ndarray:
+    """`tensor` (on the CPU) as a NumPy array on its memory, detached; `what` ("an argument of
+    f", "operand 2") names it in the E600/E601 for a tensor on another device or of a dtype
+    NumPy cannot hold."""
+    if not tensor.is_cpu:
+        raise _device_error(what, tensor, span)
     try:
-        return value.detach().numpy()
+        return tensor.detach().numpy()
     except TypeError:  # a dtype NumPy has no type for (bfloat16)
-        raise ArgumentError("E601", f"an argument of {f.__name__} is a tensor of {value.dtype}, "
-                            f"which NumPy cannot hold: convert it with .float() or .double()",
-                            f.entry.definition.span) from None
+        raise ArgumentError("E601", f"{what} is a tensor of {tensor.dtype}, which NumPy cannot "
+                            "hold: convert it with .float() or .double()", span) from None
     except RuntimeError:  # a conjugate or negative view: resolved into a copy
-        return value.detach().resolve_conj().resolve_neg().numpy()
+        return tensor.detach().resolve_conj().resolve_neg().numpy()
 
 
-def _tensors(result):
+def as_tensors(result):
     """A result of f as tensors on its memory: an array, a number (a 0-d tensor of the
     call's dtype) or a tuple of those."""
     if isinstance(result, tuple):
@@ -138,11 +144,11 @@ def _gradient(value, argument) -> torch.Tensor:
     return gradient if gradient.dtype == argument.dtype else gradient.to(argument.dtype)
 
 
-def _device_error(f: Function, tensor: torch.Tensor) -> ArgumentError:
+def _device_error(what: str, tensor: torch.Tensor, span) -> ArgumentError:
     return ArgumentError(
-        "E600", f"an argument of {f.__name__} is a tensor on {tensor.device}, but hilbert runs "
-        f"on the CPU: move it there with .cpu() (and the results back with .to(device)), or "
-        f"run on an accelerator with executor=\"jax\" (docs/interop.md)", f.entry.definition.span)
+        "E600", f"{what} is a tensor on {tensor.device}, but hilbert runs on the CPU: move it "
+        f"there with .cpu() (and the results back with .to(device)), or run on an accelerator "
+        f"with executor=\"jax\" (docs/interop.md)", span)
 
 
 def _twice_error(f: Function) -> ArgumentError:

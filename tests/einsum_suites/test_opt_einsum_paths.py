@@ -1,0 +1,5 @@
+"""opt_einsum's own test_paths.py, as installed, run against hilbert's functions (theirs.py)."""
+
+from tests.einsum_suites.theirs import run_theirs
+
+globals().update(run_theirs("opt_einsum.tests.test_paths"))
