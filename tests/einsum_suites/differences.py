@@ -33,9 +33,6 @@ EXPECTED: dict[str, str] = {
     "test_opt_einsum_edge_cases.py::test_contract_expression_checks":
         "hilbert's E600 messages are its own (the test reads opt_einsum's words), and "
         "optimize=False makes an expression of one step where opt_einsum refuses it",
-    "test_opt_einsum_edge_cases.py::test_pathinfo_for_empty_contraction":
-        "optimize=[] is E900 here: issue 47 item 9, fixed on branch h3-planner (remove this "
-        "entry when it is merged)",
     # opt_einsum/tests/test_paths.py
     "test_opt_einsum_paths.py::test_bad_path_option":
         "an unknown optimiser is E600, a ValueError (opt_einsum raises KeyError)",
