@@ -104,12 +104,18 @@ def _dtype(primals: tuple[np.ndarray, ...]) -> np.dtype:
 
 def _fitted(function: Function, name: str, value, shape: tuple, dtype) -> np.ndarray:
     """A cotangent or tangent as an array of the call's dtype shaped `shape` (E600
-    otherwise)."""
+    otherwise). None is zeros of that shape, as JAX's symbolic zeros and the None torch hands
+    a backward pass for a result that was not used mean; NumPy would make it NaN."""
+    if value is None:
+        return np.zeros(shape, dtype)
     try:
+        holes = not isinstance(value, np.ndarray) and np.asarray(value).dtype == object
         array = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError):
+        holes = True
+    if holes:  # (None inside a list, ragged lists, objects: NumPy makes NaN of some)
         raise ArgumentError("E600", f"{name} of {function.entry.name} must be an array of "
-                            f"numbers, not {type(value).__name__}",
+                            f"numbers (or None for zeros), not {type(value).__name__}",
                             function.entry.definition.span) from None
     if array.shape != tuple(shape):
         size = "×".join(map(str, shape)) or "a scalar"

@@ -3,7 +3,9 @@ the example scripts imported as modules."""
 
 import importlib.util
 import os
+import signal
 import sys
+import threading
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -62,6 +64,24 @@ def example_script(name: str) -> ModuleType:
     module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session", autouse=True)
+def python_handles_ctrl_c():
+    """Python's own SIGINT handler for the run when the suite was started with SIGINT ignored
+    (from a background job: `cmd &` in a non-interactive shell ignores it, and every process
+    started from there inherits that). hilbert's handling of Ctrl-C acts under Python's
+    handler only (executor/numba/interrupt.py), so the tests of it need it: in this process,
+    and in the children they start (a handler, unlike an ignored signal, is not inherited)."""
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if not ignored or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.fixture(scope="module")

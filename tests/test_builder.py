@@ -1,7 +1,8 @@
-"""The background builder at exit (executor/numba/builder.py): it lets the build under way end and
-starts no other, so that a process never ends with the daemon thread frozen inside Numba or
-LLVM holding their locks (the main thread, freeing LLVM objects as the interpreter finalised,
-then waited for it forever: a warm process hung at exit about one run in two)."""
+"""The builder (executor/numba/builder.py): a build the caller waits for runs in a thread of its
+own; at exit, the builder lets the builds under way end and starts no other, so that a process
+never ends with a daemon thread frozen inside Numba or LLVM holding their locks (the main
+thread, freeing LLVM objects as the interpreter finalised, then waited for it forever: a warm
+process hung at exit about one run in two)."""
 
 from __future__ import annotations
 
@@ -95,3 +96,45 @@ def test_exit_does_not_wait_for_a_program_whose_code_another_build_kept():
     finishing.join(60)
     assert not finishing.is_alive()
     assert built == [first]
+
+
+def test_a_build_the_caller_waits_for_runs_in_another_thread_and_gives_its_result():
+    builder = Builder()
+    assert builder.build_waiting(lambda: threading.current_thread().name) == "hilbert-compile-now"
+
+    def failing():
+        raise ValueError("generated code that cannot be built")
+
+    try:
+        builder.build_waiting(failing)
+    except ValueError as err:
+        assert "cannot be built" in str(err)
+    else:
+        raise AssertionError("the build's error was not raised in the caller")
+
+
+def test_exit_waits_for_a_build_its_caller_stopped_waiting_for():
+    """A Ctrl-C ends the caller's wait, not the build (tests/test_interrupt.py): at exit,
+    `finish` lets that build end, as it does the background thread's, and builds no other."""
+    started, release = threading.Event(), threading.Event()
+    builder = Builder()
+
+    def build():
+        started.set()
+        release.wait(60)
+        return "built"
+
+    def caller():
+        waiting = threading.Thread(target=builder.build_waiting, args=(build,), daemon=True)
+        waiting.start()
+        assert started.wait(60)  # (the caller gives up here: the build goes on)
+
+    caller()
+    finishing = threading.Thread(target=builder.finish)
+    finishing.start()
+    finishing.join(0.2)
+    assert finishing.is_alive()  # it cannot end before the build under way does
+    release.set()
+    finishing.join(60)
+    assert not finishing.is_alive()
+    assert builder.build_waiting(lambda: "after exit") == "after exit"  # (run in the caller)

@@ -362,6 +362,51 @@ def test_the_plan_names_the_executor_and_the_device(nets):
     assert raised.value.code == "E600" and "cpu:0" in raised.value.message
 
 
+# ---------------------------------------------------------------- subnormal numbers on the CPU
+
+SPECIAL = "fn special(x) ↦ (0 / x, 0 mod x, floor(x), x = 0, x · 1e-10, ln(x))"
+
+
+def _special_in_numpy(x: np.ndarray) -> list[np.ndarray]:
+    """SPECIAL's results in NumPy (IEEE 754)."""
+    with np.errstate(all="ignore"):
+        return [0 / x, np.mod(np.zeros_like(x), x), np.floor(x), (x == 0).astype(x.dtype),
+                x * x.dtype.type(1e-10), np.log(x)]
+
+
+def _same(got, want) -> None:
+    """Equal, NaN for NaN, and each zero of the same sign."""
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0]))
+
+
+def _flushed(x: np.ndarray) -> np.ndarray:
+    """`x` with each subnormal replaced by a zero of its sign."""
+    return np.where(np.abs(x) < np.finfo(x.dtype).tiny, np.copysign(0, x), x).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype, tiny, small", [(np.float64, 1e-310, 1e-300),
+                                                (np.float32, 1e-40, 1e-35)])
+def test_subnormals_are_zeros_on_the_cpu_and_ieee_elsewhere(dtype, tiny, small):
+    """docs/jax-executor.md, "Subnormal numbers on the CPU": XLA's CPU runtime reads a
+    subnormal as ±0 and makes ±0 where a result would be subnormal (the table there); the
+    numba executor keeps IEEE 754's values, NumPy's."""
+    x = np.array([tiny, -tiny, small], dtype)
+    module = hilbert.compile_source(SPECIAL)
+    ieee = _special_in_numpy(x)
+    for got, want in zip(module.special(x), ieee, strict=True):
+        _same(got, want)
+    on_cpu = module.special.using("jax", device="cpu")
+    assert "subnormal numbers are zeros on cpu" in str(on_cpu.plan(x))
+    got = on_cpu(x)
+    flushed = [_flushed(r) for r in _special_in_numpy(_flushed(x))]
+    for position in range(5):  # arithmetic and comparisons: NumPy's, on zeros for subnormals
+        _same(got[position], flushed[position])
+    assert not np.array_equal(got[0], ieee[0], equal_nan=True)  # the documented difference
+    log = got[5][0]  # −∞ in float64; in float32 XLA's own logarithm of the bits, ≈ −104
+    assert log == -np.inf if dtype == np.float64 else abs(log - ieee[5][0]) > 1
+
+
 def test_the_global_x64_setting_is_left_alone(nets):
     before = jax.config.jax_enable_x64
     assert nets["jax"].dense(np.ones((2, 2)), np.ones((2, 2))).dtype == np.float64

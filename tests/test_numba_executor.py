@@ -347,7 +347,13 @@ def deep(rank: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=sizes)
 
 
-@pytest.mark.parametrize("rank", range(19, 27))
+#: Ranks about Python's limit of 20 nested blocks (19 to 21) and the deepest (26) by default;
+#: 22 to 25, flattened as 21 and 26 are, with `-m slow` (each compile takes seconds).
+DEEP_RANKS = [pytest.param(r, marks=[pytest.mark.slow] if 21 < r < 26 else [])
+              for r in range(19, 27)]
+
+
+@pytest.mark.parametrize("rank", DEEP_RANKS)
 def test_deep_nests_run_and_agree_with_numpy(rank):
     """An entrywise kernel and a transpose of rank 19 to 26 (one compiled function each)."""
     spec = LETTERS[:rank]

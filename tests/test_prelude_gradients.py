@@ -864,6 +864,7 @@ HEAVY_ON_NUMBA: dict[tuple[str, str], float] = {
     ("Sequences", "lstm"): 14.7, ("Sequences", "peepholeLstm"): 18.2,
     ("Sequences", "peepholeSteps"): 2.5, ("Sequences", "gru"): 14.4,
     ("Sequences", "choGru"): 15.1, ("Sequences", "gruSteps"): 2.4,
+    ("Sequences", "lstmSteps"): 7.7, ("Sequences", "choSteps"): 11.0,
     **{("Multivariate", name): 10.8 for name in ("coefficients", "fitted", "residuals",
                                                  "rSquared")},
 }

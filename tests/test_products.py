@@ -199,6 +199,37 @@ def test_wrong_cotangents_and_tangents_are_coded(module):
     assert err.value.code == "E600"
 
 
+def test_none_is_a_zero_cotangent_or_tangent_for_scalars_and_arrays(module):
+    """None stands for zeros (docs/interop.md), a scalar's as an array's: NumPy turned it into
+    NaN, so a scalar's None gave NaN gradients where an array's was refused."""
+    x = np.array([0.5, -1.0, 2.0])
+    _, pullback = module.two.vjp(x)
+    (grad,) = pullback((None, 2.0))  # the sum's cotangent alone: 2 per entry
+    np.testing.assert_array_equal(grad, np.full(3, 2.0))
+    (grad,) = pullback((np.ones(3), None))  # the squares' alone: 2x
+    np.testing.assert_array_equal(grad, 2 * x)
+    m = hilbert.compile_source("fn sq(x) ↦ x · x", executor="reference")
+    for point in (3.0, x):
+        y, pullback = m.sq.vjp(point)
+        (grad,) = pullback(None)
+        np.testing.assert_array_equal(grad, np.zeros(np.shape(point)))
+        value, tangent = m.sq.jvp((point,), (None,))
+        np.testing.assert_array_equal(tangent, np.zeros(np.shape(point)))
+        np.testing.assert_array_equal(value, np.square(point))
+    a, w = np.ones((2, 3)), np.full((3, 2), 0.5)
+    _, dy = module.dense.jvp((a, w), (None, np.ones_like(w)))  # a held still
+    np.testing.assert_allclose(dy, (1 - np.tanh(a @ w) ** 2) * (a @ np.ones_like(w)), rtol=1e-13)
+
+
+def test_cotangents_with_holes_are_refused(module):
+    """None inside a list (or a ragged list) is no array of numbers: NumPy makes NaN of it."""
+    _, pullback = module.two.vjp(np.ones(3))
+    for holed in ([None, 1.0, 1.0], [[1.0], [1.0, 2.0], 1.0]):
+        with pytest.raises(HilbertError, match="array of numbers") as err:
+            pullback((holed, 1.0))
+        assert err.value.code == "E600"
+
+
 def test_products_of_a_derivative_are_refused(module):
     with pytest.raises(HilbertError) as err:
         module.fitted.vjp(0.1, np.ones(3), np.ones(3))

@@ -38,6 +38,11 @@ from hilbert.grammar.source import Span
 OPTIONS = ("device",)
 #: A tape whose step count is not known before the call starts this long, and grows.
 FIRST_TAPE = 16
+#: What a plan for JAX's CPU says of subnormal numbers: XLA's CPU runtime runs every program
+#: with the processor's flush-to-zero and denormals-are-zero modes set, and no flag of XLA's
+#: clears them (`--xla_cpu_ftz=false` changes only how LLVM compiles; jax 0.10.2).
+FLUSHED = ("subnormal numbers are zeros on cpu: read as ±0 and made as ±0 (XLA's CPU runtime "
+           "flushes them; docs/jax-executor.md)")
 
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str = "exact",
@@ -265,12 +270,15 @@ def _symbol(name: str) -> str:
 
 
 def _noted(plan: Plan, device, body: ir.Node, tapes: bool) -> Plan:
-    """`plan` with this executor's notes: the device, 64-bit types, what is checked, where
-    gaussian draws are made, how loops run backwards keep their states."""
+    """`plan` with this executor's notes: the device, 64-bit types, what is checked, subnormal
+    numbers on the CPU, where gaussian draws are made, how loops run backwards keep their
+    states."""
     lines = [f"jitted for {label(device)} (XLA); 64-bit types on within hilbert's calls only "
              "(jax.enable_x64 in scope, the global setting untouched)",
              "step counts, positions, labels and draw keys checked in the jitted call, raised "
              "after it (E500, E510, E511, E512)"]
+    if device.platform == "cpu":
+        lines.append(FLUSHED)
     if gaussian_draws(body):
         lines.append("gaussian draws made on the host (a callback), bit for bit the other "
                      "executors'")

@@ -1,16 +1,25 @@
-"""The background thread that builds queued programs one after another, and waits at exit
-for the builds of programs with loops whose code the disk cache does not hold yet."""
+"""The background thread that builds queued programs one after another, the threads that build
+what the main thread waits for (so that Ctrl-C reaches it at once), and the wait at exit for
+the builds under way and those of programs with loops whose code the disk cache lacks."""
 
 from __future__ import annotations
 
 import atexit
+import contextvars
 import queue
 import sys
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from hilbert.executor.numba.tiers import TieredProgram
+
+T = TypeVar("T")
+
+#: How often (seconds) a thread waiting for a build wakes: a signal's handler runs at the
+#: latest then, should the wait itself not be interrupted by it.
+WAKE_S = 0.1
 
 
 class Builder:
@@ -20,8 +29,9 @@ class Builder:
     waits for those (Ctrl-C skips the wait), so that the next process finds their machine code
     in the disk cache and moves to it as soon as it is loaded, instead of compiling it again.
     Queued loop-free programs are dropped at exit (their first calls cost the host's
-    milliseconds anyway), but the build under way is let end first (`_stop`); what a build was writing to the disk cache is written whole or not at
-    all (executor/numba/disk.py)."""
+    milliseconds anyway), but the builds under way, `build_waiting`'s included, are let end
+    first (`_stop`); what a build was writing to the disk cache is written whole or not at all
+    (executor/numba/disk.py)."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[TieredProgram] = queue.SimpleQueue()
@@ -30,19 +40,73 @@ class Builder:
         self._pending: list[TieredProgram] = []  # programs with loops queued or being built
         self._exiting = False
         self._stopped = False  # at exit, once the last build needed is done: build no more
-        self._busy = False  # a build is under way (it may hold Numba's and LLVM's locks)
+        self._busy = 0  # builds under way (each may hold Numba's and LLVM's locks)
         self._done = threading.Condition(self._lock)
+        self._registered = False  # `finish` is registered to run at exit
 
     def submit(self, program: TieredProgram) -> None:
         with self._lock:
             if program.looped:
                 self._pending.append(program)
             self._queue.put(program)
+            self._at_exit()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="hilbert-compile",
                                                 daemon=True)
                 self._thread.start()
-                atexit.register(self.finish)
+
+    def _at_exit(self) -> None:
+        """Have `finish` run at exit (once). Called holding the lock."""
+        if not self._registered:
+            self._registered = True
+            atexit.register(self.finish)
+
+    def build_waiting(self, build: Callable[[], T]) -> T:
+        """`build()`'s result, computed in a thread of its own while the calling thread waits
+        for it. A Ctrl-C raises KeyboardInterrupt in the caller at once: Python runs a signal's
+        handler between two bytecodes of the main thread only, and a build spends seconds
+        inside LLVM, so built in the caller it would be raised when Numba returns (or inside
+        it, where Numba drops it). The build itself cannot be stopped: it goes on, what it
+        makes is kept for the calls that follow (files of the disk cache are written whole or
+        not at all, executor/numba/disk.py), and the process's exit waits for it (`_stop`).
+        Once the exit has begun, `build()` runs in the caller."""
+        outcome: list = []  # [(True, result)] or [(False, the exception it raised)]
+        context = contextvars.copy_context()  # (the caller's np.errstate and other contexts)
+
+        def work() -> None:
+            try:
+                outcome.append((True, context.run(build)))
+            except BaseException as err:  # noqa: BLE001 (raised in the waiting thread)
+                outcome.append((False, err))
+            finally:
+                self._ended()
+
+        worker = threading.Thread(target=work, name="hilbert-compile-now", daemon=True)
+        with self._lock:
+            exiting = self._stopped
+            if not exiting:
+                self._busy += 1
+                self._at_exit()
+        if exiting:
+            return build()
+        try:
+            worker.start()
+        except BaseException:
+            if worker.ident is None:  # (a Ctrl-C before the thread began: it never will)
+                self._ended()
+            raise
+        while worker.is_alive():
+            worker.join(WAKE_S)
+        made, value = outcome[0]
+        if not made:
+            raise value
+        return value
+
+    def _ended(self) -> None:
+        """A build under way has ended."""
+        with self._lock:
+            self._busy -= 1
+            self._done.notify_all()
 
     def _work(self) -> None:
         while True:
@@ -50,13 +114,13 @@ class Builder:
             with self._lock:
                 if self._stopped:
                     return
-                self._busy = True
+                self._busy += 1
             try:
                 if not self._exiting or (program.looped and not program.kept()):
                     program.build_quietly()
             finally:
                 with self._lock:
-                    self._busy = False
+                    self._busy -= 1
                     if program in self._pending:
                         self._pending.remove(program)
                     self._done.notify_all()
@@ -86,13 +150,20 @@ class Builder:
             pass
 
     def _stop(self) -> None:
-        """Let the build under way end, and start no other. The thread is a daemon: frozen
-        mid-build when the interpreter finalises, it would keep LLVM's lock forever, and the
-        main thread, freeing LLVM objects then, would wait for it and never exit."""
+        """Let the builds under way end, and start no other, saying so on a terminal once the
+        wait has lasted a second. Their threads are daemons: one frozen mid-build when the
+        interpreter finalises would keep LLVM's lock forever, and the main thread, freeing
+        LLVM objects then, would wait for it and never exit."""
+        from hilbert.progress import BUILD_LINE_DELAY_S, wanted
+
         with self._lock:
             self._stopped = True
+            told = False
             while self._busy:
-                self._done.wait()
+                if not self._done.wait(BUILD_LINE_DELAY_S) and not told and wanted(sys.stderr):
+                    told = True
+                    print("hilbert: waiting for the compilation under way to end (Numba "
+                          "cannot stop mid-build; Ctrl-C skips it)", file=sys.stderr, flush=True)
 
 
 #: The one builder of the process.

@@ -360,12 +360,22 @@ class TieredProgram:
             pass
 
     def build(self, advance=None):
-        """Generate the code, compile it for this signature and swap it in, in this thread (the
-        background thread calls this; so may anyone who wants the compiled tier now). Returns
-        the program calls now run on, or None when they stay on the host (the generated code
-        would hold more memory than the limit allows; the plan's notes say so). A build that
-        fails raises here, and at every later call (as a call that compiles would); one that
-        is interrupted (Ctrl-C) is tried again by the next call that builds."""
+        """Generate the code, compile it for this signature and swap it in (the background
+        thread calls this; so may anyone who wants the compiled tier now). Returns the program
+        calls now run on, or None when they stay on the host (the generated code would hold
+        more memory than the limit allows; the plan's notes say so). A build that fails raises
+        here, and at every later call (as a call that compiles would). The main thread waits
+        while another thread builds (BUILDER.build_waiting), so that a Ctrl-C raises
+        KeyboardInterrupt at once: the build goes on, and the calls that follow run on it
+        (the next call that builds waits for it)."""
+        if self._done.is_set():
+            return self._fast
+        if threading.current_thread() is threading.main_thread():
+            return BUILDER.build_waiting(functools.partial(self._build_here, advance))
+        return self._build_here(advance)
+
+    def _build_here(self, advance=None):
+        """`build`, in this thread."""
         with self._lock:
             if self._done.is_set():
                 return self._fast
