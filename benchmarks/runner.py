@@ -481,9 +481,12 @@ if __name__ == "__main__":
                              "benchmarks/results)")
     parser.add_argument("--machine", action="store_true",
                         help="print the machine's record (CPU, vectors, BLAS kernel, pin) and exit")
+    parser.add_argument("--keep-pin", action="store_true",
+                        help="run with an OPENBLAS_CORETYPE older than the CPU as it is (by "
+                             "default the suite runs without it); the record names the kernel")
     options = parser.parse_args()
     if options.probe:
         sys.exit(_probe_main(options.probe, options.quick, options.executor))
     sys.exit(main(options.cases, options.quick, options.executor, out_dir=options.out,
                   optional=not options.no_optional, listing=options.list, merge=options.merge,
-                  lift=True, machine=options.machine))
+                  lift=not options.keep_pin, machine=options.machine))
