@@ -70,13 +70,12 @@ def main(cases: list[str], quick: bool = False, executor: str = "numba",
         print(case_list(chosen))
         return 0
     if lift:
-        argv = [*cases, *(["--quick"] if quick else []), "--executor", executor,
-                *(["--out", str(out_dir)] if out_dir else []),
-                *([] if optional else ["--no-optional"]), *(["--merge"] if merge else []),
-                *(["--machine"] if machine else [])]
-        code = launch(argv)
-        if code is not None:
-            return code
+        done = launch([*cases, *(["--quick"] if quick else []), "--executor", executor,
+                       *(["--out", str(out_dir)] if out_dir else []),
+                       *([] if optional else ["--no-optional"]), *(["--merge"] if merge else []),
+                       *(["--machine"] if machine else [])])
+        if done is not None:
+            return done.returncode
     if machine:
         print(json.dumps(machine_info(), indent=1))
         return 0

@@ -13,11 +13,11 @@ from hilbert.bench_machine import PIN_VARIABLES, unpinned_environment
 
 
 def launch(argv: list[str], environ=None, vectors: list[str] | None = None,
-           capture: bool = False) -> int | subprocess.CompletedProcess | None:
+           capture: bool = False) -> subprocess.CompletedProcess | None:
     """Run `python -m benchmarks.runner ARGV` in a new process started without the OpenBLAS pin
     `environ` (default os.environ) sets for a CPU with `vectors` (default: this one's), saying
-    so on stderr; its exit code (with `capture`, the finished process, its output kept).
-    None when there is no pin to lift: the caller runs the suite itself."""
+    so on stderr; the finished process (its output kept with `capture`, else shown as it
+    comes). None when there is no pin to lift: the caller runs the suite itself."""
     environ = os.environ if environ is None else environ
     env, pin = unpinned_environment(environ, vectors)
     if pin is None:
@@ -27,6 +27,5 @@ def launch(argv: list[str], environ=None, vectors: list[str] | None = None,
           f"to its {pin['kernel_level']} kernels on a CPU with {pin['cpu_level']}; the suite "
           f"runs in a process started without {' and '.join(PIN_VARIABLES)} (its record says "
           "so, and which kernel then ran)", file=sys.stderr, flush=True)
-    done = subprocess.run([sys.executable, "-m", "benchmarks.runner", *argv], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "benchmarks.runner", *argv], cwd=ROOT, env=env,
                           check=False, capture_output=capture, text=True)
-    return done if capture else done.returncode

@@ -16,6 +16,7 @@ know which kernel ran, so every record names it (threadpoolctl's `architecture`)
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -109,8 +110,6 @@ def unpinned_environment(environ, vectors: list[str] | None = None
     """(the environment a process should start with, the pin lifted or None): `environ`
     without PIN_VARIABLES when they pin a kernel older than a CPU with `vectors` (default:
     this one's), with LIFTED saying what was taken out; `environ` as it is otherwise."""
-    import json
-
     pin = openblas_pin(environ, cpu_vectors() if vectors is None else vectors)
     env = dict(environ)
     if pin is None:
@@ -142,6 +141,10 @@ def blas_record() -> dict[str, Any]:
     pools = [p for p in threadpool_info() if p.get("user_api") == "blas"]
     blas["threadpools"] = [{k: p.get(k) for k in ("internal_api", "version", "architecture",
                                                   "num_threads", "filepath")} for p in pools]
+    # NumPy's own BLAS first (the one hilbert's products call: executor/numba/kernels.py), not
+    # another library's loaded beside it (torch's MKL, SciPy's OpenBLAS)
+    home = str(Path(np.__file__).parent)  # (a prefix of numpy.libs/ and numpy/.dylibs/ alike)
+    pools.sort(key=lambda p: not str(p.get("filepath", "")).startswith(home))
     blas["kernel"] = next((p.get("architecture") for p in pools if p.get("architecture")), None)
     return blas
 
@@ -150,8 +153,6 @@ def pin_record(environ=None) -> dict | None:
     """What a record says of a pin: the one `environ` (default os.environ) sets, not lifted;
     or, in a process the suite started without it (LIFTED set), that one, lifted. In both,
     `kernel` is what threadpoolctl reports now."""
-    import json
-
     environ = os.environ if environ is None else environ
     if LIFTED in environ:
         pin, lifted = json.loads(environ[LIFTED]), True

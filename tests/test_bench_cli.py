@@ -111,10 +111,12 @@ AVX512 = ["SSE2", "SSE3", "AVX", "FMA3", "AVX2", "AVX-512F"]
 
 
 def _blas_kernel() -> str | None:
+    """The kernel threadpoolctl reports for NumPy's own BLAS (not torch's, loaded beside it)."""
     from threadpoolctl import threadpool_info
 
-    return next((p.get("architecture") for p in threadpool_info() if p["user_api"] == "blas"),
-                None)
+    home = str(Path(np.__file__).parent)
+    return next((p.get("architecture") for p in threadpool_info()
+                 if p["user_api"] == "blas" and p["filepath"].startswith(home)), None)
 
 
 def test_bench_names_the_kernel_and_tells_of_a_pinned_openblas(capsys, tiny, monkeypatch):
