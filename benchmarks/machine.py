@@ -1,9 +1,9 @@
-"""What a benchmark run records of the machine it ran on: CPU, cores, memory, NumPy's BLAS and
-its threads, library versions, the checkout, and the measured GEMM rate."""
+"""What a benchmark run records of the machine it ran on: CPU (model, family, vector
+extensions), cores, memory, NumPy's BLAS (library, version, the kernel it runs, its threads)
+and any OpenBLAS pin, library versions, the checkout, and the measured GEMM and peak rates."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import platform
 import subprocess
@@ -16,6 +16,7 @@ import numpy as np
 
 from benchmarks.cases import Config
 from benchmarks.cases.base import ROOT
+from hilbert.bench_machine import blas_record, cpu_vectors, pin_record, widest_level
 from hilbert.timing import time_repeat
 
 LIBRARIES = ("numpy", "opt_einsum", "numba", "scipy", "lark", "torch", "jax", "jaxlib",
@@ -23,16 +24,22 @@ LIBRARIES = ("numpy", "opt_einsum", "numba", "scipy", "lark", "torch", "jax", "j
 
 
 def machine_info() -> dict:
-    """CPU, cores, memory, BLAS (library and threads), library versions, and the checkout."""
+    """CPU, cores, memory, BLAS (library, kernel and threads) and any OpenBLAS pin (lifted in
+    this process or not), library versions, and the checkout."""
+    vectors = cpu_vectors()
     info: dict[str, Any] = {
-        "cpu": _cpu_model(), "cores_logical": os.cpu_count(),
+        "cpu": _cpu_model(), "cpu_family": cpu_family(), "cpu_vectors": vectors,
+        "cpu_widest": widest_level(vectors), "cores_logical": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "memory_gib": round(memory_bytes() / 2**30, 1), "platform": platform.platform(),
-        "python": platform.python_version(), "blas": _blas(), "load_before": load_average(),
+        "python": platform.python_version(), "blas": blas_record(), "openblas_pin": pin_record(),
+        "load_before": load_average(),
         "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                                                  "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                                  "NUMBA_NUM_THREADS", "HILBERT_THREADS")
                        if k in os.environ},
+        # (OpenBLAS's own settings as this process has them: a pin lifted is absent here)
+        "blas_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS_")},
         "versions": _versions(), "git": _git()}
     if "torch" in sys.modules:
         info["torch_threads"] = sys.modules["torch"].get_num_threads()
@@ -49,14 +56,28 @@ def load_average() -> float | None:
         return None
 
 
-def _cpu_model() -> str:
+def _cpuinfo(field: str) -> str | None:
+    """The first value of `field` in /proc/cpuinfo (None elsewhere)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.split(":", 1)[0].strip() == field:
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def _cpu_model() -> str:
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
+
+
+def cpu_family() -> str:
+    """The CPU's vendor, family and model numbers ("AuthenticAMD family 26 model 2"): machines
+    whose model name is the same ("AMD EPYC" under a hypervisor) can differ here."""
+    parts = [_cpuinfo(f) for f in ("vendor_id", "cpu family", "model")]
+    if not any(parts):
+        return platform.machine()
+    return f"{parts[0]} family {parts[1]} model {parts[2]}"
 
 
 def memory_bytes() -> int:
@@ -86,47 +107,6 @@ def _git() -> dict:
                 "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
     except OSError:
         return {}
-
-
-def _blas() -> dict:
-    """NumPy's BLAS as built (show_config) and as loaded (threadpoolctl, or OpenBLAS asked
-    directly for its thread count)."""
-    blas: dict[str, Any] = {}
-    try:
-        built = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        blas.update(name=built.get("name"), version=built.get("version"),
-                    config=built.get("openblas configuration"))
-    except Exception:  # noqa: BLE001 - older NumPy: no dict form
-        pass
-    try:
-        from threadpoolctl import threadpool_info
-
-        blas["threadpools"] = [{k: p.get(k) for k in ("internal_api", "version",
-                                                      "num_threads", "filepath")}
-                               for p in threadpool_info()]
-        return blas
-    except ImportError:
-        pass
-    blas["threads"] = _openblas_threads()
-    return blas
-
-
-def _openblas_threads() -> int | None:
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        return None
-    paths = {line.split()[-1] for line in maps.splitlines() if "openblas" in line.lower()}
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
-                       "scipy_openblas_get_num_threads", "openblas_get_num_threads"):
-            if hasattr(lib, symbol):
-                return int(getattr(lib, symbol)())
-    return None
 
 
 def executor_module(name: str) -> str | None:

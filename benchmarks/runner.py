@@ -1,5 +1,12 @@
 """The benchmark runner: for each case, cross-check every contestant's output, then time them
-all in this process (warm-up excluded, interleaved repeats, medians) and record the machine."""
+all in this process (warm-up excluded, interleaved repeats, medians) and record the machine.
+
+Started from the command line (`hilbert bench --suite`, `python -m benchmarks.runner`) in an
+environment whose OPENBLAS_CORETYPE pins a kernel older than the CPU, the runner runs the suite
+in a new process started without the pin (`launch`), before NumPy loads there: hilbert and
+every NumPy-based anchor then multiply with the kernel OpenBLAS chooses, the processes that one
+starts inherit the cleaned environment, and the record says what was lifted and which kernel
+ran."""
 
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ import numpy as np
 from benchmarks.anchors import to_array
 from benchmarks.cases import ALL, Case, Config, Setup, Skip, select
 from benchmarks.cases.base import BEST, OURS, ROOT, TWIN, Target, last_words
+from benchmarks.kept import keep, kept_path, merged
 from benchmarks.machine import (
     executor_module,
     load_average,
@@ -30,6 +38,8 @@ from benchmarks.machine import (
     memory_bytes,
     peak_gemm_gflops,
 )
+from benchmarks.peak import peak_rates
+from benchmarks.unpinned import launch
 from hilbert.progress import Progress
 from hilbert.timing import describe, summarise, time_interleaved
 
@@ -42,12 +52,14 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 def main(cases: list[str], quick: bool = False, executor: str = "numba",
          out_dir: str | Path | None = None, optional: bool = True, listing: bool = False,
-         merge: bool = False) -> int:
+         merge: bool = False, lift: bool = False, machine: bool = False) -> int:
     """Run the chosen cases (all for none) and write results/latest.{json,md} and the plots;
     with `listing`, only print the chosen cases; with `merge`, keep the other cases of the
     latest.json already there (a run of the same mode and executor), the ones run replacing
-    theirs. Exit code 0; 1 when some contestant's output disagreed with ours; 2 for an
-    unknown case."""
+    theirs; with `machine`, only print the machine's record (JSON). With `lift` (the command
+    line's way), a pinned OpenBLAS kernel is lifted: the run happens in a process started
+    without the pin (`launch`). Exit code 0; 1 when some contestant's output disagreed with
+    ours; 2 for an unknown case."""
     try:
         chosen = select(cases)
     except KeyError as err:
@@ -57,44 +69,34 @@ def main(cases: list[str], quick: bool = False, executor: str = "numba",
     if listing:
         print(case_list(chosen))
         return 0
+    if lift:
+        done = launch([*cases, *(["--quick"] if quick else []), "--executor", executor,
+                       *(["--out", str(out_dir)] if out_dir else []),
+                       *([] if optional else ["--no-optional"]), *(["--merge"] if merge else []),
+                       *(["--machine"] if machine else [])])
+        if done is not None:
+            return done.returncode
+    if machine:
+        print(json.dumps(machine_info(), indent=1))
+        return 0
     config = Config(quick=quick, executor=executor, optional=optional)
     results = run(chosen, config)
     from benchmarks import report
 
     target = Path(out_dir or os.environ.get("HILBERT_BENCH_OUT") or RESULTS)
     if merge:
-        results = merged(results, target / "latest.json")
+        try:
+            results = merged(results, kept_path(target, results))
+        except ValueError as err:  # (the run is not lost for that)
+            print(f"hilbert bench: {err}; this run is written unmerged", file=sys.stderr)
     written = report.write(results, target)
+    kept = keep(results, target)
+    written += [kept] if kept else []
     print(report.markdown_table(results))
     print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     if not report.plotting_available():
         print(report.plots_skipped(target), file=sys.stderr)
     return exit_code(results)
-
-
-def merged(results: dict, earlier_path: Path) -> dict:
-    """`results` with the cases of the earlier run at `earlier_path` it did not run, in the
-    suite's order; the run's own date and machine stand, and `merged_from` names the earlier
-    run. An earlier run of another mode or executor is not merged (ValueError)."""
-    earlier = json.loads(earlier_path.read_text(encoding="utf-8"))
-    if (earlier["mode"], earlier["executor"]) != (results["mode"], results["executor"]):
-        raise ValueError(f"{earlier_path} is a {earlier['mode']} run on {earlier['executor']}: "
-                         f"not merged with a {results['mode']} run on {results['executor']}")
-    by_name = {c["name"]: c for c in earlier["cases"]}
-    by_name.update((c["name"], c) for c in results["cases"])
-    order = [c.name for c in ALL]
-    cases = sorted(by_name.values(),
-                   key=lambda c: order.index(c["name"]) if c["name"] in order else len(order))
-    # (an earlier run that was itself merged names the full run its kept cases came from, and
-    # the partial runs since)
-    full = earlier.get("merged_from") or earlier
-    partial = [*earlier.get("merged_from", {}).get("partial", []),
-               *([earlier["created"]] if "merged_from" in earlier else [])]
-    return {**results, "cases": cases,
-            "merged_from": {"created": full["created"], "wall_s": full.get("wall_s"),
-                            "partial": partial,
-                            "cases": [c["name"] for c in earlier["cases"]
-                                      if c["name"] not in {r["name"] for r in results["cases"]}]}}
 
 
 def case_list(cases) -> str:
@@ -118,13 +120,15 @@ def run(cases: list[Case], config: Config, progress: Progress | None = None) -> 
     begun = time.perf_counter()
     machine = machine_info()  # the load average before this run's own work
     progress = progress or Progress(len(cases))
-    peak = peak_gemm_gflops(config) if any(c.blas_bound for c in cases) else None
+    bound = any(c.blas_bound for c in cases)
+    peak = peak_gemm_gflops(config) if bound else None
+    fma = peak_rates(config.pick(7, 3)) if bound else None
     records = []
     for i, case in enumerate(cases):
         progress.item(i, case.name)
         load = load_average()
         try:
-            records.append(run_case(case, config, progress, peak))
+            records.append(run_case(case, config, progress, peak, fma))
         except Exception as err:  # noqa: BLE001 - a bug in one case must not lose the others
             records.append(_broken_case(case, err))
         records[-1]["load_at_start"] = load
@@ -139,6 +143,7 @@ def run(cases: list[Case], config: Config, progress: Progress | None = None) -> 
         "executor_module": executor_module(config.executor),
         "machine": machine,
         "peak_gemm_gflops": peak,
+        "peak_fma": fma,
         "load_after": load_average(),
         "settings": {"min_time_s": config.min_time, "repeats": config.repeats,
                      "min_repeats": config.min_repeats, "budget_s": config.budget_s,
@@ -155,7 +160,8 @@ def run(cases: list[Case], config: Config, progress: Progress | None = None) -> 
 # One case
 
 
-def run_case(case: Case, config: Config, progress: Progress, peak: float | None) -> dict:
+def run_case(case: Case, config: Config, progress: Progress, peak: float | None,
+             fma: dict | None = None) -> dict:
     """Prepare, cross-check and time one case; every failure becomes part of the record."""
     record: dict[str, Any] = {
         "name": case.name, "group": case.group, "title": case.title, "measures": case.measures,
@@ -180,7 +186,7 @@ def run_case(case: Case, config: Config, progress: Progress, peak: float | None)
         _measured(setup, config, record, progress)
     else:
         _timed(setup, config, record, progress, probe_error)
-    _derived(case, setup, record, peak)
+    _derived(case, setup, record, peak, fma)
     record["targets"] = evaluate_targets(case.targets, record)
     if record["ours"]["status"] == "error" and record["status"] == "ok":
         record.update(status="error", error=record["ours"]["reason"])
@@ -324,19 +330,27 @@ def _ratios(record: dict) -> None:
             anchor["ratio"] = ours / anchor["median_s"]
 
 
-def _derived(case: Case, setup: Setup, record: dict, peak: float | None) -> None:
-    """GFLOP/s per contestant when the case knows its work; % of BLAS-bound time when asked."""
+def _derived(case: Case, setup: Setup, record: dict, peak: float | None,
+             fma: dict | None = None) -> None:
+    """GFLOP/s per contestant when the case knows its work; on a BLAS-bound case, % of the
+    BLAS-bound time and the share of the machine's peak FMA rate in the case's dtype (`fma`,
+    benchmarks/peak.py: every core)."""
     record["metrics"]["ours_median_s"] = record["ours"].get("median_s")
     if not setup.flops:
         return
     record["metrics"]["flops"] = setup.flops
+    top = (fma or {}).get(record.get("dtype") or "", {}).get("all_cores_gflops")
     for entry in (record["ours"], *record["anchors"]):
         if entry.get("median_s"):
             entry["gflops"] = setup.flops / entry["median_s"] / 1e9
             if case.blas_bound and peak:
                 entry["blas_bound_pct"] = 100.0 * (setup.flops / (peak * 1e9)) / entry["median_s"]
-    if case.blas_bound and peak and record["ours"].get("median_s"):
-        record["metrics"]["blas_bound_pct"] = record["ours"]["blas_bound_pct"]
+            if case.blas_bound and top:
+                entry["peak_share"] = entry["gflops"] / top
+    if case.blas_bound and record["ours"].get("median_s"):
+        for key in ("blas_bound_pct", "peak_share"):
+            if key in record["ours"]:
+                record["metrics"][key] = record["ours"][key]
 
 
 def evaluate_targets(targets: tuple[Target, ...], record: dict) -> list[dict]:
@@ -361,6 +375,8 @@ def _target_value(target: Target, record: dict) -> tuple[Any, bool | None, str]:
             return None, None, f"{target.metric} was not measured"
         if target.expect is not None:
             return value, value == target.expect, ""
+        if target.min_value is not None:
+            return value, value >= target.min_value, ""
         return value, value <= target.max_value, ""
     if ours["status"] != "ok":
         return None, None, "hilbert did not run"
@@ -459,8 +475,17 @@ if __name__ == "__main__":
                         help="skip the PyTorch and JAX anchors")
     parser.add_argument("--merge", action="store_true",
                         help="keep results/latest.json's other cases (the ones run replace theirs)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="write the results here (default: $HILBERT_BENCH_OUT or "
+                             "benchmarks/results)")
+    parser.add_argument("--machine", action="store_true",
+                        help="print the machine's record (CPU, vectors, BLAS kernel, pin) and exit")
+    parser.add_argument("--keep-pin", action="store_true",
+                        help="run with an OPENBLAS_CORETYPE older than the CPU as it is (by "
+                             "default the suite runs without it); the record names the kernel")
     options = parser.parse_args()
     if options.probe:
         sys.exit(_probe_main(options.probe, options.quick, options.executor))
-    sys.exit(main(options.cases, options.quick, options.executor,
-                  optional=not options.no_optional, listing=options.list, merge=options.merge))
+    sys.exit(main(options.cases, options.quick, options.executor, out_dir=options.out,
+                  optional=not options.no_optional, listing=options.list, merge=options.merge,
+                  lift=not options.keep_pin, machine=options.machine))

@@ -29,6 +29,7 @@ from hilbert.compiler.driver import Specialised
 from .api import Function
 from .bench_inputs import _inputs, _optimisers, _repeat
 from .bench_judging import ABS_TOLERANCE, REL_TOLERANCE, _cross_check, _machine, _notes, _ratios
+from .bench_machine import pin_note
 from .bench_optimisers import PLAN_BUDGET_S, _ours, _Run
 from .bench_report import (
     ANCHORS,
@@ -100,14 +101,17 @@ def _measure(function: Function, optimisers: tuple[str, ...], repeat: int,
     _cross_check(runs, direct)
     if uncounted is None:
         _ratios(contestants)
+    machine = _machine()
+    pinned = pin_note(machine["openblas_pin"])
     notes = ([uncounted] if uncounted else _notes(work, direct)) + [
         "first call: a fresh function of this process, planning included; it runs on the host "
         "tier (its compiled code is built before the warm calls; under HILBERT_COMPILE=eager "
         "it compiles first); code compiled earlier in this process, or kept in the disk cache, "
-        "is reused, so the first row's first call may include work that later rows' do not"]
+        "is reused, so the first row's first call may include work that later rows' do not",
+        *([pinned] if pinned else [])]
     return BenchResult(function.entry.name, function.entry.params, tuple(v.shape for v in inputs),
                        function.executor, repeat, work, tuple(contestants), tuple(notes),
-                       _machine())
+                       machine)
 
 
 # -- the anchors ------------------------------------------------------------------------------

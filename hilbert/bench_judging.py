@@ -9,6 +9,7 @@ from importlib import metadata
 
 import numpy as np
 
+from .bench_machine import blas_record, cpu_vectors, pin_record, widest_level
 from .bench_optimisers import _Run
 from .bench_report import Contestant, Work
 
@@ -75,12 +76,16 @@ def _notes(work: tuple[Work, ...], direct: bool) -> list[str]:
 
 
 def _machine() -> dict:
-    """Where the numbers were measured: platform, Python, cores and library versions."""
+    """Where the numbers were measured: platform, Python, cores, the CPU's vector extensions,
+    NumPy's BLAS (library, version, the kernel it runs), an OpenBLAS pin if one is set, and
+    library versions."""
     versions: dict[str, str | None] = {}
     for name in ("hilbert", "numpy", "opt_einsum", "numba"):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
+    vectors = cpu_vectors()
     return {"platform": platform.platform(), "python": platform.python_version(),
-            "cores": os.cpu_count(), "versions": versions}
+            "cores": os.cpu_count(), "cpu_vectors": vectors, "cpu_widest": widest_level(vectors),
+            "blas": blas_record(), "openblas_pin": pin_record(), "versions": versions}

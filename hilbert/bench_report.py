@@ -137,11 +137,25 @@ def render(result: BenchResult) -> str:
     lines = [f"benchmark of {result.function}({args})",
              f"  executor {result.executor} · warm call: median of {result.repeat} repeats of "
              f"≥ {MIN_REPEAT_S * 1e3:.0f} ms · inputs given as shapes: standard normal, seed "
-             f"{SEED}", "", *_columns(rows), "",
+             f"{SEED}", *machine_line(result.machine), "", *_columns(rows), "",
              "× anchor = hilbert's warm call / the anchor's: below 1, hilbert is faster."]
     problems = [f"{c.name}: {c.status}: {c.reason}" for c in result.contestants if c.reason]
     lines += [f"note: {n}" for n in (*result.notes, *problems)]
     return "\n".join(lines)
+
+
+def machine_line(machine: dict) -> list[str]:
+    """The BLAS and its kernel, and the CPU's vectors, as one line of the table's head (none
+    for a record that lacks them)."""
+    blas = machine.get("blas")
+    if not blas:
+        return []
+    kernel = f", kernel {blas['kernel']}" if blas.get("kernel") else ""
+    widest = machine.get("cpu_widest")
+    vectors = f" · CPU vectors up to {widest}" if widest else (
+        f" · CPU vectors {', '.join(machine['cpu_vectors'])}" if machine.get("cpu_vectors") else "")
+    return [f"  BLAS {blas.get('name') or 'unknown'} {blas.get('version') or ''}".rstrip()
+            + f"{kernel}{vectors}"]
 
 
 def _row(c: Contestant) -> list[str]:

@@ -105,6 +105,71 @@ def test_bench_json_holds_every_measurement(capsys, tiny):
     assert "the anchors compute the same output" in " ".join(data["notes"])
 
 
+#: A CPU with AVX-512, on which OPENBLAS_CORETYPE=Haswell pins an older kernel whatever machine
+#: runs the test (issue 53).
+AVX512 = ["SSE2", "SSE3", "AVX", "FMA3", "AVX2", "AVX-512F"]
+
+
+def _blas_kernel() -> str | None:
+    """The kernel threadpoolctl reports for NumPy's own BLAS (not torch's, loaded beside it)."""
+    from threadpoolctl import threadpool_info
+
+    home = str(Path(np.__file__).parent)
+    return next((p.get("architecture") for p in threadpool_info()
+                 if p["user_api"] == "blas" and p["filepath"].startswith(home)), None)
+
+
+def test_bench_names_the_kernel_and_tells_of_a_pinned_openblas(capsys, tiny, monkeypatch):
+    """The record gives the BLAS, the kernel threadpoolctl reports and the CPU's vectors; an
+    OPENBLAS_CORETYPE older than the CPU is told in a note (and left as it is: this process's
+    NumPy is loaded already)."""
+    from hilbert import bench_machine
+
+    monkeypatch.setattr(bench_machine, "cpu_vectors", lambda: AVX512)
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.delenv("OPENBLAS_L2_SIZE", raising=False)
+    data = bench_json(capsys, tiny, "chain", *CHAIN, "--optimize", "greedy", "--repeat", "1")
+    machine = data["machine"]
+    assert machine["blas"]["kernel"] == _blas_kernel() and machine["blas"]["name"]
+    assert machine["cpu_vectors"] and machine["cpu_widest"]
+    assert machine["openblas_pin"] == {"variables": {"OPENBLAS_CORETYPE": "Haswell"},
+                                       "kernel_level": "AVX2", "cpu_level": "AVX-512",
+                                       "lifted": False, "kernel": _blas_kernel()}
+    code, out, _ = run(capsys, "bench", tiny, "chain", *CHAIN, "--optimize", "greedy",
+                       "--repeat", "1")
+    assert code == 0
+    assert "note: OPENBLAS_CORETYPE=Haswell pins NumPy's OpenBLAS" in out
+    assert f"kernel {_blas_kernel()}" in out or _blas_kernel() is None
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    data = bench_json(capsys, tiny, "chain", *CHAIN, "--optimize", "greedy", "--repeat", "1")
+    assert data["machine"]["openblas_pin"] is None
+    assert "OPENBLAS" not in " ".join(data["notes"])
+
+
+def test_the_suite_runs_without_a_pinned_openblas_and_says_so(capsys, monkeypatch, tmp_path):
+    """`hilbert bench --suite` with OPENBLAS_CORETYPE=Haswell on a CPU with AVX-512 runs the
+    suite in a process started without it (and OPENBLAS_L2_SIZE): its record says they were
+    lifted, and which kernel then ran."""
+    from hilbert import bench_machine
+
+    monkeypatch.setattr(bench_machine, "cpu_vectors", lambda: AVX512)
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    monkeypatch.setenv("OPENBLAS_L2_SIZE", "512")
+    monkeypatch.setenv("HILBERT_BENCH_OUT", str(tmp_path))
+    code, _, err = run(capsys, "bench", "--suite", "call-overhead", "--quick", "--executor",
+                       "reference")
+    assert code == 0, err
+    assert "the suite runs in a process started without OPENBLAS_CORETYPE" in err
+    machine = json.loads((tmp_path / "latest.json").read_text())["machine"]
+    assert "OPENBLAS_CORETYPE" not in machine["blas_env"]
+    assert "OPENBLAS_L2_SIZE" not in machine["blas_env"]
+    pin = machine["openblas_pin"]
+    assert pin["lifted"] is True
+    assert pin["variables"] == {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512"}
+    assert pin["kernel"] == machine["blas"]["kernel"]  # whatever threadpoolctl reported there
+    assert "lifted" in (tmp_path / "latest.md").read_text()
+
+
 def test_bench_writes_json_to_a_file_beside_the_table(capsys, tiny, tmp_path):
     target = tmp_path / "out.json"
     code, out, err = run(capsys, "bench", tiny, "layer", "--shape", "x=6x3", "--shape", "w=3x5",

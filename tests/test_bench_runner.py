@@ -279,3 +279,110 @@ def test_a_merged_run_keeps_the_cases_it_did_not_run_in_suite_order(tmp_path):
     assert again["merged_from"]["created"] == "before"
     assert again["merged_from"]["partial"] == ["now"]
     assert [c["from"] for c in again["cases"]] == ["later", "now", "now"]
+
+
+# -- the machine's arithmetic: vectors, the BLAS's kernel, a pinned OpenBLAS lifted (issue 53) --
+
+#: A CPU with AVX-512, on which OPENBLAS_CORETYPE=Haswell pins an older kernel whatever machine
+#: runs the test.
+AVX512 = ["SSE2", "SSE3", "AVX", "FMA3", "AVX2", "AVX-512F"]
+PINNED = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_L2_SIZE": "512"}
+
+
+def _threadpoolctl_kernel(env: dict) -> str | None:
+    """The architecture threadpoolctl reports for NumPy's BLAS in a fresh process with `env`."""
+    code = ("import json, numpy, threadpoolctl; print(json.dumps(next((p.get('architecture') "
+            "for p in threadpoolctl.threadpool_info() if p.get('user_api') == 'blas'), None)))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True, timeout=120)
+    return json.loads(done.stdout)
+
+
+def test_the_record_names_the_blas_kernel_and_the_cpu_vectors(results):
+    from numpy._core._multiarray_umath import __cpu_features__ as features
+    from threadpoolctl import threadpool_info
+
+    machine = results["machine"]
+    numpy_home = str(Path(np.__file__).parent)  # NumPy's own BLAS, not torch's beside it
+    numpy_blas = [p for p in threadpool_info()
+                  if p["user_api"] == "blas" and p["filepath"].startswith(numpy_home)]
+    assert machine["blas"]["kernel"] == numpy_blas[0].get("architecture")
+    assert machine["blas"]["name"] and machine["blas"]["version"]
+    for numpy_name, shown in (("AVX", "AVX"), ("AVX2", "AVX2"), ("AVX512F", "AVX-512F"),
+                              ("ASIMD", "ASIMD")):
+        assert (shown in machine["cpu_vectors"]) == bool(features.get(numpy_name)), shown
+    widest = {"AVX512F": "AVX-512", "AVX2": "AVX2", "AVX": "AVX"}
+    assert machine["cpu_widest"] == next(
+        (level for name, level in widest.items() if features.get(name)),
+        machine["cpu_widest"] if not features.get("SSE3") else "SSE3")
+    words = report.machine_words(results)
+    assert machine["blas"]["kernel"] is None or f"BLAS kernel {machine['blas']['kernel']}" in words
+    assert ", ".join(machine["cpu_vectors"]) in words
+
+
+@pytest.mark.parametrize("env, vectors, pinned", [
+    (PINNED, AVX512, True),
+    ({"OPENBLAS_CORETYPE": "haswell"}, AVX512, True),        # OpenBLAS ignores the case
+    ({"OPENBLAS_CORETYPE": "Prescott"}, AVX512[:-1], True),  # SSE3 kernels on an AVX2 CPU
+    (PINNED, AVX512[:-1], False),                            # Haswell is this CPU's own kernel
+    ({"OPENBLAS_CORETYPE": "SkylakeX"}, AVX512, False),
+    ({"OPENBLAS_CORETYPE": "NEOVERSEN1"}, ["ASIMD"], False),  # another architecture's names
+    ({"OPENBLAS_L2_SIZE": "512"}, AVX512, False),            # no kernel named
+    ({}, AVX512, False),
+])
+def test_a_pin_is_a_core_type_older_than_the_cpu(env, vectors, pinned):
+    from hilbert.bench_machine import openblas_pin
+
+    pin = openblas_pin(env, vectors)
+    assert (pin is not None) == pinned
+    if pinned:
+        assert pin["variables"] == env and pin["cpu_level"] in ("AVX-512", "AVX2")
+
+
+def test_a_pinned_openblas_kernel_is_lifted_in_the_process_the_suite_starts(capsys):
+    """The suite's launch helper, given OPENBLAS_CORETYPE=Haswell on a CPU with AVX-512, starts
+    its process without the pin: inside it the variables are unset, the record says they were
+    lifted, and the kernel it names is the one threadpoolctl reports there."""
+    from benchmarks import unpinned
+
+    env = {**os.environ, **PINNED}
+    done = unpinned.launch(["--machine"], environ=env, vectors=AVX512, capture=True)
+    assert done.returncode == 0, done.stderr
+    said = capsys.readouterr().err
+    assert "OPENBLAS_CORETYPE=Haswell and OPENBLAS_L2_SIZE=512 pin OpenBLAS" in said
+    machine = json.loads(done.stdout)
+    assert not set(PINNED) & set(machine["blas_env"])
+    pin = machine["openblas_pin"]
+    assert pin["lifted"] is True and pin["variables"] == PINNED
+    unset = {k: v for k, v in env.items() if k not in PINNED}
+    assert pin["kernel"] == machine["blas"]["kernel"] == _threadpoolctl_kernel(unset)
+
+
+def test_no_pin_no_new_process():
+    from benchmarks import unpinned
+
+    assert unpinned.launch(["--machine"], environ=PINNED, vectors=AVX512[:-1]) is None
+    assert unpinned.launch(["--machine"], environ={}, vectors=AVX512) is None
+
+
+def test_a_run_on_another_cpu_or_kernel_is_not_merged(tmp_path):
+    from benchmarks import kept
+
+    def run_of(family, kernel):
+        return {"created": "now", "mode": "full", "executor": "numba", "wall_s": 1.0,
+                "machine": {"cpu": "AMD EPYC", "cpu_family": family, "cpu_vectors": ["AVX2"],
+                            "cpu_widest": "AVX2", "blas": {"kernel": kernel}},
+                "cases": [{"name": runner.ALL[0].name}]}
+
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps(run_of("AuthenticAMD family 23 model 49", "Haswell")))
+    with pytest.raises(ValueError, match="CPU amd-epyc-authenticamd-family-23-model-49-avx2"):
+        runner.merged(run_of("AuthenticAMD family 26 model 2", "Haswell"), earlier)
+    with pytest.raises(ValueError, match="BLAS kernel Haswell"):
+        runner.merged(run_of("AuthenticAMD family 23 model 49", "Zen"), earlier)
+    here = run_of("AuthenticAMD family 23 model 49", "Haswell")
+    assert kept.keep({**here, "mode": "quick"}, tmp_path) is None
+    path = kept.keep(here, tmp_path)
+    assert path == tmp_path / "cpus" / "amd-epyc-authenticamd-family-23-model-49-avx2.json"
+    assert kept.kept_path(tmp_path, here) == path
+    assert json.loads(path.read_text())["machine"] == here["machine"]

@@ -18,10 +18,11 @@ pytestmark = pytest.mark.skipif(kernels.PYTHON_MODE, reason="compiled kernels on
 GEMM = {np.float64: (kernels.gemm, kernels.gemm_beta), np.float32: (kernels32.gemm,
                                                                   kernels32.gemm_beta)}
 #: Sizes that reach every block: rows 1, 3, 4, 5, 9 (whole tiles of 4 and leftovers), columns
-#: below one vector, one vector, between one and two, two, and beyond (4 float64s or 8
-#: float32s to a vector), and sums of 0, 1 and 33 terms.
+#: below one vector, one vector, between one and two, two, and beyond, with every leftover of
+#: half, a quarter and an eighth of a vector (4 or 8 float64s, 8 or 16 float32s to a vector,
+#: as the CPU has 256- or 512-bit vectors), and sums of 0, 1 and 33 terms.
 ROWS = (1, 3, 4, 5, 9)
-COLUMNS = (1, 3, 4, 7, 8, 9, 16, 17, 33)
+COLUMNS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 15, 16, 17, 24, 31, 32, 33, 47, 64, 65)
 TERMS = (0, 1, 33)
 
 
@@ -100,8 +101,9 @@ def test_products_above_the_threshold_still_agree():
 
 
 def test_tiles_compile_to_packed_fmas():
-    """The tiled product's machine code multiplies and adds whole vectors (compiled here in
-    memory: the disk cache's code cannot be inspected)."""
+    """The tiled product's machine code multiplies and adds whole vectors of the CPU's own
+    width, 512 bits (zmm) with AVX-512 and 256 (ymm) without (compiled here in memory: the
+    disk cache's code cannot be inspected)."""
     features = llvm.get_host_cpu_features().flatten()
     if "+avx2" not in features or "+fma" not in features:
         pytest.skip("no AVX2 and FMA on this CPU")
@@ -116,4 +118,5 @@ def test_tiles_compile_to_packed_fmas():
     a, b = np.ones((8, 5)), np.ones((5, 8))
     np.testing.assert_array_equal(product(a, b, np.empty((8, 8))), np.full((8, 8), 5.0))
     assembly = "\n".join(product.inspect_asm().values())
-    assert re.search(r"vfmadd\w+pd\s+%ymm", assembly)
+    register = "zmm" if "+avx512f" in features else "ymm"
+    assert re.search(rf"vfmadd\w+pd\s+%{register}", assembly)

@@ -5,9 +5,12 @@ AMD EPYC: its call, checks and packing outweigh 65 thousand multiply-adds. XLA e
 product inline and takes about 9 µs. Written as scalar Numba loops, LLVM does not vectorise a
 register-tiled product (only scalar FMAs come out, 2–3× slower than OpenBLAS), so the tile is
 written here directly in LLVM IR with vector types: `ROWS` rows of the result by `VECTORS`
-256-bit vectors of columns (4×8 float64, 4×16 float32) kept in registers while the sum over
-the shared index runs, one broadcast entry of a times one vector of b's row per
-multiply-add. The same product takes 6.7 µs so.
+vectors of columns kept in registers while the sum over the shared index runs, one broadcast
+entry of a times one vector of b's row per multiply-add. The vectors are the CPU's own width
+(`VECTOR_BITS`): 512 bits on a CPU with AVX-512 (4×16 float64, 4×32 float32), 256 elsewhere;
+columns left over that fill no vector take one of half the width, then single columns. The
+same product took 6.7 µs so with 256-bit vectors; on the AVX-512 EPYC (Zen 5) 512-bit tiles
+take 1.6 µs where 256-bit ones take 2.5 µs (CPU time of one thread; docs/architecture.md).
 
 The sum over the shared index runs in order, one fused multiply-add per term, as a plain
 loop `total += a[i, p] · b[p, j]` does once LLVM contracts it: the rounding differs from
@@ -20,13 +23,17 @@ rows; BLAS takes the rest.
 
 from __future__ import annotations
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-#: Rows of the result a tile holds, and vectors of its columns (each VECTOR_BITS wide).
-ROWS, VECTORS, VECTOR_BITS = 4, 2, 256
+#: Rows of the result a tile holds, and vectors of its columns (each VECTOR_BITS wide): the
+#: widest the CPU has (AVX-512: 32 vector registers, so 8 sums, 2 rows of b and a broadcast
+#: fit; with AVX2's 16 they fit too).
+ROWS, VECTORS = 4, 2
+VECTOR_BITS = 512 if llvm.get_host_cpu_features().get("avx512f") else 256
 #: At most this many multiply-adds (m·n·k) run as tiles. Measured through kernels.gemm against
 #: NumPy's OpenBLAS (np.matmul into a given out) on the 2-core AMD EPYC, float64 (float32):
 #: 64×32·32×32 6.7 (3.4) against 19 (6.1) µs, 64×64·64×64 25 (12) against 51 (16) µs;
@@ -35,9 +42,9 @@ ROWS, VECTORS, VECTOR_BITS = 4, 2, 256
 TILED_PRODUCT = 2 ** 18
 
 
-def _tile(rows: int, vectors: int, one_lane: bool = False):
+def _tile(rows: int, vectors: int, bits: int):
     """An intrinsic computing a rows × (vectors·lanes) block of out = a·b + beta·out, a vector
-    holding `lanes(beta)` numbers (with `one_lane`, one: single columns).
+    of `bits` bits holding bits / beta's bit width numbers (with bits 0, one: single columns).
 
     tile(a, a0, a1, b, b0, c, c0, i, j, k, beta): a, b, c addresses of float matrices of
     beta's type, a's steps a0 (between rows) and a1 (between columns), b's and c's steps
@@ -51,7 +58,7 @@ def _tile(rows: int, vectors: int, one_lane: bool = False):
 
         def codegen(context, builder, signature, args):
             element = context.get_data_type(real)
-            per_vector = 1 if one_lane else VECTOR_BITS // real.bitwidth
+            per_vector = max(1, bits // real.bitwidth)
             vector = ir.VectorType(element, per_vector) if per_vector > 1 else element
             index = context.get_value_type(types.intp)
             whole = [context.cast(builder, v, t, types.intp)
@@ -59,6 +66,8 @@ def _tile(rows: int, vectors: int, one_lane: bool = False):
             a_at, a0_, a1_, b_at, b0_, c_at, c0_, i_, j_, k_ = whole
             pointer = element.as_pointer()
             a_items, b_items, c_items = (builder.inttoptr(at, pointer) for at in (a_at, b_at, c_at))
+            # (a CPU on which LLVM prefers 256-bit vectors would split 512-bit ones in two)
+            set.add(builder.function.attributes, f'"min-legal-vector-width"="{VECTOR_BITS}"')
             fma = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(vector, [vector] * 3),
                 f"llvm.fma.v{per_vector}f{real.bitwidth}" if per_vector > 1 else f"llvm.fma.f{real.bitwidth}")
@@ -115,23 +124,32 @@ def _tile(rows: int, vectors: int, one_lane: bool = False):
 
         return types.none(a, a0, a1, b, b0, c, c0, i, j, k, beta), codegen
 
-    typer.__name__ = f"tile_{rows}x{vectors}"
+    typer.__name__ = f"tile_{rows}x{vectors}x{bits}"
     return intrinsic(typer)
 
 
-#: Blocks of the result: 4 rows × 2 vectors, 4 × 1 and 1 × 2, 1 × 1 vectors, and 4 × 1 and
-#: 1 × 1 single columns for the last columns that fill no vector.
-tile_wide = _tile(ROWS, VECTORS)
-tile_narrow = _tile(ROWS, 1)
-row_wide = _tile(1, VECTORS)
-row_narrow = _tile(1, 1)
-tile_column = _tile(ROWS, 1, one_lane=True)
-row_column = _tile(1, 1, one_lane=True)
+#: Blocks of the result: 4 rows × 2 vectors, 4 × 1 and 1 × 2, 1 × 1 vectors; for the last
+#: columns that fill no vector, 4 × 1 and 1 × 1 vectors of a half, a quarter, an eighth of the
+#: width, then single columns (16-lane float32 vectors would otherwise leave the 4 columns of a
+#: 128×64·64×4 product to single columns: 7.4 µs where 256-bit tiles take 1.8).
+tile_wide = _tile(ROWS, VECTORS, VECTOR_BITS)
+tile_narrow = _tile(ROWS, 1, VECTOR_BITS)
+row_wide = _tile(1, VECTORS, VECTOR_BITS)
+row_narrow = _tile(1, 1, VECTOR_BITS)
+tile_half = _tile(ROWS, 1, VECTOR_BITS // 2)
+row_half = _tile(1, 1, VECTOR_BITS // 2)
+tile_quarter = _tile(ROWS, 1, VECTOR_BITS // 4)
+row_quarter = _tile(1, 1, VECTOR_BITS // 4)
+tile_eighth = _tile(ROWS, 1, VECTOR_BITS // 8)
+row_eighth = _tile(1, 1, VECTOR_BITS // 8)
+tile_column = _tile(ROWS, 1, 0)
+row_column = _tile(1, 1, 0)
 
 
 @intrinsic
 def lanes(typingctx, like):
-    """How many numbers of `like`'s float type fill a vector (a constant: 4 float64s)."""
+    """How many numbers of `like`'s float type fill a vector (a constant: 8 float64s with
+    512-bit vectors)."""
     if like not in (types.float32, types.float64):
         return None
 
@@ -146,20 +164,36 @@ def tiled_product(a, m, k, a0, a1, b, n, b0, c, c0, beta):
     """out = a · b + beta · out, block by block (see `_tile` for the arguments). Compiled
     inside kernels._product_at."""
     width = lanes(beta)
+    half, quarter, eighth = max(1, width // 2), max(1, width // 4), max(1, width // 8)
     wide = n - n % (VECTORS * width)
     narrow = n - n % width
+    halved = n - n % half  # (each remainder below is at most one vector)
+    quartered = n - n % quarter
+    eighths = n - n % eighth
     whole_rows = m - m % ROWS
     for i in range(0, whole_rows, ROWS):
         for j in range(0, wide, VECTORS * width):
             tile_wide(a, a0, a1, b, b0, c, c0, i, j, k, beta)
         for j in range(wide, narrow, width):
             tile_narrow(a, a0, a1, b, b0, c, c0, i, j, k, beta)
-        for j in range(narrow, n):
+        for j in range(narrow, halved, half):
+            tile_half(a, a0, a1, b, b0, c, c0, i, j, k, beta)
+        for j in range(halved, quartered, quarter):
+            tile_quarter(a, a0, a1, b, b0, c, c0, i, j, k, beta)
+        for j in range(quartered, eighths, eighth):
+            tile_eighth(a, a0, a1, b, b0, c, c0, i, j, k, beta)
+        for j in range(eighths, n):
             tile_column(a, a0, a1, b, b0, c, c0, i, j, k, beta)
     for i in range(whole_rows, m):
         for j in range(0, wide, VECTORS * width):
             row_wide(a, a0, a1, b, b0, c, c0, i, j, k, beta)
         for j in range(wide, narrow, width):
             row_narrow(a, a0, a1, b, b0, c, c0, i, j, k, beta)
-        for j in range(narrow, n):
+        for j in range(narrow, halved, half):
+            row_half(a, a0, a1, b, b0, c, c0, i, j, k, beta)
+        for j in range(halved, quartered, quarter):
+            row_quarter(a, a0, a1, b, b0, c, c0, i, j, k, beta)
+        for j in range(quartered, eighths, eighth):
+            row_eighth(a, a0, a1, b, b0, c, c0, i, j, k, beta)
+        for j in range(eighths, n):
             row_column(a, a0, a1, b, b0, c, c0, i, j, k, beta)
