@@ -147,7 +147,10 @@ class Function:
                 return result
             if getattr(program, "detaches", False) and result.flags.writeable:
                 return result  # (a fresh array of compiled code: its base is Numba's)
-        return to_python(result, args, dtype=signature[1])
+        # (a detaching program's tuple shares nothing with the arguments: only its own
+        # components are checked against each other)
+        return to_python(result, () if getattr(program, "detaches", False) else args,
+                         dtype=signature[1])
 
     @property
     def tier(self) -> str | None:

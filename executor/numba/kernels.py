@@ -562,26 +562,38 @@ def product(a, b):
     return product_into(a, b, empty((a.shape[0], b.shape[1])))
 
 
-def contiguous(x):
-    """np.ascontiguousarray(x) for an array in any layout: a C-ordered copy, its last axis copied
-    as one run per position of the others (a kernel shared by every program: Numba's own copy
-    compiles its slice assignments' error messages into each program)."""
-    out = fresh(x.shape, x.dtype)
+def arranged_into(x, out):
+    """out[...] = x for x in any layout (a transposed view) and out C-ordered of x's shape: x's
+    last axis copied as one run per position of the others. Axes that lie one after the other
+    in x's memory are walked as one (a tensor network's step transposes a dozen axes of 2 or
+    3, most of which keep their neighbours: walked axis by axis, each run would be 2 entries).
+    A kernel shared by every program: Numba's own copy compiles its slice assignments' error
+    messages into each program."""
     if out.size == 0:
         return out
     item = x.itemsize
     flat = out.reshape(out.size)
-    rank = x.ndim
-    sizes = np.empty(rank, np.int64)
-    steps = np.empty(rank, np.int64)
+    sizes = np.ones(max(x.ndim, 1), np.int64)
+    steps = np.zeros(max(x.ndim, 1), np.int64)
+    rank = 0
     low = 0
     high = 0
-    for axis in range(rank):
-        sizes[axis] = x.shape[axis]
-        steps[axis] = x.strides[axis] // item
-        reach = (sizes[axis] - 1) * steps[axis]
+    for axis in range(x.ndim):
+        size = x.shape[axis]
+        step = x.strides[axis] // item
+        reach = (size - 1) * step
         low += min(0, reach)
         high += max(0, reach)
+        if size == 1:
+            continue
+        if rank > 0 and steps[rank - 1] == step * size:  # (the axis before runs on into it)
+            sizes[rank - 1] *= size
+            steps[rank - 1] = step
+        else:
+            sizes[rank] = size
+            steps[rank] = step
+            rank += 1
+    rank = max(rank, 1)
     items = carray(_items(x.ctypes.data + item * low, x.dtype), (high - low + 1,))
     run, step = sizes[rank - 1], steps[rank - 1]
     index = np.zeros(rank, np.int64)
@@ -601,6 +613,17 @@ def contiguous(x):
     return out
 
 
+def contiguous(x):
+    """np.ascontiguousarray(x) for an array in any layout: a C-ordered copy (arranged_into)."""
+    return arranged_into(x, fresh(x.shape, x.dtype))
+
+
+def _arranged_into_python(x, out):
+    out[...] = x
+    return out
+
+
+arranged_into = _arranged_into_python if PYTHON_MODE else compiled(arranged_into)
 contiguous = (np.ascontiguousarray if PYTHON_MODE else compiled(contiguous))
 
 

@@ -19,6 +19,7 @@ from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls
     PositionError,
     StepCountError,
     add_any_order,
+    arranged_into,
     compiled,
     contiguous,
     copy_into,
