@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.counting import counting_in
 from hilbert.compiler.driver import Entry, plan_entry
 from hilbert.compiler.evaluate import Host, einsum_in_one, evaluate, needs
 from hilbert.compiler.ops.einsum_spec import numpy_spec, parse_spec
@@ -36,7 +37,8 @@ class PlannedProgram:
             (e.spec, tuple(map(tuple, e.shapes))): einsum_kernel(e.spec, e.shapes, plan.optimize,
                                                                   plan.paths)
             for e in plan.einsums}
-        self._host = Host(lambda node, operands: self.einsum(node.spec, operands), plan.dtype)
+        self._host = Host(lambda node, operands: self.einsum(node.spec, operands), plan.dtype,
+                          counting_in(body, plan.dtype))
         # (one einsum of the parameters, as hilbert.einsum's functions are: no walk needed)
         self._one = body if isinstance(body, ir.Einsum) and all(
             isinstance(a, ir.Param) for a in body.args) else None
@@ -65,7 +67,7 @@ class PlannedProgram:
                         left[kid] = count - 1
             return result
 
-        return evaluate(self.body, memo, leaves, needs, value)
+        return self._host.answer(evaluate(self.body, memo, leaves, needs, value))
 
     def einsum(self, spec: str, operands: list):
         """`spec` on `operands` along the plan's path for their shapes."""

@@ -55,7 +55,8 @@ def placed(index: list, layout: tuple[int, ...] | None) -> tuple:
 def emit_scalar(em, node: ir.Prim) -> None:
     if all(isinstance(a, ir.Const) for a in node.args):  # fold: no Python-float x/0
         with np.errstate(all="ignore"):
-            em.bind(node, number(BY_OP[node.op].numpy(*(np.float64(a.value) for a in node.args))))
+            folded = BY_OP[node.op].numpy(*(np.float64(a.value) for a in node.args))
+        em.bind(node, em.literal(folded, em.counts(node)))
         return
     name = em.fresh("v")
     em.pending = []
@@ -69,18 +70,18 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
     """An expression for `node`'s value at `index` (its own axes), reading inputs there."""
     match node:
         case ir.Prim(op="positions"):
-            return call("np.float64", index[0])
+            return em.counted_number(index[0])
         case ir.Prim(op="shift"):
             return _shifted(em, node, index, temps)
         case ir.Prim(op="take"):
             return _taken(em, node, index, temps)
         case ir.Prim() if fusion.is_ones(node):
             return Num("1.0")
-        case ir.Prim(op="pow", args=(base, ir.Const(value=2.0))):
-            x = at(em, base, index, temps)
+        case ir.Prim(op="pow", args=(_, ir.Const(value=2.0))):
+            x = operand(em, node, 0, index, temps)
             return fmt("({} * {})", x, x)
-        case ir.Prim(op="div", args=(a, b)) if em.divisions is not None:
-            numerator, divisor = at(em, a, index, temps), at(em, b, index, temps)
+        case ir.Prim(op="div") if em.divisions is not None:
+            numerator, divisor = (operand(em, node, k, index, temps) for k in (0, 1))
             split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")))
             em.pending += [Assign((split.numerator,), (numerator,)),
                            Assign((split.divisor,), (divisor,)), split.fast]
@@ -92,16 +93,31 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
                 template = row.host_code or row.code
             else:
                 template = (em.decided.fast and row.fast_code) or row.code
-            return Fmt(template, tuple(at(em, a, index, temps) for a in args))
+            return Fmt(template, tuple(operand(em, node, k, index, temps)
+                                       for k in range(len(args))))
         case ir.Einsum(spec=spec, args=args):
             parsed = parse_spec(spec)
             where = dict(zip(parsed.output, index, strict=True))
-            factors = [at(em, a, [where[ch] for ch in term], temps)
-                       for a, term in zip(args, parsed.inputs, strict=True)]
+            factors = [operand(em, node, k, [where[ch] for ch in term], temps)
+                       for k, term in enumerate(parsed.inputs)]
             if len(factors) == 1:
                 return factors[0]
             return Fmt("(" + " * ".join("{}" for _ in factors) + ")", tuple(factors))
     raise AssertionError(f"code generation: no entrywise form for {node!r}")
+
+
+def operand(em, node: ir.Node, position: int, index: list, temps: dict) -> Expr:
+    """Argument `position` of `node` read at `index` (`at`) as `node` reads it: a counted
+    value (compiler/counting.py) converted to the code's dtype where `node`'s value is data,
+    but kept where `node` counts too or reads it as a position (its op's `counts`)."""
+    arg = ir.children(node)[position]
+    counted = em.counts(node)
+    if isinstance(arg, ir.Const):
+        return em.literal(arg.value, counted)
+    value = at(em, arg, index, temps)
+    if counted or isinstance(node, ir.Prim) and position in BY_OP[node.op].counts:
+        return value
+    return em.as_data(arg, value)
 
 
 def at(em, node: ir.Node, index: list, temps: dict) -> Expr:
@@ -290,7 +306,7 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
     and keep the loop scalar (a 4096×512 layer norm: 2.3 → 1.5 ms; a softmax's exp pass
     over 2048² scores: 2 ms of 20). A local maximum is exact in any order: K.fmax is
     LLVM's maximum, which LLVM vectorises as it is."""
-    x = at(em, tail.args[0], index, temps)
+    x = operand(em, tail, 0, index, temps)
     body += em.pending
     if isinstance(tail, ir.Prim):
         combine, start = REDUCE[tail.op]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from hilbert.compiler.counting import COUNTED, NOTHING, Counting
 from hilbert.compiler.ops import draws
 from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
@@ -20,10 +21,11 @@ if TYPE_CHECKING:
 class CompiledRegion:
     """One generated function and how to call it: `inputs` are the IR nodes whose values it is
     given (scalars are passed as NumPy floats, arrays as C-ordered writable arrays, both of
-    the call's dtype: float64 or float32)."""
+    the call's dtype, float64 or float32, but counted values, compiler/counting.py: float64)."""
 
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str,
-                 paths: dict | None = None, fast: bool = False, dtype: str = "float64"):
+                 paths: dict | None = None, fast: bool = False, dtype: str = "float64",
+                 counted: Counting = NOTHING):
         from hilbert.executor.numba.kernels import (
             PYTHON_MODE,  # (Numba is loaded once something is to compile)
         )
@@ -35,6 +37,11 @@ class CompiledRegion:
         self._paths = paths  # the plan's contraction paths, which the code follows
         self._fast = fast  # math="fast"
         self.dtype = np.dtype(dtype)
+        self._counted = counted
+        within = counted.at(region.scope[-1] if region.scope else None)
+        # each input's dtype: float64 for a counted one (a position, a step count)
+        self.dtypes = tuple(np.dtype(COUNTED) if n in within else self.dtype
+                            for n in region.inputs)
         self._generated: codegen.Generated | None = None
         self._function = None
         self._parallel = False  # (its code has prange loops)
@@ -50,7 +57,7 @@ class CompiledRegion:
 
             self._generated = codegen.generate(self.region, self._table, self._optimize,
                                               exact=True, paths=self._paths, fast=self._fast,
-                                              dtype=self.dtype.name)
+                                              dtype=self.dtype.name, counted=self._counted)
         return self._generated
 
     @property
@@ -83,9 +90,9 @@ class CompiledRegion:
         from numba import types
 
         shapes = self._table.scopes[self.region.scope]
-        number = getattr(types, self.dtype.name)
+        numbers = [getattr(types, d.name) for d in self.dtypes]
         signature = [types.Array(number, len(shapes[n]), "C") if shapes[n]
-                     else number for n in self.region.inputs]
+                     else number for n, number in zip(self.region.inputs, numbers, strict=True)]
         if self.generated.loops:
             signature.append(types.Array(types.int64, 1, "C"))  # interrupt's stop flag
         function.compile(tuple(signature))
@@ -132,11 +139,11 @@ class CompiledRegion:
         only, so any other array (another order or dtype, a strided or read-only view, a
         subclass) is copied into it here, at the boundary, instead of reaching compiled code."""
         args = list(values)
-        dtype = self.dtype
+        dtypes = self.dtypes
         for i in self.scalars:
-            args[i] = dtype.type(args[i])
+            args[i] = dtypes[i].type(args[i])
         for i in self.arrays:
-            v = args[i]
+            v, dtype = args[i], dtypes[i]
             if type(v) is not np.ndarray or v.dtype is not dtype:
                 args[i] = np.array(v, dtype=dtype, order="C")
             else:
