@@ -11,10 +11,13 @@ nothing changes: the two are one type.
 Counted values, by their node (the op table's `whole` column, compiler/ops/primitives.py):
 
 - sizes and positions: `rows`, `columns`, `positions`, `coordinate` (whole always);
-- whole arithmetic (`+ − ·`, `mod`, `div`, `floor`, `abs`, `max`, `min`, comparisons, …), a
+- whole arithmetic (`+ − ·`, `mod`, `div`, `floor`, `abs`, `max`, `min`, `maximum`, …), a
   read of a counted tensor (`x[t]` of `positions(…)`), an `if` both of whose branches count,
   an einsum that sums no letter of counted operands, `x ^ 0` (1), `n ^ k` for a whole k ≥ 0:
   counted when what they read counts;
+- a comparison (0 or 1, whatever it compares: its operands are compared as they are, a
+  counted number with a float32 entry exactly), which makes argmax's marks and the positions
+  it pushes past them count too;
 - a constant that is a whole number of at most 2⁵³ (written into data, it is converted);
 - a loop's state component that starts counted and that each step keeps counted (the
   counter of a counted loop that starts from a size or a counted parameter): the largest set
@@ -52,10 +55,17 @@ class Counting:
     scopes: dict = field(default_factory=dict)  # owner -> frozenset of counted nodes
     components: dict = field(default_factory=dict)  # Loop -> frozenset of counted components
     params: frozenset[int] = frozenset()  # parameters read as whole numbers (by index)
+    meets: dict = field(default_factory=dict)  # owner -> frozenset of nodes (`meeting`)
 
     def at(self, owner: Owner = None) -> frozenset[ir.Node]:
         """The counted nodes of the scope `owner` owns (None: the call's own)."""
         return self.scopes.get(owner, frozenset())
+
+    def meeting(self, owner: Owner = None) -> frozenset[ir.Node]:
+        """The nodes of the scope `owner` owns whose value is data and that read a counted
+        value (or, a parameter, may be given one): where a runtime converts. Every other
+        node of data reads data only, and a runtime need not look."""
+        return self.meets.get(owner, frozenset())
 
 
 #: A program that counts nothing in float64 (a float64 call's: nothing to convert).
@@ -91,8 +101,34 @@ def counting(root: ir.Node) -> Counting:
                  for owner, (_, roots, _) in scopes.items()}
         narrowed = _narrowed(kept, scopes, found)
         if narrowed == kept:
-            return Counting(found, kept, frozenset(params))
+            found = {owner: _trimmed(roots, found[owner], kept)
+                     for owner, (_, roots, _) in scopes.items()}
+            meets = {owner: _meeting(roots, found[owner])
+                     for owner, (_, roots, _) in scopes.items()}
+            return Counting(found, kept, frozenset(params), meets)
         kept = narrowed
+
+
+def _trimmed(roots: tuple, counted: frozenset, kept: dict) -> frozenset[ir.Node]:
+    """`counted` without the constants only data reads: a whole constant is the same number
+    made data, so a runtime computes it as data where nothing counts with it (the `2` of
+    `x · 2` is no conversion a call)."""
+    needed: set[ir.Node] = {r for r in roots if isinstance(r, ir.Const)}
+    for node in ir.topological(*roots):
+        if node in counted and not isinstance(node, ir.Const):
+            needed.update(ir.children(node))
+        elif isinstance(node, (ir.Loop, ir.LoopGrad)):
+            loop = node.loop if isinstance(node, ir.LoopGrad) else node
+            needed.update(loop.init[i] for i in kept[loop])
+    return frozenset(n for n in counted if not isinstance(n, ir.Const) or n in needed)
+
+
+def _meeting(roots: tuple, counted: frozenset) -> frozenset[ir.Node]:
+    """The nodes of one scope whose value is data and that read a counted one, and its
+    parameters of data (a runtime may be given them in float64: bind_arguments reads
+    another layer of the program)."""
+    return frozenset(node for node in ir.topological(*roots) if node not in counted and (
+        isinstance(node, ir.Param) or any(k in counted for k in ir.children(node))))
 
 
 def counted_params(root: ir.Node) -> frozenset[int]:

@@ -81,6 +81,7 @@ class Host:
         self.dtype = dtype  # a constant is a number of its real dtype (dtypes.constant)
         self.counting = counting
         self.counted = counting.at(None)  # the counted nodes of the scope being evaluated
+        self.meets = counting.meeting(None)  # its nodes of data that read counted ones
         # (in a float64 or complex128 call a counted value is already of the data's type)
         self.narrow = dtypes.real(dtype) != "float64"
         self.data = np.dtype(dtypes.real(dtype)).type
@@ -94,14 +95,15 @@ class Host:
         LoopGrad's vjp terms), with that scope's counted nodes."""
         if not self.narrow:
             return evaluate
-        counted = self.counting.at(owner)
+        counted, meets = self.counting.at(owner), self.counting.meeting(owner)
 
         def run(node: ir.Node, memo: dict, leaves: tuple):
-            saved, self.counted = self.counted, counted
+            saved = self.counted, self.meets
+            self.counted, self.meets = counted, meets
             try:
                 return evaluate(node, memo, leaves)
             finally:
-                self.counted = saved
+                self.counted, self.meets = saved
         return run
 
     def _inputs(self, node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
@@ -148,6 +150,8 @@ class Host:
                     return self.as_counted(leaves[i])
                 case ir.Const(value=v):
                     return np.float64(v)
+            return self._computed(node, memo, leaves)
+        if node not in self.meets:  # (data from data: nothing to convert)
             return self._computed(node, memo, leaves)
         data = self._as_data
         if not isinstance(node, (ir.Prim, ir.Einsum, ir.Loop, ir.LoopGrad)):
@@ -204,13 +208,18 @@ def as_counted(value):
     return value if kind == wide else value.astype(wide)
 
 
+_FLOAT64, _COMPLEX128 = np.dtype(np.float64), np.dtype(np.complex128)
+
+
 def as_data(value, real: type):
     """A value of a call whose real dtype is `real` (float32): a float64 (complex128) value,
-    counted, made float32 (complex64). Values of other dtypes and Python numbers as they are."""
+    counted, made float32 (complex64). Values of other dtypes and Python numbers as they are.
+    (NumPy's, JAX's and dask's dtypes of these are NumPy's one object: compared by identity,
+    not by `==`, which costs a microsecond.)"""
     kind = getattr(value, "dtype", None)
-    if kind == np.float64:
+    if kind is _FLOAT64:
         return value.astype(real)
-    if kind == np.complex128:
+    if kind is _COMPLEX128:
         return value.astype(np.complex64)
     return value
 

@@ -39,8 +39,8 @@ class Reference(Host):
     Python loops over a state tuple, run backwards from a tape of their states."""
 
     def __init__(self, einsum=numpy_einsum, dtype: str = "float64",
-                 counted: Counting = NOTHING):
-        super().__init__(einsum, dtype, counted)
+                 counting: Counting = NOTHING):
+        super().__init__(einsum, dtype, counting)
         self.loop_steps = 0  # loop iterations run so far (an instrument for tests and plans)
 
     def run(self, root: ir.Node, args: tuple[np.ndarray, ...], memo: dict | None = None):
@@ -199,7 +199,7 @@ class ReferenceProgram:
     def __init__(self, entry, shapes, plan, states: dict | None = None):
         self.body = entry.masked
         self.plan = plan
-        self.evaluator = Reference(dtype=plan.dtype, counted=counting_in(self.body, plan.dtype))
+        self.evaluator = Reference(dtype=plan.dtype, counting=counting_in(self.body, plan.dtype))
         self.tapes = tapes_at_the_call(self.body)
         if self.tapes and states is None:
             from hilbert.compiler.passes.shapes import infer_shapes

@@ -177,3 +177,22 @@ def test_each_loop_counts_its_own_state():
     for loop, components in found.components.items():
         state_one = ir.State(1, None)
         assert (state_one in found.at(loop)) == (1 in components)
+
+
+FLIP = """
+model Flip : Learner {
+  weight w : Tensor[] from 0
+  def train(r) { w ≔ r − w }
+  def at(q, t) ≔ q[t] + w
+}
+"""
+
+
+def test_a_float32_models_train_steps_and_positions_count_exactly():
+    """A train call of 2²⁴ + 1 steps flips w an odd number of times (its count was bound in
+    the model's float32, 2²⁴ steps); a method reads the position it was given."""
+    net = hilbert.compile_source(FLIP).Flip(dtype="float32")
+    net.train(1, steps=BIG + 1)
+    assert net.w == np.float32(1.0)
+    q = marked(BIG + 2, {BIG: 5.0, BIG + 1: 7.0})
+    assert net.at(q, BIG + 1) == np.float32(8.0)

@@ -81,11 +81,9 @@ def first_positions(x, axis: int, largest: bool):
     position of it (a pair), and pairs are combined by dask's tree reduction, so every block of
     x is read once and the graph grows with the number of blocks. The positions are float64
     in every call, as counted values are (compiler/counting.py)."""
-    kind = np.float64
     if not isinstance(x, da.Array):
         pairs = _extreme_pairs(np.asarray(x, dtype=np.float64), axis, largest)
-        return np.take(_final_pairs(pairs, (axis,), True, largest)[..., 1], 0,
-                       axis=axis).astype(kind)
+        return np.take(_final_pairs(pairs, (axis,), True, largest)[..., 1], 0, axis=axis)
     pairs = da.map_blocks(_extreme_pairs, x, axis, largest, dtype=np.float64, new_axis=x.ndim,
                           chunks=tuple((1,) * len(c) if i == axis else c
                                        for i, c in enumerate(x.chunks)) + ((2,),),
@@ -94,7 +92,7 @@ def first_positions(x, axis: int, largest: bool):
                          partial(_final_pairs, largest=largest), axis=axis, keepdims=True,
                          combine=partial(_combine_pairs, largest=largest), dtype=np.float64,
                          concatenate=True, meta=np.empty((0,) * (x.ndim + 1)))
-    return final[(slice(None),) * axis + (0, Ellipsis, 1)].astype(kind)
+    return final[(slice(None),) * axis + (0, Ellipsis, 1)]
 
 
 def _extreme_pairs(block: np.ndarray, axis: int, largest: bool, block_info=None) -> np.ndarray:

@@ -55,6 +55,7 @@ class ScopeRunner(Host):
         counted = counting_in(roots[0], plan.dtype) if counted is None else counted
         super().__init__(self._einsum, plan.dtype, counted)
         self.counted = counted.at(scope[-1] if scope else None)
+        self.meets = counted.meeting(scope[-1] if scope else None)
         self._place(roots)
         self.whole = self._whole()
         # the call's loops run backwards whose tapes are checked before it runs a step
