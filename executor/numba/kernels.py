@@ -14,7 +14,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import disk, threads, tiles, vmath
+from hilbert.executor.numba import disk, pairwise, threads, tiles, vmath
 from hilbert.executor.numba.faults import (  # noqa: F401 (generated code raises them)
     DrawError,
     LabelError,
@@ -92,7 +92,7 @@ BLAS = ("numpy-cblas" + ("-ilp64" if _DGEMM[1] else "") + "-gemv"
 #: (tiles.py), NumPy and the BLAS.
 STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP} "
          + " ".join(hashlib.sha256(Path(__file__).with_name(name).read_bytes()).hexdigest()[:16]
-                    for name in ("kernels32.py", "vmath32.py", "tiles.py"))
+                    for name in ("kernels32.py", "vmath32.py", "tiles.py", "pairwise.py"))
          + f" {np.__version__} {BLAS}")
 
 
@@ -625,6 +625,11 @@ def _arranged_into_python(x, out):
 
 arranged_into = _arranged_into_python if PYTHON_MODE else compiled(arranged_into)
 contiguous = (np.ascontiguousarray if PYTHON_MODE else compiled(contiguous))
+
+
+#: A long sum's partial sums, combined pairwise (pairwise.py; executor/codegen/sums.py).
+partials, levels, push_rows, total_rows = (compiled(f) for f in (
+    pairwise.partials, pairwise.levels, pairwise.push_rows, pairwise.total_rows))
 
 
 @compiled
