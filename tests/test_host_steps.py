@@ -12,6 +12,7 @@ from hilbert.compiler.plan import contraction
 from hilbert.executor import planned, straight
 
 import hilbert
+from benchmarks.cases.steps import adam_numpy  # (the step by hand, as the benchmark times it)
 
 #: A small MLP's Adam step: its gradient by ∂, then Adam on both weights.
 ADAM = """
@@ -36,20 +37,6 @@ def _adam_arguments(seed: int = 0) -> tuple:
     m1, m2 = rng.standard_normal((p, h)) * 1e-3, rng.standard_normal((h, q)) * 1e-3
     v1, v2 = rng.random((p, h)) * 1e-4, rng.random((h, q)) * 1e-4
     return x, y, w1, w2, m1, m2, v1, v2, 3.0
-
-
-def _numpy_adam_step(x, y, w1, w2, m1, m2, v1, v2, t, r=0.001, b1=0.9, b2=0.999, eps=1e-8):
-    """The same step written in NumPy by hand."""
-    z = x @ w1
-    a = np.maximum(z, 0)
-    d = (a @ w2 - y) / x.shape[0]
-    grads = (x.T @ ((d @ w2.T) * (z > 0)), a.T @ d)
-    new = []
-    for w, m, v, g in zip((w1, w2), (m1, m2), (v1, v2), grads, strict=True):
-        m = b1 * m + (1 - b1) * g
-        v = b2 * v + (1 - b2) * g * g
-        new.append((w - r / (1 - b1 ** t) * m / (np.sqrt(v) / np.sqrt(1 - b2 ** t) + eps), m, v))
-    return tuple(new[k][i] for i in range(3) for k in range(2))
 
 
 @pytest.fixture
@@ -82,7 +69,7 @@ def test_a_host_call_walks_no_ir_and_looks_no_kernel_up(host, monkeypatch):
     for _ in range(3):
         got = f(*args)
     assert counts == {}
-    for value, want in zip(got, _numpy_adam_step(*args), strict=True):
+    for value, want in zip(got, adam_numpy(*args), strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-10, atol=1e-14)
 
 

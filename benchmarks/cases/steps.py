@@ -53,7 +53,7 @@ def tree_step(config: Config) -> Setup:
                  flops=2.0 * float(np.prod(ops[1].shape)))
 
 
-def _adam_numpy(x, y, w1, w2, m1, m2, v1, v2, t, r=0.001, b1=0.9, b2=0.999, eps=1e-8):
+def adam_numpy(x, y, w1, w2, m1, m2, v1, v2, t, r=0.001, b1=0.9, b2=0.999, eps=1e-8):
     """The step by hand: the network's gradients, then Adam on each weight."""
     z = x @ w1
     a = np.maximum(z, 0)
@@ -91,7 +91,7 @@ def adam_host(config: Config) -> Setup:
         else:
             os.environ["HILBERT_COMPILE"] = before
     return Setup(ours=lambda: _flat(step(*args)),
-                 anchors=[A.numpy_anchor(lambda *a: _flat(_adam_numpy(*a)), *args,
+                 anchors=[A.numpy_anchor(lambda *a: _flat(adam_numpy(*a)), *args,
                                          note="the step written in NumPy")],
                  params={"network": f"{n}×{p} → {h} → {q}", "tier": step.tier},
                  rtol=1e-10, atol=1e-14)
