@@ -196,3 +196,91 @@ def test_a_float32_models_train_steps_and_positions_count_exactly():
     assert net.w == np.float32(1.0)
     q = marked(BIG + 2, {BIG: 5.0, BIG + 1: 7.0})
     assert net.at(q, BIG + 1) == np.float32(8.0)
+
+
+# ------------------------------------------------------------------ a matrix's lines
+
+ALONG = """
+fn largestAlong(q) ↦ argmax(q, 1)
+fn smallestAlong(q) ↦ argmin(q, 1)
+fn pastAlong(q) ↦ minimum(einsum("b,ab->ab", positions(q, 1), q = q)
+                             + (1 − (q = 1)) · 9007199254740992, 1) − 16777216
+"""
+
+
+def first_marks(q: np.ndarray, find) -> np.ndarray:
+    """What argmax (argmin) answers, by NumPy: each row's first extreme marked 1."""
+    want = np.zeros(q.shape, q.dtype)
+    want[np.arange(q.shape[0]), find(q, axis=1)] = 1
+    return want
+
+
+@pytest.fixture(scope="module")
+def long_rows() -> np.ndarray:
+    """Two float32 rows of 2²⁴ + 3 entries (128 MiB), each largest first at 2²⁴ + 1, which
+    float32 rounds to 2²⁴ (row 1 has a tie at 2²⁴ + 2: the first one is marked)."""
+    q = np.zeros((2, BIG + 3), np.float32)
+    q[0, BIG + 1] = 1.0
+    q[1, BIG + 1] = q[1, BIG + 2] = 1.0
+    return q
+
+
+@pytest.fixture(params=EXECUTORS + ("numba-host",))
+def tier(request, monkeypatch) -> str:
+    """Each executor, and the numba executor's host tier (nothing compiled)."""
+    if request.param == "numba-host":
+        monkeypatch.setenv("HILBERT_COMPILE", "never")
+        return "numba"
+    if request.param == "dask":
+        needs("dask")
+    if request.param == "jax":
+        pytest.importorskip("jax")
+    return request.param
+
+
+def test_argmax_along_a_row_longer_than_two_to_the_24(long_rows, tier):
+    """The first positions of a matrix's rows were kept in a float32 buffer by compiled
+    float32 code, between the nest that finds them and the one that marks them: position
+    2²⁴ + 1 became 2²⁴, a neighbour was marked. A fresh module: each tier its own programs."""
+    along = hilbert.compile_source(ALONG, export_all=True)
+    marks = along.largestAlong.using(tier)(long_rows)
+    assert marks.dtype == np.float32
+    np.testing.assert_array_equal(marks, first_marks(long_rows, np.argmax))
+    marks = along.smallestAlong.using(tier)(-long_rows)
+    np.testing.assert_array_equal(marks, first_marks(long_rows, np.argmax))
+    past = along.pastAlong.using(tier)(long_rows)  # (each row's first 1, less 2²⁴)
+    assert past.dtype == np.float32  # (a counted result is handed back in the call's dtype)
+    np.testing.assert_array_equal(past, np.float32([1, 1]))
+
+
+# ------------------------------------------------------------------ counted tensors compiled
+
+STORED = """
+fn branches(s, q) ↦ if s > 0 then positions(q, 0) else positions(q, 0) + 1
+fn walked(t, q) ↦ walk(t, positions(q, 0)) · q
+def walk(t, p) ≔ if t = 0 then p else walk(t − 1, p + 1)
+fn pair(q) ↦ (positions(q, 0), q)
+fn weighed(x, w) ↦ einsum("ab,bc->ac", einsum("b,ab->ab", positions(x, 1), x = x), w)
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_counted_tensors_in_branches_loops_results_and_products(dtype):
+    """A counted tensor stored in float64 in float32 code (emitter.widened) read by what
+    takes data: an `if`'s branches, a loop's state, the call's result (in the call's dtype),
+    a matrix product; against NumPy. (Both branches once wrote one buffer, made only in the
+    first: the second branch's answer was an empty array, in float64 too.)"""
+    m = hilbert.compile_source(STORED, export_all=True)
+    q = np.arange(1.0, 10.0, dtype=dtype)
+    n = np.arange(9.0)
+    for s, want in ((1, n), (-1, n + 1)):
+        got = m.branches(s, q)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(m.walked(3, q), (n + 3) * q)
+    first, second = m.pair(q)
+    assert first.dtype == second.dtype == dtype
+    np.testing.assert_array_equal(first, n)
+    x, w = q.reshape(3, 3), np.ones((3, 2), dtype)
+    np.testing.assert_allclose(m.weighed(x, w), np.tile(np.arange(3.0), (3, 1)) @ w)
+    assert m.weighed.tier == "compiled"
