@@ -284,3 +284,23 @@ def test_counted_tensors_in_branches_loops_results_and_products(dtype):
     x, w = q.reshape(3, 3), np.ones((3, 2), dtype)
     np.testing.assert_allclose(m.weighed(x, w), np.tile(np.arange(3.0), (3, 1)) @ w)
     assert m.weighed.tier == "compiled"
+
+
+# ------------------------------------------------------------------ vjp and jvp
+
+@pytest.mark.parametrize("executor_", ["reference", "numba"])
+def test_vjp_and_jvp_read_the_position_they_are_given(module, executor_):
+    """A position past 2²⁴ given as a Python number, through f.vjp (its forward value and
+    its pullback) and f.jvp, reads the entry the plain call reads (it was bound in the
+    call's float32: 2²⁴ + 1 read 2²⁴)."""
+    f = hilbert.compile_source("fn tripled(q, t) ↦ q[t] · 3").tripled.using(executor_)
+    q = marked(BIG + 2, {BIG: 5.0, BIG + 1: 7.0})
+    assert f(q, BIG + 1) == np.float32(21.0)
+    value, pullback = f.vjp(q, BIG + 1)
+    assert value == np.float32(21.0)
+    slope, _ = pullback(np.float32(1.0))
+    assert slope.dtype == np.float32
+    assert np.flatnonzero(slope).tolist() == [BIG + 1] and slope[BIG + 1] == 3.0
+    tangent_q = marked(BIG + 2, {BIG: 1.0, BIG + 1: 2.0})
+    value, tangent = f.jvp((q, BIG + 1), (tangent_q, 0.0))
+    assert (value, tangent) == (np.float32(21.0), np.float32(6.0))
