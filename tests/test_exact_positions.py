@@ -304,3 +304,79 @@ def test_vjp_and_jvp_read_the_position_they_are_given(module, executor_):
     tangent_q = marked(BIG + 2, {BIG: 1.0, BIG + 1: 2.0})
     value, tangent = f.jvp((q, BIG + 1), (tangent_q, 0.0))
     assert (value, tangent) == (np.float32(21.0), np.float32(6.0))
+
+
+# ------------------------------------------------------------------ from JAX, and exported
+
+@pytest.mark.parametrize("executor_", ["numba", "jax"])
+def test_a_jax_trace_without_64_bit_types_counts_exactly(module, executor_):
+    """Through hilbert.jax under jax.jit, JAX's 64-bit types off (JAX's int32 holds 2²⁴ + 1):
+    the position and the step count reach the function exactly, on the host callback
+    (numba) and traced inline (jax), forward and backward (they were made the call's
+    float32: 2²⁴ + 1 read 2²⁴, and ran 2²⁴ steps)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    import hilbert.jax as hilbert_jax
+
+    assert not jax.config.jax_enable_x64
+    q = marked(BIG + 2, {BIG: 5.0, BIG + 1: 7.0})
+    at = hilbert_jax.function(module.at.using(executor_))
+    for t in (BIG + 1, jnp.int32(BIG + 1)):
+        assert jax.jit(at)(jnp.asarray(q), t) == np.float32(7.0)
+    slope = np.asarray(jax.jit(jax.grad(at))(jnp.asarray(q), BIG + 1))
+    assert slope.dtype == np.float32 and np.flatnonzero(slope).tolist() == [BIG + 1]
+    flips = hilbert_jax.function(module.flips.using(executor_))
+    assert jax.jit(flips)(BIG + 1, jnp.float32(0.0)) == np.float32(1.0)
+    assert not jax.config.jax_enable_x64
+
+
+def test_labels_past_two_to_the_24_from_jax_are_read_exactly_or_refused(module):
+    """oneHot's labels as a JAX int32 array: traced inline (the jax executor) they are read
+    exactly; a host callback would make them the call's float32 (2²⁴ + 1 becoming 2²⁴), so
+    it refuses them, E601, rather than pick another entry."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    import hilbert.jax as hilbert_jax
+
+    picks = hilbert.compile_source('fn picks(l, q) ↦ einsum("ab,b->a", oneHot(l, rows(q)), q)')
+    q = marked(BIG + 2, {0: 3.0, BIG: 5.0, BIG + 1: 7.0})
+    labels = jnp.asarray([BIG + 1, 0], jnp.int32)
+    inline = hilbert_jax.function(picks.picks.using("jax"))
+    np.testing.assert_array_equal(jax.jit(inline)(labels, jnp.asarray(q)), np.float32([7, 3]))
+    with pytest.raises(Exception, match="E601"):  # (JAX's error around the callback's)
+        jax.jit(hilbert_jax.function(picks.picks))(labels, jnp.asarray(q)).block_until_ready()
+
+
+def test_a_traceable_program_counts_exactly_in_a_trace_without_64_bit_types(module):
+    """The jax executor's program traced into a caller's jit with 64-bit types off (what
+    hilbert.jax does within a scope that turns them on): its counted values are float64
+    still (they were float32 there: rows(q) − 1 = 2²⁴ + 1 read entry 2²⁴)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    q = marked(BIG + 2, {BIG: 5.0, BIG + 1: 7.0})
+    traced = module.last.using("jax").program(((BIG + 2,),), "float32").traceable()
+    assert not jax.config.jax_enable_x64
+    got = jax.jit(traced)(jnp.asarray(q))
+    assert got.dtype == np.float32 and got == np.float32(7.0)
+
+
+def test_an_exported_float32_program_takes_its_position_exactly(module):
+    """A float32 export's position parameter is a float64 (its counted values are float64 in
+    the text, as the jax executor computes them): run as written, it reads entry 2²⁴ + 1."""
+    jax = pytest.importorskip("jax")
+    from jax._src.compiler import get_compile_options
+    from jax.extend.backend import get_backend
+
+    from hilbert.export import stablehlo
+
+    text = stablehlo(module.at, (BIG + 2,), (), dtype="float32")
+    assert f"%arg0: tensor<{BIG + 2}xf32>, %arg1: tensor<f64>" in text
+    backend = get_backend("cpu")
+    executable = backend.compile_and_load(text, backend.devices()[:1], get_compile_options(1, 1))
+    q = marked(BIG + 2, {BIG: 5.0, BIG + 1: 7.0})
+    with jax.enable_x64(True):  # (a float64 buffer for the position)
+        got = executable.execute([jax.device_put(q), jax.device_put(np.float64(BIG + 1))])[0]
+    assert np.asarray(got) == np.float32(7.0)
