@@ -162,15 +162,18 @@ class _Meeting:
     made data."""
 
     def __init__(self, node: ir.Node, work: Callable, host: Host):
-        self.node = node
         self.work = work
-        self.host = host
         self.data = functools.partial(as_data, real=host.data)
+        # the operands data_operands converts, found once (it marks them here: None)
+        marked = data_operands(node, list(range(len(ir.children(node)))), host.counted,
+                               host.counting, lambda _: None)
+        self.converted = tuple(k for k, mark in enumerate(marked) if mark is None)
 
     def __call__(self, operands: list):
-        host, data = self.host, self.data
-        return data(self.work(data_operands(self.node, operands, host.counted, host.counting,
-                                            data)))
+        data = self.data
+        for k in self.converted:  # (a list made for this call: `Straight._written`)
+            operands[k] = data(operands[k])
+        return data(self.work(operands))
 
 
 class _Einsum:
