@@ -123,6 +123,23 @@ def test_a_draw_takes_the_step_it_is_given(module, executor):
         np.testing.assert_array_equal(module.drawn.using(executor)(step, x), want)
 
 
+def test_the_host_tier_counts_exactly_and_answers_in_float32(monkeypatch):
+    """The numba executor's first tier, nothing compiled (the tests above compile eagerly):
+    a call with no `if` runs as straight-line steps (executor/straight.py), which count as
+    the host runtime does (a float32 call's counted result, argmax's marks, was float64)."""
+    monkeypatch.setenv("HILBERT_COMPILE", "never")
+    m = hilbert.compile_source(PROGRAM, export_all=True)
+    q = marked(BIG + 2, {BIG: 5.0, BIG + 1: 7.0})
+    assert m.last(q) == np.float32(7.0) and m.last.tier == "host"
+    assert m.at(q, BIG + 1) == np.float32(7.0)
+    assert m.picked(q, BIG + 1) == np.float32(7.0)
+    assert m.excess(np.zeros(BIG + 1, np.float32)) == np.float32(1.0)
+    marks = m.largest(marked(BIG + 2, {BIG + 1: 1.0}))
+    assert marks.dtype == np.float32 and np.flatnonzero(marks).tolist() == [BIG + 1]
+    assert m.largest.tier == "host"
+    assert m.tail(q, 2, np.float32(0.0)) == np.float32(12.0)
+
+
 # ------------------------------------------------------------------ the analysis itself
 
 ANALYSED = """
