@@ -56,6 +56,7 @@ class Counting:
     components: dict = field(default_factory=dict)  # Loop -> frozenset of counted components
     params: frozenset[int] = frozenset()  # parameters read as whole numbers (by index)
     meets: dict = field(default_factory=dict)  # owner -> frozenset of nodes (`meeting`)
+    result: ir.Node | None = None  # the call's result (its root), handed back as data
 
     def at(self, owner: Owner = None) -> frozenset[ir.Node]:
         """The counted nodes of the scope `owner` owns (None: the call's own)."""
@@ -105,7 +106,7 @@ def counting(root: ir.Node) -> Counting:
                      for owner, (_, roots, _) in scopes.items()}
             meets = {owner: _meeting(roots, found[owner])
                      for owner, (_, roots, _) in scopes.items()}
-            return Counting(found, kept, frozenset(params), meets)
+            return Counting(found, kept, frozenset(params), meets, root)
         kept = narrowed
 
 

@@ -46,7 +46,8 @@ class PlannedProgram:
             isinstance(a, ir.Param) for a in body.args) else None
         # (the walk laid out once as straight-line steps, where it has no `if`)
         self._straight = Straight(body, lambda node, operands: self.kernel(node.spec, operands),
-                                  plan.dtype) if self._one is None and laid_out(body) else None
+                                  plan.dtype, self._host) \
+            if self._one is None and laid_out(body) else None
 
     def __call__(self, values):
         return detached(quietly(self._run, tuple(values)), values)

@@ -12,7 +12,9 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 from hilbert.compiler import dtypes, ir
+from hilbert.compiler.evaluate import Host, as_data, data_operands
 from hilbert.compiler.ops.primitives import BY_OP
 
 
@@ -30,18 +32,25 @@ class Step:
 class Straight:
     """The walk of `body` (loop-free, with no `if`: `laid_out` says) as steps; `einsum(node)`
     gives the function of its operands that computes an einsum node (looked up once, at its
-    first call: a signature fixes every operand's shape)."""
+    first call: a signature fixes every operand's shape). `host`: the host runtime whose walk
+    this replaces, whose counting (compiler/counting.py) the steps keep in a float32 call:
+    counted values in float64, converted where they meet data and in the result."""
 
-    def __init__(self, body: ir.Node, einsum: Callable, dtype: str):
+    def __init__(self, body: ir.Node, einsum: Callable, dtype: str, host: Host | None = None):
         order = walk_order(body)
+        self.host = host if host is not None and host.narrow else None
+        counted = self.host.counted if self.host is not None else frozenset()
+        meets = self.host.meets if self.host is not None else frozenset()
         self.slot = {node: k for k, node in enumerate(order)}
         self.template: list = [None] * len(order)
-        self.params: list[tuple[int, int]] = []
+        self.params: list[tuple[int, int, str]] = []  # (slot, index, how it is read)
         for node, k in self.slot.items():
             if isinstance(node, ir.Param):
-                self.params.append((k, node.index))
+                read = "counted" if node in counted else "data" if node in meets else ""
+                self.params.append((k, node.index, read))
             elif isinstance(node, ir.Const):
-                self.template[k] = dtypes.constant(node.value, dtype)
+                self.template[k] = np.float64(node.value) if node in counted else \
+                    dtypes.constant(node.value, dtype)
         last = _last_readers(order, body)
         self.steps = [self._step(node, einsum, last.get(node, ())) for node in order
                       if not isinstance(node, (ir.Param, ir.Const))]
@@ -50,8 +59,10 @@ class Straight:
 
     def _step(self, node: ir.Node, einsum: Callable, frees: tuple[ir.Node, ...]) -> Step:
         reads = tuple(self.slot[k] for k in ir.children(node))
-        return Step(_work(node, einsum), reads, self.slot[node],
-                    tuple(self.slot[k] for k in frees))
+        work = _work(node, einsum)
+        if self.host is not None and node in self.host.meets and work is not tuple:
+            work = _Meeting(node, work, self.host)
+        return Step(work, reads, self.slot[node], tuple(self.slot[k] for k in frees))
 
     def __call__(self, leaves: tuple):
         return self.run(leaves)
@@ -59,14 +70,18 @@ class Straight:
     def _written(self) -> Callable:
         """The steps as one Python function of the call's values: each value a local, each
         step's function a name bound to it, each value let go (`del`) after its last reader."""
-        names = {slot: f"v{slot}" for slot, _ in self.params}
+        names = {slot: f"v{slot}" for slot, _, _ in self.params}
         namespace: dict = {"__name__": "hilbert_straight"}
+        if self.host is not None:  # (a float32 call: compiler/counting.py)
+            namespace.update(counted=self.host.as_counted, answer=self.host.answer,
+                             data=functools.partial(as_data, real=self.host.data))
         for slot, value in enumerate(self.template):
             if value is not None:
                 names[slot] = f"c{slot}"
                 namespace[f"c{slot}"] = value
-        lines = ["def run(leaves):"] + [f"    v{slot} = leaves[{index}]"
-                                        for slot, index in self.params]
+        lines = ["def run(leaves):"] + [f"    v{slot} = {read}(leaves[{index}])" if read
+                                        else f"    v{slot} = leaves[{index}]"
+                                        for slot, index, read in self.params]
         for number, step in enumerate(self.steps):
             names[step.writes] = f"v{step.writes}"
             reads = ", ".join(names[k] for k in step.reads)
@@ -76,7 +91,9 @@ class Straight:
                 namespace[f"f{number}"] = step.run
                 lines.append(f"    v{step.writes} = f{number}([{reads}])")
             lines += [f"    del v{k}" for k in step.frees]
-        lines.append(f"    return {names[self.root]}")
+        root = names[self.root]
+        lines.append(f"    return answer({root})" if self.host is not None else
+                     f"    return {root}")
         exec(compile("\n".join(lines) + "\n", "<hilbert straight>", "exec"),  # noqa: S102
              namespace)
         return namespace["run"]
@@ -137,6 +154,26 @@ def _work(node: ir.Node, einsum: Callable) -> Callable:
         case ir.Tuple():
             return tuple
     raise AssertionError(f"no straight-line step for {node!r}")
+
+
+class _Meeting:
+    """The step of a node of data that reads counted values, in a float32 call: its operands
+    as the host runtime hands them to it (compiler/evaluate.py `data_operands`), its value
+    made data."""
+
+    def __init__(self, node: ir.Node, work: Callable, host: Host):
+        self.work = work
+        self.data = functools.partial(as_data, real=host.data)
+        # the operands data_operands converts, found once (it marks them here: None)
+        marked = data_operands(node, list(range(len(ir.children(node)))), host.counted,
+                               host.counting, lambda _: None)
+        self.converted = tuple(k for k, mark in enumerate(marked) if mark is None)
+
+    def __call__(self, operands: list):
+        data = self.data
+        for k in self.converted:  # (a list made for this call: `Straight._written`)
+            operands[k] = data(operands[k])
+        return data(self.work(operands))
 
 
 class _Einsum:

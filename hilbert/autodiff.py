@@ -18,6 +18,7 @@ from hilbert.compiler import dtypes
 from hilbert.compiler.products import cotangent_names
 from hilbert.grammar.errors import ArgumentError, CheckError
 
+from .api import _dtype_of
 from .arguments import bind_arguments
 
 if TYPE_CHECKING:
@@ -32,10 +33,11 @@ class Pullback:
     gradient of Σ ⟨cotangent, result⟩ for each argument, in the call's dtype. `plan` is the
     plan of the vjp's program."""
 
-    def __init__(self, vjp: Function, primals: tuple[np.ndarray, ...], shapes: tuple,
+    def __init__(self, vjp: Function, primals: tuple, dtype: np.dtype, shapes: tuple,
                  single: bool):
         self.function = vjp
-        self.primals = primals
+        self.primals = primals  # (as _primals passes them on)
+        self.dtype = dtype  # the call's
         self.shapes = shapes  # of the results, one per cotangent
         self.single = single
 
@@ -46,37 +48,36 @@ class Pullback:
         given = (cotangent,) if self.single else _as_tuple(cotangent, len(self.shapes),
                                                           self.function)
         names = cotangent_names(len(self.shapes))
-        dtype = _dtype(self.primals)
-        values = tuple(_fitted(self.function, name, c, shape, dtype)
+        values = tuple(_fitted(self.function, name, c, shape, self.dtype)
                        for name, c, shape in zip(names, given, self.shapes, strict=True))
         return self.function(*self.primals, *values)
 
     @property
     def plan(self) -> Plan:
         """The plan of the vjp's program for these arguments."""
-        return self.function.plan(*self.primals, *(np.zeros(s) for s in self.shapes))
+        return self.function.plan(*self.primals, *(np.zeros(s, self.dtype) for s in self.shapes))
 
 
 def vjp(function: Function, args: tuple, kwargs: dict) -> tuple:
     """(f's results for these arguments, their Pullback)."""
-    primals = _primals(function, args, kwargs)
+    primals, dtype = _primals(function, args, kwargs)
     product = function.product("vjp")
     outputs = function(*primals)
     single = not isinstance(outputs, tuple)
     results = (outputs,) if single else outputs
     shapes = tuple(np.shape(r) for r in results)
-    return outputs, Pullback(product, primals, shapes, single)
+    return outputs, Pullback(product, primals, dtype, shapes, single)
 
 
 def jvp(function: Function, args, tangents) -> tuple:
     """(f's results at `args`, their tangents along `tangents`): both in one call of the jvp's
     program."""
     args = _as_tuple(args, len(function.entry.params), function, "arguments")
-    primals = _primals(function, args, {})
+    primals, dtype = _primals(function, args, {})
     given = _as_tuple(tangents, len(primals), function, "tangents")
     product = function.product("jvp")
     names = product.entry.params[len(primals):]
-    values = tuple(_fitted(function, name, t, p.shape, p.dtype)
+    values = tuple(_fitted(function, name, t, np.shape(p), dtype)
                    for name, t, p in zip(names, given, primals, strict=True))
     answer = product(*primals, *values)
     half = len(answer) // 2
@@ -85,21 +86,22 @@ def jvp(function: Function, args, tangents) -> tuple:
     return answer[:half], answer[half:]
 
 
-def _primals(function: Function, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...]:
-    """The arguments bound and converted as a call would; E325 for a complex call (hilbert
-    differentiates real functions only)."""
-    values = bind_arguments(function.entry, args, kwargs, function.dtype)
-    dtype = values[0].dtype.name if values else (function.dtype or dtypes.DEFAULT)
+def _primals(function: Function, args: tuple, kwargs: dict) -> tuple[tuple, np.dtype]:
+    """(the arguments bound and converted as a call would, the call's dtype); E325 for a
+    complex call (hilbert differentiates real functions only). A Python number given for a
+    parameter the function counts with (a position, a step count: compiler/counting.py),
+    bound in float64 in a float32 call, is passed on as a Python float, which the function
+    and its products bind in float64 again: 2²⁴ + 1 stays 2²⁴ + 1."""
+    values = bind_arguments(function.entry, args, kwargs, function.dtype,
+                            function.counted_params)
+    dtype = _dtype_of(values, function.dtype)
     if dtypes.is_complex(dtype):
         raise CheckError("E325", f"vjp and jvp differentiate real functions only, but this "
                          f"call of {function.entry.name} computes in {dtype}",
                          function.entry.definition.span)
-    return tuple(np.ascontiguousarray(v) if np.ndim(v) else np.asarray(v) for v in values)
-
-
-def _dtype(primals: tuple[np.ndarray, ...]) -> np.dtype:
-    """The dtype of a call with these (bound) arguments."""
-    return primals[0].dtype if primals else np.dtype(dtypes.DEFAULT)
+    kind = np.dtype(dtype)
+    return tuple(float(v) if v.dtype != kind and not v.ndim else
+                 np.ascontiguousarray(v) if v.ndim else np.asarray(v) for v in values), kind
 
 
 def _fitted(function: Function, name: str, value, shape: tuple, dtype) -> np.ndarray:

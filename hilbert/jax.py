@@ -10,7 +10,9 @@ arguments' shapes (compiler/driver.specialise): shape inference only, nothing is
 A call computes in one dtype: the promotion (JAX's) of its floating arguments, float32 unless
 the user enabled 64-bit types (`jax.config.update("jax_enable_x64", True)` or `with
 jax.enable_x64(True):`) and passes float64 arrays; the bridge never changes that setting.
-Integer arguments (loop counts, labels) are converted to it and get no gradient.
+Integer arguments (loop counts, labels) are converted to it and get no gradient, but a number
+the function counts with (a step count, a position: compiler/counting.py), which keeps its
+exact value (JAX's int32 holds every position to 2³¹; the function counts in float64).
 
 On the jax executor (`hilbert.jax.function(f.using("jax"))`) there is no callback: f's lowered
 program (executor/jax) is traced into the caller's own, forward and VJP alike, so it runs on
@@ -90,7 +92,7 @@ class JaxFunction(Bridged):
         inline = _inline(self.function, args, dtype)  # (shape errors raised here or below)
         if inline is not None:
             with jax.enable_x64(True):  # (its step counters are 64-bit, whatever the dtype)
-                return inline(*(jnp.asarray(a, dtype) for a in args))
+                return inline(*_traced(self.function, args, dtype))
         return jax.pure_callback(partial(_host, self.function, dtype),
                                  self._results(args, dtype), *args, vmap_method=VMAP_METHOD)
 
@@ -104,7 +106,7 @@ class JaxFunction(Bridged):
         inline = _inline(self.vjp, (*args, *given), dtype)
         if inline is not None:
             with jax.enable_x64(True):
-                gradients = inline(*(jnp.asarray(a, dtype) for a in (*args, *given)))
+                gradients = inline(*_traced(self.vjp, (*args, *given), dtype))
         else:
             gradients = jax.pure_callback(partial(_host, self.vjp, dtype), shapes, *args,
                                           *given, vmap_method=VMAP_METHOD)
@@ -152,14 +154,44 @@ def _inline(f: Function, args, dtype: np.dtype):
     return f.program(tuple(tuple(np.shape(a)) for a in args), dtype.name).traceable()
 
 
+def _whole(f: Function, index: int, array, dtype: np.dtype) -> np.ndarray:
+    """An array of whole numbers f counts with (oneHot's labels), given to the callback, in
+    the call's dtype: E601 where that dtype does not hold one of them (past 2²⁴ in float32),
+    rather than another whole number."""
+    given = np.asarray(array)
+    converted = given.astype(dtype)
+    if given.dtype.kind in "iu" and not np.array_equal(converted, given):
+        name = f.entry.params[index]
+        raise ArgumentError("E601", f"argument {name} of {f.__name__} holds whole numbers "
+                            f"{dtype} does not hold exactly (past 2²⁴ in float32), and an array "
+                            f"argument is converted to the call's dtype; call it on the jax "
+                            f"executor (f.using(\"jax\")), which reads them exactly",
+                            f.entry.definition.span)
+    return converted
+
+
 def _inexact(value) -> bool:
     return jnp.issubdtype(jnp.result_type(value), jnp.inexact)
 
 
+def _traced(f: Function, args, dtype: np.dtype) -> list:
+    """The arguments f's traced program takes: each converted to the call's dtype, but what
+    f counts with (a position, a step count, oneHot's labels: compiler/counting.py), which
+    its program converts to float64 itself, exactly (JAX's int32 holds every whole number to
+    2³¹ without 64-bit types)."""
+    counted = f.counted_params
+    return [jnp.asarray(a) if i in counted else jnp.asarray(a, dtype)
+            for i, a in enumerate(args)]
+
+
 def _host(f: Function, dtype: np.dtype, *arrays):
-    """The callback: f on the arguments converted to the call's dtype, its results as arrays
-    of that dtype (a scalar result as a 0-d array)."""
-    answer = f(*[np.asarray(a, dtype=dtype) for a in arrays])
+    """The callback: f on the arguments converted to the call's dtype (but a number f counts
+    with, passed as a Python number, which f binds in float64: compiler/counting.py), its
+    results as arrays of that dtype (a scalar result as a 0-d array)."""
+    counted = f.counted_params
+    answer = f(*[np.asarray(a).item() if i in counted and not np.ndim(a) else
+                 _whole(f, i, a, dtype) if i in counted else np.asarray(a, dtype=dtype)
+                 for i, a in enumerate(arrays)])
     if isinstance(answer, tuple):
         return tuple(np.asarray(r, dtype=dtype) for r in answer)
     return np.asarray(answer, dtype=dtype)

@@ -55,8 +55,11 @@ def _branch(em, plan, root: ir.Node, name: str, cond: ir.Cond) -> None:
     em.frame.blocks.append({})
     em.ensure(plan)
     value = em.value(root)
-    kept = em.counts(cond) or em.shape(root)
-    em.out.add(Assign((name,), (value if kept else em.as_data(root, value),)))
+    if em.shape(root):  # (a tensor: a buffer of the dtype the `if`'s value is stored in)
+        value = em.stored_as(root, value, em.widened(cond))
+    elif not em.counts(cond):
+        value = em.as_data(root, value)
+    em.out.add(Assign((name,), (value,)))
     em.frame.blocks.pop()
 
 
@@ -74,12 +77,16 @@ def emit_loop(em, loop: ir.Loop) -> None:
     state_dims = [em.dims_of(a) for a in loop.init]
     body = outer.scope + (loop,)
     counted = em.counting.components.get(loop, frozenset())
+    wide = {i for i in counted if state_dims[i] and em.narrow}  # (float64 state buffers)
     for i, (name, init) in enumerate(zip(state, loop.init, strict=True)):
-        # (a number the loop does not count starts in the code's dtype: compiler/counting.py;
-        # an array is of it already, counted tensors being stored as data)
+        # (a number the loop does not count starts in the code's dtype, compiler/counting.py;
+        # an array in a buffer of its state's dtype)
         value = em.value(init)
-        kept = i in counted or em.shape(init)
-        em.out.add(Assign((name,), (value if kept else em.as_data(init, value),)))
+        if state_dims[i]:
+            value = em.stored_as(init, value, i in wide)
+        elif i not in counted:
+            value = em.as_data(init, value)
+        em.out.add(Assign((name,), (value,)))
         outer.owned.pop(init, None)  # the state may hold this buffer after the loop
     outer.states[loop] = state
     moving = scheduler.moving(loop)
@@ -93,7 +100,7 @@ def emit_loop(em, loop: ir.Loop) -> None:
     mark = em.out.mark()
     hoist: list = []
     for i in arrays:
-        made = call("K.empty", sizes(state_dims[i]))
+        made = call("K.counted_empty" if i in wide else "K.empty", sizes(state_dims[i]))
         hoist += [Assign((f"A{number_}_{i}",), (made,)), Assign((f"B{number_}_{i}",), (made,))]
     em.out.add(Assign((turns,), (Num("0"),)))
     em.frame = Frame(em.table.scopes[body], body, hoist=hoist,

@@ -166,9 +166,11 @@ class Emitter:
                 self.out.add(Assign((dim.name,), (size,)))
             self.frame.dims[node] = dims
         self.ensure(self.decided.root)
-        # (a counted scalar is handed back in float64: the host reads it as it is, and a
-        # call's scalar result is made the call's dtype, results.to_python)
-        self.out.add(Return(Fmt("{}, {}", (self.value(region.root), Var("steps")))))
+        # (a counted value is handed back in float64, where the host reads it as it is, but
+        # the call's own result, made the call's dtype: a scalar by results.to_python)
+        value = self.answer(region.root) if not region.scope and \
+            region.root is self.counting.result else self.value(region.root)
+        self.out.add(Return(Fmt("{}, {}", (value, Var("steps")))))
         body = self.out.body if self.host else rows.fuse_rows(self.out.body)
         body = tidy.without_unread(body, self.input_sizes)
         if not self.host:
@@ -256,6 +258,30 @@ class Emitter:
             return value
         return call(f"np.{self.dtype}", value)
 
+    def widened(self, node: ir.Node) -> bool:
+        """Whether `node`'s buffer is float64 in code of another dtype: a counted tensor
+        (compiler/counting.py: positions, the first positions argmax finds along a line) but
+        a comparison's 0/1 marks, which the code's dtype holds exactly."""
+        return (self.counts(node) and bool(self.shape(node))
+                and not (isinstance(node, ir.Prim) and BY_OP[node.op].kind == "compare"))
+
+    def stored_as(self, node: ir.Node, value: Expr, wide: bool) -> Expr:
+        """`value`, `node`'s buffer, as a reader that takes a float64 buffer (`wide`) or one
+        of the code's dtype reads it: converted into a new one where they differ."""
+        if self.widened(node) == wide:
+            return value
+        name = Var(self.fresh("b"))
+        kind = "np.float64" if wide else f"np.{self.dtype}"
+        self.out.add(Assign((name.name,), (Fmt(f"{{}}.astype({kind})", (value,)),)))
+        return name
+
+    def answer(self, root: ir.Node) -> Expr:
+        """The call's result as the code hands it back: a counted tensor in the code's dtype
+        (each of a tuple's)."""
+        if isinstance(root, ir.Tuple):
+            return sizes([self.answer(item) for item in root.items])
+        return self.stored_as(root, self.value(root), False)
+
     def literal(self, value: float, counted: bool) -> Expr:
         """A constant as a counted value reads it (`counted`: exactly, in float64, where the
         code's dtype would round it) or as data does."""
@@ -284,7 +310,8 @@ class Emitter:
         if node is not None and node in self.frame.destinations:
             return self.frame.destinations.pop(node)
         name = Var(self.fresh("b"))
-        made = Assign((name.name,), (call("K.empty", sizes(dims)),))
+        maker = "K.counted_empty" if node is not None and self.widened(node) else "K.empty"
+        made = Assign((name.name,), (call(maker, sizes(dims)),))
         if self.frame.hoist is not None:
             self.frame.hoist.append(made)
         else:
@@ -300,8 +327,12 @@ class Emitter:
         if node not in self.frame.destinations and self.block is not None:
             plan, position = self.block.plan, self.block.position
             for x in inputs:
+                # (x's buffer as this block sees it: one made in the other branch of an
+                # `if` is not there; and of the dtype `node` is stored in)
                 if (x in self.frame.owned and x in plan.nodes and self.dims_of(x) == dims
-                        and plan.last_read.get(x, -1) == position):
+                        and plan.last_read.get(x, -1) == position
+                        and self.lookup(x) == self.frame.owned[x]
+                        and self.widened(x) == self.widened(node)):
                     name = self.frame.owned.pop(x)
                     self.frame.owned[node] = name
                     return name

@@ -45,7 +45,9 @@ def emit_einsum(em, node: ir.Einsum) -> None:
     the last step writes the einsum's own output."""
     decided = em.block.plan.contractions[node]
     parsed = parse_spec(node.spec)
-    operands = [Operand(em.value(a), term, em.dims_of(a), a)
+    # (a counted tensor's float64 buffer read as data, but by a counted rearrangement)
+    operands = [Operand(em.stored_as(a, em.value(a), em.widened(node)) if em.shape(a) else
+                        em.value(a), term, em.dims_of(a), a)
                 for a, term in zip(node.args, parsed.inputs, strict=True)]
     em.numbers = decided.numbers
     for number, (positions, run) in enumerate(zip(decided.path, decided.runs, strict=True)):

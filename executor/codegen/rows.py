@@ -123,8 +123,9 @@ def _inside(stmt: Stmt, counts: Counter, parents: dict[str, set[str]],
     return stmt
 
 
-#: The kernels that make a new array (a buffer; a long sum's stack of partial sums: sums.py).
-_MAKERS = ("K.empty", "K.partials")
+#: The kernels that make a new array (a buffer; a counted tensor's float64 buffer in float32
+#: code, emitter.py; a long sum's stack of partial sums: sums.py).
+_MAKERS = ("K.empty", "K.counted_empty", "K.partials")
 
 
 def _is_alloc(stmt: Stmt) -> bool:

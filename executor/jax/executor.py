@@ -153,7 +153,8 @@ class JaxProgram:
         checks, gaussian draws on the device. Each tape is as long as `values` need; without
         values, as the step counts written in the program say, and None when a loop run
         backwards takes its steps from the call's values. Trace it within
-        `jax.enable_x64(True)` for a 64-bit dtype."""
+        `jax.enable_x64(True)` for a 64-bit dtype (the trace itself turns 64-bit types on
+        within it, whatever the caller's setting: what it counts is float64)."""
         if values is None and self._traceable is not None:
             return self._traceable[0]
         with jax.enable_x64(True):
@@ -188,8 +189,9 @@ class JaxProgram:
                 return lowering.trace(self.body, args)[0]
 
             exported.__name__ = _symbol(self.name)
-            specs = [jax.ShapeDtypeStruct(s, np.dtype(self._base.dtype))
-                     for s in self._base.signature]
+            # (a parameter read as a whole number takes a float64, as a call's does)
+            specs = [jax.ShapeDtypeStruct(s, d)
+                     for s, d in zip(self._base.signature, self.dtypes, strict=True)]
             return jax.jit(exported).lower(*specs).as_text()
 
     # ------------------------------------------------------------ tapes

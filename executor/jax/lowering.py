@@ -97,14 +97,14 @@ class Lowering(Host):
         """(value of `root`, Ledger) for the traced `args` (an exported program keeps no
         ledger: None)."""
         self.ledger = None if self.exported else Ledger.empty()
-        value = self.answer(self.eval(root, {}, tuple(args)))
-        out = tuple(map(jnp.asarray, value)) if isinstance(value, tuple) else jnp.asarray(value)
+        # (64-bit types on in the trace, whatever the caller's setting: counted values are
+        # float64 and step counters int64, compiler/counting.py; a float32 call's data stays
+        # float32, its constants being float32)
+        with jax.enable_x64(True):
+            value = self.answer(self.eval(root, {}, tuple(args)))
+            out = tuple(map(jnp.asarray, value)) if isinstance(value, tuple) else \
+                jnp.asarray(value)
         return out, self.ledger
-
-    def as_counted(self, value):
-        """Host's, where JAX has 64-bit types on (hilbert's own calls); a caller's trace
-        without them (hilbert.jax) counts in float32, as JAX would."""
-        return super().as_counted(value) if jax.config.jax_enable_x64 else value
 
     # ------------------------------------------------------------ checks
 

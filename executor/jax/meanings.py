@@ -91,11 +91,6 @@ def _reduced(function) -> Meaning:
     return lambda node, args, run: function(args[0], axis=node.attrs[0])
 
 
-def counted_dtype():
-    """What counted values (sizes, positions: compiler/counting.py) are computed in: float64,
-    where JAX has 64-bit types on (hilbert's own calls); float32 in a caller's trace without
-    them (hilbert.jax), which then computes as JAX does."""
-    return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
 
 
 def _measured(node, args, run):
@@ -104,7 +99,7 @@ def _measured(node, args, run):
 
 
 def _positions(node, args, run):
-    return jnp.arange(np.shape(args[0])[node.attrs[0]], dtype=counted_dtype())
+    return jnp.arange(np.shape(args[0])[node.attrs[0]], dtype=jnp.float64)
 
 
 def _product_adjoint(node, args, run):
@@ -276,7 +271,7 @@ def _coordinate(node, args, run):
     x, axis = args[0], node.attrs[0]
     shape = [1] * np.ndim(x)
     shape[axis] = np.shape(x)[axis]
-    steps = jnp.arange(np.shape(x)[axis], dtype=counted_dtype()).reshape(shape)
+    steps = jnp.arange(np.shape(x)[axis], dtype=jnp.float64).reshape(shape)
     return jnp.broadcast_to(steps, np.shape(x))
 
 

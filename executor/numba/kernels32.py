@@ -49,6 +49,9 @@ else:
         """np.empty(shape) of float32, on huge pages when large (kernels.fresh)."""
         return kernels.fresh(shape, np.float32)
 
+#: A counted tensor's buffer (compiler/counting.py: positions past 2²⁴ are no float32): float64.
+counted_empty = kernels.empty
+
 if PYTHON_MODE:  # generated code runs as Python: NumPy's float32 functions
     exp = exp_fast = np.exp
     log = np.log
