@@ -26,6 +26,7 @@ from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls
     keyed_draws,
     quotient,
     quotient_unsafe,
+    shared_product,
     small_product_beta,
     small_product_into,
     stop_requested,
