@@ -123,8 +123,9 @@ def test_own_products_are_chosen_by_size_and_shape():
     assert chosen(1024, 1024, 1024, np.float64) and chosen(1024, 1024, 1024, np.float32)
     assert not chosen(64, 64, 64, np.float64)  # (2¹⁸: the register tiles' size)
     assert chosen(128, 128, 128, np.float64)  # 2²¹
+    assert not chosen(128, 128, 128, np.float32) and chosen(256, 256, 256, np.float32)
     assert not chosen(4096, 4, 4096, np.float64)  # k too short to pay for packing
-    assert not chosen(4, 4096, 4096, np.float64)  # m: most of each tile's rows idle
+    assert not chosen(8, 4096, 4096, np.float64)  # m: most of each tile's rows idle
     assert chosen(4096, 2048, 32, np.float64)
     assert not chosen(4096, 2048, 32, np.float32)  # 64-column float32 tiles, half idle
     assert chosen(4096, 2048, 256, np.float32)
@@ -137,7 +138,7 @@ def test_the_product_kernel_runs_own_products_only_where_chosen(dtype):
     BLAS or the register tiles everywhere else: counted by panels.runs."""
     module = kernels if dtype == np.float64 else kernels32
     rng = np.random.default_rng(4)
-    large = [rng.normal(size=s).astype(dtype) for s in ((300, 200), (200, 400))]
+    large = [rng.normal(size=s).astype(dtype) for s in ((300, 200), (200, 400))]  # 2²⁴·1.43
     small = [rng.normal(size=s).astype(dtype) for s in ((40, 30), (30, 50))]
     runs = panels.runs()
     for a, b in (large, small):

@@ -6,8 +6,16 @@ They run one per thread, on a block of a product: where hilbert's threads share 
 they beat OpenBLAS's own kernel for the CPU (docs/architecture.md, "Large products"); a whole
 product on one thread does not beat OpenBLAS on all the cores, so elsewhere BLAS keeps it.
 `used(dtype)` marks such a call: for its length, the product kernel (kernels._product_at) finds
-own_product's address in `_ENTRIES` and runs products of at least `WORK` multiply-adds whose
-sides are all at least `SIDE` as own_product; outside, the entry is 0 and BLAS runs them.
+own_product's address in `_ENTRIES` and runs the products `chosen` takes (by work and sides)
+as own_product; outside, the entry is 0 and BLAS runs them. `shared_product` does the same for
+host code (plain NumPy calls), sharing a product out on hilbert's block threads itself.
+
+Where they run is a table by CPU kind (`OWN`, by vector width), fixed, so a machine always
+makes the same choice and a call the same bits: with AVX-512 (measured on the AMD EPYC, Zen 5)
+they beat OpenBLAS's SkylakeX kernel; with AVX2 only, 6 × 8 (float64) and 6 × 16 (float32)
+tiles merely tied OpenBLAS's Haswell kernel (measured on the same EPYC with Numba compiling
+for Haswell and OpenBLAS pinned to it, 57 and 114 GFLOP/s on one core both), so BLAS keeps
+its products there.
 
 own_product is compiled (or loaded from the disk cache) when a call first needs it, not when
 kernels.py loads: its cold compilation takes seconds (3–5 s per number type on the AMD EPYC),
@@ -32,13 +40,14 @@ from numba.extending import intrinsic
 #: Whether own products are used, per vector width and number width: where they measured
 #: faster than OpenBLAS's kernel for the CPU on one core (AVX-512: the AMD EPYC, Zen 5).
 OWN = {512: {64: True, 32: True}, 256: {64: False, 32: False}}[panels.BITS]
-#: The least work (m·n·k) of a product run as an own product, and the least m, k and n per
-#: number width: measured on one core of the AMD EPYC against OpenBLAS's SkylakeX kernel
-#: (docs/architecture.md, "Large products"), ours was faster from 2²¹ multiply-adds on (the
-#: register tiles take products up to 2¹⁸) at every shape but float32 ones of fewer than
-#: 128–192 columns, whose 64-column tiles are mostly padding (n = 96: 0.76×, n = 48: 0.74×).
-WORK = 1 << 21
-SIDES = {64: (8, 8, 32), 32: (8, 8, 256)}
+#: Per number width, the least work (m·n·k) of a product run as an own product and its least
+#: m, k and n: measured on one core of the AMD EPYC against OpenBLAS's SkylakeX kernel
+#: (docs/architecture.md, "Large products"), float64 ones were faster from 2²¹ multiply-adds
+#: (the register tiles take products up to 2¹⁸) at every shape but 8-row ones (even); float32
+#: ones from 2²⁴, but for fewer than 256 columns, which leave the 64-column tiles mostly
+#: padding (n = 96: 0.76×, n = 48: 0.74×).
+WORK = {64: 1 << 21, 32: 1 << 24}
+SIDES = {64: (16, 8, 32), 32: (8, 8, 256)}
 #: own_product's address per number width, 0 outside `used` (read by compiled code).
 _ENTRIES = {64: ctypes.c_int64(0), 32: ctypes.c_int64(0)}
 for _width, _entry in _ENTRIES.items():
@@ -100,20 +109,21 @@ def used(dtype):
 def chosen(m, n, k, like):
     """Whether an m×k by k×n product of `like`'s float type is large enough to run as an own
     product (inside `used`)."""
-    least_m, least_k, least_n = _sides(like)
-    return m * n * k >= WORK and m >= least_m and k >= least_k and n >= least_n
+    work, least_m, least_k, least_n = _least(like)
+    return m * n * k >= work and m >= least_m and k >= least_k and n >= least_n
 
 
 @intrinsic
-def _sides(typingctx, like):
-    """SIDES for `like`'s float type, as constants."""
+def _least(typingctx, like):
+    """WORK and SIDES for `like`'s float type, as constants."""
     if like not in (types.float32, types.float64):
         return None
-    result = types.UniTuple(types.intp, 3)
+    result = types.UniTuple(types.intp, 4)
 
     def codegen(context, builder, signature, args):
+        values = (WORK[like.bitwidth], *SIDES[like.bitwidth])
         return context.make_tuple(builder, result, [context.get_constant(types.intp, v)
-                                                    for v in SIDES[like.bitwidth]])
+                                                    for v in values])
 
     return result(like), codegen
 

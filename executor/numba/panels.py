@@ -9,16 +9,17 @@ stay in L1) the kernel runs over every panel of b, which streams from L2. The fi
 panel packs it as it computes (microkernel.py: `a_source`, `b_source`), so a and b are read once;
 only an edge panel (fewer rows or columns than a tile) is packed apart, padded with zeros.
 
-`BLOCKINGS` holds the sizes for each CPU kind (its vector width) and number type, measured on the
-2-core AMD EPYC (Zen 5, AVX-512; docs/architecture.md, "Large products"): 8 × 24 tiles of
-float64, 6 × 64 of float32, KC 512, NC 120 (float64) and 128 (float32). Fixed sizes and a fixed
-order: the same call gives the same bits every time, and each entry's bits depend only on KC
-(microkernel.py), so the rows a thread gets (products._shared_out) change nothing.
+`BLOCKINGS` holds the sizes for each CPU kind (its vector width) and number type, chosen by
+measurement on the 2-core AMD EPYC (Zen 5, AVX-512; docs/architecture.md, "Large products"):
+8 × 24 tiles of float64 with KC 512 and NC 120, 6 × 64 of float32 with KC 1024 and NC 128 (a
+float32 panel of a's 6 rows by 1024 steps still fits in L1, and a product with k ≤ 1024 then
+writes c once). They are constants, the same for every machine of a kind: the same call gives
+the same bits every time, and each entry's bits depend only on KC (microkernel.py), so the
+rows or columns a thread gets change nothing.
 
 `own_product` has `kernels._product_at`'s contract (raw addresses, steps in numbers, any sign):
-out = a · b + beta · out, beta 0 never reading out. kernels.py calls it by address for large
-products where `OWN` says it beats NumPy's BLAS (`OWN_WORK`, `OWN_SIDE`), on one thread: a
-product hilbert's threads share out runs as one `own_product` per block of rows.
+out = a · b + beta · out, beta 0 never reading out, on the calling thread. When it runs, and
+how it is compiled, is own_products.py's business.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class Blocking:
 #: The blocking per vector width and number width (bits). 512: AVX-512's 32 registers; 256:
 #: AVX2's 16 (6 × 2 vectors, as BLIS's Haswell kernels).
 BLOCKINGS = {
-    512: {64: Blocking(8, 3, 512, 120, 1024), 32: Blocking(6, 4, 512, 128, 1026)},
+    512: {64: Blocking(8, 3, 512, 120, 1024), 32: Blocking(6, 4, 1024, 128, 1026)},
     256: {64: Blocking(6, 2, 256, 256, 1026), 32: Blocking(6, 2, 256, 256, 1026)},
 }
 #: This CPU's vector width (tiles.VECTOR_BITS: 512 with AVX-512, else 256).
