@@ -13,6 +13,9 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)
 NAMES = ("float32", "float64", "complex64", "complex128")
 #: What a call computes in when nothing says otherwise (no arrays, or only Python numbers).
 DEFAULT = "float64"
+#: What counted values (sizes, positions, counters: compiler/counting.py) are computed in,
+#: whatever the call's dtype: every whole number up to 2⁵³ is exact in it.
+COUNTED = "float64"
 #: Each dtype as NumPy's dtype object (a call's signature holds these: `is` compares them).
 DTYPES = {name: np.dtype(name) for name in NAMES}
 #: Each of NAMES by its NumPy dtype object (a call's hot path looks names up here: a dtype's

@@ -22,6 +22,8 @@ SETTINGS: dict[str, str] = {
                     "masks, hoist, fuse, windows, and parse and plan)",
     "HILBERT_MATH": "the maths of modules loaded without math=: exact (the default) or fast",
     "HILBERT_VERIFY": "1 verifies the IR after every pass (the test suite sets it)",
+    "HILBERT_BENCH_LIFTED": "set by the benchmark suite in the process it starts with an "
+                            "OpenBLAS pin lifted: the variables taken out, as JSON",
 }
 
 #: The settings that change the code generated for a plan (so are part of its cache key).

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.counting import NOTHING, Counting, counting_in
 from hilbert.compiler.evaluate import Host, numpy_einsum
 from hilbert.executor.numerics import detached, quietly
 from hilbert.grammar.errors import RuntimeHilbertError
@@ -37,23 +38,26 @@ class Reference(Host):
     """The reference executor's runtime: the host core (compiler/evaluate.py) with loops as
     Python loops over a state tuple, run backwards from a tape of their states."""
 
-    def __init__(self, einsum=numpy_einsum, dtype: str = "float64"):
-        super().__init__(einsum, dtype)
+    def __init__(self, einsum=numpy_einsum, dtype: str = "float64",
+                 counting: Counting = NOTHING):
+        super().__init__(einsum, dtype, counting)
         self.loop_steps = 0  # loop iterations run so far (an instrument for tests and plans)
 
     def run(self, root: ir.Node, args: tuple[np.ndarray, ...], memo: dict | None = None):
         """The value of `root` for these arguments, NumPy's warnings kept quiet (inf and NaN
         are values), never sharing memory with an argument; `memo` holds values already
         computed for this call (none by default)."""
-        return detached(quietly(self.eval, root, {} if memo is None else memo, args), args)
+        value = quietly(self.eval, root, {} if memo is None else memo, args)
+        return detached(self.answer(value), args)
 
     def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
-        final, steps = run_loop_grad(node, init, seeds, self.eval, self.eval)
+        final, steps = run_loop_grad(node, init, seeds, self.within(node.loop, self.eval),
+                                     self.within(node, self.eval))
         self.loop_steps += steps
         return final
 
     def loop(self, loop: ir.Loop, state: tuple, memo: dict):
-        final, steps = run_loop(loop, state, self.eval)
+        final, steps = run_loop(loop, state, self.within(loop, self.eval))
         self.loop_steps += steps
         return final
 
@@ -195,7 +199,7 @@ class ReferenceProgram:
     def __init__(self, entry, shapes, plan, states: dict | None = None):
         self.body = entry.masked
         self.plan = plan
-        self.evaluator = Reference(dtype=plan.dtype)
+        self.evaluator = Reference(dtype=plan.dtype, counting=counting_in(self.body, plan.dtype))
         self.tapes = tapes_at_the_call(self.body)
         if self.tapes and states is None:
             from hilbert.compiler.passes.shapes import infer_shapes

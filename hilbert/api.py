@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import keyword
 import numbers
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +121,7 @@ class Function:
         signature = None if kwargs or len(args) != self._arity else \
             _ready_signature(args, self.dtype)
         if signature is None:
-            args = bind_arguments(self.entry, args, kwargs, self.dtype)
+            args = bind_arguments(self.entry, args, kwargs, self.dtype, self.counted_params)
             signature = (tuple([a.shape for a in args]), _dtype_of(args, self.dtype))
         last_signature, program = self._last
         if signature != last_signature:  # the same signature again needs no look-up
@@ -147,7 +149,18 @@ class Function:
                 return result
             if getattr(program, "detaches", False) and result.flags.writeable:
                 return result  # (a fresh array of compiled code: its base is Numba's)
-        return to_python(result, args, dtype=signature[1])
+        # (a detaching program's tuple shares nothing with the arguments: only its own
+        # components are checked against each other)
+        return to_python(result, () if getattr(program, "detaches", False) else args,
+                         dtype=signature[1])
+
+    @functools.cached_property
+    def counted_params(self) -> frozenset[int]:
+        """The parameters its program reads as whole numbers (a step count, a position): a
+        Python number given for one is bound in float64 in every call (compiler/counting.py)."""
+        from hilbert.compiler.counting import counted_params
+
+        return counted_params(self.entry.masked)
 
     @property
     def tier(self) -> str | None:
@@ -346,17 +359,20 @@ def _ready_signature(args: tuple, forced: str | None, ndarray=np.ndarray,
 
 
 def _dtype_of(values, forced: str | None) -> str:
-    """The dtype of a call whose arguments were bound to `values` (None: shapes only)."""
+    """The dtype of a call whose arguments were bound to `values` (None: shapes only): the
+    one dtype they have, but for float64 numbers a call of another dtype counts with (bound
+    so by bind_arguments: compiler/counting.py)."""
     if forced is not None:
         return forced
     if not values:
         return dtypes.DEFAULT
-    return dtypes.BY_DTYPE.get(values[0].dtype) or values[0].dtype.name
+    first = next((v.dtype for v in values if v.dtype != np.float64), values[0].dtype)
+    return dtypes.BY_DTYPE.get(first) or first.name
 
 
 def _is_shape(value) -> bool:
     """A tuple of whole numbers ≥ 0: Python ints or NumPy integers (`x.shape`, `np.int64(3)`)."""
-    return isinstance(value, tuple) and all(isinstance(d, numbers.Integral) and d >= 0
+    return isinstance(value, tuple) and all(isinstance(d, numbers.Integral) and int(d) >= 0
                                             for d in value)
 
 
@@ -439,7 +455,7 @@ class Module:
                 options=maths_options(self._math, self._dtype)))
         return self._functions[name]
 
-    def model(self, name: str) -> type:
+    def model(self, name: str) -> Any:
         """The Python class of model `name`, made once per module (so isinstance works)."""
         from .models import model_class  # hilbert.models builds on Function, defined here
 

@@ -16,13 +16,16 @@ from hilbert.compiler.plan.text import human_bytes
 from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
 
 
-def bind_arguments(entry, args: tuple, kwargs: dict, dtype: str | None = None
-                   ) -> tuple[np.ndarray, ...]:
+def bind_arguments(entry, args: tuple, kwargs: dict, dtype: str | None = None,
+                   counted: frozenset[int] = frozenset()) -> tuple[np.ndarray, ...]:
     """Match positional and keyword arguments to `entry`'s parameters and convert each to the
-    call's dtype: `dtype` when given, else the promotion of the arguments' (`call_dtype`)."""
+    call's dtype: `dtype` when given, else the promotion of the arguments' (`call_dtype`). A
+    Python number given for a parameter in `counted` (one the program reads as a whole
+    number: a step count, a position; compiler/counting.py) is bound in float64 whatever the
+    call's dtype, so that 2²⁴ + 1 stays 2²⁴ + 1 in a float32 call."""
     params = entry.params
     if not kwargs and len(args) == len(params):
-        quick = _positional(args, dtype)
+        quick = _positional(args, dtype, counted)
         if quick is not None:
             return quick
     span = entry.definition.span
@@ -43,7 +46,21 @@ def bind_arguments(entry, args: tuple, kwargs: dict, dtype: str | None = None
         raise ArgumentError("E600", f"{name} is missing argument(s) {', '.join(missing)}", span)
     values = [to_array(name, p, bound[p], span) for p in params]
     target = dtype or call_dtype(values, [bound[p] for p in params])
-    return tuple(cast(name, p, v, target, span) for p, v in zip(params, values, strict=True))
+    return tuple(cast(name, p, v, counted_dtype(target) if i in counted and
+                      counted_number(bound[p]) else target, span)
+                 for i, (p, v) in enumerate(zip(params, values, strict=True)))
+
+
+def counted_number(value) -> bool:
+    """Whether `value`, given for a parameter the program counts with, is bound in float64: a
+    real Python number (weak: it would otherwise take the call's dtype)."""
+    return _weak(value) and isinstance(value, numbers.Real)
+
+
+def counted_dtype(dtype: str) -> str:
+    """What a Python number counted with is bound in, in a call of `dtype`: float64 (every
+    whole number to 2⁵³ exact) in a real call; a complex call binds every number as it is."""
+    return dtypes.COUNTED if not dtypes.is_complex(dtype) else dtype
 
 
 def call_dtype(values: list[np.ndarray], given: list) -> str:
@@ -89,7 +106,8 @@ def cast(function: str, param: str, array: np.ndarray, dtype: str, span) -> np.n
     return array
 
 
-def _positional(args: tuple, dtype: str | None) -> tuple[np.ndarray, ...] | None:
+def _positional(args: tuple, dtype: str | None,
+                counted: frozenset[int] = frozenset()) -> tuple[np.ndarray, ...] | None:
     """The fast path of `bind_arguments`: arguments that are C-ordered ndarrays (not
     subclasses) all of one dtype a call computes in, and Python floats and machine-sized
     ints (weak), bound as the checks below would bind them; None for anything else."""
@@ -113,12 +131,15 @@ def _positional(args: tuple, dtype: str | None) -> tuple[np.ndarray, ...] | None
         return None
     if not numbers:
         return args
-    wanted = dtypes.DTYPES[dtype or strong or dtypes.DEFAULT]
+    name = dtype or strong or dtypes.DEFAULT
+    wanted = dtypes.DTYPES[name]
+    whole = dtypes.DTYPES[counted_dtype(name)]  # (a counted number's: bind_arguments)
     # (an int goes through int64, as the checked path reads it: straight to float32 it would
     # be rounded twice, through float64)
     return tuple([value if type(value) is np.ndarray else
-                  _float(value, wanted) if type(value) is float else
-                  np.asarray(np.asarray(value), wanted) for value in args])
+                  _float(value, whole if i in counted else wanted) if type(value) is float
+                  else np.asarray(np.asarray(value), whole if i in counted else wanted)
+                  for i, value in enumerate(args)])
 
 
 _INT64 = 2 ** 63

@@ -64,7 +64,9 @@ def cpu_vectors() -> list[str]:
         from numpy._core._multiarray_umath import __cpu_features__ as features
     except ImportError:
         try:
-            from numpy.core._multiarray_umath import __cpu_features__ as features
+            from numpy.core._multiarray_umath import (  # type: ignore[no-redef]
+                __cpu_features__ as features,
+            )
         except ImportError:
             features = None
     if features:

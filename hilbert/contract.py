@@ -410,7 +410,8 @@ def _prepared(spec: str, sizes: tuple, optimize, memory_limit, executor: str,
     """The contraction made ready: sliced when, along its path, it needs more than
     `memory_limit` bytes (entries of `item` bytes, counted by slicing.estimate); E700 when
     even slicing every summed index would not bring it under."""
-    peak, path = None, ()
+    peak: int | None = None
+    path: tuple = ()
     if memory_limit is not None:
         limit = _bytes(memory_limit)
         path = optimize if is_path(optimize) else tuple(

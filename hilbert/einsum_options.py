@@ -5,6 +5,7 @@ numpy.einsum gives them (docs/networks.md, "NumPy's and opt_einsum's keywords").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ class Options:
     out: np.ndarray | None = None
     dtype: np.dtype | None = None
     order: str = "K"
-    casting: str = "safe"
+    casting: Any = "safe"  # (one of CASTINGS: NumPy types it as their Literal)
 
 
 #: The keywords of a call that gives none of them.

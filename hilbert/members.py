@@ -72,7 +72,7 @@ def _train_method(model: CompiledModel, member: Member):
 
             def run(chunk: int) -> None:  # `chunk` steps from `state`; its weights move on
                 nonlocal state
-                count = np.array(chunk, dtype=self.dtype)
+                count = np.array(chunk, dtype=np.float64)  # (counted exactly in every dtype)
                 final = self._execute(member, state + own + (count,))
                 state = tuple(_private(w, self.dtype) for w in final[1:1 + weights]) + \
                     state[weights:]
@@ -138,7 +138,7 @@ class BoundMember:
         if steps is None:
             return state + own
         count = _step_count(net._model, member, steps)
-        return state + own + (np.array(count, dtype=net.dtype),)
+        return state + own + (np.array(count, dtype=np.float64),)  # (counted: as train's)
 
     @property
     def __doc__(self):  # type: ignore[override]

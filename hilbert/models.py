@@ -203,9 +203,14 @@ class Learner:
         return weights + tuple(self._arguments[p] for p in self._model.params)
 
     def _bind(self, member: Member, args: tuple, kwargs: dict) -> tuple[np.ndarray, ...]:
-        """The member's own arguments (what Python passed), converted."""
+        """The member's own arguments (what Python passed), converted (a Python number the
+        member counts with in float64: compiler/counting.py)."""
         name = f"{self._model.name}.{member.name}"
-        return bind_arguments(_Signature(name, member.params, member), args, kwargs, self.dtype)
+        first = len(self._model.weights) + len(self._model.params)  # (its entry's own, after)
+        counted = frozenset(i - first for i in self._functions[member.name].counted_params
+                            if i >= first)
+        return bind_arguments(_Signature(name, member.params, member), args, kwargs, self.dtype,
+                              counted)
 
     def _execute(self, member: Member, values: tuple[np.ndarray, ...]):
         function = self._functions[member.name]

@@ -15,6 +15,8 @@ f with no graph recorded.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -52,7 +54,7 @@ class TorchFunction(Bridged):
         return as_tensors(f(*[_array(f, a) for a in args]))
 
 
-def _node_class(bridge: TorchFunction) -> type:
+def _node_class(bridge: TorchFunction) -> Any:
     """The autograd node of `bridge`'s calls (a class of its own, so the bridge is not an
     argument of each call): forward is f, backward f's vjp at the same arguments (saved as
     tensors, so an argument changed in place before backward is an error of torch's, not a

@@ -45,12 +45,15 @@ SPECS = ["ij,jk,ki->", "ij,jk->ik", "ijk,jk->i", "ij,jk,kl->il", "ab,bc,cd,da->"
 
 
 def cases() -> list:
-    """Each spec with shapes of its own and a limit just above its operands (so it is sliced)."""
+    """Each spec with shapes of its own and a limit just above its operands and its result
+    (so those with larger intermediates are sliced)."""
     made = []
     for k, spec in enumerate(SPECS):
         sizes = {ch: 6 + (k + i) % 7 for i, ch in enumerate("abcdijkl")}
-        shapes = [[sizes[ch] for ch in term] for term in spec.split("->")[0].split(",")]
-        limit = 8 * sum(int(np.prod(s)) for s in shapes) + 256
+        terms, output = spec.split("->")
+        shapes = [[sizes[ch] for ch in term] for term in terms.split(",")]
+        result = int(np.prod([sizes[ch] for ch in output]))
+        limit = 8 * (sum(int(np.prod(s)) for s in shapes) + result) + 256
         made.append((spec, shapes, limit))
     return made
 

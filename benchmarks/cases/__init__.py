@@ -15,13 +15,15 @@ from benchmarks.cases import (
     networks,
     sequences,
     startup,
+    steps,
     threads,
     workloads,
 )
 from benchmarks.cases.base import Case, Config, Setup, Skip, Target
 
 ALL: tuple[Case, ...] = (*design.CASES, *workloads.CASES, *entrywise.CASES, *gradients.CASES,
-                         *sequences.CASES, *multi.CASES, *networks.CASES, *models.CASES,
+                         *sequences.CASES, *multi.CASES, *networks.CASES, *steps.CASES,
+                         *models.CASES,
                          *threads.CASES, *startup.CASES, *jax_executor.CASES, *bridges.CASES)
 BY_NAME = {case.name: case for case in ALL}
 GROUPS = tuple(dict.fromkeys(case.group for case in ALL))

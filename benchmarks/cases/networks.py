@@ -1,6 +1,7 @@
 """Tensor networks at real size (issue 24, item 5): einsum_benchmark's generators (an 8×8
 lattice, a random 3-regular graph of 100 tensors, a QAOA max-cut amplitude of 24 qubits and 2
-layers, complex) and a matrix product state of 40 sites, through hilbert.contract_expression,
+layers, complex; a tree and a hypernetwork of 60 tensors, issue 47 item 19) and a matrix
+product state of 40 sites, through hilbert.contract_expression,
 against opt_einsum's contract_expression, cotengra's own contraction of the same tree, and
 torch and JAX (opt_einsum's torch and jax backends, jitted for JAX) on the same path. The
 QAOA path is hilbert's hyper-optimised one (optimize=hilbert.Hyper(max_time=10)), its FLOPs
@@ -76,7 +77,13 @@ def _network(kind: str):
         except ImportError:
             raise Skip("quimb is not installed (pip install -e '.[bench]')") from None
         return spec, [np.asarray(a) for a in arrays]
-    if kind == "lattice":
+    if kind == "tree":  # (its first step: 14 × 10×14×14×14×6×11×14, issue 47 item 19)
+        spec, shapes = eb_structured.tree(60, d_min=6, d_max=16, n_outer=2, seed=2)
+    elif kind == "hypernetwork":
+        spec, shapes = eb_random.connected_hypernetwork(
+            60, 2.5, max_tensor_order=6, max_edge_order=3, number_of_output_indices=2,
+            min_axis_size=2, max_axis_size=4, seed=1)
+    elif kind == "lattice":
         spec, shapes = eb_structured.lattice((8, 8), d_min=2, d_max=3, seed=7)
     else:
         spec, shapes = eb_random.regular(100, 3, d_min=2, d_max=2, seed=7)
@@ -231,6 +238,13 @@ CASES = [
          network("qaoa", hyper=True),
          (*_AS_FAST, Target("the hyper path within 1.1× of cotengra's own FLOPs, same budget",
                             metric="hyper_flops_vs_cotengra", max_value=1.1))),
+    Case("net-tree-60", "networks", "a tree of 60 tensors (einsum_benchmark)",
+         "einsum_benchmark's structured.tree(60, 6–16, 2 open indices): its first step is a "
+         "vector against a middle axis of a 25 M-entry tensor", network("tree"), _AS_FAST),
+    Case("net-hypernetwork-60", "networks", "a hypernetwork of 60 tensors (einsum_benchmark)",
+         "einsum_benchmark's random connected_hypernetwork of 60 tensors (axes of 2–4, edges "
+         "of up to 3 tensors): steps over letters both operands and the result hold",
+         network("hypernetwork"), _AS_FAST),
     Case("net-regular-100-sliced", "networks", "the random regular network sliced to 1/16",
          "the same contraction under memory_limit = its unsliced peak / 16",
          network("regular", 16),

@@ -82,12 +82,14 @@ def reduced(function):
 
 
 def measured(axis: int):
-    """rows(x) (axis 0) or columns(x) (axis 1), as a number."""
-    return lambda node, args: real_type(args[0])(np.shape(args[0])[axis])
+    """rows(x) (axis 0) or columns(x) (axis 1), as a number: float64 in every call, where
+    every size is exact (compiler/counting.py)."""
+    return lambda node, args: np.float64(np.shape(args[0])[axis])
 
 
 def positions(node: ir.Prim, args: list):
-    return np.arange(np.shape(args[0])[node.attrs[0]], dtype=real_type(args[0]))
+    """0 … n − 1 along the node's axis, in float64 in every call (compiler/counting.py)."""
+    return np.arange(np.shape(args[0])[node.attrs[0]], dtype=np.float64)
 
 
 # ---------------------------------------------------------------- shifted and taken reads
@@ -252,7 +254,7 @@ def coordinate(node: ir.Prim, args: list):
     axis = node.attrs[0]
     shape = [1] * np.ndim(x)
     shape[axis] = np.shape(x)[axis]
-    return np.broadcast_to(np.arange(np.shape(x)[axis], dtype=real_type(x)).reshape(shape),
+    return np.broadcast_to(np.arange(np.shape(x)[axis], dtype=np.float64).reshape(shape),
                            np.shape(x))
 
 
@@ -369,5 +371,5 @@ def lazy_coordinate(node: ir.Prim, args: list, number, shape):
     x, axis = args[0], node.attrs[0]
     line = [1] * x.ndim
     line[axis] = x.shape[axis]
-    steps = da.arange(x.shape[axis], dtype=real_type(x)).reshape(line)
+    steps = da.arange(x.shape[axis], dtype=np.float64).reshape(line)
     return da.broadcast_to(steps, x.shape, chunks=x.chunks)

@@ -52,6 +52,12 @@ class Primitive:
     host_code: str | None = None
     fast_code: str | None = None
     lower: Callable | None = None  # once shapes are known, written as einsums (lowering.py)
+    # counting (compiler/counting.py): `whole` names the arguments whose being whole numbers
+    # makes the value one, counted exactly in float64 in every call (() for a value always
+    # whole: a size, positions; None for data); `counts` the arguments read as whole numbers
+    # (a position, a draw's key and step), never rounded to the call's dtype
+    whole: tuple[int, ...] | None = None
+    counts: tuple[int, ...] = ()
 
 
 def _along(node, args: list, shapes: dict):
@@ -169,51 +175,56 @@ PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
     _row("abs", 1, "unary", np.abs,
          derivative=_slope(lambda n, x: p(n, "sub", p(n, "gt", x, c(n, 0.0)),
                                           p(n, "lt", x, c(n, 0.0)))),
-         code="np.abs({})"),
+         code="np.abs({})", whole=(0,)),
     # conj, re and im: on a real value (what compiled code computes: it is float64) the
     # value, the value and 0; on complex values NumPy's, on every host
     _row("conj", 1, "unary", np.conj, derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
     _row("re", 1, "unary", np.real, derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
     _row("im", 1, "unary", np.imag, derivative=d.zero, code="0.0"),
-    _row("floor", 1, "unary", np.floor, traits=_STATIC, derivative=d.zero, code="np.floor({})"),
+    _row("floor", 1, "unary", np.floor, traits=_STATIC, derivative=d.zero, code="np.floor({})",
+         whole=(0,)),
     _row("erf", 1, "unary", _erf,
          derivative=_slope(lambda n, x: p(n, "mul", c(n, 2.0 / math.sqrt(math.pi)),
                                           p(n, "exp", p(n, "neg", p(n, "pow", x, c(n, 2.0)))))),
          code="K.erf({})"),
     _row("max", 2, "binary", np.maximum, traits=_STATIC, derivative=d.extreme("max"),
-         code="K.fmax({}, {})", host_code="np.maximum({}, {})"),
+         code="K.fmax({}, {})", host_code="np.maximum({}, {})", whole=(0, 1)),
     _row("min", 2, "binary", np.minimum, traits=_STATIC, derivative=d.extreme("min"),
-         code="K.fmin({}, {})", host_code="np.minimum({}, {})"),
-    _row("maximum", 2, "reduce", np.max, axis_arg=1, derivative=d.reduce_extreme),
-    _row("minimum", 2, "reduce", np.min, axis_arg=1, derivative=d.reduce_extreme),
+         code="K.fmin({}, {})", host_code="np.minimum({}, {})", whole=(0, 1)),
+    _row("maximum", 2, "reduce", np.max, axis_arg=1, derivative=d.reduce_extreme, whole=(0,)),
+    _row("minimum", 2, "reduce", np.min, axis_arg=1, derivative=d.reduce_extreme, whole=(0,)),
     _row("cumsum", 2, "scan", np.cumsum, axis_arg=1, derivative=lambda node, g, position: (
         _running_sum_adjoint(node, g))),
     _row("cumprod", 2, "scan", np.cumprod, axis_arg=1, derivative=lambda node, g, position: (
         p(node, "productadjoint", node.args[0], g, attrs=node.attrs))),
     _row("argmax", 2, "argreduce", axis_arg=1),
     _row("argmin", 2, "argreduce", axis_arg=1),
-    _row("rows", 1, "size", axis=0, traits=_STATIC, meaning=m.measured(0), derivative=d.zero),
-    _row("columns", 1, "size", axis=1, traits=_STATIC, meaning=m.measured(1), derivative=d.zero),
-    _row("positions", 2, "positions", axis_arg=1, meaning=m.positions, derivative=d.zero),
-    _row("oneHot", 2, "onehot", meaning=m.encoded, dask=m.lazy_encoded, derivative=d.zero),
+    _row("rows", 1, "size", axis=0, traits=_STATIC, meaning=m.measured(0), derivative=d.zero,
+         whole=()),
+    _row("columns", 1, "size", axis=1, traits=_STATIC, meaning=m.measured(1), derivative=d.zero,
+         whole=()),
+    _row("positions", 2, "positions", axis_arg=1, meaning=m.positions, derivative=d.zero, whole=()),
+    _row("oneHot", 2, "onehot", meaning=m.encoded, dask=m.lazy_encoded, derivative=d.zero,
+         counts=(0,)),
     _row("concat", 3, "concat", axis_arg=2, meaning=m.joined, dask=m.lazy_join,
-         derivative=d.concat),
+         derivative=d.concat, whole=(0, 1)),
     _row("gaussian", 1, "draw", attrs=1),
     _row("uniform", 1, "draw", attrs=1),
     # counter-based draws anywhere (compiler/ops/draws.py); uniform and gaussian with three
     # arguments are these (KEYED), bernoulli(p, key, step, x) is uniform(key, step, x) < p
     _row("permutation", 3, "random", meaning=m.keyed(draws.permutation),
-         dask=m.lazy_keyed(draws.permutation), shape=sh.shuffled, derivative=d.zero),
+         dask=m.lazy_keyed(draws.permutation), shape=sh.shuffled, derivative=d.zero, counts=(0, 1)),
     _row("bernoulli", 4, "rewritten"),  # (never in IR: resolve writes it as above)
 ]}
 
 #: Operators, by their ASCII spelling in the syntax tree, as primitive ops of the IR.
 OPERATORS: dict[str, Primitive] = {
-    "+": _row("add", 2, "binary", np.add, traits=_STATIC, derivative=d.add, code="({} + {})"),
+    "+": _row("add", 2, "binary", np.add, traits=_STATIC, derivative=d.add, code="({} + {})",
+              whole=(0, 1)),
     "-": _row("sub", 2, "binary", np.subtract, traits=_STATIC, derivative=d.sub,
-              code="({} - {})"),
+              code="({} - {})", whole=(0, 1)),
     "*": _row("mul", 2, "binary", np.multiply, traits=_STATIC, derivative=d.mul,
-              code="({} * {})"),
+              code="({} * {})", whole=(0, 1)),
     # uncompiled code computes on NumPy float64 scalars, which are IEEE (x/0 is inf); Python
     # floats would raise ZeroDivisionError instead
     "/": _row("div", 2, "binary", np.divide, traits=_STATIC, derivative=d.div,
@@ -225,13 +236,13 @@ OPERATORS: dict[str, Primitive] = {
     # a mod b = a − b⌊a/b⌋ (the sign of b, as NumPy's and Python's %) and a div b = ⌊a/b⌋,
     # exact for whole numbers (fmod underneath, never a rounded quotient)
     "mod": _row("mod", 2, "binary", np.mod, traits=_STATIC, derivative=d.modulo,
-                code="({} % {})", host_code="np.mod({}, {})"),
+                code="({} % {})", host_code="np.mod({}, {})", whole=(0, 1)),
     "div": _row("floordiv", 2, "binary", np.floor_divide, traits=_STATIC, derivative=d.zero,
-                code="({} // {})", host_code="np.floor_divide({}, {})"),
+                code="({} // {})", host_code="np.floor_divide({}, {})", whole=(0, 1)),
     "neg": _row("neg", 1, "unary", np.negative, traits=_STATIC, derivative=d.negate,
-                code="(-{})"),
+                code="(-{})", whole=(0,)),
     **{symbol: _row(name, 2, "compare", function, derivative=d.zero,
-                    code=f"(1.0 if {{}} {python} {{}} else 0.0)")
+                    code=f"(1.0 if {{}} {python} {{}} else 0.0)", whole=())
        for symbol, name, function, python in [
            ("=", "eq", np.equal, "=="), ("!=", "ne", np.not_equal, "!="),
            ("<", "lt", np.less, "<"), (">", "gt", np.greater, ">"),
@@ -242,20 +253,23 @@ OPERATORS: dict[str, Primitive] = {
 INTERNAL: dict[str, Primitive] = {row.name: row for row in [
     # uniform(key, step, x) and gaussian(key, step, x): counter-based draws shaped like x
     _row("keyeduniform", 3, "random", meaning=m.keyed(draws.uniform),
-         dask=m.lazy_keyed(draws.uniform), derivative=d.zero),
+         dask=m.lazy_keyed(draws.uniform), derivative=d.zero, counts=(0, 1)),
     _row("keyedgaussian", 3, "random", meaning=m.keyed(draws.gaussian),
-         dask=m.lazy_keyed(draws.gaussian), derivative=d.zero),
+         dask=m.lazy_keyed(draws.gaussian), derivative=d.zero, counts=(0, 1)),
     # shift(x, w1, …, wm) [axis, coefs, const]: x read at axis index const + Σ coefs·(new
     # indices), zero outside x; the new axes (sizes len(w1) … len(wm)) come last. See masks.py.
     _row("shift", -1, "shift", attrs=3, meaning=m.shifted, dask=m.lazy_shift,
-         derivative=d.refused),
+         derivative=d.refused, whole=(0,)),
     # take(x, t)[axis, coef, const]: x at the position s along `axis` with coef·s + const = t
     # (coef ±1, const whole; that axis dropped), zeros where there is none: an einsum against
     # the one-hot [coef·s + const = t] of a scalar t. See masks.py.
-    _row("take", 2, "take", attrs=3, meaning=m.taken, dask=m.lazy_take, derivative=d.refused),
+    _row("take", 2, "take", attrs=3, meaning=m.taken, dask=m.lazy_take, derivative=d.refused,
+         whole=(0,), counts=(1,)),
     # index(x, t): x[t], the slice t along the first axis; slice(x, a, b): x[a:b].
-    _row("index", 2, "index", meaning=m.indexed, dask=m.lazy_index, derivative=d.index),
-    _row("slice", 3, "slice", meaning=m.sliced, dask=m.lazy_slice, derivative=d.slice_),
+    _row("index", 2, "index", meaning=m.indexed, dask=m.lazy_index, derivative=d.index,
+         whole=(0,), counts=(1,)),
+    _row("slice", 3, "slice", meaning=m.sliced, dask=m.lazy_slice, derivative=d.slice_,
+         whole=(0,), counts=(1, 2)),
     # What derivatives are made of (compiler/passes/derivative.py), each polymorphic in rank:
     # sumto(g, like): g summed down to like's shape (like a scalar) or g itself (same shape);
     # spread(g, like)[k]: g repeated along a new axis k to like's shape; sumalong(x)[k]: the
@@ -264,17 +278,17 @@ INTERNAL: dict[str, Primitive] = {row.name: row for row in [
     # from a (which = 0) or b (1) in concat(a, b, k); coordinate(x)[k]: each entry's index along
     # axis k; gradient(of, g): g, once `of` is checked to be a scalar.
     _row("sumto", 2, "sumto", shape=sh.sumto, meaning=m.summed_to, dask=m.lazy_summed_to,
-         derivative=d.sumto, lower=lowering.sumto),
+         derivative=d.sumto, lower=lowering.sumto, whole=(0,)),
     _row("spread", 2, "spread", attrs=1, shape=sh.spread, meaning=m.spread,
-         dask=m.lazy_spread, derivative=d.spread, lower=lowering.spread),
+         dask=m.lazy_spread, derivative=d.spread, lower=lowering.spread, whole=(0,)),
     _row("sumalong", 1, "reduce", np.sum, attrs=1, derivative=d.sumalong,
          lower=lowering.sumalong),
     _row("place", 3, "place", attrs=1, shape=sh.place, meaning=m.placed, dask=m.lazy_placed,
-         derivative=d.refused),
+         derivative=d.refused, whole=(0,), counts=(2,)),
     _row("cut", 3, "cut", attrs=2, traits=_LAZY, shape=sh.cut, meaning=m.cut,
          derivative=d.refused),
     _row("coordinate", 1, "coordinate", attrs=1, shape=sh.coordinate, meaning=m.coordinate,
-         dask=m.lazy_coordinate, derivative=d.zero, lower=lowering.coordinate),
+         dask=m.lazy_coordinate, derivative=d.zero, lower=lowering.coordinate, whole=()),
     _row("gradient", 2, "gradient", traits=_LAZY, shape=sh.gradient, meaning=m.adjoint,
          derivative=d.refused, lower=lowering.gradient),
     # productadjoint(x, g)[k]: the adjoint of x in cumprod(x, k), given g, the adjoint of the
@@ -313,6 +327,12 @@ def spoken(op: str) -> str:
 _OPERATOR_NAMES = frozenset(row.name for row in OPERATORS.values())
 
 
+#: What argmax and argmin push an entry that is not the extreme by: a whole number past every
+#: position, so that all of their IR counts (compiler/counting.py) and a float32 call finds
+#: the first extreme past 2²⁴ entries too. A line holding NaN has this as its first position.
+NO_POSITION = 2.0 ** 53
+
+
 def arg_extreme(op: str, x, axis: int, span):
     """argmax(x, k) (or argmin) as IR: a 0/1 tensor shaped like x marking, along axis k, the
     first entry equal to the largest (smallest); a line holding NaN has no mark."""
@@ -327,6 +347,6 @@ def arg_extreme(op: str, x, axis: int, span):
     where = prim("coordinate", x, attrs=(axis,))
     # positions of the marked entries as they are, every other entry pushed past them all
     pushed = prim("add", where, prim("mul", prim("sub", ir.Const(1.0, span), marks),
-                                     ir.Const(1e300, span)))
+                                     ir.Const(NO_POSITION, span)))
     first = prim("minimum", pushed, attrs=(axis,))
     return prim("eq", where, prim("spread", first, x, attrs=(axis,)))

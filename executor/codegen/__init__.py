@@ -8,6 +8,7 @@
     writer.py       the statement builder it writes through (blocks, nests, Python's limits)
     loops.py        the loop IR: statements and expressions, as data
     division.py     rewrite: division by a row's divisor without dividing (in emit_group)
+    sums.py         long sums added pairwise above blocks (in emit_group)
     rows.py         rewrite: consecutive nests over the same rows run as one loop
     tidy.py         rewrites: unread sizes dropped, arrays let go (host code)
     precision.py    rewrite: float64 code as float32 code (a float32 call's)

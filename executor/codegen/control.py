@@ -45,16 +45,18 @@ def emit_cond(em, node: ir.Cond) -> None:
     em.record("branch", em.shape(node), "if on a scalar")
     then, orelse = em.block.plan.branches[node]
     with em.out.if_(fmt("{} != 0.0", em.value(node.cond))):
-        _branch(em, then, node.then, name)
+        _branch(em, then, node.then, name, node)
     with em.out.else_():
-        _branch(em, orelse, node.orelse, name)
+        _branch(em, orelse, node.orelse, name, node)
     em.bind(node, Var(name))
 
 
-def _branch(em, plan, root: ir.Node, name: str) -> None:
+def _branch(em, plan, root: ir.Node, name: str, cond: ir.Cond) -> None:
     em.frame.blocks.append({})
     em.ensure(plan)
-    em.out.add(Assign((name,), (em.value(root),)))
+    value = em.value(root)
+    kept = em.counts(cond) or em.shape(root)
+    em.out.add(Assign((name,), (value if kept else em.as_data(root, value),)))
     em.frame.blocks.pop()
 
 
@@ -70,8 +72,14 @@ def emit_loop(em, loop: ir.Loop) -> None:
     outer = em.frame
     state = [f"s{number_}_{i}" for i in range(len(loop.init))]
     state_dims = [em.dims_of(a) for a in loop.init]
-    for name, init in zip(state, loop.init, strict=True):
-        em.out.add(Assign((name,), (em.value(init),)))
+    body = outer.scope + (loop,)
+    counted = em.counting.components.get(loop, frozenset())
+    for i, (name, init) in enumerate(zip(state, loop.init, strict=True)):
+        # (a number the loop does not count starts in the code's dtype: compiler/counting.py;
+        # an array is of it already, counted tensors being stored as data)
+        value = em.value(init)
+        kept = i in counted or em.shape(init)
+        em.out.add(Assign((name,), (value if kept else em.as_data(init, value),)))
         outer.owned.pop(init, None)  # the state may hold this buffer after the loop
     outer.states[loop] = state
     moving = scheduler.moving(loop)
@@ -88,7 +96,6 @@ def emit_loop(em, loop: ir.Loop) -> None:
         made = call("K.empty", sizes(state_dims[i]))
         hoist += [Assign((f"A{number_}_{i}",), (made,)), Assign((f"B{number_}_{i}",), (made,))]
     em.out.add(Assign((turns,), (Num("0"),)))
-    body = outer.scope + (loop,)
     em.frame = Frame(em.table.scopes[body], body, hoist=hoist,
                      fixed={ir.State(i, None) for i in range(len(state))
                             if i not in moving and i != loop.counter})
@@ -100,10 +107,18 @@ def emit_loop(em, loop: ir.Loop) -> None:
     em.frame = outer
     em.out.insert(mark, hoist)
     if loop.counter is not None:
-        em.out.add(Assign((state[loop.counter],), (call("np.float64", Num("0.0")),)))
+        em.out.add(Assign((state[loop.counter],), (_steps_left(em, loop, Num("0.0")),)))
     em.out.add(Update("steps", "+=", Var(turns)))
     em.bind(loop, Fmt("(" + ", ".join("{}" for _ in state) + ",)",
                       tuple(Var(s) for s in state)))  # the loop's value: its final state
+
+
+def _steps_left(em, loop: ir.Loop, left):
+    """A counted loop's counter holding `left` steps: counted (float64 in every call) when
+    the loop counts it (compiler/counting.py), else of the code's dtype."""
+    if loop.counter in em.counting.components.get(loop, frozenset()):
+        return em.counted_number(left)
+    return call(f"np.{em.dtype}", left)
 
 
 def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[int],
@@ -114,7 +129,7 @@ def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[i
     if loop.counter is not None:
         with em.out.if_(fmt("{} == 0", left)):
             em.out.add(Break())
-        em.out.add(Assign((state[loop.counter],), (call("np.float64", left),)))
+        em.out.add(Assign((state[loop.counter],), (_steps_left(em, loop, left),)))
     else:
         em.ensure(until)  # (not final: the steps below may read what it computes)
         with em.out.if_(fmt("{} != 0.0", em.value(loop.until))):

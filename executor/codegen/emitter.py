@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.counting import NOTHING, Counting
 from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.compiler.passes.shapes import Scope, ShapeTable
@@ -114,10 +116,14 @@ class Emitter:
     """Writes one function as `decided` (scheduler.py). `host`: not compiled, so NumPy calls
     for contractions; `exact`: sizes written as constants (a tiny program)."""
 
-    def __init__(self, table: ShapeTable, decided: Decisions, dtype: str = "float64"):
+    def __init__(self, table: ShapeTable, decided: Decisions, dtype: str = "float64",
+                 counting: Counting = NOTHING):
         self.table = table
         self.decided = decided
         self.dtype = dtype  # what the code computes in (precision.py: float32's is rewritten)
+        # the counted values of every scope (compiler/counting.py): float64 in float32 code
+        self.counting = counting
+        self.narrow = dtype != "float64"
         # a division by a row's divisor is rewritten (division.py) in float64 code only: a
         # float32 quotient is the processor's, exact and as fast (math="fast" still rewrites)
         self.rewrites_division = dtype == "float64" or decided.fast
@@ -160,6 +166,8 @@ class Emitter:
                 self.out.add(Assign((dim.name,), (size,)))
             self.frame.dims[node] = dims
         self.ensure(self.decided.root)
+        # (a counted scalar is handed back in float64: the host reads it as it is, and a
+        # call's scalar result is made the call's dtype, results.to_python)
         self.out.add(Return(Fmt("{}, {}", (self.value(region.root), Var("steps")))))
         body = self.out.body if self.host else rows.fuse_rows(self.out.body)
         body = tidy.without_unread(body, self.input_sizes)
@@ -227,6 +235,33 @@ class Emitter:
 
     def shape(self, node: ir.Node):
         return self.frame.shapes[node]
+
+    # ---------------------------------------------------------------- counted values
+
+    def counts(self, node: ir.Node) -> bool:
+        """Whether `node` is a counted value (compiler/counting.py: a size, a position, a
+        counter) computed in float64 in code of another dtype, in the scope being emitted."""
+        scope = self.frame.scope
+        return self.narrow and node in self.counting.at(scope[-1] if scope else None)
+
+    def counted_number(self, whole: Expr) -> Expr:
+        """A whole number (an int: a size, an index, steps left) as a counted value: float64
+        in code of every dtype."""
+        return call("np.float64", whole)
+
+    def as_data(self, node: ir.Node, value: Expr) -> Expr:
+        """`value`, `node`'s, as a consumer whose value is data reads it: a counted value
+        converted to the code's dtype."""
+        if not self.counts(node) or isinstance(value, Num):  # (a literal is of the dtype)
+            return value
+        return call(f"np.{self.dtype}", value)
+
+    def literal(self, value: float, counted: bool) -> Expr:
+        """A constant as a counted value reads it (`counted`: exactly, in float64, where the
+        code's dtype would round it) or as data does."""
+        if counted and self.narrow and float(value) != float(np.float32(value)):
+            return self.counted_number(Num(str(int(value))))
+        return number(value)
 
     def dims_of(self, node: ir.Node) -> tuple[Expr, ...]:
         """Each axis size of `node` as an expression over the inputs' sizes."""
@@ -297,7 +332,7 @@ class Emitter:
                 entrywise.emit_scalar(self, node)
             case "size":
                 prim = BY_OP[node.op]
-                self.bind(node, call("np.float64", self.dims_of(node.args[0])[prim.axis]))
+                self.bind(node, self.counted_number(self.dims_of(node.args[0])[prim.axis]))
             case "generator":
                 entrywise.emit_group(self, fusion.Group(node, [node], [], {node}))
             case "contraction":
@@ -369,7 +404,8 @@ TINY = 256
 
 
 def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = False,
-             paths: dict | None = None, fast: bool = False, dtype: str = "float64") -> Generated:
+             paths: dict | None = None, fast: bool = False, dtype: str = "float64",
+             counted: Counting = NOTHING) -> Generated:
     """The function computing `region`: compiled code, or plain NumPy calls when that is all
     it needs (a lone contraction, say), which runs fastest uncompiled. `exact`: the code runs
     only on the table's own shapes, so a tiny program with loops (no array over TINY entries)
@@ -378,11 +414,12 @@ def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = Fal
     (one pass, its time in the call) and keeps code that serves every size. Code shared by
     other shapes (dask's blocks) must not ask for it. `paths`: the plan's contraction paths
     (Plan.paths), which the code follows. `fast`: math="fast" (scheduler.Decisions). `dtype`:
-    float64, or float32 (precision.py)."""
+    float64, or float32 (precision.py). `counted`: the program's counted values
+    (compiler/counting.py), float64 in float32 code."""
     exact = exact and bool(table.states) and is_tiny(table)
     decided = scheduler.decide(region.root, region.inputs, region.scope, table, optimize, exact,
                                paths or {}, fast)
-    return Emitter(table, decided, dtype).function(region)
+    return Emitter(table, decided, dtype, counted).function(region)
 
 
 def is_tiny(table: ShapeTable) -> bool:

@@ -15,7 +15,7 @@ from hilbert.compiler import ir
 from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.executor import fusion
-from hilbert.executor.codegen import division, rows
+from hilbert.executor.codegen import division, rows, sums
 from hilbert.executor.codegen.division import Division
 from hilbert.executor.codegen.loops import (
     Assign,
@@ -55,7 +55,8 @@ def placed(index: list, layout: tuple[int, ...] | None) -> tuple:
 def emit_scalar(em, node: ir.Prim) -> None:
     if all(isinstance(a, ir.Const) for a in node.args):  # fold: no Python-float x/0
         with np.errstate(all="ignore"):
-            em.bind(node, number(BY_OP[node.op].numpy(*(np.float64(a.value) for a in node.args))))
+            folded = BY_OP[node.op].numpy(*(np.float64(a.value) for a in node.args))
+        em.bind(node, em.literal(folded, em.counts(node)))
         return
     name = em.fresh("v")
     em.pending = []
@@ -69,18 +70,18 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
     """An expression for `node`'s value at `index` (its own axes), reading inputs there."""
     match node:
         case ir.Prim(op="positions"):
-            return call("np.float64", index[0])
+            return em.counted_number(index[0])
         case ir.Prim(op="shift"):
             return _shifted(em, node, index, temps)
         case ir.Prim(op="take"):
             return _taken(em, node, index, temps)
         case ir.Prim() if fusion.is_ones(node):
             return Num("1.0")
-        case ir.Prim(op="pow", args=(base, ir.Const(value=2.0))):
-            x = at(em, base, index, temps)
+        case ir.Prim(op="pow", args=(_, ir.Const(value=2.0))):
+            x = operand(em, node, 0, index, temps)
             return fmt("({} * {})", x, x)
-        case ir.Prim(op="div", args=(a, b)) if em.divisions is not None:
-            numerator, divisor = at(em, a, index, temps), at(em, b, index, temps)
+        case ir.Prim(op="div") if em.divisions is not None:
+            numerator, divisor = (operand(em, node, k, index, temps) for k in (0, 1))
             split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")))
             em.pending += [Assign((split.numerator,), (numerator,)),
                            Assign((split.divisor,), (divisor,)), split.fast]
@@ -92,16 +93,31 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
                 template = row.host_code or row.code
             else:
                 template = (em.decided.fast and row.fast_code) or row.code
-            return Fmt(template, tuple(at(em, a, index, temps) for a in args))
+            return Fmt(template, tuple(operand(em, node, k, index, temps)
+                                       for k in range(len(args))))
         case ir.Einsum(spec=spec, args=args):
             parsed = parse_spec(spec)
             where = dict(zip(parsed.output, index, strict=True))
-            factors = [at(em, a, [where[ch] for ch in term], temps)
-                       for a, term in zip(args, parsed.inputs, strict=True)]
+            factors = [operand(em, node, k, [where[ch] for ch in term], temps)
+                       for k, term in enumerate(parsed.inputs)]
             if len(factors) == 1:
                 return factors[0]
             return Fmt("(" + " * ".join("{}" for _ in factors) + ")", tuple(factors))
     raise AssertionError(f"code generation: no entrywise form for {node!r}")
+
+
+def operand(em, node: ir.Node, position: int, index: list, temps: dict) -> Expr:
+    """Argument `position` of `node` read at `index` (`at`) as `node` reads it: a counted
+    value (compiler/counting.py) converted to the code's dtype where `node`'s value is data,
+    but kept where `node` counts too or reads it as a position (its op's `counts`)."""
+    arg = ir.children(node)[position]
+    counted = em.counts(node)
+    if isinstance(arg, ir.Const):
+        return em.literal(arg.value, counted)
+    value = at(em, arg, index, temps)
+    if counted or isinstance(node, ir.Prim) and position in BY_OP[node.op].counts:
+        return value
+    return em.as_data(arg, value)
 
 
 def at(em, node: ir.Node, index: list, temps: dict) -> Expr:
@@ -172,6 +188,7 @@ def emit_group(em, group: fusion.Group) -> None:
     dims = em.dims_of(group.space)
     rank = len(dims)
     index = [Var(f"i{k}") for k in range(rank)]
+    inner = _blocked(em, group)
     em.identity = index
     before: list[list[Stmt]] = [[] for _ in range(rank + 1)]
     after: list[list[Stmt]] = [[] for _ in range(rank + 1)]
@@ -191,27 +208,48 @@ def emit_group(em, group: fusion.Group) -> None:
         body += em.pending
         temps[member] = Var(em.fresh("t"))
         body.append(Assign((temps[member].name,), (value,)))
+    long: list[sums.Long] = []  # sums over more than sums.BLOCK entries
     for tail in group.tails:
         em.pending = []
-        _accumulate(em, tail, index, temps, before, after, body)
+        _accumulate(em, tail, index, temps, before, after, body, long)
     em.divisions = None
     # stores last: an output may be the buffer of an input, read above at the same index
     written = [Store(Sub(stores[m], placed(index, em.frame.layouts.get(m))), temps[m])
                for m in stores]
     parallel = _parallel(em, group, before, after, division.exact(body, divisions))
+    pairwise = sums.arrange(em, long, before, after, dims, inner,
+                            index[0] if parallel else None)
     nest = division.Nest(index, dims, before, after, body, written)
     body = division.rewrite(nest, divisions, em.fresh("bad"),
                             [em.fresh(rows.SCRATCH) for _ in written],
                             allowed=not parallel and not em.out.merged(rank)
-                            and em.out.room() > rank,
+                            and em.out.room() > rank and not long,
                             fast=em.decided.fast and not em.out.merged(rank))
     kernel = em.record("nest", em.shape(group.space), _described(group),
                        _kept(group, stores, em.frame.layouts), parallel)
-    merged = em.out.nest(dims, [i.name for i in index], before, parallel, kernel)
-    em.out.add(*body)
-    em.out.unnest(rank, merged, after)
+    sums.stacks(em, pairwise, dims)
+    _write(em, nest, body, parallel, kernel, pairwise if inner else None)
     for member, name in stores.items():
         em.bind(member, name)
+
+
+def _write(em, nest: division.Nest, body: list[Stmt], parallel: bool, kernel: int,
+           blocked: list[sums.Pairwise] | None) -> None:
+    """The nest's loops around `body`; its innermost loop in blocks when `blocked` names the
+    long sums pushed after each block (sums.py)."""
+    rank = len(nest.dims)
+    names = [i.name for i in nest.index]
+    if blocked is None:
+        merged = em.out.nest(nest.dims, names, nest.before, parallel, kernel)
+        em.out.add(*body)
+        em.out.unnest(rank, merged, nest.after)
+        return
+    merged = em.out.nest(nest.dims[:-1], names[:-1], nest.before, parallel, kernel)
+    em.out.add(*nest.before[rank - 1])
+    sums.write_blocked(em, blocked, nest.index[-1], nest.dims[-1], body,
+                       (kernel,) if rank == 1 else ())
+    em.out.add(*nest.after[rank - 1])
+    em.out.unnest(rank - 1, merged, nest.after)
 
 
 #: How many of a nest's values the plan names before it counts the rest.
@@ -282,31 +320,29 @@ def _read_in_place(em, group: fusion.Group) -> dict[ir.Node, None]:
 
 
 def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after: list,
-                body: list) -> None:
+                body: list, long: list) -> None:
     """A reduction folded into the nest: in a local when it keeps the leading axes (row
     sums, row maxima), else into its output array. A local sum adds in any order
     (K.add_any_order): LLVM then vectorises its loop with a partial sum per vector lane,
     combined after the loop, where adding in order would wait 4 cycles for each addition
     and keep the loop scalar (a 4096×512 layer norm: 2.3 → 1.5 ms; a softmax's exp pass
     over 2048² scores: 2 ms of 20). A local maximum is exact in any order: K.fmax is
-    LLVM's maximum, which LLVM vectorises as it is."""
-    x = at(em, tail.args[0], index, temps)
+    LLVM's maximum, which LLVM vectorises as it is. A local sum over more than sums.BLOCK
+    entries is added pairwise above blocks of them (sums.py: `long`)."""
+    x = operand(em, tail, 0, index, temps)
     body += em.pending
-    if isinstance(tail, ir.Prim):
-        combine, start = REDUCE[tail.op]
-        kept = [k for k in range(len(index)) if k != tail.attrs[0]]
-    else:
-        combine, start = "+", "0.0"
-        parsed = parse_spec(tail.spec)
-        kept = [parsed.inputs[0].index(ch) for ch in parsed.output]
+    combine, start, kept = _reduced(tail, len(index))
     depth = len(kept)
     dims = tuple(em.dims_of(tail.args[0])[k] for k in kept)
-    # a local per leading index, unless the nest runs those axes as one flat loop
-    if kept == list(range(depth)) and not 0 < depth < em.out.merged(len(index)):
+    if _local(em, kept, len(index)):
         acc = Var(em.fresh("acc"))
         before[depth].append(Assign((acc.name,), (Num(start),)))
         reduce = "K.add_any_order" if combine == "+" else combine
         body.append(Assign((acc.name,), (call(reduce, acc, x),)))
+        found = sums.long(acc.name, depth, em.shape(tail.args[0])) if (
+            combine == "+" and sums.pairwise_locals(em)) else None
+        if found is not None:
+            long.append(found)
         if depth == 0:
             em.bind(tail, acc)
             return
@@ -314,11 +350,45 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
         after[depth].append(Store(Sub(out, tuple(index[:depth])), acc))
     else:
         out = em.alloc(tail, dims)
+        adding = sums.into_array(em, out, kept, em.shape(tail.args[0]), em.dims_of(tail.args[0]),
+                                 index, x, before, after) if combine == "+" else None
+        if adding is not None:  # (pairwise: sums.py)
+            body.append(adding)
+            em.bind(tail, out)
+            return
         before[0].append(Do(Fmt(f"{{}}.fill({start})", (out,))))
         target = Sub(out, tuple(index[k] for k in kept))
         body.append(Store(target, x, add=True) if combine == "+" else
                     Store(target, call(combine, target, x)))
     em.bind(tail, out)
+
+
+def _reduced(tail: ir.Node, rank: int) -> tuple[str, str, list[int]]:
+    """A reduction's combining function, its start, and the axes it keeps."""
+    if isinstance(tail, ir.Prim):
+        return (*REDUCE[tail.op], [k for k in range(rank) if k != tail.attrs[0]])
+    parsed = parse_spec(tail.spec)
+    return "+", "0.0", [parsed.inputs[0].index(ch) for ch in parsed.output]
+
+
+def _local(em, kept: list[int], rank: int) -> bool:
+    """Whether a reduction keeping axes `kept` is kept in a local: one per leading index,
+    unless the nest runs those axes as one flat loop."""
+    depth = len(kept)
+    return kept == list(range(depth)) and not 0 < depth < em.out.merged(rank)
+
+
+def _blocked(em, group: fusion.Group) -> bool:
+    """Whether the nest runs its innermost loop in blocks: a sum of it, kept in a local, is
+    longer than sums.BLOCK (sums.py)."""
+    shape = em.shape(group.space)
+    if not sums.pairwise_locals(em) or not sums.blocked(em, shape):
+        return False
+    for tail in group.tails:
+        combine, _, kept = _reduced(tail, len(shape))
+        if combine == "+" and _local(em, kept, len(shape)):
+            return True  # (its span, the innermost axis at least, is long)
+    return False
 
 
 def _parallel(em, group: fusion.Group, before, after, body: list) -> bool:

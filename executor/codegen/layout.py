@@ -10,15 +10,23 @@ from itertools import combinations
 
 #: Below this many multiply-adds a product runs as plain loops (kernels.SMALL_PRODUCT).
 SMALL_PRODUCT = 4096
+#: Up to this many multiply-adds a product runs as register tiles (tiles.TILED_PRODUCT).
+TILED_PRODUCT = 2 ** 18
 
 # The cost model `layout` compares layouts with, in nanoseconds on a CI-class core. Only the
 # ratios matter: a copy moves each element once, slowly (transposing reads across lines);
 # each product has a set-up cost; BLAS runs near peak only when no side of a product is thin.
+# Measured on the 2-core AMD EPYC (CPU time, one BLAS thread): a small product's kernel call
+# about 50 ns; the register tiles (4 rows at a time) on a product of one row or column about
+# 1 ns per entry they touch, three times BLAS's GEMV (a loop of 300 such: 6.4 ms, against
+# 2.0 ms for the loop nest); np.matmul over a stack of matrices about 30 ns per matrix.
 COPY_NS = 1.0  # per element copied into another axis order
 COPY_CALL_NS = {"compiled": 100.0, "host": 1500.0}  # per copy (a NumPy call, on the host)
-CALL_NS = {"compiled": 400.0, "small": 20.0, "host": 300.0}  # per product (BLAS or loops)
+CALL_NS = {"compiled": 400.0, "small": 50.0, "host": 300.0}  # per product (BLAS or loops)
+STACKED_NS = 30.0  # per matrix of one np.matmul over stacked views (host code)
 FLOP_NS = 0.05  # per floating-point operation at BLAS speed (20 GFLOP/s)
 TOUCH_NS = 0.3  # per element a product reads or writes (memory-bound products: GEMV, k = 1)
+THIN_TILE_NS = 1.0  # per element the register tiles touch in a product of one row or column
 SCALAR_FLOP_NS = 0.5  # per floating-point operation of a small product's plain loops
 #: Past this many letters that could be looped over, only loops over one letter are tried.
 SEARCH_PAIRS = 12
@@ -67,13 +75,27 @@ def layout(a: str, b: str, output: str, sizes: dict[str, int], free: bool,
     others = [ch for ch in a + b if ch not in batch and (not host or ch in output)]
     others = list(dict.fromkeys(others))
     width = 2 if len(others) <= SEARCH_PAIRS else 1
-    for count in range(1, width + 1):
-        for extra in combinations(others, count):
-            found = _cheapest(a, b, output, sizes, free, host, batch + extra)
-            if found is not None and (best is None or found.cost < best.cost):
-                best = found
+    tried = [extra for count in range(1, width + 1) for extra in combinations(others, count)]
+    for extra in tried + _runs_of(others, (a, b, output), width):
+        found = _cheapest(a, b, output, sizes, free, host, batch + extra)
+        if found is not None and (best is None or found.cost < best.cost):
+            best = found
     assert best is not None, f"no layout for {a},{b}->{output}"
     return best
+
+
+def _runs_of(others: list[str], terms: tuple[str, ...], shortest: int) -> list[tuple[str, ...]]:
+    """Every run of more than `shortest` letters adjacent in one of `terms`, each of them in
+    `others`: a loop over a block of letters (a tensor's leading axes before a summed one, as
+    in "n,hlmnopq->hlmopq") leaves matrices in place where no loop over one or two does."""
+    found: list[tuple[str, ...]] = []
+    for term in terms:
+        for start in range(len(term)):
+            for stop in range(start + shortest + 1, len(term) + 1):
+                run = tuple(term[start:stop])
+                if all(ch in others for ch in run) and run not in found:
+                    found.append(run)
+    return found
 
 
 def _cheapest(a: str, b: str, output: str, sizes: dict[str, int], free: bool, host: bool,
@@ -130,7 +152,7 @@ def _choose(a: str, b: str, output: str, sizes: dict[str, int], loops: tuple[str
     moved = (copy_a * _elements(a, sizes) + copy_b * _elements(b, sizes)
              + rearranged * _elements(output, sizes))
     cost = (moved * COPY_NS + (copy_a + copy_b + rearranged) * COPY_CALL_NS["host" if host else "compiled"]
-            + calls * _product_ns(m, n, k, host))
+            + _products_ns(calls, m, n, k, host))
     return Layout(loops, rows, summed, cols, new_a, new_b, result, rearranged, cost)
 
 
@@ -138,13 +160,21 @@ def _elements(term: str, sizes: dict[str, int]) -> int:
     return math.prod(sizes[ch] for ch in term)
 
 
-def _product_ns(m: int, n: int, k: int, host: bool) -> float:
-    """The model's time for one m×k by k×n product."""
+def _products_ns(calls: int, m: int, n: int, k: int, host: bool) -> float:
+    """The model's time for `calls` m×k by k×n products: each a call of its own in compiled
+    code; on the host one call (np.dot, or np.matmul over the stack when there are several)."""
     flops = 2.0 * m * n * k
-    if not host and m * n * k <= SMALL_PRODUCT:
-        return CALL_NS["small"] + flops * SCALAR_FLOP_NS
     touched = m * k + k * n + m * n
-    return CALL_NS["host" if host else "compiled"] + max(flops * FLOP_NS, touched * TOUCH_NS)
+    if host:
+        each = max(flops * FLOP_NS, touched * TOUCH_NS)
+        return CALL_NS["host"] + calls * (each + (STACKED_NS if calls > 1 else 0.0))
+    if m * n * k <= SMALL_PRODUCT:
+        each = CALL_NS["small"] + flops * SCALAR_FLOP_NS
+    elif m * n * k <= TILED_PRODUCT and min(m, n) < 4:
+        each = CALL_NS["compiled"] + touched * THIN_TILE_NS
+    else:
+        each = CALL_NS["compiled"] + max(flops * FLOP_NS, touched * TOUCH_NS)
+    return calls * each
 
 
 def _runs(term: str, looped: set[str], first: tuple[str, ...], second: tuple[str, ...]):
@@ -179,3 +209,79 @@ def _host_runs(term: str, looped: set[str], first: tuple[str, ...], second: tupl
             orders = (tuple(rest[:len(one)]), tuple(rest[len(one):]))
             return orders if one is first else orders[::-1]
     return None
+
+
+# A step as one loop nest (compiled: nest_steps.py; on the host: one numpy.einsum), in
+# nanoseconds per iteration: a nest whose innermost loop (its letters merged where they lie
+# side by side in every array: `merged_groups`) is long, kept (not summed) and unit-stride in
+# every array holding it runs in vector lanes at memory speed ("n,hlmnopq->hlmopq": 25 M
+# iterations in 8.7 ms); any other runs scalar (an innermost sum adds into one place in a
+# chain; a short or strided loop gains nothing from vectors); each run of the innermost loop
+# costs a little more. numpy.einsum walks its operands alike, slower on short loops; a
+# compiled nest costs about a product call once.
+NEST_NS = {"vector": 0.3, "scalar": 1.2, "run": 2.0, "once": 400.0}
+EINSUM_NS = {"vector": 0.4, "scalar": 4.0, "run": 0.0, "once": 1500.0}
+#: An innermost loop shorter than this runs scalar.
+VECTOR_RUN = 8
+
+
+@dataclass(frozen=True)
+class Nest:
+    """A step as one loop nest: its letters in loop order (outermost first) and the model's
+    time for it."""
+
+    order: str
+    cost: float
+
+
+def nest(terms: list[str], output: str, sizes: dict[str, int], host: bool = False) -> Nest:
+    """The cheapest loop order (by the model above) of a step reading `terms` into `output`:
+    each term's letters innermost in its own order, the letters it lacks outside them (the
+    largest arrays tried first, so a tie keeps the one read in its memory order).
+
+    >>> nest(["n", "hnq"], "hq", {"h": 9, "n": 14, "q": 30}).order
+    'hnq'
+    """
+    letters = list(dict.fromkeys(output + "".join(terms)))
+    iterations = math.prod(sizes[ch] for ch in letters)
+    rates = EINSUM_NS if host else NEST_NS
+    best: Nest | None = None
+    for anchor in sorted([output, *terms], key=lambda t: -_elements(t, sizes)):
+        order = "".join(ch for ch in letters if ch not in anchor) + "".join(
+            dict.fromkeys(anchor))  # (a diagonal's letter once)
+        inner = merged_groups(order, [*terms, output])[-1] if order else ""
+        length = math.prod(sizes[ch] for ch in inner)
+        kept = bool(inner) and inner[0] in output and all(
+            t.endswith(inner) for t in (output, *terms) if inner[0] in t)
+        per = rates["vector" if kept and length >= VECTOR_RUN else "scalar"]
+        cost = (iterations * per + iterations / max(length, 1) * rates["run"] + rates["once"])
+        if best is None or cost < best.cost:
+            best = Nest(order, cost)
+    assert best is not None
+    return best
+
+
+def merged_groups(order: str, terms: list[str]) -> list[str]:
+    """`order` cut into groups of letters that can be looped over as one: each next letter
+    of a group follows the one before it directly in every term that holds either (and no
+    term holds one without the other).
+
+    >>> merged_groups("hlmnopq", ["n", "hlmnopq", "hlmopq"])
+    ['hlm', 'n', 'opq']
+    """
+    groups: list[str] = []
+    for ch in order:
+        if groups and all(_follows(groups[-1][-1], ch, term) for term in terms):
+            groups[-1] += ch
+        else:
+            groups.append(ch)
+    return groups
+
+
+def _follows(before: str, after: str, term: str) -> bool:
+    """Whether `after` comes right after `before` in `term`, or neither is there (a letter
+    read twice, on a diagonal, stays a loop of its own)."""
+    if before not in term and after not in term:
+        return True
+    return (term.count(before) == 1 and term.count(after) == 1
+            and term.index(after) == term.index(before) + 1)

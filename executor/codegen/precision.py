@@ -1,7 +1,8 @@
 """Generated code in float32 (a float32 call's): the float64 code, every number it writes made a
 float32 (`np.float32(0.5)`), and its kernels float32's (executor/numba/kernels32.py), so that
 nothing in it widens to float64 but the sums' accumulators, which stay float64 (more accurate
-than NumPy's pairwise float32 sums) and are rounded once when stored. Matrix products are
+than NumPy's pairwise float32 sums) and are rounded once when stored, and counted values
+(sizes, positions, counters: compiler/counting.py), which the emitter writes as float64. Matrix products are
 BLAS's sgemm, or for small ones loops that sum in float32 as sgemm does (products.py)."""
 
 from __future__ import annotations
@@ -32,13 +33,13 @@ def _single(found: re.Match) -> str:
 
 
 def single(source: str) -> str:
-    """`source` (generated float64 code) as float32 code: literals and np.float64(…) made
-    float32, and `K` bound to the float32 kernels."""
+    """`source` (generated float64 code) as float32 code: literals made float32, and `K`
+    bound to the float32 kernels. (What the emitter writes as `np.float64(…)` stays float64:
+    counted values, compiler/counting.py; it writes a number of the code's dtype itself.)"""
     lines = []
     for line in source.splitlines():
         if _ACCUMULATOR.match(line):
             lines.append(line)
             continue
-        line = _FLOAT.sub(_single, line)
-        lines.append(line.replace("np.float64(", "np.float32("))
+        lines.append(_FLOAT.sub(_single, line))
     return f"import {KERNELS['float32']} as K\n\n" + "\n".join(lines) + "\n"

@@ -28,6 +28,7 @@ from hilbert.executor.codegen.loops import (
     product,
     sizes,
 )
+from hilbert.executor.codegen.nest_steps import Operand, loop_nest
 from hilbert.executor.codegen.scheduler import Step
 from hilbert.executor.numba import threads
 
@@ -37,17 +38,6 @@ from hilbert.executor.numba import threads
 #: float32 product took 1.5 ms so, 0.6 ms on OpenBLAS's two threads); from about here they
 #: are even (2048×64·64×2048: 9.3 against 9.0 ms), and the nests after them keep the cores.
 SPLIT_PRODUCT = 1 << 26
-
-
-@dataclass(frozen=True)
-class Operand:
-    """A value in generated code with one einsum letter per axis (`node`: the IR node it holds,
-    when it is one, so a copy of a loop-invariant operand can be made once, before the loop)."""
-
-    value: Expr
-    term: str
-    dims: tuple[Expr, ...]
-    node: ir.Node | None = None
 
 
 def emit_einsum(em, node: ir.Einsum) -> None:
@@ -80,8 +70,8 @@ def _step(em, taken: list[Operand], output: str, run: Step, node) -> Operand:
     if em.host:  # (a tensor network's step: scheduler.NETWORK_STEPS)
         em.record("einsum", run.shape, run.spec)
         return _einsum_call(em, taken, output, known)
-    em.record("loops", run.shape, run.spec)
-    return _loop_nest(em, taken, output, known, node)
+    em.record("loops", run.shape, run.spec, f"loops over {run.order}")
+    return loop_nest(em, taken, output, known, node, run.order)
 
 
 def _einsum_call(em, taken: list[Operand], output: str, dims_of: dict) -> Operand:
@@ -136,7 +126,11 @@ def _product(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node,
         em.out.add(Assign((name.name,), (call("np.ascontiguousarray",
                                               _transposed(result.value, perm)),)))
         return Operand(name, output, tuple(dims_of[ch] for ch in output))
-    return _loop_nest(em, [result], output, dims_of, node)
+    perm = ",".join(str(plan.output.index(ch)) for ch in output)
+    out = em.alloc(node, tuple(dims_of[ch] for ch in output))
+    em.out.add(Do(call("K.arranged_into", call("K.transposed", result.value, Num(f'"{perm}"')),
+                       out)))
+    return Operand(out, output, tuple(dims_of[ch] for ch in output))
 
 
 def _copied(em, op: Operand, order: str, dims_of: dict) -> Operand:
@@ -390,30 +384,3 @@ def _stacked(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, dims) -> O
                                           (sizes(dims),)),)))
     em.looped += 1
     return Operand(name, plan.output, dims)
-
-
-def _loop_nest(em, taken: list[Operand], output: str, dims_of: dict, node) -> Operand:
-    """Any einsum step as loops over its letters: the sum of products into the output."""
-    letters = list(output) + [ch for op in taken for ch in op.term if ch not in output]
-    letters = list(dict.fromkeys(letters))
-    index = {ch: Var(em.fresh("j")) for ch in letters}
-    dims = tuple(dims_of[ch] for ch in output)
-    factors = [Sub(op.value, tuple(index[ch] for ch in op.term)) if op.term else op.value
-               for op in taken]
-    summand = (Fmt(" * ".join("{}" for _ in factors), tuple(factors)) if len(factors) > 1 else
-               factors[0] if factors else Num("1.0"))
-    summing = len(letters) > len(output)
-    merged = 0
-    if output:
-        out = em.alloc(node, dims)
-        if summing:
-            em.out.add(Do(fmt("{}.fill(0.0)", out)))
-        merged = em.out.nest([dims_of[ch] for ch in letters], [index[ch].name for ch in letters])
-        em.out.add(Store(Sub(out, tuple(index[ch] for ch in output)), summand, add=summing))
-    else:
-        out = Var(em.fresh("v"))
-        em.out.add(Assign((out.name,), (Num("0.0"),)))
-        merged = em.out.nest([dims_of[ch] for ch in letters], [index[ch].name for ch in letters])
-        em.out.add(Update(out.name, "+=", summand))
-    em.out.unnest(len(letters), merged)
-    return Operand(out, output, dims)

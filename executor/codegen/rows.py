@@ -9,7 +9,8 @@ maximum, exponentials and division fuse the same way.
 
 This is a rewrite of the loop IR (emitter.Emitter.function runs it): the outer loops of fused
 nests are the `For` statements that name their `kernels`; a merged loop names them all. Two of them in one block, over the same size,
-with only new buffers allocated between them (`b = K.empty(…)`, moved up), are merged when
+with only new buffers allocated between them (`b = K.empty(…)`, a sum's stack `K.partials(…)`:
+moved up), are merged when
 
 - neither carries a number across its rows (a local its body sets that a statement outside it
   names: a total's start before the loop, its use after it);
@@ -58,23 +59,28 @@ def is_scratch(name: str) -> bool:
 
 def fuse_rows(body: list[Stmt]) -> list[Stmt]:
     """`body` with runs of row-wise nests merged into one loop each (see the module's doc)."""
-    if sum(isinstance(s, For) and bool(s.kernels) for s in statements(body)) < 2:
+    every = statements(body)
+    if sum(isinstance(s, For) and bool(s.kernels) for s in every) < 2:
         return body
     parents = _parents(body)
-    return _fused(body, mentions(body), parents)
+    # (a loop's index anywhere is an index wherever it is set: sums.py sets a nest's innermost
+    # index from the start of a block, `i1 = lo + j`, carrying nothing across rows)
+    indices = {s.index for s in every if isinstance(s, For)}
+    return _fused(body, mentions(body), parents, indices)
 
 
-def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]]) -> list[Stmt]:
+def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]],
+           indices: set[str]) -> list[Stmt]:
     out: list[Stmt] = []
     i = 0
     while i < len(body):
         head = body[i]
         if not (isinstance(head, For) and head.kernels):
-            out.append(_inside(head, counts, parents))
+            out.append(_inside(head, counts, parents, indices))
             i += 1
             continue
         end = i + 1
-        if _carries(head.body, counts):
+        if _carries(head.body, counts, indices):
             out.append(head)
             i = end
             continue
@@ -88,7 +94,7 @@ def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]]) -> l
             nxt = body[k] if k < len(body) else None
             if not (isinstance(nxt, For) and nxt.kernels and nxt.size == head.size):
                 break
-            if _carries(nxt.body, counts) or not _row_local(
+            if _carries(nxt.body, counts, indices) or not _row_local(
                     [s for b in bodies for s in b], nxt.body, parents):
                 break
             if (parallel or nxt.parallel) and any(_writes_scratch(b) for b in [*bodies, nxt.body]):
@@ -105,20 +111,25 @@ def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]]) -> l
     return out
 
 
-def _inside(stmt: Stmt, counts: Counter, parents: dict[str, set[str]]) -> Stmt:
+def _inside(stmt: Stmt, counts: Counter, parents: dict[str, set[str]],
+            indices: set[str]) -> Stmt:
     """`stmt` with the blocks inside it rewritten too."""
     match stmt:
         case For() | While():
-            return replace(stmt, body=_fused(stmt.body, counts, parents))
+            return replace(stmt, body=_fused(stmt.body, counts, parents, indices))
         case If():
-            return replace(stmt, body=_fused(stmt.body, counts, parents),
-                           orelse=_fused(stmt.orelse, counts, parents))
+            return replace(stmt, body=_fused(stmt.body, counts, parents, indices),
+                           orelse=_fused(stmt.orelse, counts, parents, indices))
     return stmt
+
+
+#: The kernels that make a new array (a buffer; a long sum's stack of partial sums: sums.py).
+_MAKERS = ("K.empty", "K.partials")
 
 
 def _is_alloc(stmt: Stmt) -> bool:
     return (isinstance(stmt, Assign) and len(stmt.targets) == 1
-            and isinstance(stmt.values[0], Call) and stmt.values[0].fn == "K.empty")
+            and isinstance(stmt.values[0], Call) and stmt.values[0].fn in _MAKERS)
 
 
 def _writes_scratch(body: list[Stmt]) -> bool:
@@ -130,14 +141,14 @@ def _base(sub: Sub) -> str:
     return sub.base.name if isinstance(sub.base, Var) else ""
 
 
-def _carries(body: list[Stmt], counts: Counter) -> bool:
+def _carries(body: list[Stmt], counts: Counter, indices: set[str]) -> bool:
     """Whether a nest carries a scalar across its rows: a local its body sets (other than a
     loop index) that statements outside it also name (a total's start before the loop, its use
     after it, or a later nest reading it)."""
     here = mentions(body)
     for stmt in statements(body):
         name = assigned(stmt)
-        if name is not None and not isinstance(stmt, For) and counts[name] > here[name]:
+        if name is not None and name not in indices and counts[name] > here[name]:
             return True
     return False
 

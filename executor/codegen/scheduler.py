@@ -19,8 +19,12 @@ from hilbert.compiler.ops.einsum_spec import NUMPY_LETTERS, parse_spec
 from hilbert.compiler.passes.shapes import Scope, ShapeTable
 from hilbert.compiler.plan import contraction
 from hilbert.executor import fusion
-from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout, layout
+from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout, layout, nest
 
+#: A loop nest that replaced a product (`Step.replaces`) makes a function compiled that
+#: NumPy calls would otherwise run only where the model says it saves this much a call: a
+#: compiled function costs a few microseconds more to call, and seconds to build.
+COMPILING_PAYS_NS = 20_000.0
 #: A function whose contractions take more pairwise steps than this (a tensor network) and
 #: which needs compiling for nothing else runs as NumPy calls, a product or an einsum per
 #: step: compiled, each small step would be loops of its own in one huge function, which
@@ -33,12 +37,18 @@ NETWORK_STEPS = 64
 class Step:
     """One pairwise step of a contraction: `kind` "same" (its one operand already is the
     result), "product" (matrix products laid out by `layout`) or "loops" (a loop nest over
-    its letters); `spec` its operands' letters as they are held -> its result's."""
+    its letters in `order`, outermost first; one numpy.einsum on the host); `spec` its
+    operands' letters as they are held -> its result's. `replaces`: for a nest chosen over a
+    product that would need no compiling, what it saves a call against NumPy calls' way of
+    running the step (which the function takes were nothing else compiled), in the cost
+    model's nanoseconds."""
 
     kind: str
     spec: str
     shape: tuple[int, ...]
     layout: Layout | None = None
+    order: str = ""
+    replaces: float = 0.0
 
     def compiles(self, numbers: dict[str, int]) -> bool:
         """Whether this step needs compiled code: a loop nest, a result rearranged by one,
@@ -135,6 +145,7 @@ class _Scheduler:
         self.contractions: list[tuple[BlockPlan, ir.Einsum, dict]] = []
         self.other_code = False  # something but contraction steps needs compiling
         self.steps = 0  # pairwise steps of every contraction
+        self.saved = 0.0  # what nests chosen over products save against NumPy calls (ns)
         self.widest = 0  # the most letters of one step
 
     def block(self, frame: _Frame, scope: Scope, roots: list[ir.Node],
@@ -213,16 +224,24 @@ class _Scheduler:
             runs.append(run)
             terms.append(output if run.layout is None or run.layout.rearranged
                          else run.layout.output)
-            self.compiles |= run.compiles(numbers)
+            if run.replaces:
+                self.saved += run.replaces
+            else:
+                self.compiles |= run.compiles(numbers)
             self.widest = max(self.widest, len(set(run.spec) - set(",->")))
         self.steps += len(runs)
         return Contraction(tuple(path), tuple(steps), numbers, tuple(runs))
 
-    def network(self) -> bool:
-        """Whether only contraction steps would be compiled, and more of them than
-        NETWORK_STEPS, each nameable by numpy.einsum (then NumPy calls run them)."""
-        return (self.compiles and not self.other_code and self.steps > NETWORK_STEPS
-                and self.widest <= NUMPY_LETTERS)
+    def compiled(self) -> bool:
+        """Whether the function is compiled: something needs compiling, and it is not a
+        tensor network's steps alone (more of them than NETWORK_STEPS, each nameable by
+        numpy.einsum: NumPy calls run them); or the nests chosen over products save enough
+        (COMPILING_PAYS_NS)."""
+        if self.other_code:
+            return True
+        if self.steps > NETWORK_STEPS and self.widest <= NUMPY_LETTERS:
+            return False
+        return self.compiles or self.saved >= COMPILING_PAYS_NS
 
     def as_host(self) -> None:
         """Nothing needs compiling: every contraction laid out for NumPy calls instead (a
@@ -274,15 +293,27 @@ class _Scheduler:
 
 def _step(taken: list[str], output: str, numbers: dict[str, int], free: bool,
           host: bool) -> Step:
-    """How one pairwise step runs. `free`: the output's letter order is ours to choose."""
+    """How one pairwise step runs. `free`: the output's letter order is ours to choose. A
+    product runs as one loop nest instead where the cost model (layout.py) says that is
+    quicker (a vector against a middle axis: "n,hlmnopq->hlmopq", whose product would copy
+    the whole tensor or make a thousand thin ones)."""
     spec = f"{','.join(taken)}->{output}"
     shape = tuple(numbers[ch] for ch in output)
     if len(taken) == 1 and taken[0] == output:
         return Step("same", spec, shape)
-    if len(taken) == 2 and is_product(taken[0], taken[1], output):
-        return Step("product", spec, shape, layout(taken[0], taken[1], output, numbers, free,
-                                                   host))
-    return Step("loops", spec, shape)
+    loops = nest(taken, output, numbers, host)
+    if len(taken) != 2 or not is_product(taken[0], taken[1], output):
+        return Step("loops", spec, shape, order=loops.order)
+    product = layout(taken[0], taken[1], output, numbers, free, host)
+    named = len(set(spec) - set(",->")) <= NUMPY_LETTERS
+    if product.cost <= loops.cost or (host and not named):
+        return Step("product", spec, shape, product)
+    if host or Step("product", spec, shape, product).compiles(numbers):
+        return Step("loops", spec, shape, order=loops.order)
+    plain = layout(taken[0], taken[1], output, numbers, free, host=True).cost
+    if named:
+        plain = min(plain, nest(taken, output, numbers, host=True).cost)
+    return Step("loops", spec, shape, order=loops.order, replaces=max(plain - loops.cost, 1.0))
 
 
 def is_product(a: str, b: str, output: str) -> bool:
@@ -318,7 +349,9 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     under math="fast")."""
     scheduler = _Scheduler(table, optimize, paths)
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
-    if not scheduler.compiles or scheduler.network():
+    if scheduler.compiled():
+        scheduler.compiles = True
+    else:
         scheduler.as_host()
     split = scheduler.compiles and scheduler.products and not scheduler.serial and _splits()
     return Decisions(top, scheduler.compiles,

@@ -214,9 +214,8 @@ def describe(params, shapes, blocks: dict[int, tuple], tasks: int, graph: DaskGr
 def call(function, args: tuple, kwargs: dict):
     """`function(*args, **kwargs)` on dask (Function.__call__ hands its calls here): arguments
     bound and checked as for any executor, but dask arrays kept lazy."""
-    values = bind(function.entry, args, kwargs, function.dtype)
-    program = function.program(tuple(v.shape for v in values), values[0].dtype.name if values
-                               else function.dtype)
+    values, dtype = bind(function.entry, args, kwargs, function.dtype, function.counted_params)
+    program = function.program(tuple(v.shape for v in values), dtype)
     try:
         result = program.run(values)
     except HilbertError as err:
@@ -225,11 +224,20 @@ def call(function, args: tuple, kwargs: dict):
     return _python(result, values)
 
 
-def bind(entry: Entry, args: tuple, kwargs: dict, dtype: str | None = None) -> tuple:
-    """One value per parameter, all of the call's dtype (`dtype`, or the arguments' promoted as
-    any call's): dask arrays lazy, the rest as the other executors take them. Binding itself
-    (names, counts) is the API's, given markers."""
-    from hilbert.arguments import bind_arguments, call_dtype, cast, to_array
+def bind(entry: Entry, args: tuple, kwargs: dict, dtype: str | None = None,
+         counted: frozenset[int] = frozenset()) -> tuple[tuple, str]:
+    """(one value per parameter, the call's dtype): all of the call's dtype (`dtype`, or the
+    arguments' promoted as any call's), dask arrays lazy, the rest as the other executors
+    take them, a Python number for a parameter in `counted` in float64 as bind_arguments
+    binds it. Binding itself (names, counts) is the API's, given markers."""
+    from hilbert.arguments import (
+        bind_arguments,
+        call_dtype,
+        cast,
+        counted_dtype,
+        counted_number,
+        to_array,
+    )
 
     given = [*args, *kwargs.values()]
     marks = bind_arguments(entry, tuple(float(i) for i in range(len(args))),
@@ -240,9 +248,12 @@ def bind(entry: Entry, args: tuple, kwargs: dict, dtype: str | None = None) -> t
               else to_array(entry.name, param, value, span)
               for param, value in zip(entry.params, bound, strict=True)]
     target = dtype or call_dtype(values, bound)
+    whole = counted_dtype(target)
     return tuple(_lazy_cast(entry, param, value, target) if lazy(value)
-                 else cast(entry.name, param, value, target, span)
-                 for param, value in zip(entry.params, values, strict=True))
+                 else cast(entry.name, param, value, whole if i in counted and
+                           counted_number(given_value) else target, span)
+                 for i, (param, value, given_value) in enumerate(
+                     zip(entry.params, values, bound, strict=True))), target
 
 
 def _lazy_argument(entry: Entry, param: str, value: da.Array) -> da.Array:

@@ -8,7 +8,7 @@ from functools import partial
 import dask.array as da
 import numpy as np
 from hilbert.compiler import ir
-from hilbert.compiler.ops.meanings import real_type
+from hilbert.compiler.ops.primitives import NO_POSITION
 from hilbert.compiler.passes.shapes import ShapeTable
 
 
@@ -23,9 +23,9 @@ class Extremes:
         """(x, k, largest) when `node` is the heart of argmax(x, k) (largest) or argmin(x, k)
         as compiler/ops/primitives.py's arg_extreme writes it (and compiler/passes/monomorphise.py lowers
         its spread and coordinate): the minimum along k of each entry's position, pushed past
-        them all by 1e300 where it is not equal to the largest (smallest) of its line. That is
-        the first position of the extreme, or 1e300 on a line holding NaN; on dask it is one
-        arg-reduction over x's blocks (first_positions), not four passes over them."""
+        them all by NO_POSITION (2⁵³) where it is not equal to the largest (smallest) of its
+        line. That is the first position of the extreme, or NO_POSITION on a line holding NaN;
+        on dask it is one arg-reduction over x's blocks (first_positions), not four passes."""
         if not (isinstance(node, ir.Prim) and node.op == "minimum"):
             return None
         key = (scope, node)
@@ -70,27 +70,20 @@ def _first_extreme_ir(x: ir.Node, axis: int, rank: int, largest: bool, lowered: 
         where = prim("coordinate", x, attrs=(axis,))
     marks = prim("eq", x, spread)
     pushed = prim("add", where, prim("mul", prim("sub", ir.Const(1.0, span), marks),
-                                     ir.Const(1e300, span)))
+                                     ir.Const(NO_POSITION, span)))
     return prim("minimum", pushed, attrs=(axis,))
-
-
-#: What the first position of a line's extreme is where there is none (a line holding NaN):
-#: arg_extreme's push, which every position plus it rounds to.
-_NO_POSITION = 1e300
 
 
 def first_positions(x, axis: int, largest: bool):
     """Along `axis` of x, the first position (0, 1, …, as a float) of the largest entry
-    (`largest`) or the smallest, 1e300 for a line holding NaN; x's shape without that axis.
+    (`largest`) or the smallest, NO_POSITION for a line holding NaN; x's shape without that axis.
     On dask an arg-reduction: each block gives the extreme of each of its lines and the first
     position of it (a pair), and pairs are combined by dask's tree reduction, so every block of
-    x is read once and the graph grows with the number of blocks. The positions are of x's
-    real dtype (pairs are made in float64)."""
-    kind = real_type(x)
+    x is read once and the graph grows with the number of blocks. The positions are float64
+    in every call, as counted values are (compiler/counting.py)."""
     if not isinstance(x, da.Array):
         pairs = _extreme_pairs(np.asarray(x, dtype=np.float64), axis, largest)
-        return np.take(_final_pairs(pairs, (axis,), True, largest)[..., 1], 0,
-                       axis=axis).astype(kind)
+        return np.take(_final_pairs(pairs, (axis,), True, largest)[..., 1], 0, axis=axis)
     pairs = da.map_blocks(_extreme_pairs, x, axis, largest, dtype=np.float64, new_axis=x.ndim,
                           chunks=tuple((1,) * len(c) if i == axis else c
                                        for i, c in enumerate(x.chunks)) + ((2,),),
@@ -99,7 +92,7 @@ def first_positions(x, axis: int, largest: bool):
                          partial(_final_pairs, largest=largest), axis=axis, keepdims=True,
                          combine=partial(_combine_pairs, largest=largest), dtype=np.float64,
                          concatenate=True, meta=np.empty((0,) * (x.ndim + 1)))
-    return final[(slice(None),) * axis + (0, Ellipsis, 1)].astype(kind)
+    return final[(slice(None),) * axis + (0, Ellipsis, 1)]
 
 
 def _extreme_pairs(block: np.ndarray, axis: int, largest: bool, block_info=None) -> np.ndarray:
@@ -131,7 +124,8 @@ def _combine_pairs(pairs: np.ndarray, axis, keepdims: bool, largest: bool) -> np
 
 
 def _final_pairs(pairs: np.ndarray, axis, keepdims: bool, largest: bool) -> np.ndarray:
-    """The combined pair, its position 1e300 where the extreme is NaN (no entry equals it)."""
+    """The combined pair, its position NO_POSITION where the extreme is NaN (no entry equals
+    it: the minimum of every position pushed by NO_POSITION is position 0's)."""
     pair = _combine_pairs(pairs, axis, keepdims, largest)
-    pair[..., 1] = np.where(np.isnan(pair[..., 0]), _NO_POSITION, pair[..., 1])
+    pair[..., 1] = np.where(np.isnan(pair[..., 0]), NO_POSITION, pair[..., 1])
     return pair

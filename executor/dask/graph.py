@@ -20,7 +20,8 @@ import dask.array as da
 import numpy as np
 import opt_einsum
 from hilbert.compiler import dtypes, ir
-from hilbert.compiler.evaluate import evaluate, needs
+from hilbert.compiler.counting import NOTHING, counting_in
+from hilbert.compiler.evaluate import as_counted, as_data, data_operands, evaluate, needs
 from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.compiler.passes.shapes import ShapeTable
@@ -74,6 +75,9 @@ class DaskGraph:
         self._kernels = Kernels(table, optimize, kernels, fast, plan.dtype == "float64")
 
         self._extremes = Extremes(table)
+        self.counting = NOTHING  # the call's counted values (compiler/counting.py): `run` sets
+        self.narrow = dtypes.real(plan.dtype) != dtypes.COUNTED
+        self.data = np.dtype(dtypes.real(plan.dtype)).type
         self.tapes = tapes or []  # the call's loops run backwards (reference.tapes_at_the_call)
 
     def run(self, root: ir.Node, leaves: tuple):
@@ -81,11 +85,17 @@ class DaskGraph:
         A loop run backwards whose tape would pass the memory limit is refused (E700) before
         any step runs when its step count is known on the client at the call."""
         memo: dict = {}
+        self.counting = counting_in(root, self.plan.dtype)
         with np.errstate(all="ignore"):
             if self.tapes and not self.symbolic:
                 guard_tapes(self.tapes, self.table.states, partial(self._known, memo=memo,
                                                                    leaves=leaves))
-            return self.eval(root, memo, leaves, ())
+            value = self.eval(root, memo, leaves, ())
+        if not self.narrow:
+            return value
+        if isinstance(value, tuple):
+            return tuple(as_data(v, self.data) for v in value)
+        return as_data(value, self.data)
 
     def _known(self, node: ir.Node, memo: dict, leaves: tuple):
         """The value of a node of the call's scope if the client has it (not lazy), else None."""
@@ -124,14 +134,36 @@ class DaskGraph:
 
     def _value(self, node: ir.Node, memo: dict, leaves: tuple, scope):
         value = self._compute(node, memo, leaves, scope)
+        if self.narrow and not isinstance(node, (ir.Loop, ir.LoopGrad, ir.Tuple)):
+            # (compiler/counting.py: a counted value in float64, any other of the call's dtype)
+            if node not in self._counted(scope):
+                value = as_data(value, self.data)
+            elif isinstance(node, ir.Param):
+                value = as_counted(value)
         if lazy(value):
             self._guard(node, value)
         return value
+
+    def _counted(self, scope) -> frozenset:
+        """The counted nodes of `scope` (compiler/counting.py)."""
+        return self.counting.at(scope[-1] if scope else None)
+
+    def _read(self, node: ir.Node, memo: dict, scope) -> list:
+        """The values `node` reads, as Host reads them in a call whose dtype is not float64:
+        counted ones made data where `node`'s value is data (evaluate.data_operands)."""
+        values = [memo[k] for k in ir.children(node)]
+        counted = self._counted(scope)
+        if not self.narrow or node in counted:
+            return values
+        return data_operands(node, values, counted, self.counting,
+                             lambda v: as_data(v, self.data))
 
     def _compute(self, node: ir.Node, memo: dict, leaves: tuple, scope):
         match node:
             case ir.Param(index=i) | ir.State(index=i):
                 return leaves[i]
+            case ir.Const(value=v) if self.narrow and node in self._counted(scope):
+                return np.float64(v)
             case ir.Const(value=v):
                 return dtypes.constant(v, self.plan.dtype)
             case ir.Prim() if self._extremes.find(node, scope) is not None:
@@ -143,18 +175,18 @@ class DaskGraph:
                 return self._kernels.blockwise(kernel, [memo[n] for n in kernel.inputs],
                                        self.table.scopes[scope][node])
             case ir.Prim():
-                return self._prim(node, [memo[a] for a in node.args], scope)
+                return self._prim(node, self._read(node, memo, scope), scope)
             case ir.Einsum():
-                return self._einsum(node, [memo[a] for a in node.args])
+                return self._einsum(node, self._read(node, memo, scope))
             case ir.Cond():
                 if self.symbolic:
                     return memo[node.then]
                 return memo[node.then if memo[node.cond] != 0 else node.orelse]
             case ir.Loop():
-                return self._loop(node, tuple(memo[a] for a in node.init), scope)
+                return self._loop(node, tuple(self._read(node, memo, scope)), scope)
             case ir.LoopGrad():
                 n = len(node.loop.init)
-                values = tuple(memo[a] for a in ir.children(node))
+                values = tuple(self._read(node, memo, scope))
                 return self._loop_grad(node, values[:n], values[n:], scope)
             case ir.Project():
                 return memo[node.loop][node.index]

@@ -18,6 +18,7 @@ from dataclasses import replace
 import jax
 import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.counting import COUNTED, counting_in
 from hilbert.compiler.driver import Entry, Specialised, plan_entry
 from hilbert.compiler.evaluate import Host
 from hilbert.compiler.plan import Plan, memory_limit
@@ -107,6 +108,10 @@ class JaxProgram:
         self.sites = loops_run_backwards(self.body)
         self.at_the_call = [t for t in tapes_at_the_call(self.body) if t in self.sites]
         self._base = ready.plan
+        self.counting = counting_in(self.body, ready.plan.dtype)  # (compiler/counting.py)
+        # each parameter's dtype: the call's, float64 for one read as a whole number
+        self.dtypes = tuple(np.dtype(COUNTED if i in self.counting.params else ready.plan.dtype)
+                            for i in range(len(ready.plan.signature)))
         self._plan = _noted(ready.plan, device, self.body, bool(self.sites))
         self._rooms = [FIRST_TAPE] * len(self.sites)  # the longest tape each needed so far
         self._programs: dict[tuple, tuple] = {}
@@ -123,7 +128,8 @@ class JaxProgram:
         return self._steps
 
     def __call__(self, values):
-        values = tuple(values)
+        values = tuple(v if v.dtype == d else v.astype(d)
+                       for v, d in zip(values, self.dtypes, strict=True))
         with jax.enable_x64(True):
             rooms = self._rooms_for(values)
             while True:
@@ -159,7 +165,8 @@ class JaxProgram:
                 except ArgumentError:
                     self._traceable = (None,)
                     return None
-        lowering = Lowering(self._base, self.optimize, self.sites, rooms, exported=True)
+        lowering = Lowering(self._base, self.optimize, self.sites, rooms, exported=True,
+                            counting=self.counting)
 
         def traced(*args):
             return lowering.trace(self.body, args)[0]
@@ -174,7 +181,8 @@ class JaxProgram:
         count known from shapes (E600 otherwise: its tape's length is fixed in the text)."""
         with jax.enable_x64(True):
             rooms = self._export_rooms(span)
-            lowering = Lowering(self._base, self.optimize, self.sites, rooms, exported=True)
+            lowering = Lowering(self._base, self.optimize, self.sites, rooms, exported=True,
+                                counting=self.counting)
 
             def exported(*args):
                 return lowering.trace(self.body, args)[0]
@@ -193,7 +201,7 @@ class JaxProgram:
         rooms = list(self._rooms)
         if not self.at_the_call:
             return tuple(rooms)
-        host, memo = Host(dtype=self._base.dtype), dict[ir.Node, object]()
+        host, memo = Host(dtype=self._base.dtype, counting=self.counting), dict[ir.Node, object]()
 
         def count(node: ir.Node):
             return host.eval(node, memo, values)
@@ -237,7 +245,7 @@ class JaxProgram:
                     "tape of its states, so export a definition whose step count is a number "
                     "written in it", span)
             rooms.append(max(1, step_count(node.loop, quietly(
-                Host(dtype=self._base.dtype).eval, count, {}, ()))))
+                Host(dtype=self._base.dtype, counting=self.counting).eval, count, {}, ()))))
         return tuple(rooms)
 
     def _compiled(self, rooms: tuple[int, ...]):
@@ -251,7 +259,8 @@ class JaxProgram:
         return found
 
     def _compile(self, rooms: tuple[int, ...]):
-        lowering = Lowering(self._base, self.optimize, self.sites, rooms)
+        lowering = Lowering(self._base, self.optimize, self.sites, rooms,
+                            counting=self.counting)
 
         def run(*args):
             out, ledger = lowering.trace(self.body, args)
@@ -259,8 +268,8 @@ class JaxProgram:
 
         run.__name__ = _symbol(self.name)
         placed = jax.sharding.SingleDeviceSharding(self.device)
-        specs = [jax.ShapeDtypeStruct(s, np.dtype(self._base.dtype), sharding=placed)
-                 for s in self._base.signature]
+        specs = [jax.ShapeDtypeStruct(s, d, sharding=placed)
+                 for s, d in zip(self._base.signature, self.dtypes, strict=True)]
         return jax.jit(run).lower(*specs).compile(), lowering
 
 

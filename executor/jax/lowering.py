@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from hilbert.compiler import dtypes, ir
+from hilbert.compiler.counting import NOTHING, Counting
 from hilbert.compiler.evaluate import Host, einsum_in_one
 from hilbert.compiler.ops.einsum_spec import numpy_spec
 from hilbert.compiler.ops.primitives import BY_OP
@@ -77,8 +78,9 @@ class Lowering(Host):
     gaussian draws computed on the device (a call's call back to the host)."""
 
     def __init__(self, plan: Plan, optimize, sites: dict[ir.Node, int],
-                 capacities: tuple[int, ...], exported: bool = False):
-        super().__init__(self._einsum, plan.dtype)
+                 capacities: tuple[int, ...], exported: bool = False,
+                 counting: Counting = NOTHING):
+        super().__init__(self._einsum, plan.dtype, counting)
         self.plan = plan
         self.optimize = optimize
         self.complex = dtypes.is_complex(plan.dtype)
@@ -95,9 +97,14 @@ class Lowering(Host):
         """(value of `root`, Ledger) for the traced `args` (an exported program keeps no
         ledger: None)."""
         self.ledger = None if self.exported else Ledger.empty()
-        value = self.eval(root, {}, tuple(args))
+        value = self.answer(self.eval(root, {}, tuple(args)))
         out = tuple(map(jnp.asarray, value)) if isinstance(value, tuple) else jnp.asarray(value)
         return out, self.ledger
+
+    def as_counted(self, value):
+        """Host's, where JAX has 64-bit types on (hilbert's own calls); a caller's trace
+        without them (hilbert.jax) counts in float32, as JAX would."""
+        return super().as_counted(value) if jax.config.jax_enable_x64 else value
 
     # ------------------------------------------------------------ checks
 
@@ -168,7 +175,8 @@ class Lowering(Host):
             return run
 
         ways = [way(node.then), way(node.orelse)]
-        kind = self._common([lambda w=w: w(self.ledger)[0] for w in ways])
+        kind = np.dtype(np.float64) if self.narrow and node in self.counted else \
+            self._common([lambda w=w: w(self.ledger)[0] for w in ways])
 
         def typed(run):
             def cast(ledger):
@@ -205,6 +213,7 @@ class Lowering(Host):
         are its count, runs none."""
         moving = moving_components(loop)
         types = self._carried(loop, state, moving)
+        body = self.within(loop, self.eval)  # (its body's counted values: compiler/counting.py)
         start = tuple(jnp.asarray(state[i]).astype(t) for i, t in zip(moving, types, strict=True))
 
         def frozen(values, counter=None) -> tuple:
@@ -225,7 +234,7 @@ class Lowering(Host):
 
         def stepped(values, leaves) -> tuple:
             memo: dict = {}
-            return tuple(jnp.asarray(self.eval(loop.step[i], memo, leaves)).astype(t)
+            return tuple(jnp.asarray(body(loop.step[i], memo, leaves)).astype(t)
                          for i, t in zip(moving, types, strict=True))
 
         if loop.counter is not None:
@@ -249,7 +258,7 @@ class Lowering(Host):
             self._counted(run)
             return frozen(values, jnp.zeros((), kind)), steps, tape
 
-        first = self.eval(loop.until, {}, tuple(state))
+        first = body(loop.until, {}, tuple(state))
 
         def going(carry):
             return carry[1]
@@ -259,7 +268,7 @@ class Lowering(Host):
             saved = self._enter(ledger)
             tape = taped(tape, values, n)
             values = stepped(values, frozen(values))
-            done = self.eval(loop.until, {}, frozen(values))
+            done = body(loop.until, {}, frozen(values))
             return values, jnp.asarray(done == 0), n + 1, self._leave(saved), tape
 
         values, _, steps, self.ledger, tape = lax.while_loop(
@@ -291,6 +300,7 @@ class Lowering(Host):
         types = [np.dtype(jnp.result_type(state[i])) for i in moving]
         if not self.complex:
             return types
+        body = self.within(loop, self.eval)
         saved = self.ledger
         try:
             for _ in range(len(types) + 1):
@@ -299,7 +309,7 @@ class Lowering(Host):
                     for i, v in zip(moving, values, strict=True):
                         whole[i] = v
                     memo: dict = {}
-                    return [self.eval(loop.step[i], memo, tuple(whole)) for i in moving]
+                    return [body(loop.step[i], memo, tuple(whole)) for i in moving]
                 specs = [jax.ShapeDtypeStruct(np.shape(state[i]), t)
                          for i, t in zip(moving, types, strict=True)]
                 found = [np.dtype(jnp.promote_types(t, o.dtype))
@@ -330,6 +340,7 @@ class Lowering(Host):
         kind = jnp.result_type(init[loop.counter]) if loop.counter is not None else None
         adjoint_types = self._adjoint_types(node, seeds)
         start = tuple(jnp.asarray(s).astype(t) for s, t in zip(seeds, adjoint_types, strict=True))
+        vjp = self.within(node, self.eval)  # (its terms' counted values: compiler/counting.py)
 
         def backwards(j, carry):
             adjoints, ledger = carry
@@ -342,7 +353,7 @@ class Lowering(Host):
                 before[loop.counter] = (steps - at).astype(kind)
             memo: dict = {}
             leaves = tuple(before) + adjoints
-            adjoints = tuple(jnp.asarray(self.eval(term, memo, leaves)).astype(t)
+            adjoints = tuple(jnp.asarray(vjp(term, memo, leaves)).astype(t)
                              for term, t in zip(node.vjp, adjoint_types, strict=True))
             return adjoints, self._leave(saved)
 

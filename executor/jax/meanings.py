@@ -91,13 +91,20 @@ def _reduced(function) -> Meaning:
     return lambda node, args, run: function(args[0], axis=node.attrs[0])
 
 
+def counted_dtype():
+    """What counted values (sizes, positions: compiler/counting.py) are computed in: float64,
+    where JAX has 64-bit types on (hilbert's own calls); float32 in a caller's trace without
+    them (hilbert.jax), which then computes as JAX does."""
+    return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+
+
 def _measured(node, args, run):
-    """rows(x) or columns(x): a host number (shapes are known while tracing)."""
-    return host.real_type(args[0])(np.shape(args[0])[{"rows": 0, "columns": 1}[node.op]])
+    """rows(x) or columns(x): a host number (shapes are known while tracing), in float64."""
+    return np.float64(np.shape(args[0])[{"rows": 0, "columns": 1}[node.op]])
 
 
 def _positions(node, args, run):
-    return jnp.arange(np.shape(args[0])[node.attrs[0]], dtype=host.real_type(args[0]))
+    return jnp.arange(np.shape(args[0])[node.attrs[0]], dtype=counted_dtype())
 
 
 def _product_adjoint(node, args, run):
@@ -269,7 +276,7 @@ def _coordinate(node, args, run):
     x, axis = args[0], node.attrs[0]
     shape = [1] * np.ndim(x)
     shape[axis] = np.shape(x)[axis]
-    steps = jnp.arange(np.shape(x)[axis], dtype=host.real_type(x)).reshape(shape)
+    steps = jnp.arange(np.shape(x)[axis], dtype=counted_dtype()).reshape(shape)
     return jnp.broadcast_to(steps, np.shape(x))
 
 

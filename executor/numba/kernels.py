@@ -13,7 +13,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import disk, native, own_products, threads, tiles, vmath
+from hilbert.executor.numba import disk, native, own_products, pairwise, threads, tiles, vmath
 from hilbert.executor.numba.faults import (  # noqa: F401 (generated code raises them)
     DrawError,
     LabelError,
@@ -62,11 +62,12 @@ BLAS = ("numpy-cblas" + ("-ilp64" if _DGEMM[1] else "") + "-gemv"
         if _DGEMM else "numba-dot")
 #: What the kernels' machine code depends on: this file, vmath.py, the float32 kernels
 #: (kernels32.py, vmath32.py: read, not imported, as they import this), the product tiles
-#: (tiles.py), when own products run (own_products.py: they are called by address, cached
-#: under their own key), NumPy and the BLAS.
+#: (tiles.py), the long sums (pairwise.py), when own products run (own_products.py: they are
+#: called by address, cached under their own key), NumPy and the BLAS.
 STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP} "
          + " ".join(hashlib.sha256(Path(__file__).with_name(name).read_bytes()).hexdigest()[:16]
-                    for name in ("kernels32.py", "vmath32.py", "tiles.py", "own_products.py"))
+                    for name in ("kernels32.py", "vmath32.py", "tiles.py", "pairwise.py",
+                                 "own_products.py"))
          + f" {np.__version__} {BLAS}")
 
 
@@ -527,26 +528,38 @@ def product(a, b):
     return product_into(a, b, empty((a.shape[0], b.shape[1])))
 
 
-def contiguous(x):
-    """np.ascontiguousarray(x) for an array in any layout: a C-ordered copy, its last axis copied
-    as one run per position of the others (a kernel shared by every program: Numba's own copy
-    compiles its slice assignments' error messages into each program)."""
-    out = fresh(x.shape, x.dtype)
+def arranged_into(x, out):
+    """out[...] = x for x in any layout (a transposed view) and out C-ordered of x's shape: x's
+    last axis copied as one run per position of the others. Axes that lie one after the other
+    in x's memory are walked as one (a tensor network's step transposes a dozen axes of 2 or
+    3, most of which keep their neighbours: walked axis by axis, each run would be 2 entries).
+    A kernel shared by every program: Numba's own copy compiles its slice assignments' error
+    messages into each program."""
     if out.size == 0:
         return out
     item = x.itemsize
     flat = out.reshape(out.size)
-    rank = x.ndim
-    sizes = np.empty(rank, np.int64)
-    steps = np.empty(rank, np.int64)
+    sizes = np.ones(max(x.ndim, 1), np.int64)
+    steps = np.zeros(max(x.ndim, 1), np.int64)
+    rank = 0
     low = 0
     high = 0
-    for axis in range(rank):
-        sizes[axis] = x.shape[axis]
-        steps[axis] = x.strides[axis] // item
-        reach = (sizes[axis] - 1) * steps[axis]
+    for axis in range(x.ndim):
+        size = x.shape[axis]
+        step = x.strides[axis] // item
+        reach = (size - 1) * step
         low += min(0, reach)
         high += max(0, reach)
+        if size == 1:
+            continue
+        if rank > 0 and steps[rank - 1] == step * size:  # (the axis before runs on into it)
+            sizes[rank - 1] *= size
+            steps[rank - 1] = step
+        else:
+            sizes[rank] = size
+            steps[rank] = step
+            rank += 1
+    rank = max(rank, 1)
     items = carray(_items(x.ctypes.data + item * low, x.dtype), (high - low + 1,))
     run, step = sizes[rank - 1], steps[rank - 1]
     index = np.zeros(rank, np.int64)
@@ -566,7 +579,23 @@ def contiguous(x):
     return out
 
 
+def contiguous(x):
+    """np.ascontiguousarray(x) for an array in any layout: a C-ordered copy (arranged_into)."""
+    return arranged_into(x, fresh(x.shape, x.dtype))
+
+
+def _arranged_into_python(x, out):
+    out[...] = x
+    return out
+
+
+arranged_into = _arranged_into_python if PYTHON_MODE else compiled(arranged_into)
 contiguous = (np.ascontiguousarray if PYTHON_MODE else compiled(contiguous))
+
+
+#: A long sum's partial sums, combined pairwise (pairwise.py; executor/codegen/sums.py).
+partials, levels, push_rows, total_rows = (compiled(f) for f in (
+    pairwise.partials, pairwise.levels, pairwise.push_rows, pairwise.total_rows))
 
 
 @compiled

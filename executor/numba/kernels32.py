@@ -19,17 +19,22 @@ from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls
     PositionError,
     StepCountError,
     add_any_order,
+    arranged_into,
     compiled,
     contiguous,
     copy_into,
     divisor_unsafe,
     keyed_draws,
+    levels,
+    partials,
+    push_rows,
     quotient,
     quotient_unsafe,
     shared_product,
     small_product_beta,
     small_product_into,
     stop_requested,
+    total_rows,
     transposed,
     wide_vectors,
 )
@@ -65,13 +70,14 @@ else:
 
     @compiled
     def fmax(a, b):
-        """np.maximum on float32 scalars (exact: the larger one), NaN if either is NaN."""
-        return np.float32(vmath.maximum(a, b))
+        """np.maximum on float32 scalars (exact: the larger one), NaN if either is NaN; on a
+        float64 one (a counted value: compiler/counting.py) in float64."""
+        return vmath.maximum_own(a, b)
 
     @compiled
     def fmin(a, b):
-        """np.minimum on float32 scalars, NaN if either is NaN."""
-        return np.float32(vmath.minimum(a, b))
+        """np.minimum on float32 scalars, NaN if either is NaN; in float64 as fmax."""
+        return vmath.minimum_own(a, b)
 
     @compiled
     def power(x, y):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from hilbert.compiler.counting import COUNTED, NOTHING, Counting
 from hilbert.compiler.ops import draws
 from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
@@ -21,10 +22,11 @@ if TYPE_CHECKING:
 class CompiledRegion:
     """One generated function and how to call it: `inputs` are the IR nodes whose values it is
     given (scalars are passed as NumPy floats, arrays as C-ordered writable arrays, both of
-    the call's dtype: float64 or float32)."""
+    the call's dtype, float64 or float32, but counted values, compiler/counting.py: float64)."""
 
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str,
-                 paths: dict | None = None, fast: bool = False, dtype: str = "float64"):
+                 paths: dict | None = None, fast: bool = False, dtype: str = "float64",
+                 counted: Counting = NOTHING):
         kernels = load("hilbert.executor.numba.kernels")  # (Numba, once something may compile)
         self.python_mode = kernels.PYTHON_MODE  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
         self.region = region
@@ -33,6 +35,11 @@ class CompiledRegion:
         self._paths = paths  # the plan's contraction paths, which the code follows
         self._fast = fast  # math="fast"
         self.dtype = np.dtype(dtype)
+        self._counted = counted
+        within = counted.at(region.scope[-1] if region.scope else None)
+        # each input's dtype: float64 for a counted one (a position, a step count)
+        self.dtypes = tuple(np.dtype(COUNTED) if n in within else self.dtype
+                            for n in region.inputs)
         self._generated: codegen.Generated | None = None
         self._function = None
         self._parallel = False  # (its code has prange loops)
@@ -48,7 +55,7 @@ class CompiledRegion:
 
             self._generated = codegen.generate(self.region, self._table, self._optimize,
                                               exact=True, paths=self._paths, fast=self._fast,
-                                              dtype=self.dtype.name)
+                                              dtype=self.dtype.name, counted=self._counted)
         return self._generated
 
     @property
@@ -82,9 +89,9 @@ class CompiledRegion:
         from numba import types
 
         shapes = self._table.scopes[self.region.scope]
-        number = getattr(types, self.dtype.name)
+        numbers = [getattr(types, d.name) for d in self.dtypes]
         signature = [types.Array(number, len(shapes[n]), "C") if shapes[n]
-                     else number for n in self.region.inputs]
+                     else number for n, number in zip(self.region.inputs, numbers, strict=True)]
         if self.generated.loops:
             signature.append(types.Array(types.int64, 1, "C"))  # interrupt's stop flag
         function.compile(tuple(signature))
@@ -132,11 +139,11 @@ class CompiledRegion:
         only, so any other array (another order or dtype, a strided or read-only view, a
         subclass) is copied into it here, at the boundary, instead of reaching compiled code."""
         args = list(values)
-        dtype = self.dtype
+        dtypes = self.dtypes
         for i in self.scalars:
-            args[i] = dtype.type(args[i])
+            args[i] = dtypes[i].type(args[i])
         for i in self.arrays:
-            v = args[i]
+            v, dtype = args[i], dtypes[i]
             if type(v) is not np.ndarray or v.dtype is not dtype:
                 args[i] = np.array(v, dtype=dtype, order="C")
             else:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.counting import Counting, counting_in
 from hilbert.compiler.evaluate import Host
 from hilbert.compiler.passes.shapes import Scope, ShapeTable
 from hilbert.compiler.plan import Plan
@@ -35,7 +36,8 @@ class ScopeRunner(Host):
     its planned path) for the rest."""
 
     def __init__(self, roots: list[ir.Node], scope: Scope, table: ShapeTable, plan: Plan,
-                 optimize: str, where: Placement, fast: bool = False):
+                 optimize: str, where: Placement, fast: bool = False,
+                 counted: Counting | None = None):
         self.roots = roots
         self.fast = fast  # math="fast": the code generator's (scheduler.Decisions)
         self.scope = scope
@@ -49,7 +51,11 @@ class ScopeRunner(Host):
         self.bodies: dict[ir.Node, list[ScopeRunner]] = {}  # host loops: each scope's runner
         self.loop_steps = 0
         self._einsums: dict = {}
-        super().__init__(self._einsum, plan.dtype)
+        # (the call's counted values, compiler/counting.py: one analysis for every scope)
+        counted = counting_in(roots[0], plan.dtype) if counted is None else counted
+        super().__init__(self._einsum, plan.dtype, counted)
+        self.counted = counted.at(scope[-1] if scope else None)
+        self.meets = counted.meeting(scope[-1] if scope else None)
         self._place(roots)
         self.whole = self._whole()
         # the call's loops run backwards whose tapes are checked before it runs a step
@@ -69,7 +75,8 @@ class ScopeRunner(Host):
             if why is None:
                 region = self.regions[node] = CompiledRegion(self._region(node), self.table,
                                                              self.optimize, self.plan.paths,
-                                                             self.fast, self.plan.dtype)
+                                                             self.fast, self.plan.dtype,
+                                                             self.counting)
                 stack.extend(region.region.inputs)  # values the host computes for it
                 continue
             self.hosted[node] = why
@@ -82,7 +89,7 @@ class ScopeRunner(Host):
 
     def _runner(self, roots: list[ir.Node], scope) -> ScopeRunner:
         return ScopeRunner(roots, scope, self.table, self.plan, self.optimize, self.where,
-                           self.fast)
+                           self.fast, self.counting)
 
     def _region(self, root: ir.Node) -> codegen.Region:
         """Everything compilable `root` reads, down to leaves and host values (its inputs)."""
@@ -150,7 +157,7 @@ class ScopeRunner(Host):
         if self._tapes:  # E700 before the forward run that comes first, not after it
             quietly(guard_tapes, self._tapes, self.table.states,
                     lambda node: self.eval(node, memo, leaves))
-        return self.eval(self.roots[0], memo, leaves)
+        return self.answer(self.eval(self.roots[0], memo, leaves))
 
     def _inputs(self, node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
         if node in self.regions:
@@ -165,7 +172,7 @@ class ScopeRunner(Host):
                       for n in region.region.inputs]
             value, steps = region.run(region.convert(values))
             self.loop_steps += steps
-            return value
+            return value if not self.narrow or node in self.counted else self._as_data(value)
         return super()._value(node, memo, leaves)
 
     def _einsum(self, node: ir.Einsum, operands: list):

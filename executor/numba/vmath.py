@@ -168,20 +168,26 @@ def _doubles(context, builder, signature, args) -> list:
             for v, t in zip(args, signature.args, strict=True)]
 
 
-def _binary_intrinsic(name: str, doc: str):
-    """An intrinsic calling LLVM's float64 `name` on two numbers."""
+def _binary_intrinsic(name: str, doc: str, own: bool = False):
+    """An intrinsic calling LLVM's float64 `name` on two numbers; `own`: its float32 twin on
+    two float32 numbers (their own precision: a float32 nest's), float64 otherwise."""
 
     def typer(typingctx, a, b):
         if not all(isinstance(t, (types.Float, types.Integer)) for t in (a, b)):
             return None
+        single = own and a == b == types.float32
 
         def codegen(context, builder, signature, args):
-            values = _doubles(context, builder, signature, args)
-            double = llvm_ir.DoubleType()
-            kind = llvm_ir.FunctionType(double, [double, double])
-            return builder.call(cgutils.get_or_insert_function(builder.module, kind, name), values)
+            if single:
+                values, number, called = args, llvm_ir.FloatType(), name[:-3] + "f32"
+            else:
+                values = _doubles(context, builder, signature, args)
+                number, called = llvm_ir.DoubleType(), name
+            kind = llvm_ir.FunctionType(number, [number, number])
+            return builder.call(cgutils.get_or_insert_function(builder.module, kind, called),
+                                values)
 
-        return types.float64(a, b), codegen
+        return (types.float32 if single else types.float64)(a, b), codegen
 
     typer.__doc__ = doc
     typer.__name__ = name.split(".")[1]
@@ -194,6 +200,10 @@ maximum = _binary_intrinsic("llvm.maximum.f64", """The larger of two numbers, Na
     select: a row maximum over 2048×2048 entries took 2.5 ms so, 7–15 ms before.""")
 minimum = _binary_intrinsic("llvm.minimum.f64", """The smaller of two numbers, NaN if either is
     NaN as in np.minimum, −0 below +0; vectorised as `maximum` is.""")
+#: `maximum` and `minimum` in the numbers' own precision: float32 for two float32 numbers,
+#: float64 where one is float64 (float32 code's counted values: compiler/counting.py).
+maximum_own = _binary_intrinsic("llvm.maximum.f64", maximum.__doc__ or "", own=True)
+minimum_own = _binary_intrinsic("llvm.minimum.f64", minimum.__doc__ or "", own=True)
 
 
 @intrinsic
