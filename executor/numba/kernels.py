@@ -20,7 +20,9 @@ from hilbert.executor.numba.faults import (  # noqa: F401 (generated code raises
     PositionError,
     StepCountError,
 )
-from hilbert.executor.numba.own_products import shared_product  # noqa: F401 (host code calls it)
+from hilbert.executor.numba.own_products import (  # noqa: F401 (for host code: own_products.py)
+    shared_product,
+)
 from hilbert.executor.numba.vmath import (  # noqa: F401 (generated code calls them)
     add_any_order,
     divisor_unsafe,
