@@ -43,7 +43,7 @@ def keep(dispatcher, stamp: str):
 
 def cache_for(function, stamp: str):
     """A disk cache for what is compiled from `function` (a dispatcher's, or a C function's:
-    kernels._at_address), or None when there is no private cache directory or Numba's cache
+    native.c_function), or None when there is no private cache directory or Numba's cache
     interface is not the one known."""
     directory = private_dir()
     if directory is None:

@@ -6,7 +6,6 @@ program shares them instead of compiling its own.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import math
 import sys
@@ -14,12 +13,15 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import disk, pairwise, threads, tiles, vmath
+from hilbert.executor.numba import disk, native, own_products, pairwise, threads, tiles, vmath
 from hilbert.executor.numba.faults import (  # noqa: F401 (generated code raises them)
     DrawError,
     LabelError,
     PositionError,
     StepCountError,
+)
+from hilbert.executor.numba.own_products import (  # noqa: F401 (for host code: own_products.py)
+    shared_product,
 )
 from hilbert.executor.numba.vmath import (  # noqa: F401 (generated code calls them)
     add_any_order,
@@ -53,35 +55,8 @@ def jit(function, parallel: bool = False):
                 parallel=threads.PRANGE_ONLY if parallel else False)
 
 
-def _numpy_cblas(routine: str) -> tuple[int, bool] | None:
-    """The address of NumPy's own cblas_<routine> (dgemm, dgemv) and whether its integers are
-    64-bit, or None. Compiled code multiplies through it, so NumPy and hilbert share one BLAS
-    and one thread pool: two OpenBLAS pools in one process (NumPy's, and SciPy's that Numba's
-    np.dot uses) make each other's threads wait, which turns a 1 ms product into tens of
-    milliseconds."""
-    if PYTHON_MODE:
-        return None
-    try:
-        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
-        ilp64 = "64BITINT" in blas.get("openblas configuration", "").upper()
-    except (AttributeError, KeyError, TypeError):
-        return None
-    root = Path(np.__file__).parent
-    for library in [*root.parent.glob("numpy.libs/*blas*"), *root.glob(".dylibs/*blas*")]:
-        try:
-            handle = ctypes.CDLL(str(library))
-        except OSError:
-            continue
-        for name, wide in ((f"scipy_cblas_{routine}64_", True), (f"cblas_{routine}64_", True),
-                           (f"scipy_cblas_{routine}", ilp64), (f"cblas_{routine}", ilp64)):
-            function = getattr(handle, name, None)
-            if function is not None:
-                return ctypes.cast(function, ctypes.c_void_p).value, wide
-    return None
-
-
-_DGEMM = _numpy_cblas("dgemm")
-_DGEMV = _numpy_cblas("dgemv")
+_DGEMM = None if PYTHON_MODE else native.numpy_cblas("dgemm")
+_DGEMV = None if PYTHON_MODE else native.numpy_cblas("dgemv")
 if _DGEMM is None or _DGEMV is None or _DGEMV[1] != _DGEMM[1]:  # NumPy's BLAS, both or none
     _DGEMM = _DGEMV = None
 #: Which BLAS compiled code multiplies with (part of the disk cache's key).
@@ -89,10 +64,12 @@ BLAS = ("numpy-cblas" + ("-ilp64" if _DGEMM[1] else "") + "-gemv"
         if _DGEMM else "numba-dot")
 #: What the kernels' machine code depends on: this file, vmath.py, the float32 kernels
 #: (kernels32.py, vmath32.py: read, not imported, as they import this), the product tiles
-#: (tiles.py), NumPy and the BLAS.
+#: (tiles.py), the long sums (pairwise.py), when own products run (own_products.py: they are
+#: called by address, cached under their own key), NumPy and the BLAS.
 STAMP = (f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP} "
          + " ".join(hashlib.sha256(Path(__file__).with_name(name).read_bytes()).hexdigest()[:16]
-                    for name in ("kernels32.py", "vmath32.py", "tiles.py", "pairwise.py"))
+                    for name in ("kernels32.py", "vmath32.py", "tiles.py", "pairwise.py",
+                                 "own_products.py"))
          + f" {np.__version__} {BLAS}")
 
 
@@ -345,23 +322,6 @@ if not PYTHON_MODE:
         return array.dtype(value, array), codegen
 
 
-def _at_address(function, signature, symbol: str):
-    """`function` compiled for `signature` (numbers and addresses only) as a C function, its
-    machine code kept in the disk cache, and callable from compiled code as `symbol`: a call
-    by address, so its code is never linked into (and optimised again in) its callers."""
-    from numba.core.ccallback import CFunc
-
-    native = CFunc(function, (signature.args, signature.return_type), locals={},
-                   options={"nopython": True, "error_model": "numpy", "boundscheck": False})
-    native._cache = disk.cache_for(function, STAMP) or native._cache
-    native.compile()
-    _NATIVE.append(native)  # (its machine code lives while the CFunc does)
-    llvm.add_symbol(symbol, native.address)
-    return types.ExternalFunction(symbol, signature)
-
-
-#: The C functions compiled code calls by address (kept alive here).
-_NATIVE: list = []
 #: NumPy's CBLAS routines compiled code calls, by routine and Numba type of the numbers
 #: ("gemm", types.float64): dgemm, dgemv, sgemm, sgemv.
 _CBLAS: dict = {}
@@ -372,7 +332,7 @@ _PRODUCTS: dict = {}
 def _cblas_routines(letter: str, scalar) -> bool:
     """NumPy's cblas_<letter>gemm and cblas_<letter>gemv as Numba functions in _CBLAS (d:
     float64, s: float32); whether NumPy's BLAS has both, with one integer width."""
-    gemm_at, gemv_at = _numpy_cblas(f"{letter}gemm"), _numpy_cblas(f"{letter}gemv")
+    gemm_at, gemv_at = native.numpy_cblas(f"{letter}gemm"), native.numpy_cblas(f"{letter}gemv")
     if gemm_at is None or gemv_at is None or gemm_at[1] != gemv_at[1]:
         return False
     whole = types.int64 if gemm_at[1] else types.int32
@@ -397,6 +357,8 @@ def _cblas_gemv(order, flip, rows, cols, alpha, a, lda, x, step, beta, y, ystep)
 
 def _product(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta):
     """The product kernel for the type of beta (compiled code only: `_product_of`)."""
+
+
 
 
 if not PYTHON_MODE:
@@ -436,6 +398,12 @@ if not PYTHON_MODE:
         if b1 == 1 and c1 == 1 and m * n * k <= tiles.TILED_PRODUCT:
             # small, b and out row-major: vector registers beat a BLAS call (tiles.py)
             tiles.tiled_product(a, m, k, a0, a1, b, n, b0, c, c0, beta)
+            return
+        own = own_products.entry(beta)
+        if own != 0 and own_products.chosen(m, n, k, beta):
+            # a block of a product hilbert's threads share out, BLAS on one thread: ours is
+            # faster there (own_products.py)
+            own_products.call_at(own, a, m, k, a0, a1, b, n, b0, b1, c, c0, c1, beta)
             return
         ta, lda = _blas_layout(m, k, a0, a1)
         tb, ldb = _blas_layout(k, n, b0, b1)
@@ -494,10 +462,10 @@ def blas_products(letter: str, scalar) -> bool:
         return True
     if PYTHON_MODE or not _cblas_routines(letter, scalar):
         return False
-    _PRODUCTS[scalar] = _at_address(_product_at, types.void(
+    _PRODUCTS[scalar] = native.at_address(_product_at, types.void(
         types.uintp, types.intp, types.intp, types.intp, types.intp, types.uintp, types.intp,
         types.intp, types.intp, types.uintp, types.intp, types.intp, scalar),
-        f"hilbert_{letter}product_at")
+        f"hilbert_{letter}product_at", STAMP)
     return True
 
 

@@ -30,6 +30,7 @@ from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls
     push_rows,
     quotient,
     quotient_unsafe,
+    shared_product,
     small_product_beta,
     small_product_into,
     stop_requested,

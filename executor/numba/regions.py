@@ -82,6 +82,8 @@ class CompiledRegion:
         """Compile the function now, for the argument types `convert` gives (loaded from the
         disk cache when it holds them), so that its first call runs compiled code at once."""
         function = self.function
+        if self.generated.split:  # (its products' blocks run as own products: made now)
+            load("hilbert.executor.numba.own_products").prepare(self.dtype)
         if not self.generated.compiled or not hasattr(function, "compile"):
             return  # plain NumPy calls, or NUMBA_DISABLE_JIT: nothing to compile
         from numba import types
@@ -103,7 +105,8 @@ class CompiledRegion:
                 with np.errstate(all="ignore"):
                     return self.function(*args)
             if self.generated.split:  # (its threads share out its products: BLAS on one)
-                with blas_threads.single():
+                own = load("hilbert.executor.numba.own_products")
+                with blas_threads.single(), own.used(self.dtype):
                     return self.function(*args)
             return self.function(*args)
         except StepCountError as err:

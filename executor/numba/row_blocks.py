@@ -28,6 +28,7 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.plan import Plan
 from hilbert.executor.numba import blas_threads, interrupt, threads
+from hilbert.executor.numba.loading import load
 from hilbert.executor.numba.regions import CompiledRegion
 
 #: The least work (FLOPs by the plan's count, loops' steps included) of a call split into
@@ -48,6 +49,7 @@ class RowBlocks:
         self.region = region
         self.positions = positions
         self.blocks = blocks
+        self.dtype = region.dtype  # (its large products run as own products: own_products.py)
 
     def run(self, args: list):
         """(value, loop steps run), as CompiledRegion.run gives them (its code has loops:
@@ -58,8 +60,9 @@ class RowBlocks:
         rows = args[self.positions[0]].shape[0]
         edges = bounds(rows, self.blocks)
         parts = [self._rows(args, a, b) for a, b in itertools.pairwise(edges)]
-        with blas_threads.single():
-            pool = _pool(self.blocks - 1)
+        own = load("hilbert.executor.numba.own_products")  # (compiled code: Numba is loaded)
+        with blas_threads.single(), own.used(self.dtype):
+            pool = block_pool(self.blocks - 1)
             pending = [pool.submit(self.region, part) for part in parts[1:]]
             try:
                 first = self.region(parts[0])
@@ -133,8 +136,9 @@ _POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
 
 
-def _pool(workers: int) -> ThreadPoolExecutor:
-    """The pool of block threads, with at least `workers` threads (made when first needed)."""
+def block_pool(workers: int) -> ThreadPoolExecutor:
+    """The pool of block threads (they sleep when idle), with at least `workers` threads (made
+    when first needed); own_products.shared_product uses it too."""
     global _POOL, _POOL_SIZE
     with _POOL_LOCK:
         if _POOL is None or _POOL_SIZE < workers:
