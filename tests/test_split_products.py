@@ -17,6 +17,7 @@ SOURCE = """\
 open Prelude.Networks
 fn attend(q, k, v, d) ↦ attentionOf(q, k, v, d)
 fn wide(a, w) ↦ tanh(einsum("np,pq->nq", a, w))
+fn plain(a, w) ↦ einsum("np,pq->nq", a, w)
 fn fit(t, a, w) ↦ let m ≔ einsum("np,pq->nq", a, w) in repeated(t, m)
 def repeated(t, m) ≔ if t = 0 then m else repeated(t − 1, tanh(m))
 """
@@ -67,6 +68,24 @@ def test_a_product_is_shared_by_its_longer_side(module, rng, rows, columns):
     source = _region(module.wide).generated.source
     if _shares():
         assert ("[:, lo" in source) is (columns > rows)
+
+
+@pytest.mark.parametrize("dtype, rtol", [("float64", 1e-12), ("float32", 2e-5)])
+def test_a_lone_large_product_is_shared_out_from_plain_numpy_code(module, rng, dtype, rtol):
+    """A function that is one product compiles nothing (its code is plain NumPy calls); a
+    large one is still shared out among hilbert's threads (K.shared_product: a block per
+    thread, each hilbert's own packed product or BLAS's on one thread)."""
+    a, w = (rng.standard_normal(s).astype(dtype) for s in ((512, 256), (256, 640)))
+    assert 512 * 256 * 640 >= SPLIT_PRODUCT
+    got = module.plain(a, w)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got, a.astype(np.float64) @ w.astype(np.float64), rtol=rtol,
+                               atol=rtol * 16)
+    program = module.plain._last[1]
+    generated = program._fast.region.generated
+    assert not generated.compiled
+    assert ("K.shared_product(" in generated.source) is _shares()
+    assert generated.split is _shares()
 
 
 def test_small_products_and_loops_keep_blas_whole(module, rng):

@@ -254,6 +254,9 @@ def _multiply(em, left: Expr, right: Expr, node, dims: tuple, shape,
     if em.host:
         name = Var(em.fresh("v"))
         dot = call("np.dot", left, right)
+        if shared is not None and known is None:  # (blocks on hilbert's threads, each an own
+            dot = call("K.shared_product", left, right, Num(str(shared)))  # product or BLAS's)
+            em.split = True
         em.out.add(Assign((name.name,), (dot if natural else
                                          View(dot, "{0}.reshape({1})", (sizes(dims),)),)))
         return name

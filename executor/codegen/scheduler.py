@@ -353,7 +353,7 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
         scheduler.compiles = True
     else:
         scheduler.as_host()
-    split = scheduler.compiles and scheduler.products and not scheduler.serial and _splits()
+    split = scheduler.products and not scheduler.serial and _splits()
     return Decisions(top, scheduler.compiles,
                      scheduler.serial or scheduler.products and not split,
                      exact and scheduler.compiles, fast and scheduler.compiles, split)
