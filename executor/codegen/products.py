@@ -329,7 +329,8 @@ def _small_loops(em, a: Var, b: Var, c: Var, more: Expr | None,
     then unrolls and vectorises the loops of a tiny product); c += a · b where the condition
     `more` holds. The sum is kept in the call's dtype, as BLAS keeps a larger product's (so
     a float32 product rounds alike whichever side of SMALL_PRODUCT it falls, as NumPy's
-    sgemm does): `dot`, not `acc`, which float32 code would leave float64 (precision.py)."""
+    sgemm does): `dot` starts at a zero of the code's dtype, not an accumulator's float64
+    one (loops.ACCUMULATOR)."""
     i, j, k, total = (Var(em.fresh(p)) for p in ("i", "j", "k", "dot"))
     rows, inner, cols = known
     with em.out.for_(i.name, whole(rows)), em.out.for_(j.name, whole(cols)):

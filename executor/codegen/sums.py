@@ -97,7 +97,7 @@ class Pairwise:
 
 def pairwise_locals(em) -> bool:
     """Whether long sums kept in a local are added pairwise: in compiled float64 code. Float32
-    code's locals sum in float64 (precision.py), 2²⁹ times finer than its data: a sum of
+    code's locals sum in float64 (loops.ACCUMULATOR), 2²⁹ times finer than its data: a sum of
     10⁶ float32 numbers is off by about 1e-10 before it is rounded once, far below float32's
     eps, so its blocks would buy nothing (and cost 3–5% of an in-cache float32 sum)."""
     return not em.host and em.dtype == "float64"
@@ -208,7 +208,7 @@ def into_array(em, out: Var, kept: list[int], shape: tuple[int, ...], dims: tupl
 def pushed(em, s: Pairwise) -> list[Stmt]:
     """`acc` pushed onto the stack (what pairwise.push does, written out: a call, with the
     stack passed and counted, cost a fused layer norm over rows of 4096 13%), then started
-    again (float64: precision.py keeps an accumulator's `acc… = 0.0`): while the groups below
+    again (at 0.0 typed loops.ACCUMULATOR, float64 in code of every dtype): while the groups below
     it are of its size, they are added to it, older first."""
     carried, level = em.fresh("c"), em.fresh("l")
     acc = Var(s.acc)
