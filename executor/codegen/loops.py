@@ -26,7 +26,7 @@ import tokenize
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 # ------------------------------------------------------------------------------ expressions
 
@@ -124,7 +124,8 @@ def other(text: str) -> Num:
     return Num(text, OTHER)
 
 
-def floats(text: str) -> list[tuple[int, int, float]]:
+@lru_cache(maxsize=4096)  # (templates repeat: the verifier reads each of every function)
+def floats(text: str) -> tuple[tuple[int, int, float], ...]:
     """The float literals standing alone in `text` (Python source, or a template with `{}`
     fields): each one's start, end and value, read by Python's own tokenizer. `np.inf` and
     `np.nan` count; a sign is an operator, not part of the literal."""
@@ -140,7 +141,7 @@ def floats(text: str) -> list[tuple[int, int, float]]:
         elif (token.string in ("inf", "nan") and k >= 2 and tokens[k - 1].string == "."
               and tokens[k - 2].string == "np"):
             found.append((tokens[k - 2].start[1], token.end[1], float(token.string)))
-    return found
+    return tuple(found)
 
 
 def _is_float(literal: str) -> bool:
