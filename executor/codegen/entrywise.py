@@ -15,9 +15,10 @@ from hilbert.compiler import ir
 from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.executor import fusion
-from hilbert.executor.codegen import division, rows, sums
+from hilbert.executor.codegen import division, loops, rows, sums
 from hilbert.executor.codegen.division import Division
 from hilbert.executor.codegen.loops import (
+    ACCUMULATOR,
     Assign,
     Do,
     Expr,
@@ -76,13 +77,13 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
         case ir.Prim(op="take"):
             return _taken(em, node, index, temps)
         case ir.Prim() if fusion.is_ones(node):
-            return Num("1.0")
+            return number(1.0, em.dtype)
         case ir.Prim(op="pow", args=(_, ir.Const(value=2.0))):
             x = operand(em, node, 0, index, temps)
             return fmt("({} * {})", x, x)
         case ir.Prim(op="div") if em.divisions is not None:
             numerator, divisor = (operand(em, node, k, index, temps) for k in (0, 1))
-            split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")))
+            split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")), em.dtype)
             em.pending += [Assign((split.numerator,), (numerator,)),
                            Assign((split.divisor,), (divisor,)), split.fast]
             em.divisions.append(split)
@@ -93,8 +94,8 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
                 template = row.host_code or row.code
             else:
                 template = (em.decided.fast and row.fast_code) or row.code
-            return Fmt(template, tuple(operand(em, node, k, index, temps)
-                                       for k in range(len(args))))
+            return loops.template(template, tuple(operand(em, node, k, index, temps)
+                                                  for k in range(len(args))), em.dtype)
         case ir.Einsum(spec=spec, args=args):
             parsed = parse_spec(spec)
             where = dict(zip(parsed.output, index, strict=True))
@@ -124,7 +125,7 @@ def at(em, node: ir.Node, index: list, temps: dict) -> Expr:
     """`node` read at `index`: a scalar, a local of this loop nest, an inlined generator, or
     an element of a stored array."""
     if isinstance(node, ir.Const):
-        return number(node.value)
+        return number(node.value, em.dtype)
     if not em.shape(node):
         return em.value(node)
     if node in temps and index == em.identity:
@@ -154,11 +155,15 @@ def _shifted(em, node: ir.Prim, index: list, temps: dict) -> Expr:
         terms = [str(int(const))] + [f"{int(c)} * {{}}" for c in coefs]
         em.pending.append(Assign((name,), (Fmt(" + ".join(terms), tuple(new)),)))
         inner = outer[:axis] + [Var(name)] + outer[axis:]
-        return fmt("({} if 0 <= {} < {} else 0.0)", at(em, x, inner, temps), Var(name), size)
-    terms = [number(const).text] + [f"{number(c).text} * {{}}" for c in coefs]
-    em.pending.append(Assign((name,), (Fmt(" + ".join(terms), tuple(new)),)))
+        return fmt("({} if 0 <= {} < {} else {})", at(em, x, inner, temps), Var(name), size,
+                   number(0.0, em.dtype))
+    terms = (number(const, em.dtype), *(arg for c, n in zip(coefs, new, strict=True)
+                                        for arg in (number(c, em.dtype), n)))
+    em.pending.append(Assign((name,), (Fmt(" + ".join(["{}", *("{} * {}" for _ in coefs)]),
+                                           terms),)))
     inner = outer[:axis] + [call("int", Var(name))] + outer[axis:]
-    return fmt("({} if 0.0 <= {} < {} else 0.0)", at(em, x, inner, temps), Var(name), size)
+    return fmt("({} if {} <= {} < {} else {})", at(em, x, inner, temps), number(0.0, em.dtype),
+               Var(name), size, number(0.0, em.dtype))
 
 
 def _taken(em, node: ir.Prim, index: list, temps: dict) -> Expr:
@@ -169,14 +174,14 @@ def _taken(em, node: ir.Prim, index: list, temps: dict) -> Expr:
     axis, coef, const = node.attrs
     t, p, ok = (Var(em.fresh(prefix)) for prefix in ("t", "p", "ok"))
     size = em.dims_of(x)[axis]
-    c, k = number(const).text, number(coef).text
+    c, k, zero = (number(v, em.dtype) for v in (const, coef, 0.0))
     em.pending += [
         Assign((t.name,), (em.value(where),)),
-        Assign((p.name,), (Fmt(f"({{}} - {c}) * {k}", (t,)),)),
-        Assign((ok.name,), (Fmt(f"0.0 <= {{}} < {{}} and np.floor({{}}) == {{}} "
-                                f"and {k} * {{}} + {c} == {{}}", (p, size, p, p, p, t)),))]
+        Assign((p.name,), (fmt("({} - {}) * {}", t, c, k),)),
+        Assign((ok.name,), (fmt("{} <= {} < {} and np.floor({}) == {} and {} * {} + {} == {}",
+                                zero, p, size, p, p, k, p, c, t),))]
     inner = index[:axis] + [call("int", p)] + index[axis:]
-    return fmt("({} if {} else 0.0)", at(em, x, inner, temps), ok)
+    return fmt("({} if {} else {})", at(em, x, inner, temps), ok, zero)
 
 
 def emit_group(em, group: fusion.Group) -> None:
@@ -336,7 +341,10 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
     dims = tuple(em.dims_of(tail.args[0])[k] for k in kept)
     if _local(em, kept, len(index)):
         acc = Var(em.fresh("acc"))
-        before[depth].append(Assign((acc.name,), (Num(start),)))
+        # (a sum's accumulator is float64 in code of every dtype, rounded once when stored;
+        # a maximum starts at an infinity of the code's dtype)
+        start_dtype = ACCUMULATOR if combine == "+" else em.dtype
+        before[depth].append(Assign((acc.name,), (Num(start, start_dtype),)))
         reduce = "K.add_any_order" if combine == "+" else combine
         body.append(Assign((acc.name,), (call(reduce, acc, x),)))
         found = sums.long(acc.name, depth, em.shape(tail.args[0])) if (
@@ -356,7 +364,7 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
             body.append(adding)
             em.bind(tail, out)
             return
-        before[0].append(Do(Fmt(f"{{}}.fill({start})", (out,))))
+        before[0].append(Do(fmt("{}.fill({})", out, Num(start, em.dtype))))
         target = Sub(out, tuple(index[k] for k in kept))
         body.append(Store(target, x, add=True) if combine == "+" else
                     Store(target, call(combine, target, x)))
