@@ -1,5 +1,5 @@
-"""The plan says what runs (compiler/plan/schedule.py): once a function's code is generated, its
-plan lists the units the code runs (fused nests, contraction steps, loops), which nests run as
+"""The plan says what runs (compiler/plan/schedule.py): a function's plan lists the units its
+generated code runs (before a build as after: test_plan_before_build.py) (fused nests, contraction steps, loops), which nests run as
 one loop over rows and which on threads, and the code follows the plan's contraction paths. The
 schedule is decided (executor/codegen/scheduler.py) before code is written, and written once.
 Each is checked against the generated source itself, or against a figure written here."""
