@@ -1,6 +1,7 @@
 """The plan says what runs (compiler/plan/schedule.py): a function's plan lists the units its
-generated code runs (before a build as after: test_plan_before_build.py) (fused nests, contraction steps, loops), which nests run as
-one loop over rows and which on threads, and the code follows the plan's contraction paths. The
+generated code runs (fused nests, contraction steps, loops; the same before a build as after:
+test_plan_before_build.py), which nests run as one loop over rows and which on threads, and
+the code follows the plan's contraction paths. The
 schedule is decided (executor/codegen/scheduler.py) before code is written, and written once.
 Each is checked against the generated source itself, or against a figure written here."""
 
