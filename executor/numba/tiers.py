@@ -18,18 +18,16 @@ from hilbert.compiler.passes.shapes import ShapeTable, infer_shapes
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.plan.rows import row_split
 from hilbert.compiler.plan.schedule import Decided, Schedule
-from hilbert.compiler.plan.text import human_bytes
 from hilbert.compiler.settings import whole_number
-from hilbert.executor.numba import built, row_blocks, threads
+from hilbert.executor.numba import built, row_blocks, schedules
 from hilbert.executor.numba.builder import BUILDER
-from hilbert.executor.numba.loading import load
 from hilbert.executor.numba.placement import Placement
 from hilbert.executor.numba.programs import HostProgram, WholeProgram
 from hilbert.executor.numba.regions import CompiledRegion
 from hilbert.executor.numba.row_blocks import RowBlocks
 from hilbert.executor.numba.scope import ScopeRunner, only_loop, regions_of, resume_points
 from hilbert.executor.planned import PlannedProgram
-from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, first_line, warn
+from hilbert.grammar.errors import HilbertError, first_line, warn
 
 #: Environment variable saying when a loop-free call's generated code is built (compiled and
 #: swapped in): "eager" (at the first call, before it runs), "never" (calls stay on the host),
@@ -116,31 +114,11 @@ class Tiers:
             whole, ready.plan, lambda: row_split(*generated_ir(ready), ready.plan.signature))
 
     def _decide(self) -> Decided:
-        """The schedule of the generated code, and the executor's account of it: the code is
-        generated now (nothing is compiled), and the build compiles this very code. A call
-        that holds every value until it ends (`_holds_every_value`) is planned again as such:
-        over the memory limit, its calls stay on the host (`stays_on_host`)."""
-        try:
-            runner, blocks = self.runner, self.blocks()
-            regions = tuple(runner.schedule())
-        except Exception as err:  # noqa: BLE001 (the build raises it, or calls stay on the host)
-            return (), (f"numba: the code could not be generated ({type(err).__name__}: "
-                        f"{first_line(err)})",)
-        notes = [*_notes(runner), *([row_blocks.note(blocks)] if blocks else [])]
-        if _holds_every_value(runner) and self._replan is not None:
-            try:
-                peak = self._replan().peak_bytes
-            except RuntimeHilbertError as err:
-                if err.code != "E700":
-                    raise
-                self._held = err.message
-                notes.append(f"calls stay on the host: the generated code would hold every "
-                             f"value of a call ({err.message})")
-            else:
-                if peak != self._ready.plan.peak_bytes:
-                    notes.append("the generated code holds every value of a call until it "
-                                 f"ends: peak memory about {human_bytes(peak)}")
-        return regions, tuple(f"numba: {line}" for line in notes)
+        """The schedule of the generated code (schedules.decide): generated now, compiled by
+        the build."""
+        decided, self._held = schedules.decide(lambda: (self.runner, self.blocks()),
+                                               self._replan, self._ready.plan.peak_bytes)
+        return decided
 
     def stays_on_host(self) -> str | None:
         """Why the calls stay on the host though code is generated for them (the generated
@@ -206,13 +184,6 @@ def compile_when(looped: bool = False) -> int | None:
     return whole_number(COMPILE_ENVIRONMENT, "eager, never, or the call from which to compile "
                         f"in the background (a whole number ≥ 1; {COMPILE_AFTER} by default)",
                         smallest=1)
-
-
-def _holds_every_value(runner: ScopeRunner) -> bool:
-    """Whether `runner`'s program keeps every value until the call ends: a host walk, or
-    generated code that runs as Python (it holds its locals)."""
-    python_mode = load("hilbert.executor.numba.kernels").PYTHON_MODE  # NUMBA_DISABLE_JIT=1
-    return runner.whole is None or not runner.whole.generated.compiled or python_mode
 
 
 def _noted(plan: Plan, lines, schedule: Schedule | None = None) -> Plan:
@@ -490,10 +461,3 @@ def _fresh(err: BaseException) -> BaseException:
         return copy.copy(err)
     except Exception:  # noqa: BLE001 (an exception whose arguments cannot be given again)
         return RuntimeError(f"{type(err).__name__}: {err}")
-
-
-
-
-def _notes(runner: ScopeRunner) -> tuple[str, ...]:
-    serial = threads.why_serial()
-    return (*runner.notes(), *((f"loop nests run serially: {serial}",) if serial else ()))
