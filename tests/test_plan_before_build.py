@@ -6,6 +6,9 @@ checked against the generated source itself where it names a count."""
 
 from __future__ import annotations
 
+import copy
+import json
+import pickle
 import re
 
 import numpy as np
@@ -104,3 +107,17 @@ def test_a_plan_read_but_not_printed_decides_nothing():
     assert plan.einsums and repr(plan.schedule) == "Schedule(undecided)"
     assert f.program(((8, 3),))._tiers._runner is None
     assert plan.schedule.regions and f.program(((8, 3),))._tiers._runner is not None
+
+
+def test_a_plan_keeps_its_schedule_as_data():
+    """Pickled, copied or written as JSON, a plan holds its schedule decided: the same text,
+    and the regions and notes as plain data."""
+    f = hilbert.compile_source(NORMED).function("normed")
+    plan = f.plan((8, 3))
+    again = pickle.loads(pickle.dumps(plan))
+    assert str(again) == str(plan) and copy.deepcopy(plan).schedule.regions == \
+        plan.schedule.regions
+    data = json.loads(json.dumps(plan.to_dict()))
+    assert [u["kind"] for u in data["schedule"][0]["units"]] == \
+        [u.kind for u in plan.schedule.regions[0].units]
+    assert data["notes"] == list(plan.notes + plan.schedule.notes)
