@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hilbert.compiler import ir
 from hilbert.compiler.ops.primitives import BY_OP, FROM_FUNCTION, ROLES, TRAITS, having
+from hilbert.grammar.errors import CheckError
 from hilbert.grammar.source import Source, Span
 
 #: The families that never reach an executor: arg-extremes and bernoulli are written as other
@@ -89,6 +90,24 @@ def test_every_compiled_reduction_says_how_it_combines_and_starts(op):
     combined = BY_OP[row.combine].numpy(np.float64(row.start), entries)
     np.testing.assert_array_equal(combined, entries)
     np.testing.assert_array_equal(row.meaning(_node(op, 0), [entries[None, :]]), entries)
+
+
+@pytest.mark.parametrize("op", sorted(op for op, row in BY_OP.items() if row.empty is not None))
+def test_a_reduction_with_a_value_over_nothing_is_numpys_there(op):
+    """Its NumPy meaning over an empty axis is that value, which compiled loops start from."""
+    row = BY_OP[op]
+    assert row.role == "tail" and row.start == row.empty
+    np.testing.assert_array_equal(row.meaning(_node(op, 0), [np.zeros((0, 3))]),
+                                  np.full(3, row.empty))
+    assert row.shape(_node(op, 0), [(0, 3)], {}) == (3,)
+
+
+def test_a_reduction_without_one_refuses_an_empty_axis():
+    for op, row in RUN.items():
+        if row.role == "tail" and row.empty is None:
+            with pytest.raises(CheckError) as caught:
+                row.shape(_node(op, 0), [(0, 3)], {})
+            assert caught.value.code == "E317"
 
 
 def test_only_compiled_reductions_say_how_they_combine():

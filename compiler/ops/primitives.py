@@ -69,6 +69,7 @@ class Primitive:
     axes: ax.AxesRule = ax.first_shaped
     combine: str | None = None
     start: float | None = None
+    empty: float | None = None  # a reduction's value over nothing (None: undefined, E317)
     code: str | None = None
     host_code: str | None = None
     fast_code: str | None = None
@@ -361,7 +362,7 @@ INTERNAL: dict[str, Primitive] = {row.name: row for row in [
          dask=m.lazy_spread, derivative=d.spread, tangent=t.linear, lower=lowering.spread,
          whole=(0,)),
     _row("sumalong", 1, "reduce", np.sum, jax="jnp.sum", attrs=1, derivative=d.sumalong,
-         tangent=t.linear, combine="add", start=0.0, lower=lowering.sumalong),
+         tangent=t.linear, combine="add", start=0.0, empty=0.0, lower=lowering.sumalong),
     _row("place", 3, "place", jax="placed", attrs=1, shape=sh.place, meaning=m.placed,
          dask=m.lazy_placed, derivative=d.refused, tangent=t.linear, whole=(0,), counts=(2,)),
     _row("cut", 3, "cut", jax="cut", attrs=2, traits=_LAZY, shape=sh.cut, meaning=m.cut,
