@@ -211,6 +211,18 @@ def _product_adjoint(x, g, axis: int):
     return np.moveaxis(np.stack(parts), 0, axis)
 
 
+def _product_adjoint_rule(node, g, position):
+    """product(x, k)'s adjoint: g times the product of the line's other entries, exact where x
+    holds zeros (no division by x): cumprod's adjoint (productadjoint) of g placed at the
+    line's last entry, Σ_{j ≥ i} g_j ∏_{l ≤ j, l ≠ i} x_l with every g_j but the last 0."""
+    x, axis = node.args[0], node.attrs
+    ends = p(node, "sub", p(node, "sumalong", d.ones_like(x), attrs=axis), c(node, 1.0))
+    last = p(node, "eq", p(node, "coordinate", x, attrs=axis), p(node, "spread", ends, x,
+                                                                 attrs=axis))
+    at_last = p(node, "mul", p(node, "spread", g, x, attrs=axis), last)
+    return p(node, "productadjoint", x, at_last, attrs=axis)
+
+
 _STATIC = frozenset({"static"})
 #: The forward rule of the ops only derivatives make: a forward sweep through them is refused.
 _SECOND_ORDER = t.refused("E323", "this value is computed with a derivative; derivatives of "
@@ -263,6 +275,8 @@ PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
          tangent=t.extreme, combine="max", start=-math.inf, whole=(0,)),
     _row("minimum", 2, "reduce", np.min, jax="jnp.min", axis_arg=1, derivative=d.reduce_extreme,
          tangent=t.extreme, combine="min", start=math.inf, whole=(0,)),
+    _row("product", 2, "reduce", np.prod, jax="jnp.prod", axis_arg=1,
+         derivative=_product_adjoint_rule, combine="mul", start=1.0, empty=1.0),
     _row("cumsum", 2, "scan", np.cumsum, jax="jnp.cumsum", axis_arg=1, tangent=t.linear,
          derivative=lambda node, g, position: _running_sum_adjoint(node, g)),
     _row("cumprod", 2, "scan", np.cumprod, jax="jnp.cumprod", axis_arg=1,
