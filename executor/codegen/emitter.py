@@ -420,21 +420,8 @@ def dims_rule(node: ir.Node, dims: dict, shapes: dict) -> tuple[Expr, ...]:
             known = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)
                      for ch, d in zip(term, dims[a], strict=True)}
             return tuple(known[ch] for ch in parsed.output)
-        case ir.Prim(op=op, args=args, attrs=attrs):
-            kind = BY_OP[op].kind
-            if kind == "reduce":
-                return dims[args[0]][:attrs[0]] + dims[args[0]][attrs[0] + 1:]
-            if kind == "positions":
-                return (dims[args[0]][attrs[0]],)
-            if kind == "shift":
-                x = dims[args[0]]
-                return x[:attrs[0]] + x[attrs[0] + 1:] + tuple(dims[w][0] for w in args[1:])
-            if kind == "take":
-                x = dims[args[0]]
-                return x[:attrs[0]] + x[attrs[0] + 1:]
-            if kind == "size":
-                return ()
-            return next((dims[a] for a in args if dims[a]), ())
+        case ir.Prim(op=op, args=args, attrs=attrs):  # (the op table's axes rule)
+            return BY_OP[op].axes(tuple(dims[a] for a in args), attrs)
     raise AssertionError(f"code generation: no shape rule for {node!r}")
 
 

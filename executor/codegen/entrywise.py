@@ -33,10 +33,10 @@ from hilbert.executor.codegen.loops import (
     fmt,
     kernel_calls,
     number,
+    template,
 )
 from hilbert.executor.numba import threads
 
-REDUCE = {"maximum": ("K.fmax", "-np.inf"), "minimum": ("K.fmin", "np.inf")}
 #: Shift coefficients and offsets below this are written as integers when whole.
 WHOLE = 2.0 ** 31
 
@@ -342,11 +342,11 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
     if _local(em, kept, len(index)):
         acc = Var(em.fresh("acc"))
         # (a sum's accumulator is float64 in code of every dtype, rounded once when stored;
-        # a maximum starts at an infinity of the code's dtype)
+        # another reduction starts in the code's dtype: a maximum at an infinity of it)
         start_dtype = ACCUMULATOR if combine == "+" else em.dtype
         before[depth].append(Assign((acc.name,), (Num(start, start_dtype),)))
-        reduce = "K.add_any_order" if combine == "+" else combine
-        body.append(Assign((acc.name,), (call(reduce, acc, x),)))
+        body.append(Assign((acc.name,), (call("K.add_any_order", acc, x) if combine == "+" else
+                                         template(combine, (acc, x), em.dtype),)))
         found = sums.long(acc.name, depth, em.shape(tail.args[0])) if (
             combine == "+" and sums.pairwise_locals(em)) else None
         if found is not None:
@@ -367,14 +367,20 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
         before[0].append(Do(fmt("{}.fill({})", out, Num(start, em.dtype))))
         target = Sub(out, tuple(index[k] for k in kept))
         body.append(Store(target, x, add=True) if combine == "+" else
-                    Store(target, call(combine, target, x)))
+                    Store(target, template(combine, (target, x), em.dtype)))
     em.bind(tail, out)
 
 
 def _reduced(tail: ir.Node, rank: int) -> tuple[str, str, list[int]]:
-    """A reduction's combining function, its start, and the axes it keeps."""
+    """A reduction's combining code (a sum's `+`; the op table's `combine` op's code for the
+    rest), its start, and the axes it keeps."""
     if isinstance(tail, ir.Prim):
-        return (*REDUCE[tail.op], [k for k in range(rank) if k != tail.attrs[0]])
+        row = BY_OP[tail.op]
+        assert row.combine is not None and row.start is not None, f"{tail.op} is not a tail"
+        combine = BY_OP[row.combine].code
+        assert combine is not None, f"{row.combine} has no code"
+        start = number(row.start, "float64").text.removeprefix("(").removesuffix(")")  # (`-np.inf`)
+        return combine, start, [k for k in range(rank) if k != tail.attrs[0]]
     parsed = parse_spec(tail.spec)
     return "+", "0.0", [parsed.inputs[0].index(ch) for ch in parsed.output]
 
