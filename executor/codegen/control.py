@@ -4,8 +4,9 @@ double-buffered), x[t] and x[a:b] as checked views, and oneHot."""
 from __future__ import annotations
 
 from hilbert.compiler import ir
+from hilbert.compiler.counting import EXACT
 from hilbert.compiler.ops.primitives import spoken
-from hilbert.executor import fusion, reference
+from hilbert.executor import fusion
 from hilbert.executor.codegen import scheduler
 from hilbert.executor.codegen.loops import (
     Assign,
@@ -30,7 +31,7 @@ from hilbert.executor.codegen.loops import (
 
 #: The largest step count a counted loop accepts (what the reference executor accepts too):
 #: past 2^53 a float64 count cannot go down by one exactly.
-LARGEST_COUNT = getattr(reference, "_EXACT", 2.0 ** 53)
+LARGEST_COUNT = EXACT
 
 
 

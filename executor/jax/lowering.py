@@ -26,22 +26,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from hilbert.compiler import dtypes, ir
-from hilbert.compiler.counting import NOTHING, Counting
+from hilbert.compiler.counting import EXACT, NOTHING, Counting
 from hilbert.compiler.evaluate import Host, einsum_in_one
+from hilbert.compiler.loops import moving_components, step_count
 from hilbert.compiler.ops.einsum_spec import numpy_spec
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.compiler.plan import Plan, contraction
 from hilbert.executor.jax.ledger import Checks, Ledger, TapeTooShort
 from hilbert.executor.jax.meanings import MEANINGS, is_host
 from hilbert.executor.numerics import quietly
-from hilbert.executor.reference import moving_components, step_count
 from hilbert.grammar.errors import HilbertError
 from jax import lax
 
 #: Ops computed by their NumPy meaning whatever their arguments: they read shapes only.
 _SHAPES = frozenset({"rows", "columns"})
-#: Above 2^53, float64 cannot hold every whole number (reference.py's bound on step counts).
-_EXACT = 2.0 ** 53
 
 
 def loops_run_backwards(root: ir.Node) -> dict[ir.Node, int]:
@@ -278,7 +276,7 @@ class Lowering(Host):
 
     def _steps(self, loop: ir.Loop, count):
         """A counted loop's trip count as an int64, E500 noted unless `count` is a whole
-        number from 0 to 2⁵³ (reference.step_count's rule, whose message it raises)."""
+        number from 0 to 2⁵³ (loops.step_count's rule, whose message it raises)."""
         if is_host(count):
             try:
                 return jnp.int64(step_count(loop, count))
@@ -286,7 +284,7 @@ class Lowering(Host):
                 pass  # (noted below: raised if the call comes here)
         value = jnp.asarray(count)
         real = jnp.real(value).astype(jnp.float64)
-        bad = ~(jnp.isfinite(real) & (real >= 0) & (jnp.floor(real) == real) & (real <= _EXACT))
+        bad = ~(jnp.isfinite(real) & (real >= 0) & (jnp.floor(real) == real) & (real <= EXACT))
         if jnp.iscomplexobj(value):
             bad = bad | (jnp.imag(value) != 0)
             self.check(bad, value, lambda v: step_count(loop, v))
@@ -325,7 +323,7 @@ class Lowering(Host):
 
     def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
         """The loop forward from `init` writing its states to a tape, then its vjp terms from
-        the last step's state to the first (reference.run_loop_grad's order)."""
+        the last step's state to the first (loops.run_loop_grad's order)."""
         loop = node.loop
         site = self.sites[node]
         room = self.capacities[site]

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from hilbert.compiler.counting import COUNTED, NOTHING, Counting
+from hilbert.compiler.loops import step_count
 from hilbert.compiler.ops import draws
 from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
 from hilbert.executor.numba import blas_threads, interrupt, threads
 from hilbert.executor.numba.faults import DrawError, LabelError, PositionError, StepCountError
 from hilbert.executor.numba.loading import load
-from hilbert.executor.reference import step_count
 
 if TYPE_CHECKING:
     from hilbert.executor import codegen
