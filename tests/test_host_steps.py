@@ -12,21 +12,9 @@ from hilbert.compiler.plan import contraction
 from hilbert.executor import planned, straight
 
 import hilbert
-from benchmarks.cases.steps import adam_numpy  # (the step by hand, as the benchmark times it)
 
-#: A small MLP's Adam step: its gradient by ∂, then Adam on both weights.
-ADAM = """
-open Prelude.Networks
-open Prelude.Optimisers
-
-def loss(x, y, w1, w2) ≔ einsum("ij->", (outputs(x, w1, w2) − y)²) / (2 · rows(x))
-
-fn adamStep(x, y, w1, w2, m1, m2, v1, v2, t) ↦
-  let (g1, g2) ≔ ∂ loss(x, y, w1, w2) / ∂ (w1, w2),
-      (n1, p1, q1) ≔ adam(w1, m1, v1, g1, t, 0.001, 0.9, 0.999, 1e-8),
-      (n2, p2, q2) ≔ adam(w2, m2, v2, g2, t, 0.001, 0.9, 0.999, 1e-8)
-  in (n1, n2, p1, p2, q1, q2)
-"""
+# (the step and the step by hand, as the benchmark times them)
+from benchmarks.cases.steps import ADAM, adam_numpy
 
 
 def _adam_arguments(seed: int = 0) -> tuple:
