@@ -27,7 +27,7 @@ from hilbert.compiler.groups import joined
 from hilbert.compiler.models import CompiledModel, Member, WeightDecl
 from hilbert.grammar.errors import HilbertError, ModelError, internal_error
 
-from .api import Function, Module
+from .api import Function
 from .arguments import bind_arguments
 from .carried import _CarriedLoader, _opened
 from .members import _answer, _class_doc, _Functions, _method, _train_method
@@ -412,18 +412,23 @@ def model_from(source: ModelSource) -> type[Learner]:
     return cls
 
 
-def module_from(source: ModuleSource, executor: str = "numba", optimize: str = "auto",
-                math: str = "exact", dtype: str | None = None) -> Module:
-    """A Module compiled from `source` (what an unpickled hilbert.Module is)."""
-    return Module(compiled_from(source), executor, optimize, math, dtype)
-
-
 def function_from(source: ModuleSource, name: str, executor: str = "numba",
                   optimize: str = "auto", options: dict | None = None) -> Function:
     """Definition `name` of the module compiled from `source`, as a Function with these
     settings (what an unpickled hilbert.Function is)."""
     compiled = compiled_from(source)
     return Function(compiled.entries[name], compiled, executor, optimize, options=options)
+
+
+def _function_pickled(function: Function) -> tuple:
+    """A Function pickled as its module's source, its name, executor, optimiser and options;
+    compiled again where it is unpickled (compiled code is never pickled). Registered with
+    copyreg here, where pickling lives, so that hilbert.api need not import this module."""
+    return (function_from, (module_source(function.module), function.entry.name,
+                            function.executor, function.optimize, function.options))
+
+
+copyreg.pickle(Function, _function_pickled)
 
 
 def _unpickled(source: ModelSource, state: dict) -> Learner:

@@ -22,7 +22,7 @@ from hilbert.compiler.driver import forget_plans
 from hilbert.compiler.plan import hyper, paths
 
 import hilbert
-from hilbert import contract
+from hilbert import einsum_compiled
 
 
 def _refused(code: str, *args, **kwargs) -> str:
@@ -46,8 +46,8 @@ def private_cache(tmp_path, monkeypatch):
     def forget() -> None:
         hyper.search.cache_clear()
         paths.contraction.cache_clear()
-        contract.compiled.cache_clear()
-        contract._module.cache_clear()
+        einsum_compiled.compiled.cache_clear()
+        einsum_compiled._module.cache_clear()
         forget_plans()
 
     forget()

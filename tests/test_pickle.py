@@ -256,7 +256,7 @@ def test_modules_and_functions_compile_again_from_their_source(forget):
     data = pickle.dumps(models.module_source(layers._compiled))
     forget()
     source = pickle.loads(data)
-    module = models.module_from(source, "reference")
+    module = hilbert.module.module_from(source, "reference")
     assert module._compiled is not layers._compiled and module.names == layers.names
     np.testing.assert_array_equal(module.layerThrough(a, w), layers.layerThrough(a, w))
     function = models.function_from(source, "normalisedRows", "reference", "greedy")
