@@ -24,6 +24,7 @@ from hilbert.grammar.errors import (
 
 from .arguments import _dtype_of, bind_arguments
 from .autodiff import Products
+from .progress import compiling
 from .results import to_python
 
 #: How many argument signatures (shape tuples) a function keeps a program for, per executor
@@ -226,9 +227,10 @@ class Function(Products):
             self._building(first_call, program, shapes)
 
     def _building(self, step, program, shapes) -> None:
-        """`step(program, label)` (a build), its errors coded."""
-        self._coded(lambda: step(program, f"{self.entry.name} for {_sizes(shapes)}"), shapes,
-                    "building")
+        """`step(program, label, progress)` (a build, shown as hilbert.progress.compiling
+        shows it), its errors coded."""
+        self._coded(lambda: step(program, f"{self.entry.name} for {_sizes(shapes)}", compiling),
+                    shapes, "building")
 
     def build(self, /, *args, **kwargs) -> Plan:
         """Compile the program for these arguments (shapes or values, as for `plan`) now, not

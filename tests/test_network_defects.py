@@ -318,9 +318,9 @@ def test_a_search_by_name_is_given_the_default_time_budget(private_cache, monkey
 
 def test_a_search_shows_a_line_while_it_runs_and_nothing_in_a_pipe(private_cache, monkeypatch,
                                                                    capsys):
-    import hilbert.progress
+    from hilbert.compiler import terminal
 
-    monkeypatch.setattr(hilbert.progress, "BUILD_LINE_DELAY_S", 0.0)
+    monkeypatch.setattr(terminal, "BUILD_LINE_DELAY_S", 0.0)
     spec, shapes = _ring(24)
     monkeypatch.delenv("HILBERT_PROGRESS", raising=False)
     hilbert.contract_path(spec, *shapes, shapes=True, optimize=hilbert.Hyper(max_repeats=3))
