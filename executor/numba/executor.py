@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager, contextmanager
 from hilbert.compiler.driver import Entry, plan_entry
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.settings import names
-from hilbert.executor.numba import threads
+from hilbert.executor import threads
 from hilbert.executor.numba.placement import HOST_ENVIRONMENT
 from hilbert.executor.numba.regions import CompiledRegion
 from hilbert.executor.numba.scope import ScopeRunner, regions_of, resume_points

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import disk, native, own_products, pairwise, threads, tiles, vmath
+from hilbert.executor import threads
+from hilbert.executor.numba import disk, native, own_products, pairwise, tiles, vmath
 from hilbert.executor.numba.faults import (  # noqa: F401 (generated code raises them)
     DrawError,
     LabelError,
@@ -50,7 +51,7 @@ def jit(function, parallel: bool = False):
     """`function` compiled the way all of hilbert's code is: NumPy's error model (x/0 is inf,
     not an exception), no GIL (threads run compiled code at once), no bounds checks (indices
     come from the planner). `parallel`: its prange loops run on several threads (nothing
-    else is parallelised: executor/numba/threads.py). In memory: disk.keep gives it the disk cache."""
+    else is parallelised: executor/threads.py). In memory: disk.keep gives it the disk cache."""
     return njit(function, nogil=True, error_model="numpy", boundscheck=False,
                 parallel=threads.PRANGE_ONLY if parallel else False)
 

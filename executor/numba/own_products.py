@@ -32,7 +32,8 @@ from contextlib import contextmanager
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import blas_threads, native, panels, row_blocks, threads
+from hilbert.executor import blas_threads, threads
+from hilbert.executor.numba import native, panels, row_blocks
 from llvmlite import ir
 from numba import config, njit, types
 from numba.extending import intrinsic

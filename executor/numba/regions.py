@@ -11,7 +11,8 @@ from hilbert.compiler.counting import COUNTED, NOTHING, Counting
 from hilbert.compiler.ops import draws
 from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
-from hilbert.executor.numba import blas_threads, interrupt, threads
+from hilbert.executor import blas_threads, threads
+from hilbert.executor.numba import interrupt
 from hilbert.executor.numba.faults import DrawError, LabelError, PositionError, StepCountError
 from hilbert.executor.numba.loading import load
 from hilbert.executor.reference import step_count

@@ -17,7 +17,8 @@ from hilbert.compiler.passes.shapes import ShapeTable, infer_shapes
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.plan.rows import row_split
 from hilbert.compiler.settings import whole_number
-from hilbert.executor.numba import built, row_blocks, threads
+from hilbert.executor import threads
+from hilbert.executor.numba import built, row_blocks
 from hilbert.executor.numba.builder import BUILDER
 from hilbert.executor.numba.loading import load
 from hilbert.executor.numba.placement import Placement
