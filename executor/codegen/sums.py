@@ -62,8 +62,8 @@ from hilbert.executor.codegen.loops import (
 #: off at blocks of 256 to 4096, NumPy's own 2.1; the time of a 10⁶-entry sum the same from
 #: 256 to 4096, and a block's push is a few instructions.
 BLOCK = 1024
-#: Levels of the binary counter of pushed block sums (executor/numba/pairwise.py keeps the
-#: stack a column sum pushes onto with as many): room for 2⁶⁴ pushed sums.
+#: Levels of the binary counter of pushed block sums (the room generated code asks
+#: `K.partials` for, executor/numba/pairwise.py): room for 2⁶⁴ pushed sums.
 LEVELS = 64
 
 
