@@ -1,4 +1,5 @@
-"""The public API: load, open and compile .hb modules; call their functions from Python."""
+"""The public API's hilbert.Function: a compiled .hb function called from Python, with its
+programs per signature, plans and builds (hilbert/module.py loads the modules that hold them)."""
 
 from __future__ import annotations
 
