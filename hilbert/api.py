@@ -25,7 +25,7 @@ from hilbert.grammar.errors import (
 
 from .arguments import _dtype_of, bind_arguments
 from .autodiff import Products
-from .progress import compiling
+from .carried import ModuleSource, compiled_from, module_source
 from .results import to_python
 
 #: How many argument signatures (shape tuples) a function keeps a program for, per executor
@@ -94,6 +94,12 @@ class Function(Products):
         check_options(executor or self.executor, options, self.entry.definition.span)
         return Function(self.entry, self.module, executor or self.executor,
                         optimize or self.optimize, self._programs, options)
+
+    def __reduce__(self):
+        """Pickled as its module's source, its name, executor, optimiser and options; compiled
+        again where it is unpickled (compiled code is never pickled)."""
+        return (function_from, (module_source(self.module), self.entry.name, self.executor,
+                                self.optimize, self.options))
 
     def _docstring(self) -> str:
         d = self.entry.definition
@@ -230,6 +236,8 @@ class Function(Products):
     def _building(self, step, program, shapes) -> None:
         """`step(program, label, progress)` (a build, shown as hilbert.progress.compiling
         shows it), its errors coded."""
+        from .progress import compiling  # (tqdm, imported when a build is waited for)
+
         self._coded(lambda: step(program, f"{self.entry.name} for {_sizes(shapes)}", compiling),
                     shapes, "building")
 
@@ -278,6 +286,14 @@ class Function(Products):
 
     def _call_note(self, values) -> str:
         return self._shape_note(tuple(v.shape for v in values)).replace("specialising", "running")
+
+
+def function_from(source: ModuleSource, name: str, executor: str = "numba",
+                  optimize: str = "auto", options: dict | None = None) -> Function:
+    """Definition `name` of the module compiled from `source`, as a Function with these
+    settings (what an unpickled hilbert.Function is)."""
+    compiled = compiled_from(source)
+    return Function(compiled.entries[name], compiled, executor, optimize, options=options)
 
 
 #: Every executor takes these options (`using` keeps them when it changes the executor).

@@ -15,7 +15,7 @@ from hilbert.grammar.errors import ArgumentError, HilbertError, MissingNameError
 from hilbert.grammar.syntax import Open
 
 from .api import Function, _nowhere, maths_options
-from .models import ModuleSource, compiled_from, model_class, module_source
+from .carried import ModuleSource, compiled_from, module_source
 
 
 def maths(math: str | None, span=None) -> str:
@@ -68,6 +68,8 @@ class Module:
 
     def model(self, name: str) -> Any:
         """The Python class of model `name`, made once per module (so isinstance works)."""
+        from .models import model_class  # (hilbert.models is imported when a model is used)
+
         if name not in self._compiled.models:
             raise self._missing("model", name, self.models)
         if name not in self._models:
