@@ -21,7 +21,6 @@ from hilbert.executor import threads
 from hilbert.executor.numba import built, row_blocks
 from hilbert.executor.numba.builder import BUILDER
 from hilbert.executor.numba.loading import load
-from hilbert.executor.numba.moving import StepBoundary, _Moved
 from hilbert.executor.numba.placement import Placement
 from hilbert.executor.numba.programs import HostProgram, WholeProgram
 from hilbert.executor.numba.regions import CompiledRegion
@@ -199,7 +198,7 @@ def _second_tier(runner: ScopeRunner, plan: Plan, arity: int, blocks: RowBlocks 
     return HostProgram(runner, plan)
 
 
-class TieredProgram(StepBoundary):
+class TieredProgram:
     """A call in two tiers. The first, from the first call, needs nothing compiled: the
     planned program on the host (executor/planned.py), or for a call with loops a walk of it
     on the host that steps each loop in Python. The second: the generated code (one compiled
@@ -312,6 +311,25 @@ class TieredProgram(StepBoundary):
         if when is not None and self.host_calls >= when and not self.queued \
                 and not self._done.is_set():
             self._start()
+
+    def _boundary(self, values, began: float, state: tuple, steps: int) -> None:
+        """At a step boundary of a host call's loop (begun at `began`): the build is queued
+        when due if this call can use it (`_worth_moving`; else it is queued when the call
+        ends, so Numba loading beside the steps does not slow them down); once it is built,
+        the rest of the call runs on the compiled code from `state` when its loop can move
+        (raised as _Moved, with its result)."""
+        if not self.queued and self._worth_moving(began, state, steps):
+            self._start_when_due()
+        fast = self._fast
+        if fast is None or self._resumes is None:
+            return
+        moved = list(values)
+        for component, parameter in self._resumes:
+            moved[parameter] = state[component]
+        value = fast.run(moved)
+        self._host_steps += steps
+        self.moved += 1
+        raise _Moved(value)
 
     def _worth_moving(self, began: float, state: tuple, steps: int) -> bool:
         """Whether this call could move to the compiled code before its loop ends: the loop can
@@ -439,6 +457,14 @@ class TieredProgram(StepBoundary):
         steps = self.host.loop_steps + self._host_steps
         second = self._second
         return steps + (second.loop_steps if second is not None else 0)
+
+
+class _Moved(Exception):  # noqa: N818 (not an error: how a host call hands over its result)
+    """Raised at a step boundary of a host call once the compiled code has finished it."""
+
+    def __init__(self, value) -> None:
+        super().__init__()
+        self.value = value
 
 
 def _fresh(err: BaseException) -> BaseException:
