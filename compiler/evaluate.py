@@ -1,8 +1,8 @@
 """The host runtime's core: IR evaluated on values the process holds, each op by its NumPy
-meaning (compiler/ops/primitives.py), each einsum by a hook the runtime is given. The reference
-executor (loops as Python loops), the numba executor's host tier and host steps, and the
-planner's trip counts all evaluate IR through `Host`; the dask executor keeps a walk of its
-own (its values are lazy, and each is guarded as it is made)."""
+meaning (compiler/ops/primitives.py), each einsum by a hook the runtime is given, loops run
+step by step (compiler/loops.py). The reference executor, the dask executor (its values lazy,
+through `Host`'s hooks), the numba executor's host tier and host steps, and the planner's trip
+counts all evaluate IR through `Host`."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 import opt_einsum
 from hilbert.compiler import dtypes, ir
 from hilbert.compiler.counting import NOTHING, Counting
+from hilbert.compiler.loops import Stepping, run_loop, run_loop_grad
 from hilbert.compiler.ops.einsum_spec import ELLIPSIS, numpy_spec, spelled_out
 from hilbert.compiler.ops.primitives import BY_OP
 
@@ -64,24 +65,31 @@ def einsum_in_one(spec: str, *operands):
     return np.einsum(numpy, *operands)
 
 
-class Host:
+class Host(Stepping):
     """Evaluates IR with a memo per scope, so shared nodes are computed once and only the
-    branch an `if` takes is evaluated: each op by its NumPy meaning, each einsum by `einsum`.
-    Loops are a runtime's own (`loop`, `loop_grad`): this core has none.
+    branch an `if` takes is evaluated: each op by its NumPy meaning (`prim`), each einsum by
+    `einsum`, loops step by step (compiler/loops.py, `loop_steps` counting the steps run).
+
+    A runtime changes what it must through hooks: `_inputs` (what a node needs first),
+    `_value` (how a node's value is made), `prim`, `einsum`, `loop` and `loop_grad`, and
+    Stepping's `settle` and `known` (how a loop's values are made between steps).
 
     Counted values (compiler/counting.py: sizes, positions, counters) are float64 in every
     call: in a call of another dtype, `counting` says which nodes count in each scope, and an
     op whose value is data reads its counted operands converted to the call's dtype (its
-    `counts` operands, positions, as they are). A runtime that enters a loop body evaluates it
-    `within` the body's scope."""
+    `counts` operands, positions, as they are). `scope` is the scope being evaluated (the
+    call's, `()`, or a loop body's path); a loop body is evaluated `within` its scope."""
 
     def __init__(self, einsum: Einsum = numpy_einsum, dtype: str = "float64",
-                 counting: Counting = NOTHING):
+                 counting: Counting = NOTHING, scope: tuple = ()):
         self.einsum = einsum
         self.dtype = dtype  # a constant is a number of its real dtype (dtypes.constant)
         self.counting = counting
-        self.counted = counting.at(None)  # the counted nodes of the scope being evaluated
-        self.meets = counting.meeting(None)  # its nodes of data that read counted ones
+        self.loop_steps = 0  # loop iterations run so far (an instrument for tests and plans)
+        self.scope = scope
+        owner = scope[-1] if scope else None
+        self.counted = counting.at(owner)  # the counted nodes of the scope being evaluated
+        self.meets = counting.meeting(owner)  # its nodes of data that read counted ones
         # (in a float64 or complex128 call a counted value is already of the data's type)
         self.narrow = dtypes.real(dtype) != "float64"
         self.data = np.dtype(dtypes.real(dtype)).type
@@ -92,18 +100,16 @@ class Host:
 
     def within(self, owner, evaluate: Callable) -> Callable:
         """`evaluate(node, memo, leaves)` run in the scope `owner` owns (a Loop's body, a
-        LoopGrad's vjp terms), with that scope's counted nodes."""
-        if not self.narrow:
-            return evaluate
-        counted, meets = self.counting.at(owner), self.counting.meeting(owner)
+        LoopGrad's vjp terms) inside the scope being evaluated, with its counted nodes."""
+        entered = (self.scope + (owner,), self.counting.at(owner), self.counting.meeting(owner))
 
         def run(node: ir.Node, memo: dict, leaves: tuple):
-            saved = self.counted, self.meets
-            self.counted, self.meets = counted, meets
+            saved = self.scope, self.counted, self.meets
+            self.scope, self.counted, self.meets = entered
             try:
                 return evaluate(node, memo, leaves)
             finally:
-                self.counted, self.meets = saved
+                self.scope, self.counted, self.meets = saved
         return run
 
     def _inputs(self, node: ir.Node, memo: dict) -> tuple[ir.Node, ...]:
@@ -192,10 +198,18 @@ class Host:
         return meaning(node, args)
 
     def loop(self, loop: ir.Loop, state: tuple, memo: dict):
-        raise AssertionError(f"this runtime runs no loops ({loop.name})")
+        """The final state of `loop` from `state`, run step by step, its body `within` it."""
+        final, steps = run_loop(loop, state, self.within(loop, self.eval), stepping=self)
+        self.loop_steps += steps
+        return final
 
     def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
-        raise AssertionError("this runtime runs no loops backwards")
+        """The adjoints of a loop run backwards: forward from `init` with a tape, then every
+        step's vjp terms in reverse from `seeds`."""
+        adjoints, steps = run_loop_grad(node, init, seeds, self.within(node.loop, self.eval),
+                                        self.within(node, self.eval), stepping=self)
+        self.loop_steps += steps
+        return adjoints
 
 
 def as_counted(value):

@@ -18,7 +18,6 @@ from hilbert.compiler import ir
 from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.primitives import BY_OP, having
 
-_ENTRYWISE = having("entrywise")
 _SHAPES_ONLY = having("shapes_only")
 
 
@@ -72,24 +71,13 @@ def role(node: ir.Node, shapes: dict) -> str:
             return "contraction"
         case ir.Tuple():
             return "tuple"
-        case ir.Prim(op=op):
-            kind = BY_OP[op].kind
-            if kind == "size":
-                return "size"
-            if kind in ("index", "slice"):
-                return "view"
-            if kind == "onehot":
-                return "onehot"
-            if kind == "random":
-                return "random"
-            if kind == "reduce":
-                return "tail"
-            if is_generator(node, shapes):
+        case ir.Prim(op=op) if BY_OP[op].role is not None:
+            if is_generator(node, shapes):  # (x ^ 0 is a member's op, positions one itself)
                 return "generator"
-            if op in _ENTRYWISE:
+            given = BY_OP[op].role  # (the op table's: executor/codegen writes each)
+            if given == "member":  # a scalar one (a read of a vector, say) is one statement
                 return "member" if shapes[node] else "scalar"
-            if kind in ("shift", "take"):  # a scalar read (of a vector) is one statement
-                return "member" if shapes[node] else "scalar"
+            return given
     raise AssertionError(f"no compiled role for {node!r}")
 
 
@@ -114,7 +102,7 @@ def reads(node: ir.Node, shapes: dict) -> list[tuple[ir.Node, bool]]:
     match node:
         case ir.Prim(op="shift" | "take"):
             return [(node.args[0], False)]
-        case ir.Prim(op=op) if BY_OP[op].kind == "reduce":
+        case ir.Prim(op=op) if BY_OP[op].role == "tail":
             return [(node.args[0], True)]
         case ir.Prim():
             return [(a, True) for a in node.args if shapes[a]]

@@ -247,10 +247,11 @@ class Function(Products):
         the numba executor the next call of those shapes (and dtype) runs compiled code at
         once, whatever HILBERT_COMPILE says; other executors compile nothing. Values give
         only their shapes and dtype: the program built is the one calls run, planned without
-        values (so trip counts it cannot know from shapes are not in its plan).
+        values (so trip counts it cannot know from shapes are not in its plan). The plan is
+        the one `plan` gives (its schedule is what the build ran).
 
-        >>> f.build((64, 32), (32, 128)).notes[-1]       # doctest: +SKIP
-        'numba: the generated code is built: calls run on it'
+        >>> f.build((64, 32), (32, 128)).schedule.regions[0].compiled       # doctest: +SKIP
+        True
         """
         shapes, values = _shapes_or_values(self.entry, args, kwargs, self.dtype)
         program = self._program(shapes, _dtype_of(values, self.dtype))  # (the calls' own)

@@ -86,7 +86,7 @@ class HilbertOutputLexer(RegexLexer):
             (r"^(\S[^\n]*?:\d+:\d+)(: )(error|warning)(\[[EW]\d{3}\])(: )([^\n]*\n?)",
              bygroups(Name.Label, Text, Generic.Error, Generic.Strong, Text, Generic.Emph),
              "diagnostic"),
-            (r"^(plan of|einsum \d+|loops|fused entrywise groups:|generated code for|total|step|loop)\b",
+            (r"^(plan of|einsum \d+|loops|generated code for|total|step|loop)\b",
              Generic.Heading),
             (r"^(\s+)(executor|numba:|reference:)", bygroups(Whitespace, Keyword)),
             (r'"[^"\n]*"', String),

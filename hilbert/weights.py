@@ -10,12 +10,13 @@ import zlib
 import numpy as np
 
 from hilbert.compiler import ir
+from hilbert.compiler.evaluate import Host
 from hilbert.compiler.models import CompiledModel, WeightDecl
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.compiler.passes.shapes import describe_shape, infer_shapes
 from hilbert.compiler.plan import memory_limit
 from hilbert.compiler.plan.text import human_bytes
-from hilbert.executor.reference import Reference
+from hilbert.executor.numerics import quietly
 from hilbert.grammar.errors import ModelError
 
 #: The dtypes a model's weights may have (its train blocks take derivatives: real numbers).
@@ -70,7 +71,7 @@ def _initial(model: CompiledModel, w: WeightDecl, shape: tuple[int, ...],
     body = ir.transform(w.init, give_shape)
     infer_shapes(body, tuple(a.shape for a in arguments))
     wide = tuple(np.asarray(a, dtype=np.float64) for a in arguments)
-    value = np.asarray(_Drawing(w.name).run(body, wide), dtype=np.float64)
+    value = np.asarray(quietly(_Drawing(w.name).eval, body, {}, wide), dtype=np.float64)
     if value.ndim == 0:
         return np.full(shape, float(value), dtype=dtype)
     _check_shape(model, w, shape, value.shape, "from its initialiser")
@@ -100,10 +101,10 @@ def _check_shape(model: CompiledModel, w: WeightDecl, shape, found: tuple[int, .
                          f"{describe_shape(tuple(found))}", w.span)
 
 
-class _Drawing(Reference):
-    """The reference interpreter with draws: `gaussian(s)` and `uniform(s)` in the initialiser
-    of weight `name` are NumPy's `default_rng([s, crc32(name)])`'s standard_normal and random
-    at the weight's shape. The same seed gives the same weights in every process; two weights
+class _Drawing(Host):
+    """The host runtime (compiler/evaluate.py, as the reference executor runs it) with draws:
+    `gaussian(s)` and `uniform(s)` in the initialiser of weight `name` are NumPy's
+    `default_rng([s, crc32(name)])`'s standard_normal and random at the weight's shape. The same seed gives the same weights in every process; two weights
     drawn from one seed get different draws."""
 
     def __init__(self, name: str):

@@ -223,7 +223,7 @@ def test_an_if_chain_deeper_than_one_function_holds_compiles():
         x = np.full(3, total / 3)
         chosen = next((i for i in range(depth, 0, -1) if x.sum() > i), None)
         np.testing.assert_allclose(f(x), x * chosen if chosen else x)
-    assert any("nests ifs" in note for note in f.plan((3,)).notes)
+    assert any("nests ifs" in note for note in f.plan((3,)).all_notes)
 
 
 def test_loops_nested_deeper_than_one_function_holds_compile():
@@ -236,7 +236,7 @@ def test_loops_nested_deeper_than_one_function_holds_compile():
         for _ in range(2):
             want = want * 0.5 + 1
     np.testing.assert_allclose(f(np.array([3.0, -1.0])), want)
-    assert any("nests loops" in note for note in f.plan((2,)).notes)
+    assert any("nests loops" in note for note in f.plan((2,)).all_notes)
 
 
 # ---------------------------------------------------------------- 16 and E900: failed builds

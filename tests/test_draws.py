@@ -174,7 +174,7 @@ def test_compiled_code_draws_the_hosts_bits(dtype):
                        ("g", draws.gaussian(5, 2, x.shape, dtype))):
         function = getattr(module, name)
         plan = function.build(5, 2, x)
-        assert any("draw" == unit.kind for region in plan.schedule for unit in region.units)
+        assert any("draw" == unit.kind for region in plan.schedule.regions for unit in region.units)
         got = function(5, 2, x)
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, want)

@@ -52,12 +52,11 @@ MAX_FUNCTION_LINES = 60
 # module", circles by their modules.
 SIZE_EXCEPTIONS = {
     # the emitter is being changed for the typed loop IR (issue 48 item 1)
-    "executor/codegen/emitter.py:Emitter": "272 lines",
-    # dask's walk becomes the host runtime's with hooks (issue 49 item 3)
-    "executor/dask/graph.py:DaskGraph": "253 lines",
+    "executor/codegen/emitter.py:Emitter": "279 lines",
 }
 IMPORT_EXCEPTIONS = {
-    # dask's `call` binds lazy arguments with the API's binding and results (issue 49 item 3)
+    # dask's `call` binds lazy arguments with the API's binding and results (issue 49 item 3's
+    # dask executor, which keeps dask arrays lazy through a call)
     "hilbert.executor.dask.executor imports hilbert.arguments",
     "hilbert.executor.dask.executor imports hilbert.results",
 }

@@ -752,7 +752,7 @@ def test_a_member_gives_its_plan_for_a_call_on_the_model(Perceptron):
 def test_a_built_member_plan_gives_the_size_of_its_generated_code(Perceptron):
     net = Perceptron(2, 4, seed=1)
     plan = net.loss.build(XOR_X, XOR_Y)
-    [region] = plan.schedule
+    [region] = plan.schedule.regions
     assert region.compiled and region.lines > 10
     assert f"(compiled, {region.lines} lines)" in str(plan)
     assert net.loss(XOR_X, XOR_Y) == pytest.approx(numpy_loss(XOR_X, XOR_Y, net.first,

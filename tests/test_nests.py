@@ -348,7 +348,7 @@ I0, I1, A0, B1, B2 = Var("i0"), Var("i1"), Var("a0"), Var("b1"), Var("b2")
 def test_merged_nests_keep_their_order_within_each_row():
     body = [
         _alloc("b1", "n1"),
-        For("i0", Var("n1"), [Store(Sub(B1, (I0,)), Sub(A0, (I0, Num("0"))))], kernels=(1,)),
+        For("i0", Var("n1"), [Store(Sub(B1, (I0,)), Sub(A0, (I0, Num("0", "int64"))))], kernels=(1,)),
         _alloc("b2", "n1", "n2"),
         For("i0", Var("n1"), [For("i1", Var("n2"), [
             Store(Sub(B2, (I0, I1)), fmt("{} - {}", Sub(A0, (I0, I1)), Sub(B1, (I0,))))])],

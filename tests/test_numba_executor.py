@@ -303,7 +303,7 @@ def test_a_loop_runs_inside_one_compiled_call(loops):
     assert program.region.generated.compiled
     assert len(program.region.generated.loops) == 2
     assert program.loop_steps - before == 3 + 3 * 2
-    assert any("compiled whole" in note for note in program.plan.notes)
+    assert any("compiled whole" in note for note in program.plan.all_notes)
 
 
 def test_loop_results_do_not_alias_the_inputs(loops):
@@ -483,7 +483,7 @@ def test_forced_host_ops_fall_back_per_node(monkeypatch):
     args = arguments("recurrent")
     assert_agree(nets.recurrent(*args), ref.recurrent(*args))
     program = nets.recurrent.program(tuple(np.shape(a) for a in args))
-    notes = "\n".join(program.plan.notes)
+    notes = "\n".join(program.plan.all_notes)
     assert "host: loop stateLoop" in notes and "tanh" in notes and "HILBERT_NUMBA_HOST" in notes
     assert "compiled:" in notes  # the rest of the loop body still compiles
     assert program.loop_steps == args[0].shape[1]

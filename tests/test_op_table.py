@@ -1,39 +1,182 @@
-"""The op table (compiler/ops/primitives.py) is complete: every op that reaches an executor has
-its shape rule, NumPy meaning and a way onto dask arrays; every entrywise op has its code in
-generated loops; the sets passes use are the traits' (and what they always were)."""
+"""The op table (compiler/ops/primitives.py) is complete and closed: every row that reaches an
+executor has every column an executor reads (shape and axes rules, derivative and tangent
+rules, its NumPy, dask and JAX meanings, its role in compiled code and, for a reduction
+compiled there, how it combines and starts), checked without the optional packages (JAX's
+meanings by name); and the sets passes use are the traits', each derived here from what the
+rows say or do rather than listed."""
 
-from hilbert.compiler.ops.primitives import BY_OP, TRAITS, having
+import ast
+import math
+from pathlib import Path
 
-#: Ops that never reach an executor: draws are run by a model's initialiser, arg-extremes are
-#: written as other ops by the resolver.
-NEVER_RUN = {"gaussian", "uniform", "argmax", "argmin", "bernoulli"}
+import numpy as np
+import pytest
+from hilbert.compiler import ir
+from hilbert.compiler.ops.primitives import BY_OP, FROM_FUNCTION, ROLES, TRAITS, having
+from hilbert.grammar.errors import CheckError
+from hilbert.grammar.source import Source, Span
+
+#: The families that never reach an executor: arg-extremes and bernoulli are written as other
+#: ops by the resolver, seeded draws run in a model's initialiser.
+NEVER_RUN_KINDS = {"argreduce", "rewritten", "draw"}
+RUN = {op: row for op, row in BY_OP.items() if row.kind not in NEVER_RUN_KINDS}
+JAX_MEANINGS = Path(__file__).parents[1] / "executor" / "jax" / "meanings.py"
+SPAN = Span(Source("<op table>", "x"), 1, 1, 1, 2)
 
 
-def test_every_op_an_executor_meets_has_a_shape_rule_and_both_meanings():
-    for op, row in BY_OP.items():
-        if op in NEVER_RUN:
-            continue
-        assert row.shape is not None, op
-        assert row.meaning is not None, op
-        assert row.dask is not None or "lazy" in row.traits, op
-        assert row.traits <= TRAITS, op
+def _top_level_names(path: Path) -> set[str]:
+    """The functions and values a module defines at its top level, read without importing it
+    (so without its packages)."""
+    names = set()
+    for statement in ast.parse(path.read_text()).body:
+        if isinstance(statement, ast.FunctionDef):
+            names.add(statement.name)
+        elif isinstance(statement, ast.Assign):
+            names.update(t.id for t in statement.targets if isinstance(t, ast.Name))
+    return names
 
 
-def test_every_entrywise_op_has_code_and_every_op_with_code_is_entrywise():
+def test_the_rows_that_never_run_are_the_rows_without_a_meaning():
+    assert {op for op, row in BY_OP.items() if row.meaning is None} == (
+        set(BY_OP) - set(RUN))
+    assert {"argmax", "argmin", "gaussian", "uniform", "bernoulli"} <= set(BY_OP) - set(RUN)
+
+
+@pytest.mark.parametrize("op", sorted(RUN))
+def test_every_row_an_executor_meets_has_every_column(op):
+    row = BY_OP[op]
+    assert row.traits <= TRAITS
+    assert row.shape is not None and row.axes is not None
+    assert row.derivative is not None and row.tangent is not None
+    assert row.meaning is not None  # (the NumPy meaning: reference executor, host tier)
+    assert row.dask is not None or "lazy" in row.traits
+    assert row.jax is not None
+    assert (row.role is not None) == ("compiled" in row.traits)
+    assert row.role is None or row.role in ROLES
+
+
+@pytest.mark.parametrize("op", sorted(op for op, row in RUN.items() if row.jax))
+def test_every_jax_meaning_is_named_where_it_is(op):
+    """A `jnp.…`/`lax.…` name is the JAX twin of the row's NumPy function (its family makes
+    the meaning); a bare name is a meaning executor/jax/meanings.py defines. Read without
+    importing JAX; with JAX, tests/test_jax_executor.py resolves every name."""
+    row = BY_OP[op]
+    library, _, name = row.jax.rpartition(".")
+    if library:
+        assert library in ("jnp", "lax") and name.isidentifier()
+        assert row.kind in FROM_FUNCTION and row.numpy is not None
+    else:
+        assert name in _top_level_names(JAX_MEANINGS)
+
+
+def test_every_jax_name_resolves_where_jax_is_installed():
+    jnp = pytest.importorskip("jax.numpy")
+    from jax import lax
+
+    for op, row in RUN.items():
+        library, _, name = row.jax.rpartition(".")
+        if library:
+            assert callable(getattr({"jnp": jnp, "lax": lax}[library], name)), op
+
+
+@pytest.mark.parametrize("op", sorted(op for op, row in BY_OP.items() if row.role == "tail"))
+def test_every_compiled_reduction_says_how_it_combines_and_starts(op):
+    """A tail folds each entry into its accumulator with an entrywise op that has code, from
+    a start that op leaves every entry as it is (NumPy's reduction of one entry is itself)."""
+    row = BY_OP[op]
+    assert row.combine in having("entrywise") and BY_OP[row.combine].code is not None
+    assert isinstance(row.start, float)
+    entries = np.array([-2.5, 0.0, 3.0, np.inf, -np.inf])
+    combined = BY_OP[row.combine].numpy(np.float64(row.start), entries)
+    np.testing.assert_array_equal(combined, entries)
+    np.testing.assert_array_equal(row.meaning(_node(op, 0), [entries[None, :]]), entries)
+
+
+@pytest.mark.parametrize("op", sorted(op for op, row in BY_OP.items() if row.empty is not None))
+def test_a_reduction_with_a_value_over_nothing_is_numpys_there(op):
+    """Its NumPy meaning over an empty axis is that value, which compiled loops start from."""
+    row = BY_OP[op]
+    assert row.role == "tail" and row.start == row.empty
+    np.testing.assert_array_equal(row.meaning(_node(op, 0), [np.zeros((0, 3))]),
+                                  np.full(3, row.empty))
+    assert row.shape(_node(op, 0), [(0, 3)], {}) == (3,)
+
+
+def test_a_reduction_without_one_refuses_an_empty_axis():
+    for op, row in RUN.items():
+        if row.role == "tail" and row.empty is None:
+            with pytest.raises(CheckError) as caught:
+                row.shape(_node(op, 0), [(0, 3)], {})
+            assert caught.value.code == "E317"
+
+
+def test_only_compiled_reductions_say_how_they_combine():
+    assert {op for op, row in BY_OP.items() if row.combine is not None} == {
+        op for op, row in BY_OP.items() if row.role == "tail"}
+
+
+@pytest.mark.parametrize("op", sorted(op for op, row in RUN.items() if row.role == "tail"
+                                      or row.kind == "positions"))
+def test_axes_rules_agree_with_shape_rules(op):
+    """The axes rule code generation reads gives the shape the shape rule gives."""
+    row = BY_OP[op]
+    node = _node(op, 1)
+    assert row.axes(((2, 3, 4),), (1,)) == row.shape(node, [(2, 3, 4)], {})
+
+
+def test_every_op_with_code_is_compiled_as_a_member_and_entrywise():
     assert {op for op, row in BY_OP.items() if row.code is not None} == having("entrywise")
+    assert all(BY_OP[op].role == "member" for op in having("entrywise"))
 
 
-def test_the_derived_sets_are_the_ones_the_passes_were_written_with():
-    entrywise = {"exp", "ln", "sqrt", "tanh", "sin", "cos", "tan", "abs", "conj", "re", "im",
-                 "floor", "erf", "max",
-                 "min", "add", "sub", "mul", "div", "pow", "neg", "eq", "ne", "lt", "gt", "le",
-                 "ge", "mod", "floordiv"}
-    assert having("entrywise") == entrywise
-    assert having("shapes_only") == {"rows", "columns", "positions"}
-    assert having("static") == {"rows", "columns", "floor", "max", "min", "add", "sub", "mul",
-                                "div", "pow", "neg", "mod", "floordiv"}
-    assert having("compiled") == entrywise | {"maximum", "minimum", "sumalong", "rows",
-                                              "columns", "positions", "oneHot", "shift",
-                                              "take", "index", "slice", "keyeduniform",
-                                              "keyedgaussian", "permutation"}
-    assert having("movable") >= entrywise | {"maximum", "minimum", "concat", "shift", "take"}
+def _node(op: str, axis: int) -> ir.Prim:
+    return ir.Prim(op, (ir.Param(0, "x", SPAN),), (axis,), SPAN)
+
+
+# ---------------------------------------------------------------- the derived sets
+
+def test_compiled_ops_are_the_ones_with_a_role():
+    assert having("compiled") == {op for op, row in BY_OP.items() if row.role is not None}
+
+
+def test_entrywise_ops_compute_each_entry_from_the_same_entries():
+    """An entrywise op's meaning on arrays is its meaning on each entry; an op along an axis,
+    or without a NumPy function, is not one."""
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(0.5, 2.0, (2, 3)), rng.uniform(0.5, 2.0, (2, 3))
+    for op, row in RUN.items():
+        if row.numpy is None or row.attrs:  # (an op along an axis reads the axis)
+            assert op not in having("entrywise"), op
+            continue
+        node = ir.Prim(op, (), (), SPAN)
+        args = [a, b][:row.arity]
+        whole = np.asarray(row.meaning(node, args))
+        each = np.array([[row.meaning(node, [x[i, j] for x in args]) for j in range(3)]
+                         for i in range(2)])
+        assert op in having("entrywise"), op
+        np.testing.assert_array_equal(whole, each, err_msg=op)
+
+
+def test_shapes_only_ops_read_no_values():
+    """Their meaning is the same whatever x holds; an op whose result has x's values in it
+    is not one."""
+    for op in having("shapes_only"):
+        row = BY_OP[op]
+        node = _node(op, 1)
+        same = [row.meaning(node, [np.full((2, 3), v)]) for v in (np.nan, 1.0, -math.inf)]
+        assert all(np.array_equal(same[0], s) for s in same[1:]), op
+    assert having("shapes_only") == {op for op, row in BY_OP.items()
+                                     if row.role in ("size", "generator")}
+
+
+def test_static_ops_are_arithmetic_on_numbers_or_sizes():
+    assert having("static") <= having("entrywise") | {
+        op for op, row in BY_OP.items() if row.role == "size"}
+    assert having("static") >= {op for op, row in BY_OP.items() if row.role == "size"}
+    assert not having("static") & {op for op, row in BY_OP.items() if row.kind == "compare"}
+
+
+def test_entrywise_and_compiled_reductions_are_movable():
+    assert having("movable") >= having("entrywise") | {
+        op for op, row in BY_OP.items() if row.role == "tail"}
+    assert not having("movable") & {op for op, row in BY_OP.items() if row.kind == "random"}

@@ -141,7 +141,7 @@ def test_blocks_give_the_unsplit_result(count, monkeypatch, rng):
     counting = blocks.region = _Counting(blocks.region)
     got = split.rnn(t, x, weights, h)
     assert sorted(counting.rows) == sorted(np.diff(row_blocks.bounds(b, count)).tolist())
-    assert f"{count} blocks of rows" in "\n".join(program.plan.notes)
+    assert f"{count} blocks of rows" in "\n".join(program.plan.all_notes)
     # row by row the same code on the same rows: the same numbers to the bit
     np.testing.assert_array_equal(got, whole)
     np.testing.assert_allclose(got, rnn_numpy(t, x, weights, h), rtol=1e-12, atol=1e-14)

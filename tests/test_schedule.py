@@ -1,6 +1,7 @@
-"""The plan says what runs (compiler/plan/schedule.py): once a function's code is generated, its
-plan lists the units the code runs (fused nests, contraction steps, loops), which nests run as
-one loop over rows and which on threads, and the code follows the plan's contraction paths. The
+"""The plan says what runs (compiler/plan/schedule.py): a function's plan lists the units its
+generated code runs (fused nests, contraction steps, loops; the same before a build as after:
+test_plan_before_build.py), which nests run as one loop over rows and which on threads, and
+the code follows the plan's contraction paths. The
 schedule is decided (executor/codegen/scheduler.py) before code is written, and written once.
 Each is checked against the generated source itself, or against a figure written here."""
 
@@ -30,7 +31,7 @@ def test_layer_norm_plan_says_five_nests_run_as_one_loop_over_rows():
     f = hilbert.compile_source(NORMED).function("normed")
     a = np.random.default_rng(1).normal(size=(64, 48))
     plan = f.build(a)
-    (region,) = plan.schedule
+    (region,) = plan.schedule.regions
     assert region.what == "the whole call" and region.compiled
     assert [u.kind for u in region.units] == ["nest"] * 5
     assert {u.rows for u in region.units} == {1}
@@ -52,7 +53,7 @@ def test_the_schedule_counts_the_loops_the_code_opens(text, name, shapes):
     per row loop of the schedule and one per nest that runs alone."""
     f = hilbert.compile_source(text).function(name)
     args = [np.random.default_rng(2).normal(size=s) for s in shapes]
-    (region,) = f.build(*args).schedule
+    (region,) = f.build(*args).schedule.regions
     nests = [u for u in region.units if u.kind == "nest"]
     outer = len({u.rows for u in nests if u.rows}) + sum(1 for u in nests if not u.rows)
     source = _source(f, *args)
@@ -76,7 +77,7 @@ def test_contractions_follow_the_plans_paths(monkeypatch):
     plan = f.build(*args)
     np.testing.assert_allclose(f(*args), np.einsum(spec, *args, optimize=True), rtol=1e-12,
                                atol=1e-12)
-    (region,) = plan.schedule
+    (region,) = plan.schedule.regions
     assert [u.kind for u in region.units] == ["product"] * 4
 
 

@@ -116,7 +116,7 @@ def test_the_nest_loops_over_merged_letters():
     spec = "n,hlmnopq->hlmopq"
     f = _contract(spec)
     args = _operands(spec, sizes)
-    (region,) = f.build(*args).schedule
+    (region,) = f.build(*args).schedule.regions
     assert [u.kind for u in region.units] == ["loops"]
     program = f.program(tuple(a.shape for a in args))
     assert program.region.generated.compiled

@@ -1,9 +1,13 @@
 """The op table: one row per primitive of LANGUAGE.md §5, operator and internal op, holding
 everything the compiler and the executors know of it: its arity and axis arguments, its shape
-rule (compiler/ops/shape_rules.py), its derivative rule (compiler/ops/derivative_rules.py), its NumPy
-meaning and dask meaning (compiler/ops/meanings.py), its code in generated loops, and its traits.
-Every set of ops a pass needs is derived from the traits here (`having`); a new primitive is
-one row (docs/architecture.md, "The op table")."""
+rule (compiler/ops/shape_rules.py) and axes rule (compiler/ops/axes.py), its derivative rule
+(compiler/ops/derivative_rules.py) and tangent rule (compiler/ops/tangent_rules.py), its NumPy
+meaning and dask meaning (compiler/ops/meanings.py), its JAX meaning's name
+(executor/jax/meanings.py), its code in generated loops, its role there (executor/fusion.py)
+and, for a reduction, how compiled loops combine it and start it, and its traits. Every set of
+ops a pass needs is derived from the traits here (`having`); a new primitive is one row
+(docs/architecture.md, "The op table"), and tests/test_op_table.py checks every column of
+every row."""
 
 from __future__ import annotations
 
@@ -12,10 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from hilbert.compiler.ops import axes as ax
 from hilbert.compiler.ops import derivative_rules as d
 from hilbert.compiler.ops import draws, lowering
 from hilbert.compiler.ops import meanings as m
 from hilbert.compiler.ops import shape_rules as sh
+from hilbert.compiler.ops import tangent_rules as t
 from hilbert.compiler.ops.derivative_rules import c, p
 
 #: The traits an op may have:
@@ -26,6 +32,11 @@ from hilbert.compiler.ops.derivative_rules import c, p
 #: static - known from shapes when its arguments are (slice bounds, class counts);
 #: lazy - its NumPy meaning works on dask arrays as it is (no `dask` meaning needed).
 TRAITS = frozenset({"entrywise", "movable", "shapes_only", "compiled", "static", "lazy"})
+#: What compiled code makes of an op (executor/fusion.py's role): `member`, a value computed
+#: at each index of a loop nest (a scalar statement where it has no axes); `tail`, a reduction
+#: folded into the nest that computes its argument; `generator`, a value of its index alone,
+#: inlined where read; `size`, `view` (x[t], x[a:b]), `onehot` and `random` their own code.
+ROLES = frozenset({"member", "tail", "generator", "size", "view", "onehot", "random"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +44,11 @@ class Primitive:
     """One row of the table. `kind` names the family the row's defaults come from (_KINDS);
     `code` is the row's expression in compiled loops (`{}` for each argument), `host_code` the
     same in uncompiled generated code where it differs, `fast_code` in compiled loops under
-    math="fast" where it differs (within 4 ulp of NumPy, for less work)."""
+    math="fast" where it differs (within 4 ulp of NumPy, for less work). A reduction compiled
+    as a `tail` folds each entry into its accumulator with the entrywise op `combine`, from
+    `start`. `jax` names the row's JAX meaning: `jnp.…` or `lax.…`, the twin of its NumPy
+    function, made a meaning as its family makes the NumPy one; a bare name, a meaning of
+    executor/jax/meanings.py (resolved when the JAX executor is imported)."""
 
     name: str
     arity: int
@@ -45,8 +60,15 @@ class Primitive:
     attrs: int = 0  # how many attributes its IR nodes carry (an axis, a shift's offsets…)
     shape: Callable | None = None
     derivative: d.Rule | None = None  # None: never differentiated (refused before)
+    tangent: t.TangentRule | None = None  # the forward rule (Jacobian-vector products)
     meaning: m.Meaning | None = None
     dask: m.LazyMeaning | None = None  # on dask arrays, where the NumPy meaning is not lazy
+    jax: str | None = None
+    role: str | None = None  # in compiled code (one of ROLES; None: not compiled)
+    axes: ax.AxesRule = ax.first_shaped
+    combine: str | None = None
+    start: float | None = None
+    empty: float | None = None  # a reduction's value over nothing (None: undefined, E317)
     code: str | None = None
     host_code: str | None = None
     fast_code: str | None = None
@@ -65,39 +87,77 @@ def _along(node, args: list, shapes: dict):
     return args[0]
 
 
-#: Each family's defaults: traits, shape rule, and meaning made from the row's NumPy function.
-_KINDS: dict[str, tuple[frozenset[str], Callable | None, Callable[[Callable], m.Meaning] | None]] = {
-    "unary": (frozenset({"entrywise", "movable", "compiled", "lazy"}), sh.same, m.entrywise),
-    "binary": (frozenset({"entrywise", "movable", "compiled", "lazy"}), sh.pair, m.entrywise),
-    "compare": (frozenset({"entrywise", "movable", "compiled", "lazy"}), sh.pair, m.compared),
-    "reduce": (frozenset({"movable", "compiled", "lazy"}), sh.reduce, m.reduced),
-    "scan": (frozenset({"movable", "lazy"}), _along, m.reduced),
-    "argreduce": (frozenset({"movable"}), None, None),
-    "size": (frozenset({"movable", "shapes_only", "compiled", "lazy"}), sh.size, None),
-    "positions": (frozenset({"movable", "shapes_only", "compiled", "lazy"}), sh.positions, None),
-    "onehot": (frozenset({"compiled"}), sh.onehot, None),
-    "concat": (frozenset({"movable"}), sh.concat, None),
-    "draw": (frozenset(), sh.draw, None),
+@dataclass(frozen=True, slots=True)
+class _Family:
+    """A family's defaults: traits, shape rule, the meaning made from a row's NumPy function,
+    the tangent rule made from its derivative rule, and its role and axes in compiled code."""
+
+    traits: frozenset[str] = frozenset()
+    shape: Callable | None = None
+    meaning: Callable[[Callable], m.Meaning] | None = None
+    tangent: Callable[[d.Rule], t.TangentRule] | None = None
+    role: str | None = None
+    axes: ax.AxesRule = ax.first_shaped
+
+
+_ENTRYWISE = frozenset({"entrywise", "movable", "compiled", "lazy"})
+_MEASURED = frozenset({"movable", "shapes_only", "compiled", "lazy"})
+
+
+def _always(rule: t.TangentRule) -> Callable[[d.Rule], t.TangentRule]:
+    return lambda derivative: rule
+
+
+#: Each family's defaults, by kind (a row of a kind not here takes _Family()'s).
+_KINDS: dict[str, _Family] = {
+    "unary": _Family(_ENTRYWISE, sh.same, m.entrywise, t.entrywise, "member"),
+    "binary": _Family(_ENTRYWISE, sh.pair, m.entrywise, t.entrywise, "member"),
+    "compare": _Family(_ENTRYWISE, sh.pair, m.compared, _always(t.flat), "member"),
+    "reduce": _Family(frozenset({"movable", "compiled", "lazy"}), sh.reduce, m.reduced,
+                      t.through_adjoint, "tail", ax.without_axis),
+    "scan": _Family(frozenset({"movable", "lazy"}), _along, m.reduced),
+    "argreduce": _Family(frozenset({"movable"}), tangent=_always(t.flat)),
+    "size": _Family(_MEASURED, sh.size, tangent=_always(t.flat), role="size", axes=ax.no_axes),
+    "positions": _Family(_MEASURED, sh.positions, tangent=_always(t.flat), role="generator",
+                         axes=ax.axis_alone),
+    "onehot": _Family(frozenset({"compiled"}), sh.onehot, tangent=_always(t.flat),
+                      role="onehot"),
+    "concat": _Family(frozenset({"movable"}), sh.concat, tangent=_always(t.joined)),
+    "draw": _Family(frozenset(), sh.draw, tangent=_always(t.flat)),
     # (not movable: a bad key raises E512, so a draw stays in the loop that makes it)
-    "random": (frozenset({"compiled"}), sh.keyed, None),
-    "shift": (frozenset({"movable", "compiled"}), sh.shift, None),
-    "take": (frozenset({"movable", "compiled"}), sh.take, None),
-    "index": (frozenset({"compiled"}), sh.index, None),
-    "slice": (frozenset({"compiled"}), sh.slice_, None),
+    "random": _Family(frozenset({"compiled"}), sh.keyed, tangent=_always(t.flat), role="random"),
+    "shift": _Family(frozenset({"movable", "compiled"}), sh.shift, tangent=_always(t.linear),
+                     role="member", axes=ax.shifted),
+    "take": _Family(frozenset({"movable", "compiled"}), sh.take, tangent=_always(t.linear),
+                    role="member", axes=ax.without_axis),
+    "index": _Family(frozenset({"compiled"}), sh.index, tangent=_always(t.linear), role="view"),
+    "slice": _Family(frozenset({"compiled"}), sh.slice_, tangent=_always(t.linear), role="view"),
+    "coordinate": _Family(tangent=_always(t.flat)),
 }
+#: The families whose rows' NumPy meanings (and JAX meanings named `jnp.…`) are made from the
+#: row's NumPy function (its JAX twin).
+FROM_FUNCTION = frozenset(kind for kind, family in _KINDS.items() if family.meaning is not None)
 
 
 def _row(name: str, arity: int, kind: str, numpy: Callable | None = None, *,
          traits: frozenset[str] = frozenset(), meaning: m.Meaning | None = None,
-         shape: Callable | None = None, axis_arg: int | None = None, **fields) -> Primitive:
-    """A row, its traits, shape rule and meaning completed from its family's defaults."""
-    family_traits, family_shape, family_meaning = _KINDS.get(kind, (frozenset(), None, None))
-    if meaning is None and family_meaning is not None and numpy is not None:
-        meaning = family_meaning(numpy)
+         shape: Callable | None = None, axis_arg: int | None = None,
+         tangent: t.TangentRule | None = None, **fields) -> Primitive:
+    """A row, its traits, shape rule, meanings, tangent rule, role and axes completed from its
+    family's defaults (a row that is never differentiated has tangent zero)."""
+    family = _KINDS.get(kind, _Family())
+    if meaning is None and family.meaning is not None and numpy is not None:
+        meaning = family.meaning(numpy)
+    derivative = fields.get("derivative")
+    if tangent is None:
+        tangent = (t.flat if derivative is None else
+                   family.tangent(derivative) if family.tangent is not None else None)
     if axis_arg is not None:
         fields.setdefault("attrs", 1)
-    return Primitive(name, arity, kind, numpy, axis_arg=axis_arg, traits=family_traits | traits,
-                     meaning=meaning, shape=shape or family_shape, **fields)
+    fields.setdefault("role", family.role)
+    fields.setdefault("axes", family.axes)
+    return Primitive(name, arity, kind, numpy, axis_arg=axis_arg, traits=family.traits | traits,
+                     meaning=meaning, shape=shape or family.shape, tangent=tangent, **fields)
 
 
 def _slope(function: Callable) -> d.Rule:
@@ -150,98 +210,129 @@ def _product_adjoint(x, g, axis: int):
     return np.moveaxis(np.stack(parts), 0, axis)
 
 
+def _product_adjoint_rule(node, g, position):
+    """product(x, k)'s adjoint: g times the product of the line's other entries, exact where x
+    holds zeros (no division by x): cumprod's adjoint (productadjoint) of g placed at the
+    line's last entry, Σ_{j ≥ i} g_j ∏_{l ≤ j, l ≠ i} x_l with every g_j but the last 0."""
+    x, axis = node.args[0], node.attrs
+    ends = p(node, "sub", p(node, "sumalong", d.ones_like(x), attrs=axis), c(node, 1.0))
+    last = p(node, "eq", p(node, "coordinate", x, attrs=axis), p(node, "spread", ends, x,
+                                                                 attrs=axis))
+    at_last = p(node, "mul", p(node, "spread", g, x, attrs=axis), last)
+    return p(node, "productadjoint", x, at_last, attrs=axis)
+
+
 _STATIC = frozenset({"static"})
+#: The forward rule of the ops only derivatives make: a forward sweep through them is refused.
+_SECOND_ORDER = t.refused("E323", "this value is computed with a derivative; derivatives of "
+                          "derivatives are not supported yet")
 _LAZY = frozenset({"lazy"})
 
 #: The primitives a .hb program calls by name.
 PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
-    _row("exp", 1, "unary", np.exp, derivative=_slope(lambda n, x: n),
+    _row("exp", 1, "unary", np.exp, jax="jnp.exp", derivative=_slope(lambda n, x: n),
          code="K.exp({})", host_code="np.exp({})", fast_code="K.exp_fast({})"),
-    _row("ln", 1, "unary", np.log, derivative=_slope(lambda n, x: p(n, "div", c(n, 1.0), x)),
+    _row("ln", 1, "unary", np.log, jax="jnp.log",
+         derivative=_slope(lambda n, x: p(n, "div", c(n, 1.0), x)),
          code="K.log({})", host_code="np.log({})"),
-    _row("sqrt", 1, "unary", np.sqrt, derivative=_slope(lambda n, x: p(n, "div", c(n, 0.5), n)),
-         code="np.sqrt({})"),
-    _row("tanh", 1, "unary", np.tanh,
+    _row("sqrt", 1, "unary", np.sqrt, jax="jnp.sqrt",
+         derivative=_slope(lambda n, x: p(n, "div", c(n, 0.5), n)), code="np.sqrt({})"),
+    _row("tanh", 1, "unary", np.tanh, jax="jnp.tanh",
          derivative=_slope(lambda n, x: p(n, "sub", c(n, 1.0), p(n, "pow", n, c(n, 2.0)))),
          code="K.tanh({})", host_code="np.tanh({})", fast_code="K.tanh_fast({})"),
-    _row("sin", 1, "unary", np.sin, derivative=_slope(lambda n, x: p(n, "cos", x)),
-         code="np.sin({})"),
-    _row("cos", 1, "unary", np.cos, derivative=_slope(lambda n, x: p(n, "neg", p(n, "sin", x))),
-         code="np.cos({})"),
-    _row("tan", 1, "unary", np.tan,
+    _row("sin", 1, "unary", np.sin, jax="jnp.sin",
+         derivative=_slope(lambda n, x: p(n, "cos", x)), code="np.sin({})"),
+    _row("cos", 1, "unary", np.cos, jax="jnp.cos",
+         derivative=_slope(lambda n, x: p(n, "neg", p(n, "sin", x))), code="np.cos({})"),
+    _row("tan", 1, "unary", np.tan, jax="jnp.tan",
          derivative=_slope(lambda n, x: p(n, "add", c(n, 1.0), p(n, "pow", n, c(n, 2.0)))),
          code="np.tan({})"),
-    _row("abs", 1, "unary", np.abs,
+    _row("abs", 1, "unary", np.abs, jax="jnp.abs",
          derivative=_slope(lambda n, x: p(n, "sub", p(n, "gt", x, c(n, 0.0)),
                                           p(n, "lt", x, c(n, 0.0)))),
          code="np.abs({})", whole=(0,)),
     # conj, re and im: on a real value (what compiled code computes: it is float64) the
     # value, the value and 0; on complex values NumPy's, on every host
-    _row("conj", 1, "unary", np.conj, derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
-    _row("re", 1, "unary", np.real, derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
-    _row("im", 1, "unary", np.imag, derivative=d.zero, code="0.0"),
-    _row("floor", 1, "unary", np.floor, traits=_STATIC, derivative=d.zero, code="np.floor({})",
-         whole=(0,)),
-    _row("erf", 1, "unary", _erf,
+    _row("conj", 1, "unary", np.conj, jax="jnp.conj",
+         derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
+    _row("re", 1, "unary", np.real, jax="jnp.real",
+         derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
+    _row("im", 1, "unary", np.imag, jax="jnp.imag", derivative=d.zero, code="0.0"),
+    _row("floor", 1, "unary", np.floor, jax="jnp.floor", traits=_STATIC, derivative=d.zero,
+         code="np.floor({})", whole=(0,)),
+    _row("erf", 1, "unary", _erf, jax="erf",
          derivative=_slope(lambda n, x: p(n, "mul", c(n, 2.0 / math.sqrt(math.pi)),
                                           p(n, "exp", p(n, "neg", p(n, "pow", x, c(n, 2.0)))))),
          code="K.erf({})"),
-    _row("max", 2, "binary", np.maximum, traits=_STATIC, derivative=d.extreme("max"),
-         code="K.fmax({}, {})", host_code="np.maximum({}, {})", whole=(0, 1)),
-    _row("min", 2, "binary", np.minimum, traits=_STATIC, derivative=d.extreme("min"),
-         code="K.fmin({}, {})", host_code="np.minimum({}, {})", whole=(0, 1)),
-    _row("maximum", 2, "reduce", np.max, axis_arg=1, derivative=d.reduce_extreme, whole=(0,)),
-    _row("minimum", 2, "reduce", np.min, axis_arg=1, derivative=d.reduce_extreme, whole=(0,)),
-    _row("cumsum", 2, "scan", np.cumsum, axis_arg=1, derivative=lambda node, g, position: (
-        _running_sum_adjoint(node, g))),
-    _row("cumprod", 2, "scan", np.cumprod, axis_arg=1, derivative=lambda node, g, position: (
-        p(node, "productadjoint", node.args[0], g, attrs=node.attrs))),
+    _row("max", 2, "binary", np.maximum, jax="jnp.maximum", traits=_STATIC,
+         derivative=d.extreme("max"), code="K.fmax({}, {})", host_code="np.maximum({}, {})",
+         whole=(0, 1)),
+    _row("min", 2, "binary", np.minimum, jax="jnp.minimum", traits=_STATIC,
+         derivative=d.extreme("min"), code="K.fmin({}, {})", host_code="np.minimum({}, {})",
+         whole=(0, 1)),
+    _row("maximum", 2, "reduce", np.max, jax="jnp.max", axis_arg=1, derivative=d.reduce_extreme,
+         tangent=t.extreme, combine="max", start=-math.inf, whole=(0,)),
+    _row("minimum", 2, "reduce", np.min, jax="jnp.min", axis_arg=1, derivative=d.reduce_extreme,
+         tangent=t.extreme, combine="min", start=math.inf, whole=(0,)),
+    _row("product", 2, "reduce", np.prod, jax="jnp.prod", axis_arg=1,
+         derivative=_product_adjoint_rule, combine="mul", start=1.0, empty=1.0),
+    _row("cumsum", 2, "scan", np.cumsum, jax="jnp.cumsum", axis_arg=1, tangent=t.linear,
+         derivative=lambda node, g, position: _running_sum_adjoint(node, g)),
+    _row("cumprod", 2, "scan", np.cumprod, jax="jnp.cumprod", axis_arg=1,
+         derivative=lambda node, g, position: (
+             p(node, "productadjoint", node.args[0], g, attrs=node.attrs)),
+         tangent=t.refused("E326", "a Jacobian-vector product through cumprod is not supported "
+                           "yet (its tangent is a running recurrence with no rule written); "
+                           "use vjp, or write the product as a loop")),
     _row("argmax", 2, "argreduce", axis_arg=1),
     _row("argmin", 2, "argreduce", axis_arg=1),
-    _row("rows", 1, "size", axis=0, traits=_STATIC, meaning=m.measured(0), derivative=d.zero,
-         whole=()),
-    _row("columns", 1, "size", axis=1, traits=_STATIC, meaning=m.measured(1), derivative=d.zero,
-         whole=()),
-    _row("positions", 2, "positions", axis_arg=1, meaning=m.positions, derivative=d.zero, whole=()),
-    _row("oneHot", 2, "onehot", meaning=m.encoded, dask=m.lazy_encoded, derivative=d.zero,
-         counts=(0,)),
-    _row("concat", 3, "concat", axis_arg=2, meaning=m.joined, dask=m.lazy_join,
+    _row("rows", 1, "size", jax="measured", axis=0, traits=_STATIC, meaning=m.measured(0),
+         derivative=d.zero, whole=()),
+    _row("columns", 1, "size", jax="measured", axis=1, traits=_STATIC, meaning=m.measured(1),
+         derivative=d.zero, whole=()),
+    _row("positions", 2, "positions", jax="positions", axis_arg=1, meaning=m.positions,
+         derivative=d.zero, whole=()),
+    _row("oneHot", 2, "onehot", jax="encoded", meaning=m.encoded, dask=m.lazy_encoded,
+         derivative=d.zero, counts=(0,)),
+    _row("concat", 3, "concat", jax="joined", axis_arg=2, meaning=m.joined, dask=m.lazy_join,
          derivative=d.concat, whole=(0, 1)),
     _row("gaussian", 1, "draw", attrs=1),
     _row("uniform", 1, "draw", attrs=1),
     # counter-based draws anywhere (compiler/ops/draws.py); uniform and gaussian with three
     # arguments are these (KEYED), bernoulli(p, key, step, x) is uniform(key, step, x) < p
-    _row("permutation", 3, "random", meaning=m.keyed(draws.permutation),
-         dask=m.lazy_keyed(draws.permutation), shape=sh.shuffled, derivative=d.zero, counts=(0, 1)),
+    _row("permutation", 3, "random", jax="keyed_permutation", meaning=m.keyed(draws.permutation),
+         dask=m.lazy_keyed(draws.permutation), shape=sh.shuffled, derivative=d.zero,
+         counts=(0, 1)),
     _row("bernoulli", 4, "rewritten"),  # (never in IR: resolve writes it as above)
 ]}
 
 #: Operators, by their ASCII spelling in the syntax tree, as primitive ops of the IR.
 OPERATORS: dict[str, Primitive] = {
-    "+": _row("add", 2, "binary", np.add, traits=_STATIC, derivative=d.add, code="({} + {})",
-              whole=(0, 1)),
-    "-": _row("sub", 2, "binary", np.subtract, traits=_STATIC, derivative=d.sub,
-              code="({} - {})", whole=(0, 1)),
-    "*": _row("mul", 2, "binary", np.multiply, traits=_STATIC, derivative=d.mul,
-              code="({} * {})", whole=(0, 1)),
+    "+": _row("add", 2, "binary", np.add, jax="jnp.add", traits=_STATIC, derivative=d.add,
+              code="({} + {})", whole=(0, 1)),
+    "-": _row("sub", 2, "binary", np.subtract, jax="jnp.subtract", traits=_STATIC,
+              derivative=d.sub, code="({} - {})", whole=(0, 1)),
+    "*": _row("mul", 2, "binary", np.multiply, jax="jnp.multiply", traits=_STATIC,
+              derivative=d.mul, code="({} * {})", whole=(0, 1)),
     # uncompiled code computes on NumPy float64 scalars, which are IEEE (x/0 is inf); Python
     # floats would raise ZeroDivisionError instead
-    "/": _row("div", 2, "binary", np.divide, traits=_STATIC, derivative=d.div,
-              code="({} / {})", host_code="np.true_divide({}, {})"),
+    "/": _row("div", 2, "binary", np.divide, jax="jnp.true_divide", traits=_STATIC,
+              derivative=d.div, code="({} / {})", host_code="np.true_divide({}, {})"),
     # x ^ y is np.power of each pair of scalars (meanings.power), K.power in compiled code
-    "^": _row("pow", 2, "binary", np.power, traits=_STATIC, meaning=m.raised,
+    "^": _row("pow", 2, "binary", np.power, jax="raised", traits=_STATIC, meaning=m.raised,
               dask=m.lazy_power, derivative=d.pow_, code="K.power({}, {})",
               host_code="np.power({}, {})"),
     # a mod b = a − b⌊a/b⌋ (the sign of b, as NumPy's and Python's %) and a div b = ⌊a/b⌋,
     # exact for whole numbers (fmod underneath, never a rounded quotient)
-    "mod": _row("mod", 2, "binary", np.mod, traits=_STATIC, derivative=d.modulo,
+    "mod": _row("mod", 2, "binary", np.mod, jax="remainder", traits=_STATIC, derivative=d.modulo,
                 code="({} % {})", host_code="np.mod({}, {})", whole=(0, 1)),
-    "div": _row("floordiv", 2, "binary", np.floor_divide, traits=_STATIC, derivative=d.zero,
-                code="({} // {})", host_code="np.floor_divide({}, {})", whole=(0, 1)),
-    "neg": _row("neg", 1, "unary", np.negative, traits=_STATIC, derivative=d.negate,
-                code="(-{})", whole=(0,)),
-    **{symbol: _row(name, 2, "compare", function, derivative=d.zero,
-                    code=f"(1.0 if {{}} {python} {{}} else 0.0)", whole=())
+    "div": _row("floordiv", 2, "binary", np.floor_divide, jax="floor_quotient", traits=_STATIC,
+                derivative=d.zero, code="({} // {})", host_code="np.floor_divide({}, {})",
+                whole=(0, 1)),
+    "neg": _row("neg", 1, "unary", np.negative, jax="jnp.negative", traits=_STATIC,
+                derivative=d.negate, code="(-{})", whole=(0,)),
+    **{symbol: _row(name, 2, "compare", function, jax=f"jnp.{function.__name__}",
+                    derivative=d.zero, code=f"(1.0 if {{}} {python} {{}} else 0.0)", whole=())
        for symbol, name, function, python in [
            ("=", "eq", np.equal, "=="), ("!=", "ne", np.not_equal, "!="),
            ("<", "lt", np.less, "<"), (">", "gt", np.greater, ">"),
@@ -251,49 +342,54 @@ OPERATORS: dict[str, Primitive] = {
 #: Ops the compiler introduces itself; no .hb text can name them (x[t] and x[a:b] are syntax).
 INTERNAL: dict[str, Primitive] = {row.name: row for row in [
     # uniform(key, step, x) and gaussian(key, step, x): counter-based draws shaped like x
-    _row("keyeduniform", 3, "random", meaning=m.keyed(draws.uniform),
+    _row("keyeduniform", 3, "random", jax="keyed_uniform", meaning=m.keyed(draws.uniform),
          dask=m.lazy_keyed(draws.uniform), derivative=d.zero, counts=(0, 1)),
-    _row("keyedgaussian", 3, "random", meaning=m.keyed(draws.gaussian),
+    _row("keyedgaussian", 3, "random", jax="keyed_gaussian", meaning=m.keyed(draws.gaussian),
          dask=m.lazy_keyed(draws.gaussian), derivative=d.zero, counts=(0, 1)),
     # shift(x, w1, …, wm) [axis, coefs, const]: x read at axis index const + Σ coefs·(new
     # indices), zero outside x; the new axes (sizes len(w1) … len(wm)) come last. See masks.py.
-    _row("shift", -1, "shift", attrs=3, meaning=m.shifted, dask=m.lazy_shift,
+    _row("shift", -1, "shift", jax="shifted", attrs=3, meaning=m.shifted, dask=m.lazy_shift,
          derivative=d.refused, whole=(0,)),
     # take(x, t)[axis, coef, const]: x at the position s along `axis` with coef·s + const = t
     # (coef ±1, const whole; that axis dropped), zeros where there is none: an einsum against
     # the one-hot [coef·s + const = t] of a scalar t. See masks.py.
-    _row("take", 2, "take", attrs=3, meaning=m.taken, dask=m.lazy_take, derivative=d.refused,
-         whole=(0,), counts=(1,)),
+    _row("take", 2, "take", jax="taken", attrs=3, meaning=m.taken, dask=m.lazy_take,
+         derivative=d.refused, whole=(0,), counts=(1,)),
     # index(x, t): x[t], the slice t along the first axis; slice(x, a, b): x[a:b].
-    _row("index", 2, "index", meaning=m.indexed, dask=m.lazy_index, derivative=d.index,
-         whole=(0,), counts=(1,)),
-    _row("slice", 3, "slice", meaning=m.sliced, dask=m.lazy_slice, derivative=d.slice_,
-         whole=(0,), counts=(1, 2)),
+    _row("index", 2, "index", jax="indexed", meaning=m.indexed, dask=m.lazy_index,
+         derivative=d.index, whole=(0,), counts=(1,)),
+    _row("slice", 3, "slice", jax="sliced", meaning=m.sliced, dask=m.lazy_slice,
+         derivative=d.slice_, whole=(0,), counts=(1, 2)),
     # What derivatives are made of (compiler/passes/derivative.py), each polymorphic in rank:
     # sumto(g, like): g summed down to like's shape (like a scalar) or g itself (same shape);
     # spread(g, like)[k]: g repeated along a new axis k to like's shape; sumalong(x)[k]: the
     # sum over axis k; place(g, like, t)[block]: zeros shaped like `like` with g at slice t (or
     # from row t on, a block); cut(g, a, b)[k, which]: the part of g along axis k that came
     # from a (which = 0) or b (1) in concat(a, b, k); coordinate(x)[k]: each entry's index along
-    # axis k; gradient(of, g): g, once `of` is checked to be a scalar.
-    _row("sumto", 2, "sumto", shape=sh.sumto, meaning=m.summed_to, dask=m.lazy_summed_to,
-         derivative=d.sumto, lower=lowering.sumto, whole=(0,)),
-    _row("spread", 2, "spread", attrs=1, shape=sh.spread, meaning=m.spread,
-         dask=m.lazy_spread, derivative=d.spread, lower=lowering.spread, whole=(0,)),
-    _row("sumalong", 1, "reduce", np.sum, attrs=1, derivative=d.sumalong,
-         lower=lowering.sumalong),
-    _row("place", 3, "place", attrs=1, shape=sh.place, meaning=m.placed, dask=m.lazy_placed,
-         derivative=d.refused, whole=(0,), counts=(2,)),
-    _row("cut", 3, "cut", attrs=2, traits=_LAZY, shape=sh.cut, meaning=m.cut,
-         derivative=d.refused),
-    _row("coordinate", 1, "coordinate", attrs=1, shape=sh.coordinate, meaning=m.coordinate,
-         dask=m.lazy_coordinate, derivative=d.zero, lower=lowering.coordinate, whole=()),
-    _row("gradient", 2, "gradient", traits=_LAZY, shape=sh.gradient, meaning=m.adjoint,
-         derivative=d.refused, lower=lowering.gradient),
+    # axis k; gradient(of, g): g, once `of` is checked to be a scalar. All but coordinate and
+    # gradient are linear in their first argument, so that is their tangent rule.
+    _row("sumto", 2, "sumto", jax="summed_to", shape=sh.sumto, meaning=m.summed_to,
+         dask=m.lazy_summed_to, derivative=d.sumto, tangent=t.linear, lower=lowering.sumto,
+         whole=(0,)),
+    _row("spread", 2, "spread", jax="spread", attrs=1, shape=sh.spread, meaning=m.spread,
+         dask=m.lazy_spread, derivative=d.spread, tangent=t.linear, lower=lowering.spread,
+         whole=(0,)),
+    _row("sumalong", 1, "reduce", np.sum, jax="jnp.sum", attrs=1, derivative=d.sumalong,
+         tangent=t.linear, combine="add", start=0.0, empty=0.0, lower=lowering.sumalong),
+    _row("place", 3, "place", jax="placed", attrs=1, shape=sh.place, meaning=m.placed,
+         dask=m.lazy_placed, derivative=d.refused, tangent=t.linear, whole=(0,), counts=(2,)),
+    _row("cut", 3, "cut", jax="cut", attrs=2, traits=_LAZY, shape=sh.cut, meaning=m.cut,
+         derivative=d.refused, tangent=t.linear),
+    _row("coordinate", 1, "coordinate", jax="coordinate", attrs=1, shape=sh.coordinate,
+         meaning=m.coordinate, dask=m.lazy_coordinate, derivative=d.zero,
+         lower=lowering.coordinate, whole=()),
+    _row("gradient", 2, "gradient", jax="adjoint", traits=_LAZY, shape=sh.gradient,
+         meaning=m.adjoint, derivative=d.refused, tangent=_SECOND_ORDER,
+         lower=lowering.gradient),
     # productadjoint(x, g)[k]: the adjoint of x in cumprod(x, k), given g, the adjoint of the
     # running products (what cumprod's derivative is written with).
-    _row("productadjoint", 2, "scan", attrs=1, derivative=d.refused,
-         meaning=lambda node, args: _product_adjoint(*args, *node.attrs)),
+    _row("productadjoint", 2, "scan", jax="product_adjoint", attrs=1, derivative=d.refused,
+         tangent=_SECOND_ORDER, meaning=lambda node, args: _product_adjoint(*args, *node.attrs)),
 ]}
 
 #: Every IR op name to its row, operators and named primitives alike.

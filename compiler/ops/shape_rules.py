@@ -127,9 +127,12 @@ def axis_of(node: ir.Prim, shape: Shape, does: str) -> int:
 
 
 def reduce(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
-    """x without the reduced axis; only a sum may reduce an empty axis."""
+    """x without the reduced axis; only a reduction whose row gives its value over nothing (a
+    sum's 0) may reduce an empty axis."""
+    from hilbert.compiler.ops.primitives import BY_OP
+
     axis = axis_of(node, args[0], "reduces")
-    if args[0][axis] == 0 and node.op != "sumalong":
+    if args[0][axis] == 0 and BY_OP[node.op].empty is None:
         name = _name(node)
         raise CheckError("E317", f"{name} reduces axis {axis}, but {what(node.args[0])} is "
                          f"{describe_shape(args[0])}, empty along it, and the {name} of "

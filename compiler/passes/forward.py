@@ -20,7 +20,8 @@ from collections.abc import Sequence
 
 from hilbert.compiler import ir
 from hilbert.compiler.ops.derivative_rules import zeros_like
-from hilbert.compiler.ops.tangent_rules import einsum_tangent, tangent
+from hilbert.compiler.ops.primitives import BY_OP
+from hilbert.compiler.ops.tangent_rules import einsum_tangent
 from hilbert.compiler.passes.derivative import _carried
 from hilbert.grammar.errors import CheckError
 
@@ -56,8 +57,10 @@ class Forward:
         if all(t is None for t in given):
             return
         match node:
-            case ir.Prim():
-                self.tangents[node] = tangent(new, given)  # type: ignore[arg-type]
+            case ir.Prim(op=op):
+                rule = BY_OP[op].tangent  # (the op table's forward rule)
+                assert rule is not None, f"forward: no tangent rule for {op}"
+                self.tangents[node] = rule(new, given)  # type: ignore[arg-type]
             case ir.Einsum():
                 self.tangents[node] = einsum_tangent(new, given)  # type: ignore[arg-type]
             case ir.Cond():

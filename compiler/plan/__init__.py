@@ -1,5 +1,6 @@
-"""Planning: a contraction path for every einsum, fused groups, loops, FLOPs and memory (the
-path optimisers in paths.py; the plan as text in text.py)."""
+"""Planning: a contraction path for every einsum, loops, FLOPs and memory, and the schedule an
+executor's generated code runs (the path optimisers in paths.py; the schedule in schedule.py;
+the plan as text in text.py)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,11 @@ from hilbert.compiler.plan.paths import (  # noqa: F401 (what planning gives: th
     searches,
 )
 from hilbert.compiler.plan.paths import note as path_note
-from hilbert.compiler.plan.schedule import RegionSchedule
+from hilbert.compiler.plan.schedule import Schedule
 from hilbert.compiler.settings import not_understood
 from hilbert.grammar.errors import RuntimeHilbertError
 
 ITEM_BYTES = 8  # float64: the default dtype's (a plan counts its own dtype's: Plan.item_bytes)
-_ENTRYWISE = having("entrywise")
 _SHAPES_ONLY = having("shapes_only")
 
 
@@ -63,15 +63,6 @@ class LoopPlan:
     where: str
 
 
-@dataclass(frozen=True, slots=True)
-class FusedGroup:
-    """A connected group of entrywise operations the executor runs as one kernel."""
-
-    ops: tuple[str, ...]
-    shape: Shape
-    scope: str
-
-
 @dataclass(frozen=True)
 class Plan:
     """How one call of a function will be computed, for one signature of argument shapes."""
@@ -81,15 +72,15 @@ class Plan:
     params: tuple[str, ...]
     einsums: tuple[EinsumPlan, ...]
     loops: tuple[LoopPlan, ...]
-    groups: tuple[FusedGroup, ...]
     flops: int | None  # total for the call; None when a loop's trip count is unknown
     largest_bytes: int
     peak_bytes: int
     executor: str
     optimize: str
     paths: dict = field(default_factory=dict, compare=False, repr=False)  # (spec, shapes) -> (path, steps)
-    notes: tuple[str, ...] = ()  # the executor's account: what it compiled, what it did not and why
-    schedule: tuple[RegionSchedule, ...] = ()  # what the generated code runs, once generated
+    notes: tuple[str, ...] = ()  # the planner's and the executor's account: how calls run
+    # what the generated code runs and the executor's account of it (none: nothing generated)
+    schedule: Schedule = field(default_factory=Schedule, compare=False)
     dtype: str = dtypes.DEFAULT  # what the call computes in (compiler/dtypes.py)
 
     @property
@@ -97,10 +88,19 @@ class Plan:
         """Bytes per entry of the call's values (its memory counts are in these)."""
         return dtypes.itemsize(self.dtype)
 
+    @property
+    def all_notes(self) -> tuple[str, ...]:
+        """Every note the plan's text shows: the planner's and the executor's, then the
+        schedule's (deciding the schedule, if it was not yet)."""
+        return self.notes + self.schedule.notes
+
     def to_dict(self) -> dict:
-        """Plain data (JSON-ready) for the plan."""
+        """Plain data (JSON-ready) for the plan: its notes all of them, its schedule the
+        generated functions'."""
         data = asdict(self)
         data.pop("paths")
+        data["notes"] = list(self.all_notes)
+        data["schedule"] = [asdict(region) for region in self.schedule.regions]
         return data
 
     def __str__(self) -> str:
@@ -205,7 +205,6 @@ class _Planner:
         self.keeps_all = keeps_all
         self.einsums: list[EinsumPlan] = []
         self.loops: list[LoopPlan] = []
-        self.groups: list[FusedGroup] = []
         self.paths: dict = {}
         self.largest = 0  # elements of the largest value or intermediate
 
@@ -245,8 +244,7 @@ class _Planner:
         return None
 
     def close(self, frame: _Frame) -> _ScopeResult:
-        """A planned scope's FLOPs and peak; its fused groups recorded."""
-        self.groups += _fused_groups(frame.order, frame.shapes, frame.label)
+        """A planned scope's FLOPs and peak."""
         sizes = {id(n): _stored_bytes(n, frame.shapes, self.table, frame.scope, self.item)
                  for n in frame.order}
         peak = _peak(frame.order, frame.roots, sizes, frame.during, frame.keeps_all)
@@ -389,29 +387,6 @@ def _reads_only_shapes(root: ir.Node) -> bool:
     return not isinstance(root, ir.Param)
 
 
-def _fused_groups(order: list[ir.Node], shapes: dict, label: str) -> list[FusedGroup]:
-    """Maximal connected sets of entrywise nodes of one shape (each becomes one kernel)."""
-    entrywise: list[ir.Prim] = [n for n in order
-                                if isinstance(n, ir.Prim) and n.op in _ENTRYWISE]
-    parent = {id(n): id(n) for n in entrywise}
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for node in entrywise:
-        for kid in node.args:
-            if id(kid) in parent and shapes[kid] == shapes[node]:
-                parent[find(id(kid))] = find(id(node))
-    groups: dict[int, list[ir.Prim]] = {}
-    for node in entrywise:
-        groups.setdefault(find(id(node)), []).append(node)
-    return [FusedGroup(tuple(n.op for n in members), shapes[members[-1]], label)
-            for members in groups.values() if len(members) > 1]
-
-
 def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: ShapeTable,
               signature: tuple[Shape, ...], optimize: str = "auto", executor: str = "numba",
               values: tuple | None = None, limit: int | None = None,
@@ -425,7 +400,7 @@ def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: Shap
     call = planner.call(root)
     arguments = sum(elements(s) for s in signature) * item
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
-                tuple(planner.groups), call.flops if call.complete else None, planner.largest * item,
+                call.flops if call.complete else None, planner.largest * item,
                 arguments + call.peak, executor, optimiser_name(optimize), planner.paths,
                 _mask_notes(root), dtype=dtype)
     guard(plan, root, table, limit if limit is not None else memory_limit())

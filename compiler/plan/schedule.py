@@ -1,11 +1,15 @@
-"""What generated code runs, unit by unit: the schedule an executor's code generator chose for
-a call (executor/codegen/), kept in the Plan beside the paths, so `f.plan()` says what runs:
-each fused loop nest with the values it computes, stores and recomputes, which nests run as
-one loop over rows, which run on several threads, how each contraction step is laid out, and
-whether the code is compiled or plain NumPy calls."""
+"""What generated code runs, unit by unit: the schedule of a call, part of its Plan beside the
+paths, so `f.plan()` says what runs, the same before and after a build: each fused loop nest
+with the values it computes, stores and recomputes, which nests run as one loop over rows,
+which run on several threads, how each contraction step is laid out, and whether the code is
+compiled or plain NumPy calls. The executor that plans generated code gives the plan the
+function deciding it (`Schedule`); it is decided once, when first read, and the build runs
+exactly what was decided."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 Shape = tuple[int, ...]
@@ -40,6 +44,67 @@ class RegionSchedule:
     compiled: bool
     units: tuple[Unit, ...]
     lines: int = 0
+
+
+#: What a `Schedule`'s decision gives: its generated functions, and the executor's account
+#: of them (what runs where and why: notes of the plan).
+Decided = tuple[tuple[RegionSchedule, ...], tuple[str, ...]]
+
+
+class Schedule:
+    """A call's schedule: its generated functions (`regions`) and the executor's account of
+    them (`notes`). Decided by `decide` when first read, once (deciding writes the code's loop
+    IR, which loads the code generator: a call that never reads its schedule, as one on the
+    host tier, pays nothing for it); from then on it is plain data, and a build runs what it
+    says.
+
+    >>> Schedule().regions
+    ()
+    """
+
+    __slots__ = ("_decide", "_decided", "_lock")
+
+    def __init__(self, decide: Callable[[], Decided] | None = None,
+                 regions: tuple[RegionSchedule, ...] = (), notes: tuple[str, ...] = ()):
+        self._decide = decide
+        self._decided: Decided | None = None if decide is not None else (regions, notes)
+        self._lock = threading.Lock()
+
+    def decided(self) -> Decided:
+        """(regions, notes), decided now if they were not yet."""
+        found = self._decided
+        if found is None:
+            with self._lock:
+                if self._decided is None:
+                    assert self._decide is not None
+                    self._decided = self._decide()
+                    self._decide = None  # (what it held is not needed again)
+                found = self._decided
+        return found
+
+    @property
+    def regions(self) -> tuple[RegionSchedule, ...]:
+        return self.decided()[0]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.decided()[1]
+
+    def __reduce__(self):  # pickled as the data decided (a decision holds the executor's state)
+        regions, notes = self.decided()
+        return Schedule, (None, regions, notes)
+
+    def __deepcopy__(self, memo) -> Schedule:  # plain data once decided: nothing to copy
+        return self
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Schedule) and self.decided() == other.decided()
+
+    def __hash__(self) -> int:
+        return hash(self.decided())
+
+    def __repr__(self) -> str:
+        return f"Schedule({self._decided!r})" if self._decide is None else "Schedule(undecided)"
 
 
 def render(schedule: tuple[RegionSchedule, ...], shape) -> list[str]:

@@ -1,8 +1,10 @@
-"""Renders a Plan as aligned text a person can read: paths, costs, loops, memory."""
+"""Renders a Plan as aligned text a person can read: paths, costs, loops, the schedule, memory."""
 
 from __future__ import annotations
 
 from decimal import Decimal
+
+from hilbert.compiler.plan.schedule import render
 
 
 def human_bytes(n: float) -> str:
@@ -67,16 +69,8 @@ def render_plan(plan) -> str:
                          ", ".join(shape_text(s) for s in lp.state)])
         lines += _table(rows)
         lines.append("")
-    if plan.schedule:  # what the generated code runs, once it is generated
-        from hilbert.compiler.plan.schedule import render
-
-        lines += render(plan.schedule, shape_text)
-    elif plan.groups:
-        lines.append(f"fused entrywise groups: {len(plan.groups)}")
-        for g in plan.groups:
-            lines.append(f"  [{g.scope}] {shape_text(g.shape)}: {' '.join(g.ops)}")
-        lines.append("")
+    lines += render(plan.schedule.regions, shape_text)  # (decided now, if it was not yet)
     lines.append(f"total FLOPs {human_count(plan.flops)} · largest value "
                  f"{human_bytes(plan.largest_bytes)} · peak memory about {human_bytes(plan.peak_bytes)}")
-    lines += [f"  {note}" for note in getattr(plan, "notes", ())]
+    lines += [f"  {note}" for note in plan.all_notes]
     return "\n".join(lines)

@@ -6,12 +6,13 @@
                     each unit to entrywise.py (loop nests, scalars), products.py (contractions,
                     laid out by layout.py) or control.py (loops, branches, views, oneHot)
     writer.py       the statement builder it writes through (blocks, nests, Python's limits)
-    loops.py        the loop IR: statements and expressions, as data
+    loops.py        the loop IR: statements and expressions, as data; every literal typed
     division.py     rewrite: division by a row's divisor without dividing (in emit_group)
     sums.py         long sums added pairwise above blocks (in emit_group)
     rows.py         rewrite: consecutive nests over the same rows run as one loop
     tidy.py         rewrites: unread sizes dropped, arrays let go (host code)
-    precision.py    rewrite: float64 code as float32 code (a float32 call's)
+    verify_loops.py the loop IR's verifier, run after each rewrite under HILBERT_VERIFY
+    precision.py    how a literal of each dtype is written; the kernels each dtype binds
     render.py       the loop IR printed as Python: printing only
 """
 

@@ -4,8 +4,9 @@ double-buffered), x[t] and x[a:b] as checked views, and oneHot."""
 from __future__ import annotations
 
 from hilbert.compiler import ir
+from hilbert.compiler.counting import EXACT
 from hilbert.compiler.ops.primitives import spoken
-from hilbert.executor import fusion, reference
+from hilbert.executor import fusion
 from hilbert.executor.codegen import scheduler
 from hilbert.executor.codegen.frame import Frame
 from hilbert.executor.codegen.loops import (
@@ -13,7 +14,6 @@ from hilbert.executor.codegen.loops import (
     Break,
     Do,
     Fmt,
-    Num,
     Pick,
     Raise,
     Store,
@@ -24,20 +24,22 @@ from hilbert.executor.codegen.loops import (
     call,
     fmt,
     number,
+    other,
     product,
     sizes,
+    whole,
 )
 
 #: The largest step count a counted loop accepts (what the reference executor accepts too):
 #: past 2^53 a float64 count cannot go down by one exactly.
-LARGEST_COUNT = getattr(reference, "_EXACT", 2.0 ** 53)
+LARGEST_COUNT = EXACT
 
 
 
-def _not_whole(x, bound, below: str = "<"):
+def _not_whole(em, x, bound, below: str = "<"):
     """A test that `x` is not a whole number in [0, bound) (`below` "<="`: [0, bound])."""
-    return fmt(f"not ({{}} >= 0.0 and {{}} {below} {{}} and np.floor({{}}) == {{}})",
-               x, x, bound, x, x)
+    return fmt(f"not ({{}} >= {{}} and {{}} {below} {{}} and np.floor({{}}) == {{}})",
+               x, number(0.0, em.dtype), x, bound, x, x)
 
 
 def emit_cond(em, node: ir.Cond) -> None:
@@ -45,7 +47,7 @@ def emit_cond(em, node: ir.Cond) -> None:
     name = em.fresh("v")
     em.record("branch", em.shape(node), "if on a scalar")
     then, orelse = em.block.plan.branches[node]
-    with em.out.if_(fmt("{} != 0.0", em.value(node.cond))):
+    with em.out.if_(fmt("{} != {}", em.value(node.cond), number(0.0, em.dtype))):
         _branch(em, then, node.then, name, node)
     with em.out.else_():
         _branch(em, orelse, node.orelse, name, node)
@@ -93,15 +95,15 @@ def emit_loop(em, loop: ir.Loop) -> None:
     left, turns = f"left{number_}", f"turns{number_}"
     if loop.counter is not None:
         c = Var(state[loop.counter])
-        with em.out.if_(_not_whole(c, number(LARGEST_COUNT), "<=")):
-            em.out.add(Raise(call("K.StepCountError", Num(str(number_)), c)))
+        with em.out.if_(_not_whole(em, c, number(LARGEST_COUNT, em.dtype), "<=")):
+            em.out.add(Raise(call("K.StepCountError", whole(number_), c)))
         em.out.add(Assign((left,), (call("int", c),)))
     mark = em.out.mark()
     hoist: list = []
     for i in arrays:
         made = call("K.counted_empty" if i in wide else "K.empty", sizes(state_dims[i]))
         hoist += [Assign((f"A{number_}_{i}",), (made,)), Assign((f"B{number_}_{i}",), (made,))]
-    em.out.add(Assign((turns,), (Num("0"),)))
+    em.out.add(Assign((turns,), (whole(0),)))
     em.frame = Frame(em.table.scopes[body], body, hoist=hoist,
                      fixed={ir.State(i, None) for i in range(len(state))
                             if i not in moving and i != loop.counter})
@@ -113,7 +115,7 @@ def emit_loop(em, loop: ir.Loop) -> None:
     em.frame = outer
     em.out.insert(mark, hoist)
     if loop.counter is not None:
-        em.out.add(Assign((state[loop.counter],), (_steps_left(em, loop, Num("0.0")),)))
+        em.out.add(Assign((state[loop.counter],), (_steps_left(em, loop, number(0.0, em.dtype)),)))
     em.out.add(Update("steps", "+=", Var(turns)))
     em.bind(loop, Fmt("(" + ", ".join("{}" for _ in state) + ",)",
                       tuple(Var(s) for s in state)))  # the loop's value: its final state
@@ -138,7 +140,7 @@ def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[i
         em.out.add(Assign((state[loop.counter],), (_steps_left(em, loop, left),)))
     else:
         em.ensure(until)  # (not final: the steps below may read what it computes)
-        with em.out.if_(fmt("{} != 0.0", em.value(loop.until))):
+        with em.out.if_(fmt("{} != {}", em.value(loop.until), number(0.0, em.dtype))):
             em.out.add(Break())
     for i in arrays:
         target = Var(f"G{number_}_{i}")
@@ -163,9 +165,9 @@ def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[i
             em.out.add(Assign((new[i].name,), (value,)))
     for i in moving:
         em.out.add(Assign((state[i],), (new[i],)))
-    em.out.add(Update(turns.name, "+=", Num("1")))
+    em.out.add(Update(turns.name, "+=", whole(1)))
     if loop.counter is not None:
-        em.out.add(Update(left.name, "-=", Num("1")))
+        em.out.add(Update(left.name, "-=", whole(1)))
 
 
 def emit_view(em, node: ir.Prim) -> None:
@@ -179,8 +181,8 @@ def emit_view(em, node: ir.Prim) -> None:
         size = em.dims_of(x)[0]
         number_ = len(em.reads)
         em.reads.append(node)
-        with em.out.if_(_not_whole(t, size)):
-            em.out.add(Raise(call("K.PositionError", Num(str(number_)), t, size)))
+        with em.out.if_(_not_whole(em, t, size)):
+            em.out.add(Raise(call("K.PositionError", whole(number_), t, size)))
         em.out.add(Assign((name,), (Sub(em.value(x), (call("int", t),)),)))
     else:
         start, stop = (call("int", em.value(a)) for a in node.args[1:])
@@ -206,10 +208,10 @@ def emit_one_hot(em, node: ir.Prim) -> None:
     i, v = Var(em.fresh("i")), Var(em.fresh("v"))
     with em.out.for_(i.name, count):
         em.out.add(Assign((v.name,), (Sub(flat_labels, (i,)),)))
-        with em.out.if_(_not_whole(v, k)):
-            em.out.add(Raise(call("K.LabelError", Num(str(number_)), v, k)))
-        em.out.add(Store(Sub(flat_out, (i, Num(":"))), Num("0.0")),
-                   Store(Sub(flat_out, (i, call("int", v))), Num("1.0")))
+        with em.out.if_(_not_whole(em, v, k)):
+            em.out.add(Raise(call("K.LabelError", whole(number_), v, k)))
+        em.out.add(Store(Sub(flat_out, (i, other(":"))), number(0.0, em.dtype)),
+                   Store(Sub(flat_out, (i, call("int", v))), number(1.0, em.dtype)))
     em.bind(node, out)
 
 
@@ -228,15 +230,15 @@ def emit_draw(em, node: ir.Prim) -> None:
     out = em.alloc(node, em.dims_of(node))
     status = Var(em.fresh("s"))
     k, s = em.value(key), em.value(step)
-    em.out.add(Assign((status.name,), (call("K.keyed_draws", Num(str(_DRAWS[node.op])), k, s,
+    em.out.add(Assign((status.name,), (call("K.keyed_draws", whole(_DRAWS[node.op]), k, s,
                                             out),)))
     with em.out.if_(fmt("{} != 0", status)):
-        em.out.add(Raise(call("K.DrawError", Num(str(number_)), k, s)))
+        em.out.add(Raise(call("K.DrawError", whole(number_), k, s)))
     em.bind(node, out)
 
 
 def _flat(em, node: ir.Node):
     """`node`'s value as a vector of its entries (a scalar as a vector of one)."""
     if not em.shape(node):
-        return call("np.full", Num("1"), em.value(node))
+        return call("np.full", whole(1), em.value(node))
     return View(em.value(node), "{0}.reshape(({1},))", (product(em.dims_of(node)),))

@@ -54,18 +54,20 @@ from hilbert.executor.codegen.loops import (
     call,
     fmt,
     names,
+    number,
 )
 
 
 @dataclass(frozen=True)
 class Division:
     """One division as emit_group wrote it: `quotient = numerator / divisor` (four names of
-    its own, the reciprocal's among them)."""
+    its own, the reciprocal's among them), in numbers of `dtype`."""
 
     quotient: str
     numerator: str
     divisor: str
     reciprocal: str
+    dtype: str
 
     @property
     def fast(self) -> Assign:
@@ -145,7 +147,7 @@ def _hoisted(nest: Nest, divisions: list[Division], varying: set[str],
     reciprocal of each divisor of `fast`; the statements the loop keeps."""
     moved = [s for s in nest.body if s.targets[0] not in varying]
     nest.before[len(nest.index) - 1] += exact(moved, divisions) + [
-        Assign((d.reciprocal,), (fmt("1.0 / {}", Var(d.divisor)),)) for d in fast]
+        Assign((d.reciprocal,), (fmt("{} / {}", number(1.0, d.dtype), Var(d.divisor)),)) for d in fast]
     return [s for s in nest.body if s.targets[0] in varying]
 
 

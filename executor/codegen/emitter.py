@@ -35,6 +35,7 @@ from hilbert.executor.codegen import (
     rows,
     scheduler,
     tidy,
+    verify_loops,
 )
 from hilbert.executor.codegen.division import Division
 from hilbert.executor.codegen.frame import Frame
@@ -52,6 +53,7 @@ from hilbert.executor.codegen.loops import (
     number,
     sizes,
     statements,
+    whole,
 )
 from hilbert.executor.codegen.scheduler import BlockPlan, Decisions
 from hilbert.executor.codegen.writer import Writer
@@ -135,13 +137,13 @@ class Emitter:
     def function(self, region: Region) -> Generated:
         args = [f"a{k}" for k in range(len(region.inputs))]
         self.frame = Frame(self.table.scopes[region.scope], region.scope)
-        self.out.add(Assign(("steps",), (Num("0"),)))
+        self.out.add(Assign(("steps",), (whole(0),)))
         for name, node in zip(args, region.inputs, strict=True):
             self.bind(node, Var(name))
             shape = self.frame.shapes[node]
             dims = tuple(Var(self.fresh("n")) for _ in shape)
             for axis, dim in enumerate(dims):
-                size: Expr = Num(str(shape[axis]))
+                size: Expr = whole(shape[axis])
                 if not self.exact:
                     size = Fmt(f"{{}}.shape[{axis}]", (Var(name),))
                     self.input_sizes.add(dim.name)
@@ -153,24 +155,31 @@ class Emitter:
         value = self.answer(region.root) if not region.scope and \
             region.root is self.counting.result else self.value(region.root)
         self.out.add(Return(Fmt("{}, {}", (value, Var("steps")))))
-        body = self.out.body if self.host else rows.fuse_rows(self.out.body)
-        body = tidy.without_unread(body, self.input_sizes)
+        if self.loops:  # loops leave when stop[0] is set (executor/numba/interrupt.py: Ctrl-C)
+            args.append("stop")
+        body = self._checked(self.out.body, args, "emitting")  # (division.py's rewrites too)
+        if not self.host:
+            body = self._checked(rows.fuse_rows(body), args, "rows.fuse_rows")
+        body = self._checked(tidy.without_unread(body, self.input_sizes), args, "tidy")
         if not self.host:
             if tidy.calls_vector_maths_in(body):
                 body = [Do(Call("K.wide_vectors", ())), *body]
         else:
-            body = tidy.released(body)
+            body = self._checked(tidy.released(body), args, "tidy.released")
         # (uncompiled code computes on NumPy scalars, which warn on x/0: its callers run it
         # under numerics.quietly, as they run every other NumPy call on the host)
-        if self.loops:  # loops leave when stop[0] is set (executor/numba/interrupt.py: Ctrl-C)
-            args.append("stop")
-        source = "\n".join([f"def run({', '.join(args)}):", *render.lines(body)]) + "\n"
-        if self.dtype == "float32":
-            source = precision.single(source)
+        source = precision.header(self.dtype) + "\n".join(
+            [f"def run({', '.join(args)}):", *render.lines(body)]) + "\n"
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
         return Generated(source, not self.host, self.loops, self.reads, self.kernels,
                          self.products, self.copies, self.looped, parallel, self._schedule(body),
                          self.split, self.exact)
+
+    def _checked(self, body: list, args: list[str], after: str) -> list:
+        """`body`, verified (verify_loops.py) when HILBERT_VERIFY asks for it."""
+        if verify_loops.enabled():
+            verify_loops.verify(body, self.dtype, args, after)
+        return body
 
     def _schedule(self, body: list) -> tuple[Unit, ...]:
         """The units as the final code runs them: nests in one loop over rows numbered
@@ -212,7 +221,7 @@ class Emitter:
     def value(self, node: ir.Node) -> Expr:
         """The expression holding `node`'s (already computed) value."""
         if isinstance(node, ir.Const):
-            return number(node.value)
+            return number(node.value, self.dtype)
         found = self.lookup(node)
         assert found is not None, f"code generation: {node!r} used before it is computed"
         return found
@@ -268,8 +277,8 @@ class Emitter:
         """A constant as a counted value reads it (`counted`: exactly, in float64, where the
         code's dtype would round it) or as data does."""
         if counted and self.narrow and float(value) != float(np.float32(value)):
-            return self.counted_number(Num(str(int(value))))
-        return number(value)
+            return self.counted_number(whole(int(value)))
+        return number(value, self.dtype)
 
     def dims_of(self, node: ir.Node) -> tuple[Expr, ...]:
         """Each axis size of `node` as an expression over the inputs' sizes."""
@@ -385,29 +394,16 @@ def dims_rule(node: ir.Node, dims: dict, shapes: dict) -> tuple[Expr, ...]:
         # not the values computed from them, which a buffer made before a loop would read
         # before the loop computes them)
         case ir.Prim(op="oneHot", args=(labels, _)):
-            return dims[labels] + (Num(str(shapes[node][-1])),)
+            return dims[labels] + (whole(shapes[node][-1]),)
         case ir.Prim(op="slice", args=(x, _, _)):
-            return (Num(str(shapes[node][0])),) + dims[x][1:]
+            return (whole(shapes[node][0]),) + dims[x][1:]
         case ir.Einsum(spec=spec):
             parsed = parse_spec(spec)
             known = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)
                      for ch, d in zip(term, dims[a], strict=True)}
             return tuple(known[ch] for ch in parsed.output)
-        case ir.Prim(op=op, args=args, attrs=attrs):
-            kind = BY_OP[op].kind
-            if kind == "reduce":
-                return dims[args[0]][:attrs[0]] + dims[args[0]][attrs[0] + 1:]
-            if kind == "positions":
-                return (dims[args[0]][attrs[0]],)
-            if kind == "shift":
-                x = dims[args[0]]
-                return x[:attrs[0]] + x[attrs[0] + 1:] + tuple(dims[w][0] for w in args[1:])
-            if kind == "take":
-                x = dims[args[0]]
-                return x[:attrs[0]] + x[attrs[0] + 1:]
-            if kind == "size":
-                return ()
-            return next((dims[a] for a in args if dims[a]), ())
+        case ir.Prim(op=op, args=args, attrs=attrs):  # (the op table's axes rule)
+            return BY_OP[op].axes(tuple(dims[a] for a in args), attrs)
     raise AssertionError(f"code generation: no shape rule for {node!r}")
 
 

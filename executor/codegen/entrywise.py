@@ -15,9 +15,10 @@ from hilbert.compiler import ir
 from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.executor import fusion, threads
-from hilbert.executor.codegen import division, rows, sums
+from hilbert.executor.codegen import division, loops, rows, sums
 from hilbert.executor.codegen.division import Division
 from hilbert.executor.codegen.loops import (
+    ACCUMULATOR,
     Assign,
     Do,
     Expr,
@@ -32,9 +33,9 @@ from hilbert.executor.codegen.loops import (
     fmt,
     kernel_calls,
     number,
+    template,
 )
 
-REDUCE = {"maximum": ("K.fmax", "-np.inf"), "minimum": ("K.fmin", "np.inf")}
 #: Shift coefficients and offsets below this are written as integers when whole.
 WHOLE = 2.0 ** 31
 
@@ -75,13 +76,13 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
         case ir.Prim(op="take"):
             return _taken(em, node, index, temps)
         case ir.Prim() if fusion.is_ones(node):
-            return Num("1.0")
+            return number(1.0, em.dtype)
         case ir.Prim(op="pow", args=(_, ir.Const(value=2.0))):
             x = operand(em, node, 0, index, temps)
             return fmt("({} * {})", x, x)
         case ir.Prim(op="div") if em.divisions is not None:
             numerator, divisor = (operand(em, node, k, index, temps) for k in (0, 1))
-            split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")))
+            split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")), em.dtype)
             em.pending += [Assign((split.numerator,), (numerator,)),
                            Assign((split.divisor,), (divisor,)), split.fast]
             em.divisions.append(split)
@@ -92,8 +93,8 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
                 template = row.host_code or row.code
             else:
                 template = (em.decided.fast and row.fast_code) or row.code
-            return Fmt(template, tuple(operand(em, node, k, index, temps)
-                                       for k in range(len(args))))
+            return loops.template(template, tuple(operand(em, node, k, index, temps)
+                                                  for k in range(len(args))), em.dtype)
         case ir.Einsum(spec=spec, args=args):
             parsed = parse_spec(spec)
             where = dict(zip(parsed.output, index, strict=True))
@@ -123,7 +124,7 @@ def at(em, node: ir.Node, index: list, temps: dict) -> Expr:
     """`node` read at `index`: a scalar, a local of this loop nest, an inlined generator, or
     an element of a stored array."""
     if isinstance(node, ir.Const):
-        return number(node.value)
+        return number(node.value, em.dtype)
     if not em.shape(node):
         return em.value(node)
     if node in temps and index == em.identity:
@@ -153,11 +154,15 @@ def _shifted(em, node: ir.Prim, index: list, temps: dict) -> Expr:
         terms = [str(int(const))] + [f"{int(c)} * {{}}" for c in coefs]
         em.pending.append(Assign((name,), (Fmt(" + ".join(terms), tuple(new)),)))
         inner = outer[:axis] + [Var(name)] + outer[axis:]
-        return fmt("({} if 0 <= {} < {} else 0.0)", at(em, x, inner, temps), Var(name), size)
-    terms = [number(const).text] + [f"{number(c).text} * {{}}" for c in coefs]
-    em.pending.append(Assign((name,), (Fmt(" + ".join(terms), tuple(new)),)))
+        return fmt("({} if 0 <= {} < {} else {})", at(em, x, inner, temps), Var(name), size,
+                   number(0.0, em.dtype))
+    terms = (number(const, em.dtype), *(arg for c, n in zip(coefs, new, strict=True)
+                                        for arg in (number(c, em.dtype), n)))
+    em.pending.append(Assign((name,), (Fmt(" + ".join(["{}", *("{} * {}" for _ in coefs)]),
+                                           terms),)))
     inner = outer[:axis] + [call("int", Var(name))] + outer[axis:]
-    return fmt("({} if 0.0 <= {} < {} else 0.0)", at(em, x, inner, temps), Var(name), size)
+    return fmt("({} if {} <= {} < {} else {})", at(em, x, inner, temps), number(0.0, em.dtype),
+               Var(name), size, number(0.0, em.dtype))
 
 
 def _taken(em, node: ir.Prim, index: list, temps: dict) -> Expr:
@@ -168,14 +173,14 @@ def _taken(em, node: ir.Prim, index: list, temps: dict) -> Expr:
     axis, coef, const = node.attrs
     t, p, ok = (Var(em.fresh(prefix)) for prefix in ("t", "p", "ok"))
     size = em.dims_of(x)[axis]
-    c, k = number(const).text, number(coef).text
+    c, k, zero = (number(v, em.dtype) for v in (const, coef, 0.0))
     em.pending += [
         Assign((t.name,), (em.value(where),)),
-        Assign((p.name,), (Fmt(f"({{}} - {c}) * {k}", (t,)),)),
-        Assign((ok.name,), (Fmt(f"0.0 <= {{}} < {{}} and np.floor({{}}) == {{}} "
-                                f"and {k} * {{}} + {c} == {{}}", (p, size, p, p, p, t)),))]
+        Assign((p.name,), (fmt("({} - {}) * {}", t, c, k),)),
+        Assign((ok.name,), (fmt("{} <= {} < {} and np.floor({}) == {} and {} * {} + {} == {}",
+                                zero, p, size, p, p, k, p, c, t),))]
     inner = index[:axis] + [call("int", p)] + index[axis:]
-    return fmt("({} if {} else 0.0)", at(em, x, inner, temps), ok)
+    return fmt("({} if {} else {})", at(em, x, inner, temps), ok, zero)
 
 
 def emit_group(em, group: fusion.Group) -> None:
@@ -335,9 +340,12 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
     dims = tuple(em.dims_of(tail.args[0])[k] for k in kept)
     if _local(em, kept, len(index)):
         acc = Var(em.fresh("acc"))
-        before[depth].append(Assign((acc.name,), (Num(start),)))
-        reduce = "K.add_any_order" if combine == "+" else combine
-        body.append(Assign((acc.name,), (call(reduce, acc, x),)))
+        # (a sum's accumulator is float64 in code of every dtype, rounded once when stored;
+        # another reduction starts in the code's dtype: a maximum at an infinity of it)
+        start_dtype = ACCUMULATOR if combine == "+" else em.dtype
+        before[depth].append(Assign((acc.name,), (Num(start, start_dtype),)))
+        body.append(Assign((acc.name,), (call("K.add_any_order", acc, x) if combine == "+" else
+                                         template(combine, (acc, x), em.dtype),)))
         found = sums.long(acc.name, depth, em.shape(tail.args[0])) if (
             combine == "+" and sums.pairwise_locals(em)) else None
         if found is not None:
@@ -355,17 +363,23 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
             body.append(adding)
             em.bind(tail, out)
             return
-        before[0].append(Do(Fmt(f"{{}}.fill({start})", (out,))))
+        before[0].append(Do(fmt("{}.fill({})", out, Num(start, em.dtype))))
         target = Sub(out, tuple(index[k] for k in kept))
         body.append(Store(target, x, add=True) if combine == "+" else
-                    Store(target, call(combine, target, x)))
+                    Store(target, template(combine, (target, x), em.dtype)))
     em.bind(tail, out)
 
 
 def _reduced(tail: ir.Node, rank: int) -> tuple[str, str, list[int]]:
-    """A reduction's combining function, its start, and the axes it keeps."""
+    """A reduction's combining code (a sum's `+`; the op table's `combine` op's code for the
+    rest), its start, and the axes it keeps."""
     if isinstance(tail, ir.Prim):
-        return (*REDUCE[tail.op], [k for k in range(rank) if k != tail.attrs[0]])
+        row = BY_OP[tail.op]
+        assert row.combine is not None and row.start is not None, f"{tail.op} is not a tail"
+        combine = BY_OP[row.combine].code
+        assert combine is not None, f"{row.combine} has no code"
+        start = number(row.start, "float64").text.removeprefix("(").removesuffix(")")  # (`-np.inf`)
+        return combine, start, [k for k in range(rank) if k != tail.attrs[0]]
     parsed = parse_spec(tail.spec)
     return "+", "0.0", [parsed.inputs[0].index(ch) for ch in parsed.output]
 

@@ -10,14 +10,23 @@ Expressions: Var (a local), Num (a literal, or a constant of np or K, naming no 
 (an element or a slice: base[index]), View (what may share base's memory: base.T, a reshape, a
 slice), Pick (a if test else b, either of which it may be), Call (fn(args); fn is np's, K's or
 a builtin) and Fmt (an op-table template, or a form of its own, filled with expressions).
+
+Every literal carries its dtype, set when the generator builds it (DTYPES): a number of the
+code's dtype (float32 code's are float32), an accumulator's start float64, a count or a size
+int64. No template holds a number of its own: its numbers are typed Num arguments (`template`
+types an op table's), so render.py writes each number as its dtype's literal
+(precision.literal) and nothing rewrites printed code. verify_loops.py checks all this.
 """
 
 from __future__ import annotations
 
+import io
 import math
+import tokenize
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache, lru_cache
 
 # ------------------------------------------------------------------------------ expressions
 
@@ -27,11 +36,22 @@ class Var:
     name: str
 
 
+#: A literal's dtypes: numbers' (FLOATS: what a float is written in), and OTHER for what is no
+#: number (`:`, a string, a name of np or K).
+FLOATS = ("float64", "float32", "complex128", "complex64")
+OTHER = "other"
+DTYPES = (*FLOATS, "int64", "bool", OTHER)
+#: A sum's accumulator's dtype in code of every dtype (precision.py).
+ACCUMULATOR = "float64"
+
+
 @dataclass(frozen=True)
 class Num:
-    """A literal, or a constant naming no local (`0.0`, `np.inf`, `:`, `K.SMALL_PRODUCT`)."""
+    """A literal of `dtype` (DTYPES), or a constant naming no local (`0.0`, `np.inf`, `:`,
+    `K.SMALL_PRODUCT`)."""
 
     text: str
+    dtype: str
 
 
 @dataclass(frozen=True)
@@ -84,14 +104,74 @@ Expr = Var | Num | Sub | View | Pick | Call | Fmt
 VECTOR_MATHS = ("K.exp(", "K.log(", "K.tanh(")
 
 
-def number(value: float) -> Num:
-    """A float as Python source (inf and nan included)."""
+def number(value: float, dtype: str) -> Num:
+    """A float as a literal of `dtype` (inf and nan included): `number(0.5, "float32")`."""
     value = float(value)
     if math.isnan(value):
-        return Num("np.nan")
+        return Num("np.nan", dtype)
     if math.isinf(value):
-        return Num("np.inf" if value > 0 else "(-np.inf)")
-    return Num(repr(value))
+        return Num("np.inf" if value > 0 else "(-np.inf)", dtype)
+    return Num(repr(value), dtype)
+
+
+def whole(value: int) -> Num:
+    """An int64 literal (a size, a count, a loop's or an error's number): `whole(3)`."""
+    return Num(str(value), "int64")
+
+
+def other(text: str) -> Num:
+    """What is no number: `:`, a string literal, a constant of np or K."""
+    return Num(text, OTHER)
+
+
+@lru_cache(maxsize=4096)  # (templates repeat: the verifier reads each of every function)
+def floats(text: str) -> tuple[tuple[int, int, float], ...]:
+    """The float literals standing alone in `text` (Python source, or a template with `{}`
+    fields): each one's start, end and value, read by Python's own tokenizer. `np.inf` and
+    `np.nan` count; a sign is an operator, not part of the literal."""
+    tokens: list[tokenize.TokenInfo] = []
+    try:  # (a template may be part of an expression: `(` + … without its `)`)
+        tokens.extend(tokenize.generate_tokens(io.StringIO(text).readline))
+    except tokenize.TokenError:
+        pass
+    found = []
+    for k, token in enumerate(tokens):
+        if token.type == tokenize.NUMBER and _is_float(token.string):
+            found.append((token.start[1], token.end[1], float(token.string)))
+        elif (token.string in ("inf", "nan") and k >= 2 and tokens[k - 1].string == "."
+              and tokens[k - 2].string == "np"):
+            found.append((tokens[k - 2].start[1], token.end[1], float(token.string)))
+    return tuple(found)
+
+
+def _is_float(literal: str) -> bool:
+    lowered = literal.lower()
+    return not lowered.startswith("0x") and ("." in lowered or "e" in lowered)
+
+
+@cache
+def _split(template: str) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """`template` with each float literal made a `{}` field, and each one's field number and
+    text."""
+    found = floats(template)
+    out, fields, last = [], [], 0
+    for start, end, _ in found:
+        out.append(template[last:start])
+        fields.append((sum(part.count("{}") for part in out), template[start:end]))
+        out.append("{}")
+        last = end
+    out.append(template[last:])
+    return "".join(out), tuple(fields)
+
+
+def template(text: str, args: tuple[Expr, ...], dtype: str) -> Fmt:
+    """An op table's code filled with `args`, its own numbers typed Num arguments of `dtype`:
+    `template("(1.0 if {} > {} else 0.0)", (x, y), "float32")`."""
+    bare, fields = _split(text)
+    filled = list(args)
+    for position, literal in fields:
+        filled.insert(position, Num(literal, dtype))
+    return Fmt(bare, tuple(filled))
 
 
 def fmt(template: str, *args: Expr) -> Fmt:
@@ -110,7 +190,7 @@ def sizes(dims) -> Fmt:
 def product(dims) -> Expr:
     """`n1 * n2 * …` (1 for none)."""
     if not dims:
-        return Num("1")
+        return whole(1)
     return dims[0] if len(dims) == 1 else Fmt(" * ".join("{}" for _ in dims), tuple(dims))
 
 

@@ -14,13 +14,13 @@ from hilbert.executor.codegen.loops import (
     Do,
     Expr,
     Fmt,
-    Num,
     Store,
     Sub,
     Update,
     Var,
     View,
     fmt,
+    number,
     product,
 )
 
@@ -79,20 +79,20 @@ def loop_nest(em, taken: list[Operand], output: str, dims_of: dict, node,
     factors = [Sub(op.value, tuple(index[ch] for ch in op.term)) if op.term else op.value
                for op in reads]
     summand = (Fmt(" * ".join("{}" for _ in factors), tuple(factors)) if len(factors) > 1 else
-               factors[0] if factors else Num("1.0"))
+               factors[0] if factors else number(1.0, em.dtype))
     summing = len(letters) > len(output)
     loops = [g[0] for g in groups]
     if output:
         out = em.alloc(node, dims)
         if summing:
-            em.out.add(Do(fmt("{}.fill(0.0)", out)))
+            em.out.add(Do(fmt("{}.fill({})", out, number(0.0, em.dtype))))
         target = _held(em, _merged(Operand(out, output, dims), groups, dims_of), {})
         merged = em.out.nest([sizes[ch] for ch in loops], [index[ch].name for ch in loops])
         em.out.add(Store(Sub(target.value, tuple(index[ch] for ch in target.term)), summand,
                          add=summing))
     else:
         out = Var(em.fresh("v"))
-        em.out.add(Assign((out.name,), (Num("0.0"),)))
+        em.out.add(Assign((out.name,), (number(0.0, em.dtype),)))
         merged = em.out.nest([sizes[ch] for ch in loops], [index[ch].name for ch in loops])
         em.out.add(Update(out.name, "+=", summand))
     em.out.unnest(len(loops), merged)

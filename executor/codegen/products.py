@@ -26,8 +26,11 @@ from hilbert.executor.codegen.loops import (
     View,
     call,
     fmt,
+    number,
+    other,
     product,
     sizes,
+    whole,
 )
 from hilbert.executor.codegen.nest_steps import Operand, loop_nest
 from hilbert.executor.codegen.scheduler import Step
@@ -50,8 +53,8 @@ def emit_einsum(em, node: ir.Einsum) -> None:
                         em.value(a), term, em.dims_of(a), a)
                 for a, term in zip(node.args, parsed.inputs, strict=True)]
     em.numbers = decided.numbers
-    for number, (positions, run) in enumerate(zip(decided.path, decided.runs, strict=True)):
-        last = number == len(decided.runs) - 1
+    for step, (positions, run) in enumerate(zip(decided.path, decided.runs, strict=True)):
+        last = step == len(decided.runs) - 1
         taken = [operands.pop(i) for i in sorted(positions, reverse=True)]
         output = run.spec.split("->")[1]
         operands.append(_step(em, taken, output, run, node if last else None))
@@ -130,7 +133,7 @@ def _product(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node,
         return Operand(name, output, tuple(dims_of[ch] for ch in output))
     perm = ",".join(str(plan.output.index(ch)) for ch in output)
     out = em.alloc(node, tuple(dims_of[ch] for ch in output))
-    em.out.add(Do(call("K.arranged_into", call("K.transposed", result.value, Num(f'"{perm}"')),
+    em.out.add(Do(call("K.arranged_into", call("K.transposed", result.value, other(f'"{perm}"')),
                        out)))
     return Operand(out, output, tuple(dims_of[ch] for ch in output))
 
@@ -145,7 +148,7 @@ def _copy(em, op: Operand, order: list[str]) -> Var:
     perm = ", ".join(str(op.term.index(ch)) for ch in order)
     made = (call("np.ascontiguousarray", _transposed(op.value, perm)) if em.host else  # (Numba's
             call("K.contiguous", call("K.transposed", op.value,  # own compile slowly)
-                                      Num(f'"{perm.replace(" ", "")}"'))))
+                                      other(f'"{perm.replace(" ", "")}"'))))
     em.copies += 1
     if em.frame.hoist is not None and op.node is not None and op.node in em.frame.fixed:
         key = (op.value, tuple(order))
@@ -172,7 +175,7 @@ class _View:
         """The matrix at the loop indices `index`, the array being held in `base`."""
         picked = base
         if len(self.axes) > 2:
-            picked = Sub(base, tuple(index.get(axis, Num(":")) for axis in self.axes))
+            picked = Sub(base, tuple(index.get(axis, other(":")) for axis in self.axes))
         sides = [axis for axis in self.axes if axis in ("1", "2")]
         return picked if sides == ["1", "2"] else View(picked, "{0}.T")
 
@@ -255,7 +258,7 @@ def _multiply(em, left: Expr, right: Expr, node, dims: tuple, shape,
         name = Var(em.fresh("v"))
         dot = call("np.dot", left, right)
         if shared is not None and known is None:  # (blocks on hilbert's threads, each an own
-            dot = call("K.shared_product", left, right, Num(str(shared)))  # product or BLAS's)
+            dot = call("K.shared_product", left, right, Num(str(shared), "bool"))  # product or BLAS's)
             em.split = True
         em.out.add(Assign((name.name,), (dot if natural else
                                          View(dot, "{0}.reshape({1})", (sizes(dims),)),)))
@@ -279,7 +282,7 @@ def _shared_out(em, a: Var, b: Var, c: Var, by_rows: bool) -> None:
     parts = threads.count()
     block, lo, hi = (Var(em.fresh(p)) for p in ("blk", "lo", "hi"))
     side = fmt("{}.shape[0]", a) if by_rows else fmt("{}.shape[1]", b)
-    em.out.open_for(block.name, Num(str(parts)), parallel=True)
+    em.out.open_for(block.name, whole(parts), parallel=True)
     em.out.add(Assign((lo.name,), (fmt(f"({{}} * {{}}) // {parts}", side, block),)))
     em.out.add(Assign((hi.name,), (fmt(f"({{}} * ({{}} + 1)) // {parts}", side, block),)))
     with em.out.if_(fmt("{} > {}", hi, lo)):
@@ -312,7 +315,12 @@ def _blas_or_loops(em, a: Var, b: Var, c: Var, gemm: Expr, more: Expr | None,
         em.out.add(Do(gemm))
     with em.out.else_():
         em.out.add(Do(call("K.small_product_into", a, b, c) if more is None else
-                      call("K.small_product_beta", a, b, c, fmt("1.0 if {} else 0.0", more))))
+                      call("K.small_product_beta", a, b, c, _where(em, more))))
+
+
+def _where(em, more: Expr) -> Expr:
+    """1 where `more` holds, else 0 (a product's beta), in the code's dtype."""
+    return fmt("{} if {} else {}", number(1.0, em.dtype), more, number(0.0, em.dtype))
 
 
 def _small_loops(em, a: Var, b: Var, c: Var, more: Expr | None,
@@ -321,13 +329,15 @@ def _small_loops(em, a: Var, b: Var, c: Var, more: Expr | None,
     then unrolls and vectorises the loops of a tiny product); c += a · b where the condition
     `more` holds. The sum is kept in the call's dtype, as BLAS keeps a larger product's (so
     a float32 product rounds alike whichever side of SMALL_PRODUCT it falls, as NumPy's
-    sgemm does): `dot`, not `acc`, which float32 code would leave float64 (precision.py)."""
+    sgemm does): `dot` starts at a zero of the code's dtype, not an accumulator's float64
+    one (loops.ACCUMULATOR)."""
     i, j, k, total = (Var(em.fresh(p)) for p in ("i", "j", "k", "dot"))
     rows, inner, cols = known
-    with em.out.for_(i.name, Num(str(rows))), em.out.for_(j.name, Num(str(cols))):
-        em.out.add(Assign((total.name,), (Num("0.0") if more is None else
-                                          Pick(Sub(c, (i, j)), more, Num("0.0")),)))
-        with em.out.for_(k.name, Num(str(inner))):
+    with em.out.for_(i.name, whole(rows)), em.out.for_(j.name, whole(cols)):
+        zero = number(0.0, em.dtype)
+        em.out.add(Assign((total.name,), (zero if more is None else
+                                          Pick(Sub(c, (i, j)), more, zero),)))
+        with em.out.for_(k.name, whole(inner)):
             em.out.add(Update(total.name, "+=", fmt("{} * {}", Sub(a, (i, k)), Sub(b, (k, j)))))
         em.out.add(Store(Sub(c, (i, j)), total))
 
@@ -351,7 +361,7 @@ def _looped(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims)
     if sums:  # a sum over nothing is 0: the loop below never writes the result then
         with em.out.if_(Fmt(" * ".join("{}" for _ in sums) + " == 0",
                             tuple(dims_of[ch] for ch in sums))):
-            em.out.add(Do(fmt("{}.fill(0.0)", out)))
+            em.out.add(Do(fmt("{}.fill({})", out, number(0.0, em.dtype))))
     index = {ch: Var(em.fresh("j")) for ch in plan.loops}
     more = Fmt(" or ".join("{} > 0" for _ in sums), tuple(index[ch] for ch in sums)) if sums \
         else None
@@ -361,7 +371,7 @@ def _looped(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims)
                       tuple(view.at(base, index)
                             for view, base in zip((left, right, target), bases, strict=True))))
     gemm = (call("K.gemm", x, y, z) if more is None else
-            call("K.gemm_beta", x, y, z, fmt("1.0 if {} else 0.0", more)))
+            call("K.gemm_beta", x, y, z, _where(em, more)))
     first, second = _result_sides(plan)
     _blas_or_loops(em, x, y, z, gemm, more,
                    _sizes(em, first, plan.summed, second) if em.exact else None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hilbert.executor.codegen import precision
 from hilbert.executor.codegen.loops import (
     Assign,
     Break,
@@ -32,8 +33,8 @@ def expr(e: Expr) -> str:
     match e:
         case Var(name=name):
             return name
-        case Num(text=text):
-            return text
+        case Num(text=text, dtype=dtype):
+            return precision.literal(text, dtype)
         case Sub(base=base, index=index):
             return f"{expr(base)}[{', '.join(expr(i) for i in index)}]"
         case View(base=base, form=form, args=args):

@@ -38,13 +38,13 @@ from dataclasses import dataclass
 
 from hilbert.executor.codegen import rows
 from hilbert.executor.codegen.loops import (
+    ACCUMULATOR,
     Assign,
     Break,
     Do,
     Expr,
     Fmt,
     If,
-    Num,
     Stmt,
     Store,
     Sub,
@@ -52,8 +52,11 @@ from hilbert.executor.codegen.loops import (
     Var,
     While,
     call,
+    fmt,
+    number,
     product,
     sizes,
+    whole,
 )
 
 #: Entries a block sums in any order (in vector lanes) before its sum joins the pairwise
@@ -96,7 +99,7 @@ class Pairwise:
 
 def pairwise_locals(em) -> bool:
     """Whether long sums kept in a local are added pairwise: in compiled float64 code. Float32
-    code's locals sum in float64 (precision.py), 2²⁹ times finer than its data: a sum of
+    code's locals sum in float64 (loops.ACCUMULATOR), 2²⁹ times finer than its data: a sum of
     10⁶ float32 numbers is off by about 1e-10 before it is rounded once, far below float32's
     eps, so its blocks would buy nothing (and cost 3–5% of an in-cache float32 sum)."""
     return not em.host and em.dtype == "float64"
@@ -129,14 +132,14 @@ def arrange(em, found: list[Long], before: list, after: list, dims: tuple[Expr, 
     sums = [Pairwise(f.acc, f.depth, em.fresh(rows.SCRATCH if row is None else "stack"),
                      em.fresh("count"), em.fresh("filled"), row) for f in found]
     for s in sums:
-        before[s.depth].append(Assign((s.count,), (Num("0"),)))
+        before[s.depth].append(Assign((s.count,), (whole(0),)))
         after[s.depth][:0] = _total(em, s)
         if inner or s.depth == last:
             continue
-        before[s.depth].append(Assign((s.filled,), (Num("0"),)))
+        before[s.depth].append(Assign((s.filled,), (whole(0),)))
         after[last] += [Update(s.filled, "+=", dims[last]),
                         If(Fmt(f"{{}} >= {BLOCK}", (Var(s.filled),)),
-                           [*pushed(em, s), Assign((s.filled,), (Num("0"),))])]
+                           [*pushed(em, s), Assign((s.filled,), (whole(0),))])]
     return sums
 
 
@@ -146,7 +149,7 @@ def stacks(em, sums: list[Pairwise], dims: tuple[Expr, ...]) -> None:
     as a row's sum can push (`K.levels`: a few, 32 bytes a row of 4096)."""
     for s in sums:
         if s.row is None:
-            room: Expr = Num(str(LEVELS))
+            room: Expr = whole(LEVELS)
         else:
             pushes = Fmt(f"{{}} // {BLOCK} + 1", (product(list(dims[s.depth:])),))
             room = sizes((dims[0], call("K.levels", pushes)))
@@ -166,7 +169,7 @@ def write_blocked(em, sums: list[Pairwise], index: Var, size: Expr, body: list[S
     em.out.add(Assign((low,), (Fmt(f"{{}} * {BLOCK}", (Var(block),)),)))
     # (from 0, the index added: LLVM vectorises the sum of `for j in range(m)` and not that of
     # `for i in range(lo, hi)`, which Numba lowers so that it stays scalar, 7–28× slower)
-    em.out.open_for(step, call("min", Num(str(BLOCK)), Fmt("{} - {}", (size, Var(low)))))
+    em.out.open_for(step, call("min", whole(BLOCK), Fmt("{} - {}", (size, Var(low)))))
     em.out.add(Assign((index.name,), (Fmt("{} + {}", (Var(low), Var(step))),)), *body)
     em.out.close()
     for s in sums:
@@ -194,12 +197,12 @@ def into_array(em, out: Var, kept: list[int], shape: tuple[int, ...], dims: tupl
         em.frame.hoist.extend(made)
     else:
         em.out.add(*made)
-    before[0] += [Do(Fmt("{}.fill(0.0)", (Var(part),))), Assign((count,), (Num("0"),)),
-                  Assign((filled,), (Num("0"),))]
+    before[0] += [Do(fmt("{}.fill({})", Var(part), number(0.0, em.dtype))), Assign((count,), (whole(0),)),
+                  Assign((filled,), (whole(0),))]
     after[1] += [Update(filled, "+=", product([dims[k] for k in reduced if k])),
                  If(Fmt(f"{{}} >= {BLOCK}", (Var(filled),)), [
                      Assign((count,), (call("K.push_rows", Var(stack), Var(count), Var(part)),)),
-                     Assign((filled,), (Num("0"),))])]
+                     Assign((filled,), (whole(0),))])]
     after[0].insert(0, Do(call("K.total_rows", Var(stack), Var(count), Var(part), out)))
     return Store(Sub(Var(part), tuple(index[k] for k in kept)), x, add=True)
 
@@ -207,27 +210,27 @@ def into_array(em, out: Var, kept: list[int], shape: tuple[int, ...], dims: tupl
 def pushed(em, s: Pairwise) -> list[Stmt]:
     """`acc` pushed onto the stack (what pairwise.push does, written out: a call, with the
     stack passed and counted, cost a fused layer norm over rows of 4096 13%), then started
-    again (float64: precision.py keeps an accumulator's `acc… = 0.0`): while the groups below
+    again (at 0.0 typed loops.ACCUMULATOR, float64 in code of every dtype): while the groups below
     it are of its size, they are added to it, older first."""
     carried, level = em.fresh("c"), em.fresh("l")
     acc = Var(s.acc)
-    return [Assign((carried, level), (Var(s.count), Num("0"))),
+    return [Assign((carried, level), (Var(s.count), whole(0))),
             While([If(Fmt("{} % 2 == 0", (Var(carried),)), [Break()]),
                    Assign((s.acc,), (Fmt("{} + {}", (s.level(Var(level)), acc)),)),
-                   Update(level, "+=", Num("1")),
+                   Update(level, "+=", whole(1)),
                    Assign((carried,), (Fmt("{} // 2", (Var(carried),)),))]),
             Store(s.level(Var(level)), acc),
-            Update(s.count, "+=", Num("1")),
-            Assign((s.acc,), (Num("0.0"),))]
+            Update(s.count, "+=", whole(1)),
+            Assign((s.acc,), (number(0.0, ACCUMULATOR),))]
 
 
 def _total(em, s: Pairwise) -> list[Stmt]:
     """`acc` made the whole sum: the stack's groups added to it, smallest first (what
     pairwise.total does, written out as `pushed` is)."""
     level, count = em.fresh("l"), Var(s.count)
-    return [Assign((level,), (Num("0"),)),
+    return [Assign((level,), (whole(0),)),
             While([If(Fmt("{} == 0", (count,)), [Break()]),
                    If(Fmt("{} % 2 == 1", (count,)), [
                        Assign((s.acc,), (Fmt("{} + {}", (s.level(Var(level)), Var(s.acc))),))]),
-                   Update(level, "+=", Num("1")),
+                   Update(level, "+=", whole(1)),
                    Assign((s.count,), (Fmt("{} // 2", (count,)),))])]

@@ -19,12 +19,13 @@ import dask
 import dask.array as da
 import numpy as np
 from dask.utils import parse_bytes
+from hilbert.compiler.counting import counting_in
 from hilbert.compiler.driver import Entry, Specialised, annotate, plan_entry
 from hilbert.compiler.dtypes import is_complex, natural
+from hilbert.compiler.loops import tapes_at_the_call
 from hilbert.compiler.plan import Plan, memory_limit
 from hilbert.compiler.plan.text import human_bytes
 from hilbert.executor.dask.graph import BLOCK_SHARE, DaskGraph, count_tasks, lazy
-from hilbert.executor.reference import tapes_at_the_call
 from hilbert.grammar.errors import ArgumentError, HilbertError
 from hilbert.grammar.source import Span
 
@@ -86,6 +87,7 @@ class DaskProgram:
         self._plan = ready.plan
         self._blocks = chunking(entry, ready.plan.signature, chunks)
         self._tapes = tapes_at_the_call(self.body)  # checked before a call runs a step
+        self._counting = counting_in(self.body, ready.plan.dtype)  # (compiler/counting.py)
 
     @cached_property
     def plan(self) -> Plan:
@@ -115,7 +117,7 @@ class DaskProgram:
 
     def _graph(self, symbolic: bool) -> DaskGraph:
         return DaskGraph(self.table, self._plan, self.optimize, self.entry.definition.span,
-                         symbolic, self._kernels, self._tapes, self.fast)
+                         symbolic, self._kernels, self._tapes, self.fast, self._counting)
 
     def _stand_ins(self) -> tuple:
         """What a symbolic run starts from: the plan's values, or unknown numbers and arrays."""

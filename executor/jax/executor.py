@@ -21,17 +21,17 @@ from hilbert.compiler import ir
 from hilbert.compiler.counting import COUNTED, counting_in
 from hilbert.compiler.driver import Entry, Specialised, plan_entry
 from hilbert.compiler.evaluate import Host
-from hilbert.compiler.plan import Plan, memory_limit
-from hilbert.executor.jax.ledger import TapeTooShort, unpacked
-from hilbert.executor.jax.lowering import Lowering, gaussian_draws, loops_run_backwards
-from hilbert.executor.numerics import quietly
-from hilbert.executor.reference import (
+from hilbert.compiler.loops import (
     guard_tapes,
     moving_components,
     step_count,
     tape_guard,
     tapes_at_the_call,
 )
+from hilbert.compiler.plan import Plan, memory_limit
+from hilbert.executor.jax.ledger import TapeTooShort, unpacked
+from hilbert.executor.jax.lowering import Lowering, gaussian_draws, loops_run_backwards
+from hilbert.executor.numerics import quietly
 from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
 from hilbert.grammar.source import Span
 
@@ -223,7 +223,7 @@ class JaxProgram:
 
     def _longer(self, rooms: tuple, short: TapeTooShort, lowering: Lowering) -> tuple:
         """`rooms` with tape `short.site` long enough for `short.steps` (E700 when that
-        passes the memory limit, as the reference's tape_guard says it)."""
+        passes the memory limit, as loops.tape_guard says it)."""
         loop, shapes = lowering.tapes[short.site]
         moving = moving_components(loop)
         tape_guard(loop, [np.broadcast_to(np.float64(0), s) for s in shapes], moving, short.steps)

@@ -9,14 +9,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from hilbert.compiler import ir
+from hilbert.compiler.counting import EXACT
+from hilbert.compiler.loops import moving_components, step_count
 from hilbert.executor.jax.ledger import TapeTooShort
 from hilbert.executor.jax.meanings import is_host
-from hilbert.executor.reference import moving_components, step_count
 from hilbert.grammar.errors import HilbertError
 from jax import lax
-
-#: Above 2^53, float64 cannot hold every whole number (reference.py's bound on step counts).
-_EXACT = 2.0 ** 53
 
 
 class Loops:
@@ -107,7 +105,7 @@ class Loops:
 
     def _steps(self, loop: ir.Loop, count):
         """A counted loop's trip count as an int64, E500 noted unless `count` is a whole
-        number from 0 to 2⁵³ (reference.step_count's rule, whose message it raises)."""
+        number from 0 to 2⁵³ (loops.step_count's rule, whose message it raises)."""
         if is_host(count):
             try:
                 return jnp.int64(step_count(loop, count))
@@ -115,7 +113,7 @@ class Loops:
                 pass  # (noted below: raised if the call comes here)
         value = jnp.asarray(count)
         real = jnp.real(value).astype(jnp.float64)
-        bad = ~(jnp.isfinite(real) & (real >= 0) & (jnp.floor(real) == real) & (real <= _EXACT))
+        bad = ~(jnp.isfinite(real) & (real >= 0) & (jnp.floor(real) == real) & (real <= EXACT))
         if jnp.iscomplexobj(value):
             bad = bad | (jnp.imag(value) != 0)
             self.check(bad, value, lambda v: step_count(loop, v))
@@ -154,7 +152,7 @@ class Loops:
 
     def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
         """The loop forward from `init` writing its states to a tape, then its vjp terms from
-        the last step's state to the first (reference.run_loop_grad's order)."""
+        the last step's state to the first (loops.run_loop_grad's order)."""
         loop = node.loop
         site = self.sites[node]
         room = self.capacities[site]

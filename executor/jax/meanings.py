@@ -20,6 +20,7 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.ops import meanings as host
 from hilbert.compiler.ops.draws import drawn_dtype, whole
+from hilbert.compiler.ops.primitives import BY_OP, Primitive
 from hilbert.executor.jax import draws
 from jax import lax
 
@@ -54,7 +55,7 @@ def power(x, y):
                                jnp.where(y == -1.0, 1.0 / x, general)))
 
 
-def _raised(node, args, run):
+def raised(node, args, run):
     x, y = args
     if is_host(y) and np.ndim(y) == 0:  # a constant exponent: one way, chosen now
         kind = jnp.result_type(x, y)
@@ -93,16 +94,16 @@ def _reduced(function) -> Meaning:
 
 
 
-def _measured(node, args, run):
+def measured(node, args, run):
     """rows(x) or columns(x): a host number (shapes are known while tracing), in float64."""
     return np.float64(np.shape(args[0])[{"rows": 0, "columns": 1}[node.op]])
 
 
-def _positions(node, args, run):
+def positions(node, args, run):
     return jnp.arange(np.shape(args[0])[node.attrs[0]], dtype=jnp.float64)
 
 
-def _product_adjoint(node, args, run):
+def product_adjoint(node, args, run):
     """productadjoint(x, g)[k] as primitives.py's: the adjoint of x in cumprod(x, k), the
     products before each entry times r_i = g_i + x_{i+1}·r_{i+1}, each a scan in the host's
     order."""
@@ -137,7 +138,7 @@ def _static(value) -> int | None:
     return int(value) if is_host(value) else None
 
 
-def _indexed(node, args, run):
+def indexed(node, args, run):
     """x[t]: the slice at position t along the first axis; E510 unless t is one."""
     x, t = jnp.asarray(args[0]), args[1]
     size = x.shape[0]
@@ -148,14 +149,14 @@ def _indexed(node, args, run):
     return lax.dynamic_index_in_dim(x, at, 0, keepdims=False)
 
 
-def _sliced(node, args, run):
+def sliced(node, args, run):
     x, start, stop = args
     first, last = _static(start), _static(stop)
     assert first is not None and last is not None, "slice bounds are known from shapes"
     return jnp.asarray(x)[first:last]
 
 
-def _taken(node, args, run):
+def taken(node, args, run):
     """take(x, at)[axis, coef, const] as meanings.take: x at the s along `axis` with
     coef·s + const = at, zeros where there is none."""
     x, at = jnp.asarray(args[0]), args[1]
@@ -172,7 +173,7 @@ def _taken(node, args, run):
     return jnp.where(found, taken, jnp.zeros((), kind))
 
 
-def _shifted(node, args, run):
+def shifted(node, args, run):
     """shift(x, w1, …)[axis, coefs, const] as meanings.shift: x read along `axis` at
     const + Σ coefs·(new indices, appended last), zero outside x."""
     x = jnp.asarray(args[0])
@@ -190,7 +191,7 @@ def _shifted(node, args, run):
     return jnp.where(valid, taken, jnp.zeros((), x.dtype))
 
 
-def _encoded(node, args, run):
+def encoded(node, args, run):
     """oneHot(labels, k): E511 unless every label is a whole number 0 … k − 1."""
     labels, classes = jnp.asarray(args[0]), _static(args[1])
     assert classes is not None, "oneHot's class count is known from shapes"
@@ -204,7 +205,7 @@ def _encoded(node, args, run):
     return (labels[..., None] == jnp.arange(classes, dtype=labels.dtype)).astype(kind)
 
 
-def _joined(node, args, run):
+def joined(node, args, run):
     return jnp.concatenate([jnp.asarray(args[0]), jnp.asarray(args[1])], axis=node.attrs[0])
 
 
@@ -238,17 +239,17 @@ def _keyed(way: str) -> Meaning:
 
 # ---------------------------------------------------------------- what derivatives are made of
 
-def _summed_to(node, args, run):
+def summed_to(node, args, run):
     g, like = args
     return g if np.shape(g) == np.shape(like) else jnp.sum(g)
 
 
-def _spread(node, args, run):
+def spread(node, args, run):
     g, like = args
     return jnp.broadcast_to(jnp.expand_dims(jnp.asarray(g), node.attrs[0]), np.shape(like))
 
 
-def _placed(node, args, run):
+def placed(node, args, run):
     g, like, start = jnp.asarray(args[0]), args[1], args[2]
     out = jnp.zeros(np.shape(like), jnp.result_type(g, like))
     part = g if node.attrs[0] else g[None]
@@ -258,7 +259,7 @@ def _placed(node, args, run):
     return lax.dynamic_update_slice_in_dim(out, part.astype(out.dtype), at, 0)
 
 
-def _cut(node, args, run):
+def cut(node, args, run):
     g, a, _ = args
     axis, which = node.attrs
     split = np.shape(a)[axis]
@@ -267,7 +268,7 @@ def _cut(node, args, run):
     return jnp.asarray(g)[tuple(index)]
 
 
-def _coordinate(node, args, run):
+def coordinate(node, args, run):
     x, axis = args[0], node.attrs[0]
     shape = [1] * np.ndim(x)
     shape[axis] = np.shape(x)[axis]
@@ -275,37 +276,46 @@ def _coordinate(node, args, run):
     return jnp.broadcast_to(steps, np.shape(x))
 
 
-def _adjoint(node, args, run):
+def adjoint(node, args, run):
     return args[1]
 
 
-def _erf(x):
-    return jax.scipy.special.erf(jnp.asarray(x))
+def erf(node, args, run):
+    return jax.scipy.special.erf(jnp.asarray(args[0]))
 
 
-#: Every op's JAX meaning, by op name (tests/test_jax_executor.py checks that every op with a
-#: NumPy meaning has one).
-MEANINGS: dict[str, Meaning] = {
-    **{op: _unary(f) for op, f in {
-        "exp": jnp.exp, "ln": jnp.log, "sqrt": jnp.sqrt, "tanh": jnp.tanh, "sin": jnp.sin,
-        "cos": jnp.cos, "tan": jnp.tan, "abs": jnp.abs, "conj": jnp.conj, "re": jnp.real,
-        "im": jnp.imag, "floor": jnp.floor, "erf": _erf, "neg": jnp.negative}.items()},
-    **{op: _binary(f) for op, f in {
-        "add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "div": jnp.true_divide,
-        "max": jnp.maximum, "min": jnp.minimum,
-        "mod": lambda a, b: divmod_(a, b)[1], "floordiv": lambda a, b: divmod_(a, b)[0]}.items()},
-    "pow": _raised,
-    **{op: _compared(f) for op, f in {
-        "eq": jnp.equal, "ne": jnp.not_equal, "lt": jnp.less, "gt": jnp.greater,
-        "le": jnp.less_equal, "ge": jnp.greater_equal}.items()},
-    "maximum": _reduced(jnp.max), "minimum": _reduced(jnp.min), "sumalong": _reduced(jnp.sum),
-    "cumsum": _reduced(jnp.cumsum), "cumprod": _reduced(jnp.cumprod),
-    "productadjoint": _product_adjoint,
-    "rows": _measured, "columns": _measured, "positions": _positions,
-    "oneHot": _encoded, "concat": _joined,
-    "keyeduniform": _keyed("uniform"), "keyedgaussian": _keyed("gaussian"),
-    "permutation": _keyed("permutation"),
-    "shift": _shifted, "take": _taken, "index": _indexed, "slice": _sliced,
-    "sumto": _summed_to, "spread": _spread, "place": _placed, "cut": _cut,
-    "coordinate": _coordinate, "gradient": _adjoint,
-}
+def remainder(node, args, run):
+    """a mod b: NumPy's remainder (the sign of b)."""
+    return divmod_(args[0], args[1])[1]
+
+
+def floor_quotient(node, args, run):
+    """a div b: NumPy's floor division."""
+    return divmod_(args[0], args[1])[0]
+
+
+keyed_uniform = _keyed("uniform")
+keyed_gaussian = _keyed("gaussian")
+keyed_permutation = _keyed("permutation")
+
+#: How a family whose rows name a `jnp.…` or `lax.…` function makes it a meaning (as the op
+#: table's families make NumPy meanings of NumPy functions: primitives.FROM_FUNCTION).
+_FAMILIES: dict[str, Callable[[Callable], Meaning]] = {
+    "unary": _unary, "binary": _binary, "compare": _compared, "reduce": _reduced,
+    "scan": _reduced}
+_LIBRARIES = {"jnp": jnp, "lax": lax}
+
+
+def meaning_of(row: Primitive) -> Meaning:
+    """The JAX meaning the op table's row names (its `jax` column)."""
+    assert row.jax is not None, row.name
+    library, _, name = row.jax.rpartition(".")
+    if not library:
+        return globals()[name]
+    return _FAMILIES[row.kind](getattr(_LIBRARIES[library], name))
+
+
+#: Every op's JAX meaning, by op name, from the op table's `jax` column (tests/test_op_table.py
+#: checks that every op an executor meets names one, and that the name is here or in jax).
+MEANINGS: dict[str, Meaning] = {op: meaning_of(row) for op, row in BY_OP.items()
+                                if row.jax is not None}

@@ -55,8 +55,8 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str
                           dtype=dtype).plan
 
     looped = bool(ready.plan.loops)  # (every loop is planned, however deep)
-    return TieredProgram(tiers_of(ready, optimize, forced, math == "fast"), replan, len(entry.params),
-                         compile_when(looped))
+    return TieredProgram(tiers_of(ready, optimize, forced, math == "fast", replan),
+                         len(entry.params), compile_when(looped))
 
 
 def build(program, label: str = "", progress: Progress | None = None) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from hilbert.compiler.counting import COUNTED, NOTHING, Counting
+from hilbert.compiler.loops import step_count
 from hilbert.compiler.ops import draws
 from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
@@ -15,7 +16,6 @@ from hilbert.executor import blas_threads, threads
 from hilbert.executor.numba import interrupt
 from hilbert.executor.numba.faults import DrawError, LabelError, PositionError, StepCountError
 from hilbert.executor.numba.loading import load
-from hilbert.executor.reference import step_count
 
 if TYPE_CHECKING:
     from hilbert.executor import codegen

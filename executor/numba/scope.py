@@ -10,6 +10,13 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.counting import Counting, counting_in
 from hilbert.compiler.evaluate import Host
+from hilbert.compiler.loops import (
+    guard_tapes,
+    moving_components,
+    run_loop,
+    run_loop_grad,
+    tapes_at_the_call,
+)
 from hilbert.compiler.passes.shapes import Scope, ShapeTable
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.plan.schedule import RegionSchedule
@@ -18,13 +25,6 @@ from hilbert.executor.numba.placement import Placement, describe
 from hilbert.executor.numba.regions import CompiledRegion
 from hilbert.executor.numerics import quietly
 from hilbert.executor.planned import einsum_kernel
-from hilbert.executor.reference import (
-    guard_tapes,
-    moving_components,
-    run_loop,
-    run_loop_grad,
-    tapes_at_the_call,
-)
 
 if TYPE_CHECKING:
     from hilbert.executor import codegen
@@ -53,9 +53,7 @@ class ScopeRunner(Host):
         self._einsums: dict = {}
         # (the call's counted values, compiler/counting.py: one analysis for every scope)
         counted = counting_in(roots[0], plan.dtype) if counted is None else counted
-        super().__init__(self._einsum, plan.dtype, counted)
-        self.counted = counted.at(scope[-1] if scope else None)
-        self.meets = counted.meeting(scope[-1] if scope else None)
+        super().__init__(self._einsum, plan.dtype, counted, scope)
         self._place(roots)
         self.whole = self._whole()
         # the call's loops run backwards whose tapes are checked before it runs a step
@@ -152,7 +150,7 @@ class ScopeRunner(Host):
 
     def run(self, leaves: tuple, boundary=None) -> object:
         """The value of the scope's first root for these leaves. `boundary`: what the call's
-        loops call at each step boundary (reference.run_loop), which may move the call on."""
+        loops call at each step boundary (compiler/loops.run_loop), which may move the call on."""
         memo: dict = {BOUNDARY: boundary}
         if self._tapes:  # E700 before the forward run that comes first, not after it
             quietly(guard_tapes, self._tapes, self.table.states,

@@ -5,6 +5,7 @@ loop moves to the compiled code at a step boundary where it can (`resume_points`
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import threading
 import time
@@ -16,18 +17,17 @@ from hilbert.compiler.driver import Specialised
 from hilbert.compiler.passes.shapes import ShapeTable, infer_shapes
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.plan.rows import row_split
+from hilbert.compiler.plan.schedule import Decided, Schedule
 from hilbert.compiler.settings import whole_number
-from hilbert.executor import threads
-from hilbert.executor.numba import built, row_blocks
+from hilbert.executor.numba import built, row_blocks, schedules
 from hilbert.executor.numba.builder import BUILDER
-from hilbert.executor.numba.loading import load
 from hilbert.executor.numba.placement import Placement
 from hilbert.executor.numba.programs import HostProgram, WholeProgram
 from hilbert.executor.numba.regions import CompiledRegion
 from hilbert.executor.numba.row_blocks import RowBlocks
 from hilbert.executor.numba.scope import ScopeRunner, only_loop, regions_of, resume_points
 from hilbert.executor.planned import PlannedProgram
-from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, first_line, warn
+from hilbert.grammar.errors import HilbertError, first_line, warn
 
 #: Environment variable saying when a loop-free call's generated code is built (compiled and
 #: swapped in): "eager" (at the first call, before it runs), "never" (calls stay on the host),
@@ -47,8 +47,6 @@ TIERED = ("the first calls run on the host (each einsum along its path as NumPy/
           "steps, entrywise work in NumPy) until the generated code is built and swapped in "
           f"({COMPILE_ENVIRONMENT} says when: by default in a background thread from call "
           f"{COMPILE_AFTER})")
-#: What a tiered program's plan says once its code is built.
-BUILT = "the generated code is built: calls run on it"
 #: What a program with loops says before its code is built, (1) when a running loop moves to
 #: the compiled code at a step boundary, (2) when only the next call does.
 STEPPED = ("the first calls run on the host (loops step by step in Python, each step's work in "
@@ -69,10 +67,12 @@ class Tiers:
     host tier's program (the planned program; for a call with loops, a walk of the IR on the
     host with every loop stepped in Python), where a running loop may move to the second tier
     (`resumes`), and the runner of the second tier (made when first asked for), with the code
-    it generates."""
+    it generates). Its plan holds the schedule of that code, decided when first read
+    (`_decide`), which the build then runs. `replan`: the plan again, for generated code that
+    holds every value of a call until it ends."""
 
     def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str],
-                 fast: bool = False):
+                 fast: bool = False, replan: Callable[[], Plan] | None = None):
         self.looped = bool(ready.plan.loops)
         self.compiles = ready.plan.dtype in COMPILED_DTYPES  # else calls stay on the host
         self.counter = None  # the state component that counts a resumable loop's steps left
@@ -83,14 +83,20 @@ class Tiers:
             note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
             if not self.compiles:
                 note = HOST_ONLY.format(dtype=ready.plan.dtype)
-            walk = ScopeRunner([ready.body], (), ready.table, ready.plan, optimize,
-                               Placement(ready.table, forced, host_only=True))
-            self.host = HostProgram(walk, _noted(ready.plan, (note, *_maths(fast))))
         else:
             self.resumes = None
             note = TIERED if self.compiles else HOST_ONLY.format(dtype=ready.plan.dtype)
-            self.host = PlannedProgram(ready.body, _noted(ready.plan, (note, *_maths(fast))))
+        plan = _noted(ready.plan, (note, *_maths(fast)),
+                      Schedule(self._decide) if self.compiles else Schedule())
+        if self.looped:
+            walk = ScopeRunner([ready.body], (), ready.table, plan, optimize,
+                               Placement(ready.table, forced, host_only=True))
+            self.host: HostProgram | PlannedProgram = HostProgram(walk, plan)
+        else:
+            self.host = PlannedProgram(ready.body, plan)
         self.note = note
+        self._replan = replan
+        self._held: str | None = None  # why the generated code may not run (`_decide`)
         self._ready = ready
         self._optimize = optimize
         self._forced = forced
@@ -106,6 +112,20 @@ class Tiers:
             return None
         return row_blocks.blocks_for(
             whole, ready.plan, lambda: row_split(*generated_ir(ready), ready.plan.signature))
+
+    def _decide(self) -> Decided:
+        """The schedule of the generated code (schedules.decide): generated now, compiled by
+        the build."""
+        decided, self._held = schedules.decide(lambda: (self.runner, self.blocks()),
+                                               self._replan, self._ready.plan.peak_bytes)
+        return decided
+
+    def stays_on_host(self) -> str | None:
+        """Why the calls stay on the host though code is generated for them (the generated
+        code would hold more than the memory limit), from the schedule (decided now if it was
+        not yet); None when they move to it once it is built."""
+        self.host.plan.schedule.decided()
+        return self._held
 
     @property
     def runner(self) -> ScopeRunner:
@@ -138,11 +158,11 @@ _PREPARING = threading.Lock()
 
 
 def tiers_of(ready: Specialised, optimize: str, forced: frozenset[str],
-             fast: bool = False) -> Tiers:
+             fast: bool = False, replan: Callable[[], Plan] | None = None) -> Tiers:
     key = (optimize, forced, fast)
     made = ready.prepared.tiers.get(key)
     if made is None:
-        made = ready.prepared.tiers.setdefault(key, Tiers(ready, optimize, forced, fast))
+        made = ready.prepared.tiers.setdefault(key, Tiers(ready, optimize, forced, fast, replan))
     return made
 
 
@@ -173,21 +193,10 @@ def compile_when(looped: bool = False) -> int | None:
                         smallest=1)
 
 
-def _holds_every_value(runner: ScopeRunner) -> bool:
-    """Whether `runner`'s program keeps every value until the call ends: a host walk, or
-    generated code that runs as Python (it holds its locals)."""
-    python_mode = load("hilbert.executor.numba.kernels").PYTHON_MODE  # NUMBA_DISABLE_JIT=1
-    return runner.whole is None or not runner.whole.generated.compiled or python_mode
-
-
-def _noted(plan: Plan, lines, runner: ScopeRunner | None = None) -> Plan:
-    """`plan` with `lines` added to its notes and, given the `runner` whose code is generated,
-    that code's schedule (a copy: dataclasses.replace costs 10 µs)."""
-    noted = copy.copy(plan)
-    object.__setattr__(noted, "notes", plan.notes + tuple(f"numba: {line}" for line in lines))
-    if runner is not None:
-        object.__setattr__(noted, "schedule", tuple(runner.schedule()))
-    return noted
+def _noted(plan: Plan, lines, schedule: Schedule | None = None) -> Plan:
+    """`plan` with `lines` added to its notes (and given a `schedule`, that schedule)."""
+    return dataclasses.replace(plan, notes=plan.notes + tuple(f"numba: {line}" for line in lines),
+                               schedule=plan.schedule if schedule is None else schedule)
 
 
 def _second_tier(runner: ScopeRunner, plan: Plan, arity: int, blocks: RowBlocks | None):
@@ -214,7 +223,7 @@ class TieredProgram:
     # the call did not replace by loop state)
     detaches = True
 
-    def __init__(self, tiers: Tiers, replan: Callable[[], Plan], arity: int, when: int | None):
+    def __init__(self, tiers: Tiers, arity: int, when: int | None):
         self.host = tiers.host
         self.host_calls = 0  # calls run on the host so far (counted loosely under threads)
         self.moved = 0  # calls that moved to the compiled code at a step boundary
@@ -223,7 +232,6 @@ class TieredProgram:
         self.looped = tiers.looped
         self._host_steps = 0  # steps host calls ran before they moved
         self._tiers = tiers
-        self._replan = replan
         self._arity = arity
         self._when = when if tiers.compiles else None
         self._plan = self.host.plan
@@ -236,8 +244,8 @@ class TieredProgram:
 
     @property
     def plan(self) -> Plan:
-        """The plan, its notes saying which tier calls run on (and, once the code is generated,
-        what it holds)."""
+        """The plan: how calls run (the tiers), and the schedule of the generated code, the
+        same before and after the build (the build runs what it says)."""
         return self._plan
 
     def __call__(self, values):
@@ -401,26 +409,15 @@ class TieredProgram:
 
     def _built(self, advance=None):
         second = self.generated()
-        plan = second.plan
         runner = self._tiers.runner
-        if _holds_every_value(runner):  # planned again, as such: within the memory limit?
-            try:
-                plan = _noted(self._replan(), (self._tiers.note, *_maths(self._tiers.fast), BUILT,
-                                                 *_notes(runner)), runner)
-            except RuntimeHilbertError as err:
-                if err.code != "E700":
-                    raise
-                self._plan = _noted(self.host.plan, (f"calls stay on the host: the generated "
-                                                     f"code would hold every value of a call "
-                                                     f"({err.message})",))
-                return None
+        if self._tiers.stays_on_host() is not None:  # (its plan's schedule says why)
+            return None
         for region in regions_of(runner):
             region.compile()
             if advance is not None:
                 advance()
         if self.looped:
             built.keep(self.sources())
-        second.plan = self._plan = plan
         self._fast = second
         return second
 
@@ -434,9 +431,7 @@ class TieredProgram:
         with self._lock:
             if self._second is None:
                 runner, blocks = self._tiers.runner, self._tiers.blocks()
-                lines = (BUILT, *_notes(runner), *([row_blocks.note(blocks)] if blocks else []))
-                self._second = _second_tier(runner, _noted(self.host.plan, lines, runner),
-                                            self._arity, blocks)
+                self._second = _second_tier(runner, self.host.plan, self._arity, blocks)
             return self._second
 
     @property
@@ -473,10 +468,3 @@ def _fresh(err: BaseException) -> BaseException:
         return copy.copy(err)
     except Exception:  # noqa: BLE001 (an exception whose arguments cannot be given again)
         return RuntimeError(f"{type(err).__name__}: {err}")
-
-
-
-
-def _notes(runner: ScopeRunner) -> tuple[str, ...]:
-    serial = threads.why_serial()
-    return (*runner.notes(), *((f"loop nests run serially: {serial}",) if serial else ()))

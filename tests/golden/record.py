@@ -7,8 +7,9 @@ of programs, recorded once so that a refactor of the code generator shows each c
 
 A program is a function of a module at argument shapes (programs.json). Rendering it loads the
 module with the numba executor, prepares the program for those shapes and writes its plan (as
-prepared, before any call) and the code generated for its second tier: the notes that tier
-adds to the plan, then each generated function. Nothing is compiled or run. The environment
+prepared, before any call: with the schedule of its generated code, which the plan holds
+before anything is built) and each function generated for its second tier. Nothing is
+compiled or run. The environment
 settings that change what is generated are pinned (PINNED), so records do not depend on the
 machine or on the caller's settings.
 """
@@ -160,17 +161,14 @@ def render(program: Program) -> str:
 
 
 def generated_code(prepared: Any) -> list[str]:
-    """The second tier of a numba program as lines: the notes and the schedule it adds to the
-    plan, then every generated function (compiled, or plain NumPy calls). Generated here; nothing is compiled."""
+    """The second tier of a numba program as lines: every generated function (compiled, or
+    plain NumPy calls), whose schedule the plan above says. Generated here; nothing is
+    compiled."""
     from hilbert.executor.numba.executor import regions_of as _regions
 
     try:
-        runner = prepared.runner
-        from hilbert.compiler.plan.schedule import render
-        from hilbert.compiler.plan.text import shape_text
-
-        lines = ["== second tier", *runner.notes(), "", *render(tuple(runner.schedule()), shape_text)]
-        regions = _regions(runner)
+        lines = ["== second tier"]
+        regions = _regions(prepared.runner)
         for number, region in enumerate(regions, 1):
             how = "compiled" if region.generated.compiled else "plain NumPy, not compiled"
             lines += [f"== generated {number} of {len(regions)} ({how})", region.source]

@@ -1,0 +1,139 @@
+"""The loop IR's verifier: `verify(body, dtype, args, after)` checks a generated function's
+statements (loops.py) between the rewrites (the emitter runs it when HILBERT_VERIFY is set, as
+the test suite does, after emitting, rows.py and tidy.py).
+
+It checks that every literal is typed (a dtype of loops.DTYPES, a number's text for a number's
+dtype); that no template, view form or call holds a number of its own (its numbers are typed
+arguments); that the numbers an expression combines are of the code's dtype (one of another
+dtype only as an accumulator's start, a whole assignment: loops.ACCUMULATOR); that every
+statement is well formed; and that every local is set (an argument, an assignment, a loop's
+index) before it is read and not read after it is deleted."""
+
+from __future__ import annotations
+
+from hilbert.compiler.ir.verify import enabled
+from hilbert.executor.codegen import render
+from hilbert.executor.codegen.loops import (
+    ACCUMULATOR,
+    DTYPES,
+    FLOATS,
+    OTHER,
+    Assign,
+    Call,
+    Delete,
+    Expr,
+    Fmt,
+    For,
+    Num,
+    Stmt,
+    Update,
+    Var,
+    View,
+    blocks,
+    exprs,
+    floats,
+    kids,
+    walk,
+)
+
+__all__ = ["LoopVerifyError", "enabled", "verify"]
+
+
+class LoopVerifyError(AssertionError):
+    """Loop IR that breaks its rules: a code generator's bug, never a user's error."""
+
+
+def verify(body: list[Stmt], dtype: str, args: list[str], after: str) -> None:
+    """Check `body`, a function of `args` whose numbers are of `dtype`, as `after` (the step
+    that made it) left it. Raises LoopVerifyError naming the statement and what is wrong."""
+    _Checker(dtype, set(args), after).block(body)
+
+
+class _Checker:
+    def __init__(self, dtype: str, defined: set[str], after: str) -> None:
+        self.dtype, self.defined, self.after = dtype, defined, after
+
+    def fail(self, stmt: Stmt, what: str) -> None:
+        shown = "\n".join(render.lines([stmt], 0)[:6])
+        raise LoopVerifyError(f"loop IR after {self.after}: {what}, in\n{shown}")
+
+    def block(self, body: list[Stmt]) -> None:
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, stmt: Stmt) -> None:
+        self.shape(stmt)
+        for expr in exprs(stmt):
+            self.expression(stmt, expr, whole=_starts(stmt, expr))
+        match stmt:
+            case Assign(targets=targets):
+                self.defined.update(targets)
+            case Update(name=name) if name not in self.defined:
+                self.fail(stmt, f"{name} updated before it is set")
+            case For(index=index, body=body):
+                self.defined.add(index)
+                self.block(body)
+            case Delete(names=names):
+                self.defined.difference_update(names)
+            case _:
+                for block in blocks(stmt):
+                    self.block(block)
+
+    def shape(self, stmt: Stmt) -> None:
+        """The statement's own form."""
+        match stmt:
+            case Assign(targets=targets, values=values) if len(targets) != len(values) or \
+                    not targets:
+                self.fail(stmt, "an assignment of another number of values than targets")
+            case Update(op=op) if op not in ("+=", "-="):
+                self.fail(stmt, f"an update by {op!r}")
+
+    def expression(self, stmt: Stmt, expr: Expr, whole: bool) -> None:
+        for node in walk(expr):
+            match node:
+                case Var(name=name) if name not in self.defined:
+                    self.fail(stmt, f"{name} read before it is set")
+                case Num():
+                    self.literal(stmt, node, whole and node is expr)
+                case Fmt(template=text) | View(form=text) | Call(fn=text) if floats(text):
+                    self.fail(stmt, f"a number of its own in {text!r} (not a typed Num)")
+            if not isinstance(node, Num):
+                self.operands(stmt, node)
+
+    def literal(self, stmt: Stmt, num: Num, start: bool) -> None:
+        """A literal's dtype is one of DTYPES and fits its text; a float one is of the code's
+        dtype but for an accumulator's start."""
+        if num.dtype not in DTYPES:
+            self.fail(stmt, f"the literal {num.text!r} untyped ({num.dtype!r})")
+        if _kind(num.text) != _KINDS.get(num.dtype, float):
+            self.fail(stmt, f"the literal {num.text!r} typed {num.dtype}")
+        if num.dtype in FLOATS and num.dtype != self.dtype and not (
+                start and num.dtype == ACCUMULATOR):
+            self.fail(stmt, f"a {num.dtype} literal {num.text} in {self.dtype} code")
+
+    def operands(self, stmt: Stmt, node: Expr) -> None:
+        """The literals one expression combines are of one float dtype."""
+        kinds = {k.dtype for k in kids(node) if isinstance(k, Num) and k.dtype in FLOATS}
+        if len(kinds) > 1:
+            self.fail(stmt, f"operands of dtypes {sorted(kinds)} combined")
+
+
+def _starts(stmt: Stmt, expr: Expr) -> bool:
+    """Whether `expr` is a whole value a local starts at (an accumulator's start)."""
+    return isinstance(stmt, Assign) and expr in stmt.values
+
+
+#: What a literal of each dtype is written as (_kind); a float or complex one as a float.
+_KINDS: dict[str, type | None] = {"int64": int, "bool": bool, OTHER: None}
+
+
+def _kind(text: str) -> type | None:
+    """What `text` is: an int (whole's), a bool, a float (number's: `-2.5`, `(-np.inf)`), or
+    None for no number."""
+    if text in ("True", "False"):
+        return bool
+    bare = text.removeprefix("(").removesuffix(")").removeprefix("-")
+    if bare.isdigit():
+        return int
+    found = floats(bare)
+    return float if len(found) == 1 and found[0][:2] == (0, len(bare)) else None

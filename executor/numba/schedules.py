@@ -1,0 +1,62 @@
+"""The schedule a numba call's plan holds (compiler/plan/schedule.py): its code generated, not
+compiled, with the units each generated function runs and the executor's account of them,
+decided once, when the plan's schedule is first read; the build compiles this very code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hilbert.compiler.plan import Plan
+from hilbert.compiler.plan.schedule import Decided
+from hilbert.compiler.plan.text import human_bytes
+from hilbert.executor import threads
+from hilbert.executor.numba import row_blocks
+from hilbert.executor.numba.loading import load
+from hilbert.executor.numba.row_blocks import RowBlocks
+from hilbert.executor.numba.scope import ScopeRunner
+from hilbert.grammar.errors import RuntimeHilbertError, first_line
+
+
+def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],
+           replan: Callable[[], Plan] | None, peak: int) -> tuple[Decided, str | None]:
+    """(the schedule of the code `generate` gives: its runner and the blocks of rows the call
+    runs as, if any; why its calls stay on the host though it is generated, or None). Code
+    that holds every value of a call until it ends is planned again as such (`replan`): over
+    the memory limit, its calls stay on the host; within it, its peak is noted where it is not
+    the plan's `peak`. Code that cannot be generated is noted so: the build raises the error,
+    or its calls stay on the host (W903)."""
+    try:
+        runner, blocks = generate()
+        regions = tuple(runner.schedule())
+    except Exception as err:  # noqa: BLE001 (raised again by the build: see above)
+        return ((), (f"numba: the code could not be generated ({type(err).__name__}: "
+                     f"{first_line(err)})",)), None
+    notes = [*notes_of(runner), *([row_blocks.note(blocks)] if blocks else [])]
+    held = None
+    if holds_every_value(runner) and replan is not None:
+        try:
+            replanned = replan().peak_bytes
+        except RuntimeHilbertError as err:
+            if err.code != "E700":
+                raise
+            held = err.message
+            notes.append(f"calls stay on the host: the generated code would hold every value "
+                         f"of a call ({err.message})")
+        else:
+            if replanned != peak:
+                notes.append("the generated code holds every value of a call until it ends: "
+                             f"peak memory about {human_bytes(replanned)}")
+    return (regions, tuple(f"numba: {line}" for line in notes)), held
+
+
+def holds_every_value(runner: ScopeRunner) -> bool:
+    """Whether `runner`'s program keeps every value until the call ends: a host walk, or
+    generated code that runs as Python (it holds its locals)."""
+    python_mode = load("hilbert.executor.numba.kernels").PYTHON_MODE  # NUMBA_DISABLE_JIT=1
+    return runner.whole is None or not runner.whole.generated.compiled or python_mode
+
+
+def notes_of(runner: ScopeRunner) -> tuple[str, ...]:
+    """What compiled and what did not, and why nests run serially if they do."""
+    serial = threads.why_serial()
+    return (*runner.notes(), *((f"loop nests run serially: {serial}",) if serial else ()))
