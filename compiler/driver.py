@@ -6,6 +6,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from hilbert.compiler import dtypes, ir, passes, settings
 from hilbert.compiler.debug import dump
@@ -103,16 +104,27 @@ def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:
     return infer_shapes(entry.body, shapes)
 
 
+@dataclass
+class Prepared:
+    """What an executor works out from a Specialised alone, kept with it so that a plan given
+    again (plan_entry keeps plans) is prepared again at no cost: the IR generated code runs
+    and its shapes (the numba executor's `generated_ir`), and the numba executor's tiers by
+    path optimiser, names forced onto the host and fast maths (`tiers_of`; an executor type,
+    which this layer does not name)."""
+
+    generated: tuple[ir.Node, ShapeTable] | None = None
+    tiers: dict[tuple[str, frozenset[str], bool], Any] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Specialised:
-    """An entry made ready for one signature: the IR an executor runs, its shapes, its plan.
-    `derived` is for what an executor works out from these alone, kept with them so that a
-    plan given again (plan_entry keeps plans) is prepared again at no cost."""
+    """An entry made ready for one signature: the IR an executor runs, its shapes, its plan,
+    and what executors prepare from them (`prepared`)."""
 
     body: ir.Node
     table: ShapeTable
     plan: Plan
-    derived: dict = field(default_factory=dict, compare=False, repr=False)
+    prepared: Prepared = field(default_factory=Prepared, compare=False, repr=False)
 
 
 #: How many plans `plan_entry` keeps (per entry, signature and settings), least recently used

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.counting import EXACT
-from hilbert.compiler.plan import memory_limit
+from hilbert.compiler.memory import memory_limit
 from hilbert.compiler.plan.text import human_bytes
 from hilbert.grammar.errors import RuntimeHilbertError
 

@@ -39,7 +39,7 @@ class Executor(Protocol):
     """An executor: `prepare` specialises and plans an entry for argument shapes (trip counts
     known from `values`, when given) and returns its Program. Optional hooks an executor may
     have: `OPTIONS` and `check_options` (options it takes), `first_call` and `build` (compiling
-    before a call), `call` (a call it binds itself, as dask's lazy arguments), `AS_WRITTEN`
+    before a call, told to the `progress` they are given), `call` (a call it binds itself, as dask's lazy arguments), `AS_WRITTEN`
     (it runs the IR as written: compiler/driver.plan_entry plans that)."""
 
     def prepare(self, entry: Entry, shapes: tuple, optimize: str = "auto",

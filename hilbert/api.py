@@ -1,34 +1,31 @@
-"""The public API: load, open and compile .hb modules; call their functions from Python."""
+"""The public API's hilbert.Function: a compiled .hb function called from Python, with its
+programs per signature, plans and builds (hilbert/module.py loads the modules that hold them)."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import keyword
 import numbers
 import threading
 from collections import OrderedDict
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from hilbert.compiler import dtypes, settings
-from hilbert.compiler.driver import CompiledModule, Entry, annotate, compile_module
-from hilbert.compiler.modules import Loader
+from hilbert.compiler import dtypes
+from hilbert.compiler.driver import CompiledModule, Entry, annotate
 from hilbert.compiler.plan import Plan, check_optimiser
 from hilbert.compiler.settings import whole_number
-from hilbert.executor import check_math, check_options, get_executor
+from hilbert.executor import check_options, get_executor
 from hilbert.grammar.errors import (
     ArgumentError,
     HilbertError,
-    MissingNameError,
     internal_error,
 )
-from hilbert.grammar.syntax import Open
 
-from .arguments import bind_arguments
+from .arguments import _dtype_of, bind_arguments
+from .autodiff import Products
+from .carried import ModuleSource, compiled_from, module_source
 from .results import to_python
 
 #: How many argument signatures (shape tuples) a function keeps a program for, per executor
@@ -43,7 +40,7 @@ def _program_limit() -> int:
     return MAX_PROGRAMS if limit is None else limit
 
 
-class Function:
+class Function(Products):
     """A compiled .hb function. Call it with arrays, nested lists or numbers (keywords by
     parameter name); it returns an ndarray, or a number for a scalar result. A call computes
     in its arguments' dtype (float32, float64, complex64 or complex128, promoted as NumPy
@@ -101,8 +98,6 @@ class Function:
     def __reduce__(self):
         """Pickled as its module's source, its name, executor, optimiser and options; compiled
         again where it is unpickled (compiled code is never pickled)."""
-        from .models import function_from, module_source
-
         return (function_from, (module_source(self.module), self.entry.name, self.executor,
                                 self.optimize, self.options))
 
@@ -239,9 +234,12 @@ class Function:
             self._building(first_call, program, shapes)
 
     def _building(self, step, program, shapes) -> None:
-        """`step(program, label)` (a build), its errors coded."""
-        self._coded(lambda: step(program, f"{self.entry.name} for {_sizes(shapes)}"), shapes,
-                    "building")
+        """`step(program, label, progress)` (a build, shown as hilbert.progress.compiling
+        shows it), its errors coded."""
+        from .progress import compiling  # (tqdm, imported when a build is waited for)
+
+        self._coded(lambda: step(program, f"{self.entry.name} for {_sizes(shapes)}", compiling),
+                    shapes, "building")
 
     def build(self, /, *args, **kwargs) -> Plan:
         """Compile the program for these arguments (shapes or values, as for `plan`) now, not
@@ -261,49 +259,6 @@ class Function:
         if build is not None:
             self._building(build, program, shapes)
         return program.plan
-
-    def vjp(self, /, *args, **kwargs):
-        """(this function's result for these arguments, its pullback): `pullback(cotangent)`
-        (shaped like the result; a tuple for a tuple of results) gives the tuple of gradients
-        of Σ ⟨cotangent, result⟩, one per argument. Compiled and planned like any ∂
-        (`pullback.plan`); docs/interop.md.
-
-        >>> y, pullback = f.vjp(x, w); (dx, dw) = pullback(np.ones_like(y))   # doctest: +SKIP
-        """
-        from .autodiff import vjp
-
-        return vjp(self, args, kwargs)
-
-    def jvp(self, args, tangents):
-        """(this function's result at `args`, its tangent along `tangents`): `args` and
-        `tangents` are tuples with one entry per parameter (tangents shaped like the
-        arguments); a tuple of results gives a tuple of tangents. One forward sweep."""
-        from .autodiff import jvp
-
-        return jvp(self, args, tangents)
-
-    def product(self, kind: str) -> Function:
-        """The Function computing this one's vjp (parameters: this one's, then a cotangent per
-        result; answers the tuple of gradients) or jvp (parameters: this one's, then a tangent
-        per parameter; answers the results, then their tangents), on the same executor."""
-        if kind not in self._products:
-            entries = self.module.entries
-            name = self.entry.name
-            if kind not in ("vjp", "jvp") or entries.get(name) is not self.entry:
-                raise ArgumentError("E600", f"{kind!r} of {name}: products are vjp and jvp of "
-                                    "a module's definitions", self.entry.definition.span)
-            try:
-                entry = entries.product(name, kind)
-            except HilbertError as err:
-                raise annotate(err, self.module.resolved) from None
-            except MemoryError:
-                raise
-            except Exception as err:
-                raise internal_error(err, self.entry.definition.span,
-                                     f"making the {kind} of {name}") from err
-            self._products[kind] = Function(entry, self.module, self.executor, self.optimize,
-                                            options=self.options)
-        return self._products[kind]
 
     def export(self, /, *shapes, to: str = "stablehlo", dtype: str = "float64") -> str:
         """The program for these argument shapes (tuples of ints) lowered through JAX, as
@@ -334,6 +289,14 @@ class Function:
         return self._shape_note(tuple(v.shape for v in values)).replace("specialising", "running")
 
 
+def function_from(source: ModuleSource, name: str, executor: str = "numba",
+                  optimize: str = "auto", options: dict | None = None) -> Function:
+    """Definition `name` of the module compiled from `source`, as a Function with these
+    settings (what an unpickled hilbert.Function is)."""
+    compiled = compiled_from(source)
+    return Function(compiled.entries[name], compiled, executor, optimize, options=options)
+
+
 #: Every executor takes these options (`using` keeps them when it changes the executor).
 EVERY_EXECUTOR = ("math", "dtype")
 
@@ -357,18 +320,6 @@ def _ready_signature(args: tuple, forced: str | None, ndarray=np.ndarray,
     if name is None or (forced is not None and name != forced):
         return None
     return tuple(shapes), name
-
-
-def _dtype_of(values, forced: str | None) -> str:
-    """The dtype of a call whose arguments were bound to `values` (None: shapes only): the
-    one dtype they have, but for float64 numbers a call of another dtype counts with (bound
-    so by bind_arguments: compiler/counting.py)."""
-    if forced is not None:
-        return forced
-    if not values:
-        return dtypes.DEFAULT
-    first = next((v.dtype for v in values if v.dtype != np.float64), values[0].dtype)
-    return dtypes.BY_DTYPE.get(first) or first.name
 
 
 def _is_shape(value) -> bool:
@@ -401,188 +352,10 @@ def _shapes_or_values(entry: Entry, args: tuple, kwargs: dict, dtype: str | None
     return tuple(v.shape for v in values), values
 
 
-def maths(math: str | None, span=None) -> str:
-    """The mode `math` ("exact" or "fast"), or HILBERT_MATH's when None (default "exact"); an
-    ArgumentError (E600) for anything else."""
-    mode = (settings.text("HILBERT_MATH") or "exact") if math is None else math
-    return check_math(mode, span or _nowhere("math"))
-
-
 def maths_options(math: str, dtype: str | None = None) -> dict:
     """A Function's options for the mode `math` (none for "exact", the default) and a forced
     `dtype` (none for None: each call's arguments choose)."""
     return ({} if math == "exact" else {"math": math}) | ({} if dtype is None else {"dtype": dtype})
-
-
-class Module:
-    """A compiled module: its exported functions are attributes; `function(name)` reaches
-    any definition of the module. `math`: "exact" (NumPy's results) or "fast" (compiled exp and
-    tanh within 4 ulp, division by a reciprocal: docs/semantics.md); None: HILBERT_MATH's.
-    `dtype`: every call computes in it (float32, float64, complex64 or complex128); None: in
-    its arguments' dtype."""
-
-    def __init__(self, compiled: CompiledModule, executor: str = "numba", optimize: str = "auto",
-                 math: str | None = None, dtype=None):
-        get_executor(executor)  # unknown executors and optimisers fail at load, not at a call
-        check_optimiser(optimize, _nowhere(compiled.key))
-        self._compiled = compiled
-        self._executor = executor
-        self._optimize = optimize
-        self._math = maths(math, _nowhere(compiled.key))
-        self._dtype = None if dtype is None else dtypes.check_dtype(dtype, _nowhere(compiled.key))
-        self._functions: dict[str, Function] = {}
-        self._models: dict[str, type] = {}
-
-    def __reduce__(self):
-        """Pickled as its source (every module's text), executor, optimiser, maths and dtype."""
-        from .models import module_from, module_source
-
-        return (module_from, (module_source(self._compiled), self._executor, self._optimize,
-                              self._math, self._dtype))
-
-    def function(self, name: str) -> Function:
-        """Any definition of the module (def or fn) as a callable Function."""
-        if name not in self._compiled.entries:
-            raise self._missing("definition", name, self.definitions)
-        if name not in self._functions:
-            try:
-                entry = self._compiled.entries[name]  # (inlined and optimised when first asked)
-            except (HilbertError, MemoryError):
-                raise
-            except Exception as err:
-                raise internal_error(err, _nowhere(self._compiled.key), f"compiling {name}") from err
-            self._functions[name] = self._bound(name, Function(
-                entry, self._compiled, self._executor, self._optimize,
-                options=maths_options(self._math, self._dtype)))
-        return self._functions[name]
-
-    def model(self, name: str) -> Any:
-        """The Python class of model `name`, made once per module (so isinstance works)."""
-        from .models import model_class  # hilbert.models builds on Function, defined here
-
-        if name not in self._compiled.models:
-            raise self._missing("model", name, self.models)
-        if name not in self._models:
-            self._models[name] = self._bound(name, model_class(
-                self._compiled.models[name], self._compiled, self._executor, self._optimize,
-                self._math))
-        return self._models[name]
-
-    def check(self) -> None:
-        """Inline and optimise every definition and model member now, raising the first error
-        any of them has (loading leaves each to its first use)."""
-        for name in self.definitions:
-            self.function(name)
-        for name, model in self._compiled.models.items():
-            functions = self.model(name)._functions
-            for member in (*model.trains, *model.methods):
-                functions[member]  # noqa: B018 (made, and so checked, by being read)
-
-    def __getattr__(self, name: str) -> Function | type:
-        if name.startswith("_"):  # (pickle and copy ask for __getstate__ and the like)
-            raise AttributeError(name)
-        if name in self._compiled.models:
-            return self.model(name)
-        if name not in self._compiled.exported:
-            raise self._missing("function or model", name, self.names)
-        return self.function(name)
-
-    def _bound(self, name: str, value):
-        """`value`, kept as the attribute `name` when the module exports it under that name, so
-        that `module.name` is a plain attribute read from then on (not __getattr__ and a
-        look-up: a third of a small call's cost)."""
-        if name in self.names and not hasattr(type(self), name):
-            self.__dict__[name] = value
-        return value
-
-    def _missing(self, what: str, name: str, known: tuple[str, ...]) -> MissingNameError:
-        has = ", ".join(known) if known else "none"
-        return MissingNameError("E200", f"module {self._compiled.key} has no {what} {name!r} "
-                                f"(it has: {has})", _nowhere(self._compiled.key))
-
-    def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self.names))
-
-    @property
-    def definitions(self) -> tuple[str, ...]:
-        """Every definition of the module (reachable with `function(name)`)."""
-        return tuple(self._compiled.entries)
-
-    @property
-    def models(self) -> tuple[str, ...]:
-        """The model declarations of the module."""
-        return tuple(self._compiled.models)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The names this module exports: its functions, then its models."""
-        return self._compiled.exported + tuple(self._compiled.models)
-
-    def __repr__(self) -> str:
-        return f"<hilbert module {self._compiled.key}: {', '.join(self.names)}>"
-
-
-def load(path: str | Path, search_path: str | Path | list[str | Path] | None = None,
-         executor: str = "numba", export_all: bool = False, optimize: str = "auto",
-         math: str | None = None, dtype=None) -> Module:
-    """Compile a .hb file (and what it opens); its `fn`s become the module's functions.
-    `math="fast"` trades NumPy's last bits for speed; `dtype` (e.g. "float32") makes every call
-    compute in it, whatever its arguments' dtype (docs/semantics.md).
-
-    >>> mod = load("examples/Layers.hb")          # doctest: +SKIP
-    >>> mod.layerThrough([[1, 2]], [[1], [1]])     # doctest: +SKIP
-    array([[3.]])
-    """
-    loader = Loader(search_path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ArgumentError("E600", f"cannot read {path}: {err}", _nowhere(str(path))) from None
-    root = loader.from_text(text, str(path), Path(path).parent, file=Path(path))
-    return Module(_compiled(loader, root, export_all), executor, optimize, math, dtype)
-
-
-def open(name: str, executor: str = "numba", optimize: str = "auto",  # noqa: A001
-         math: str | None = None, dtype=None) -> Module:
-    """A Prelude (or search-path) module by its dotted name, with every definition callable.
-
-    >>> nets = open("Prelude.Networks")             # doctest: +SKIP
-    """
-    loader = Loader()
-    parts = tuple(name.split("."))
-    if not all(p.isidentifier() for p in parts):
-        raise ArgumentError("E204", f"{name!r} is not a module name (names joined by dots)",
-                            _nowhere(name))
-    holder = loader.from_text("", "<open>", None)
-    root = loader.open(Open(parts, _nowhere(name)), holder)
-    compiled = _compiled(loader, root, export_all=True)
-    return Module(dataclasses.replace(compiled, key=name), executor, optimize,  # named as asked
-                  math, dtype)
-
-
-def compile_source(text: str, name: str = "<string>",
-                   search_path: str | Path | list[str | Path] | None = None,
-                   executor: str = "numba", export_all: bool = False,
-                   optimize: str = "auto", math: str | None = None, dtype=None) -> Module:
-    """Compile .hb source text into a module.
-
-    >>> compile_source("fn twice(x) ↦ 2 · x").twice(3)
-    6.0
-    """
-    loader = Loader(search_path)
-    root = loader.from_text(text, name, None)
-    return Module(_compiled(loader, root, export_all), executor, optimize, math, dtype)
-
-
-def _compiled(loader: Loader, root, export_all: bool) -> CompiledModule:
-    """compile_module, any unexpected exception inside it an InternalError (E900)."""
-    try:
-        return compile_module(loader, root, export_all)
-    except (HilbertError, MemoryError):
-        raise
-    except Exception as err:
-        raise internal_error(err, _nowhere(str(root)), f"compiling {root}") from err
-
 
 
 def _sizes(shapes) -> str:

@@ -234,3 +234,15 @@ def _from_objects(array: np.ndarray, value, bad) -> np.ndarray:
 
 def _raise(err: Exception):
     raise err
+
+
+def _dtype_of(values, forced: str | None) -> str:
+    """The dtype of a call whose arguments were bound to `values` (None: shapes only): the
+    one dtype they have, but for float64 numbers a call of another dtype counts with (bound
+    so by bind_arguments: compiler/counting.py)."""
+    if forced is not None:
+        return forced
+    if not values:
+        return dtypes.DEFAULT
+    first = next((v.dtype for v in values if v.dtype != np.float64), values[0].dtype)
+    return dtypes.BY_DTYPE.get(first) or first.name

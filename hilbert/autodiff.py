@@ -10,21 +10,74 @@ between calls), so f(x) and a pullback cost about what one call of `∂` does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from hilbert.compiler import dtypes
+from hilbert.compiler.driver import annotate
 from hilbert.compiler.products import cotangent_names
-from hilbert.grammar.errors import ArgumentError, CheckError
+from hilbert.grammar.errors import ArgumentError, CheckError, HilbertError, internal_error
 
-from .api import _dtype_of
-from .arguments import bind_arguments
+from .arguments import _dtype_of, bind_arguments
 
 if TYPE_CHECKING:
+    from hilbert.compiler.driver import CompiledModule, Entry
     from hilbert.compiler.plan import Plan
 
     from .api import Function
+
+
+class Products:
+    """A Function's derivative products, `f.vjp`, `f.jvp` and `f.product` (hilbert.api.Function
+    takes them from here, so that this module needs nothing of it but its type)."""
+
+    entry: Entry
+    module: CompiledModule
+    executor: str
+    optimize: str
+    options: dict
+    _products: dict[str, Function]
+
+    def vjp(self, /, *args, **kwargs):
+        """(this function's result for these arguments, its pullback): `pullback(cotangent)`
+        (shaped like the result; a tuple for a tuple of results) gives the tuple of gradients
+        of Σ ⟨cotangent, result⟩, one per argument. Compiled and planned like any ∂
+        (`pullback.plan`); docs/interop.md.
+
+        >>> y, pullback = f.vjp(x, w); (dx, dw) = pullback(np.ones_like(y))   # doctest: +SKIP
+        """
+        return vjp(self, args, kwargs)
+
+    def jvp(self, args, tangents):
+        """(this function's result at `args`, its tangent along `tangents`): `args` and
+        `tangents` are tuples with one entry per parameter (tangents shaped like the
+        arguments); a tuple of results gives a tuple of tangents. One forward sweep."""
+        return jvp(self, args, tangents)
+
+    def product(self, kind: str) -> Function:
+        """The Function computing this one's vjp (parameters: this one's, then a cotangent per
+        result; answers the tuple of gradients) or jvp (parameters: this one's, then a tangent
+        per parameter; answers the results, then their tangents), on the same executor."""
+        if kind not in self._products:
+            entries = self.module.entries
+            name = self.entry.name
+            if kind not in ("vjp", "jvp") or entries.get(name) is not self.entry:
+                raise ArgumentError("E600", f"{kind!r} of {name}: products are vjp and jvp of "
+                                    "a module's definitions", self.entry.definition.span)
+            try:
+                entry = entries.product(name, kind)
+            except HilbertError as err:
+                raise annotate(err, self.module.resolved) from None
+            except MemoryError:
+                raise
+            except Exception as err:
+                raise internal_error(err, self.entry.definition.span,
+                                     f"making the {kind} of {name}") from err
+            made = cast("type[Function]", type(self))  # (Products is only ever a Function)
+            self._products[kind] = made(entry, self.module, self.executor, self.optimize,
+                                        options=self.options)
+        return self._products[kind]
 
 
 class Pullback:

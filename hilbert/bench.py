@@ -18,7 +18,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import opt_einsum
@@ -26,7 +26,6 @@ import opt_einsum
 from hilbert.compiler import ir
 from hilbert.compiler.driver import Specialised
 
-from .api import Function
 from .bench_inputs import _inputs, _optimisers, _repeat
 from .bench_judging import ABS_TOLERANCE, REL_TOLERANCE, _cross_check, _machine, _notes, _ratios
 from .bench_machine import pin_note
@@ -47,6 +46,9 @@ from .bench_report import (
 )
 from .progress import Progress
 from .timing import Schedule, time_interleaved
+
+if TYPE_CHECKING:
+    from .api import Function
 
 __all__ = [
     "ABS_TOLERANCE", "ANCHORS", "DEFAULT_OPTIMISERS", "EXPRESSION", "MIN_REPEAT_S", "NUMPY",

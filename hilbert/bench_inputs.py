@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,9 +16,11 @@ from hilbert.compiler.plan.text import human_bytes
 from hilbert.executor import get_executor
 from hilbert.grammar.errors import ArgumentError, HilbertError, RuntimeHilbertError
 
-from .api import Function
 from .arguments import bind_arguments
 from .bench_report import SEED
+
+if TYPE_CHECKING:
+    from .api import Function
 
 #: No NumPy array holds this many bytes or more (sizes are signed 64-bit).
 _MOST_BYTES = 2**63

@@ -8,14 +8,16 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hilbert.compiler.driver import Specialised, forget_plans, plan_entry
 from hilbert.grammar.errors import HilbertError
 
-from .api import Function
 from .bench_inputs import _annotated, _as_written
 from .bench_report import Contestant
+
+if TYPE_CHECKING:
+    from .api import Function
 
 #: Planning is repeated up to --repeat times, but stops once it has taken this long in all.
 PLAN_BUDGET_S = 2.0
@@ -41,7 +43,7 @@ def _ours(function: Function, optimize: str, repeat: int, inputs) -> _Run:
         contestant.plan_s, ready = _planning(function, optimize, shapes, inputs, repeat)
     except HilbertError as err:
         return _failed(contestant, _annotated(function, err, shapes))
-    fresh = Function(function.entry, function.module, function.executor, optimize)
+    fresh = type(function)(function.entry, function.module, function.executor, optimize)
     forget_plans()  # the first call plans and searches its paths afresh too
     try:
         begun = time.perf_counter()

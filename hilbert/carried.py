@@ -3,15 +3,16 @@ it was first compiled, and a Loader that gives those modules again without readi
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+import weakref
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from hilbert.compiler.driver import CompiledModule, compile_module
 from hilbert.compiler.modules import PRELUDE, Loader, SourceModule
 from hilbert.compiler.parsed import parse_module
 from hilbert.grammar.syntax import Open
-
-if TYPE_CHECKING:
-    from .models import ModuleSource
 
 
 def _opened(module: SourceModule, targets: list[SourceModule]) -> tuple[str, ...]:
@@ -62,3 +63,72 @@ class _CarriedLoader(Loader):
         opens = [d for d in opener.syntax.decls if isinstance(d, Open)]
         position = next(i for i, d in enumerate(opens) if d is decl)
         return self.modules[self.opens[opener.key][position]]
+
+
+# -- a compiled module's source, as pickles carry it ------------------------------------------
+
+@dataclass(frozen=True)
+class CarriedText:
+    """One module of a compiled module, as a pickle carries it: its key (a file's real path,
+    or a text's name), the name it is qualified by, its label in messages (the name it was
+    parsed under), its folder, its text, and the key of the module each of its `open`s gave,
+    in order."""
+
+    key: str
+    name: str
+    label: str
+    directory: str | None
+    text: str
+    opens: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ModuleSource:
+    """Everything a compiled module was made from: how messages name it, its root module's
+    key, and the text of every module it was compiled from (the Prelude's included), with the
+    module each `open` gave. Compiling it again reads no file and searches no path, so it
+    gives the same module in any process, wherever its files are."""
+
+    key: str
+    root: str
+    texts: tuple[CarriedText, ...]
+    exported: tuple[str, ...]
+
+
+#: Compiled modules by the source they were made from, so that one process compiles a source
+#: once however many pickles of it it loads (weak: a module nothing uses any more is not kept);
+#: the lock also guards hilbert/models.py's classes by source.
+_COMPILED: weakref.WeakValueDictionary[ModuleSource, CompiledModule] = weakref.WeakValueDictionary()
+_SOURCES_LOCK = threading.Lock()
+
+
+def module_source(compiled: CompiledModule) -> ModuleSource:
+    """The source of `compiled`: the text of its root module and of every module it opened,
+    however they were found (next to a file, on a search path, in the Prelude).
+
+    >>> source = module_source(hilbert.load("examples/Perceptron.hb")._compiled)  # doctest: +SKIP
+    >>> [t.label for t in source.texts]                                          # doctest: +SKIP
+    ['examples/Perceptron.hb', 'prelude/Networks.hb']
+    """
+    scopes = list(compiled.resolved.scopes.values())  # the root first: resolve starts there
+    texts = tuple(CarriedText(
+        s.module.key, s.module.name, s.module.label,
+        None if s.module.directory is None else str(s.module.directory),
+        s.module.syntax.span.source.text, _opened(s.module, [o.module for o in s.opened]))
+        for s in scopes)
+    source = ModuleSource(compiled.key, scopes[0].module.key, texts, compiled.exported)
+    with _SOURCES_LOCK:  # compiling it again in this process gives this module
+        _COMPILED.setdefault(source, compiled)
+    return source
+
+
+def compiled_from(source: ModuleSource) -> CompiledModule:
+    """`source` compiled (once per process: a source compiled already is given again)."""
+    with _SOURCES_LOCK:
+        compiled = _COMPILED.get(source)
+        if compiled is None:
+            loader = _CarriedLoader(source)
+            compiled = dataclasses.replace(compile_module(loader, loader.modules[source.root]),
+                                           key=source.key, exported=source.exported)
+            _COMPILED[source] = compiled
+    return compiled

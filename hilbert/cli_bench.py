@@ -10,7 +10,7 @@ from pathlib import Path
 from hilbert.bench import DEFAULT_OPTIMISERS, PLOT_FORMATS, output_path_problem
 from hilbert.cli_commands import _function
 from hilbert.cli_errors import EXIT_ERROR, EXIT_OK, OutputError, UsageError, _complain
-from hilbert.cli_values import parse_shape, parse_value
+from hilbert.cli_values import _named_value, _write_text, parse_shape
 from hilbert.compiler.plan import OPTIMISERS
 
 
@@ -57,13 +57,6 @@ def _bench_arguments(function, shapes: list[str], values: list[str]) -> list:
     return [given.get(p, ()) for p in function.entry.params]
 
 
-def _named_value(text: str) -> tuple[str, object]:
-    name, equals, value = text.partition("=")
-    if not name or not equals or not value:
-        raise UsageError(f"--value {text!r}: write NAME=VALUE, as NAME=100 or NAME=[1, 2]")
-    return name, parse_value(value)
-
-
 def _check_output_paths(json_path: str | None, plot_path: str | None) -> None:
     """Usage errors, before any timing, for --json and --plot paths that cannot name the file
     to write: a directory, a folder that does not exist; for --plot, an extension other than
@@ -96,13 +89,6 @@ def _bench_outputs(result, json_path: str | None, plot_path: str | None) -> None
             raise OutputError(f"cannot write {plot_path}: {err.strerror or err}") from None
         else:
             _complain(f"wrote {plot_path}")
-
-
-def _write_text(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise OutputError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def _bench_suite(args) -> int:

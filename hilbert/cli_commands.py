@@ -10,7 +10,14 @@ from pathlib import Path
 import numpy as np
 
 from hilbert.cli_errors import EXIT_ERROR, EXIT_OK, UsageError, _complain
-from hilbert.cli_values import _SIZE, _not_a_file, parse_shape, parse_value
+from hilbert.cli_values import (
+    _SIZE,
+    _named_value,
+    _not_a_file,
+    _write_text,
+    parse_shape,
+    parse_value,
+)
 from hilbert.grammar.errors import HilbertError
 from hilbert.lexer import colour
 
@@ -57,7 +64,6 @@ def _member(args):
     and the member's own arguments (zeros of a --shape's shape, or a --value's value); None
     when FN is not of that form."""
     import hilbert
-    from hilbert.cli_bench import _named_value
     from hilbert.members import BoundMember
 
     model, dot, name = args.function.partition(".")
@@ -159,7 +165,6 @@ def _shapes(given: list[str], function, name: str) -> list[tuple[int, ...]]:
 def _export(args) -> int:
     """`hilbert export FILE FN --shape … [--to stablehlo] [--dtype D] [-o OUT]`: the program
     FN runs for those shapes as text (hilbert/export.py), on stdout or in OUT."""
-    from hilbert.cli_bench import _write_text
     from hilbert.export import export
 
     function = _function(args.file, args.function, "jax")

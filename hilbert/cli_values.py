@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbert.cli_errors import UsageError
+from hilbert.cli_errors import OutputError, UsageError
 
 #: A number as a bare argument: decimal (1, -2.5, .5, 1e3) or infinity and NaN spelled as
 #: JSON does (Infinity, -Infinity, NaN) or as Python and NumPy do (inf, -inf, nan).
@@ -120,3 +120,17 @@ def parse_shape(text: str) -> tuple[str, tuple[int, ...]]:
         raise UsageError(f"--shape {text!r:.80}: no array has that many elements (at most "
                          "2**63 − 1)")
     return name, tuple(int(part) for part in parts)
+
+
+def _named_value(text: str) -> tuple[str, object]:
+    name, equals, value = text.partition("=")
+    if not name or not equals or not value:
+        raise UsageError(f"--value {text!r}: write NAME=VALUE, as NAME=100 or NAME=[1, 2]")
+    return name, parse_value(value)
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise OutputError(f"cannot write {path}: {err.strerror or err}") from None

@@ -50,7 +50,8 @@ from hilbert.grammar.errors import (
 from hilbert.grammar.source import nowhere
 
 from . import einsum_arrays, einsum_dtypes, einsum_input, einsum_options, slicing
-from .api import Function, compile_source
+from .api import Function
+from .einsum_compiled import compiled
 from .einsum_dtypes import Kind
 from .einsum_info import PathInfo, describe_expression, path_of, steps
 
@@ -353,21 +354,6 @@ def _path_problem(path: tuple, count: int) -> str | None:
                     f"left (positions 0 to {left - 1})")
         left += 1 - len(step)
     return None if left == 1 else f"it leaves {left} operands, not one"
-
-
-@functools.lru_cache(maxsize=256)
-def _module(spec: str, count: int, executor: str):
-    names = ", ".join(f"x{k}" for k in range(count))
-    return compile_source(f'fn contract({names}) ↦ einsum("{spec}", {names})\n',
-                          name=f"<einsum {spec}>", executor=executor)
-
-
-@functools.lru_cache(maxsize=256)
-def compiled(spec: str, count: int, executor: str, optimize) -> Function:
-    """The compiled contraction (once per process for each spec, executor and optimiser: a
-    Function keeps its plans and compiled programs per set of shapes)."""
-    base = _module(spec, count, executor).contract
-    return Function(base.entry, base.module, executor, optimize)
 
 
 @dataclass(frozen=True)

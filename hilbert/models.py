@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import copyreg
-import dataclasses
 import difflib
 import inspect
 import os
@@ -22,14 +21,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hilbert.compiler.driver import CompiledModule, annotate, compile_module
+from hilbert.compiler.driver import CompiledModule, annotate
 from hilbert.compiler.groups import joined
 from hilbert.compiler.models import CompiledModel, Member, WeightDecl
 from hilbert.grammar.errors import HilbertError, ModelError, internal_error
 
-from .api import Function, Module
+from .api import Function
+from .api import function_from as function_from  # (pickles made before name it here)
 from .arguments import bind_arguments
-from .carried import _CarriedLoader, _opened
+from .carried import _SOURCES_LOCK, ModuleSource, compiled_from, module_source
+from .carried import (
+    CarriedText as CarriedText,  # (pickles made before name it and ModuleSource here)
+)
 from .members import _answer, _class_doc, _Functions, _method, _train_method
 from .saved import _file_name, _Load
 from .saved import npy_header as npy_header  # hilbert.cli reads .npy headers with it
@@ -311,34 +314,6 @@ class Learner:
 # -- pickling: a model carries its source ----------------------------------------------------
 
 @dataclass(frozen=True)
-class CarriedText:
-    """One module of a compiled module, as a pickle carries it: its key (a file's real path,
-    or a text's name), the name it is qualified by, its label in messages (the name it was
-    parsed under), its folder, its text, and the key of the module each of its `open`s gave,
-    in order."""
-
-    key: str
-    name: str
-    label: str
-    directory: str | None
-    text: str
-    opens: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ModuleSource:
-    """Everything a compiled module was made from: how messages name it, its root module's
-    key, and the text of every module it was compiled from (the Prelude's included), with the
-    module each `open` gave. Compiling it again reads no file and searches no path, so it
-    gives the same module in any process, wherever its files are."""
-
-    key: str
-    root: str
-    texts: tuple[CarriedText, ...]
-    exported: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class ModelSource:
     """What a pickled model carries besides its arguments and weights: its module's source,
     its name, and the executor and path optimiser its class runs on. `token` names the class
@@ -354,46 +329,12 @@ class ModelSource:
     math: str = "exact"
 
 
-#: Compiled modules and model classes by the source they were made from, so that one process
-#: compiles a source once however many models of it it unpickles, and model classes by token,
-#: so that a model unpickled where its class is (the process that pickled it, or one it came
-#: back to) is of that class. Weak: a class nothing uses any more is not kept.
-_COMPILED: weakref.WeakValueDictionary[ModuleSource, CompiledModule] = weakref.WeakValueDictionary()
+#: Model classes by the source they were made from (the modules compiled from a source are
+#: carried.py's), and by token, so that a model unpickled where its class is (the process that
+#: pickled it, or one it came back to) is of that class. Weak: a class nothing uses any more is
+#: not kept.
 _CLASSES: weakref.WeakValueDictionary[ModelSource, type[Learner]] = weakref.WeakValueDictionary()
 _TOKENS: weakref.WeakValueDictionary[str, type[Learner]] = weakref.WeakValueDictionary()
-_SOURCES_LOCK = threading.Lock()
-
-
-def module_source(compiled: CompiledModule) -> ModuleSource:
-    """The source of `compiled`: the text of its root module and of every module it opened,
-    however they were found (next to a file, on a search path, in the Prelude).
-
-    >>> source = module_source(hilbert.load("examples/Perceptron.hb")._compiled)  # doctest: +SKIP
-    >>> [t.label for t in source.texts]                                          # doctest: +SKIP
-    ['examples/Perceptron.hb', 'prelude/Networks.hb']
-    """
-    scopes = list(compiled.resolved.scopes.values())  # the root first: resolve starts there
-    texts = tuple(CarriedText(
-        s.module.key, s.module.name, s.module.label,
-        None if s.module.directory is None else str(s.module.directory),
-        s.module.syntax.span.source.text, _opened(s.module, [o.module for o in s.opened]))
-        for s in scopes)
-    source = ModuleSource(compiled.key, scopes[0].module.key, texts, compiled.exported)
-    with _SOURCES_LOCK:  # compiling it again in this process gives this module
-        _COMPILED.setdefault(source, compiled)
-    return source
-
-
-def compiled_from(source: ModuleSource) -> CompiledModule:
-    """`source` compiled (once per process: a source compiled already is given again)."""
-    with _SOURCES_LOCK:
-        compiled = _COMPILED.get(source)
-        if compiled is None:
-            loader = _CarriedLoader(source)
-            compiled = dataclasses.replace(compile_module(loader, loader.modules[source.root]),
-                                           key=source.key, exported=source.exported)
-            _COMPILED[source] = compiled
-    return compiled
 
 
 def model_from(source: ModelSource) -> type[Learner]:
@@ -410,20 +351,6 @@ def model_from(source: ModelSource) -> type[Learner]:
             cls = _CLASSES.setdefault(source, made)
             _TOKENS.setdefault(source.token, cls)
     return cls
-
-
-def module_from(source: ModuleSource, executor: str = "numba", optimize: str = "auto",
-                math: str = "exact", dtype: str | None = None) -> Module:
-    """A Module compiled from `source` (what an unpickled hilbert.Module is)."""
-    return Module(compiled_from(source), executor, optimize, math, dtype)
-
-
-def function_from(source: ModuleSource, name: str, executor: str = "numba",
-                  optimize: str = "auto", options: dict | None = None) -> Function:
-    """Definition `name` of the module compiled from `source`, as a Function with these
-    settings (what an unpickled hilbert.Function is)."""
-    compiled = compiled_from(source)
-    return Function(compiled.entries[name], compiled, executor, optimize, options=options)
 
 
 def _unpickled(source: ModelSource, state: dict) -> Learner:

@@ -18,10 +18,11 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from hilbert.compiler.settings import text
+from hilbert.compiler import terminal
+from hilbert.compiler.terminal import ENVIRONMENT, wanted
 
-#: The environment variable that forces bars on ("1") or off ("0").
-ENVIRONMENT = "HILBERT_PROGRESS"
+__all__ = ["ENVIRONMENT", "Progress", "compiling", "run_in_chunks", "wanted"]
+
 #: A training run shows its bar only once it has lasted this long (short runs stay silent).
 TRAIN_BAR_DELAY_S = 1.0
 #: After the first chunk, each chunk of training steps is sized to last about this long: the
@@ -29,17 +30,6 @@ TRAIN_BAR_DELAY_S = 1.0
 CHUNK_S = 0.2
 #: A chunk is at most this many times the one before (a fast first chunk can mislead).
 MOST_GROWTH = 16
-
-
-def wanted(stream: TextIO) -> bool:
-    """Whether to draw a bar on `stream`: as HILBERT_PROGRESS says, else when it is a terminal."""
-    setting = text(ENVIRONMENT)
-    if setting in ("0", "1"):
-        return setting == "1"
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # a closed or unusual stream: no bar
-        return False
 
 
 class Progress:
@@ -83,16 +73,12 @@ class Progress:
                   flush=True)
 
 
-#: A build shows its line only once it has lasted this long (most builds are quicker).
-BUILD_LINE_DELAY_S = 1.0
-
-
 @contextmanager
 def compiling(label: str, total: int, stream: TextIO | None = None):
     """Around a build the caller waits for: yields `advance()`, to call as each of its `total`
     functions is compiled. On a terminal (as HILBERT_PROGRESS says) a line `compiling LABEL`
-    with the functions done shows once the build has lasted BUILD_LINE_DELAY_S; otherwise
-    nothing is written.
+    with the functions done shows once the build has lasted terminal.BUILD_LINE_DELAY_S;
+    otherwise nothing is written. The numba executor is given it as its `progress`.
 
     >>> with compiling("f for 4×3", 2) as advance: advance(); advance()   # doctest: +SKIP
     """
@@ -101,7 +87,7 @@ def compiling(label: str, total: int, stream: TextIO | None = None):
         yield lambda: None
         return
     with tqdm(total=total, file=stream, unit="function", desc=f"compiling {label}",
-              delay=BUILD_LINE_DELAY_S, dynamic_ncols=True, leave=False) as bar:
+              delay=terminal.BUILD_LINE_DELAY_S, dynamic_ncols=True, leave=False) as bar:
         yield lambda: bar.update(1)
 
 

@@ -282,7 +282,7 @@ def workers_for(sliced: Sliced) -> int:
     """How many threads may run `sliced`'s slices: every core (HILBERT_THREADS: 1 is one),
     and no more than fit the memory limit together, each holding one slice's intermediates
     and a running sum beside the operands (held once)."""
-    from hilbert.executor.numba import threads
+    from hilbert.executor import threads
 
     each = max(sliced.peak_bytes - sliced.operand_bytes + sliced.result_bytes, 1)
     fit = (sliced.limit - sliced.operand_bytes) // each
@@ -335,7 +335,7 @@ def _batch(one: str, count: int, path: tuple, spec: str, indices: tuple[str, ...
            values: list, *arrays):
     """One dask task: the slices at `values`, summed (one slice's contraction `one` along
     `path`, compiled by the numba executor in this process)."""
-    from hilbert.contract import compiled
+    from hilbert.einsum_compiled import compiled
 
     return _share(compiled(one, count, "numba", path), list(arrays), parse_spec(spec).inputs,
                   indices, values)

@@ -147,7 +147,7 @@ def test_every_component_of_a_tuple_is_a_fresh_array(executor, when, name, monke
                                       "HILBERT_MAX_PROGRAMS", "HILBERT_MEMORY_LIMIT"])
 @pytest.mark.parametrize("text", ["²", "①", "٣", "3x"])
 def test_a_setting_that_is_no_ascii_number_is_e600_naming_it(variable, text, monkeypatch):
-    from hilbert.executor.numba import threads
+    from hilbert.executor import threads
 
     threads.forget()
     monkeypatch.setenv(variable, text)

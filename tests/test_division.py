@@ -10,7 +10,8 @@ import re
 import numba
 import numpy as np
 import pytest
-from hilbert.executor.numba import threads, vmath
+from hilbert.executor import threads
+from hilbert.executor.numba import vmath
 
 import hilbert
 

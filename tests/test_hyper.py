@@ -21,7 +21,7 @@ from hilbert.compiler.driver import forget_plans
 from hilbert.compiler.plan import hyper, paths
 
 import hilbert
-from hilbert import contract, slicing
+from hilbert import einsum_compiled, slicing
 
 
 def regular(n: int, degree: int = 3, bond: int = 2, seed: int = 0):
@@ -56,8 +56,8 @@ def forget() -> None:
     """Nothing planned or searched remembered in this process."""
     hyper.search.cache_clear()
     paths.contraction.cache_clear()
-    contract.compiled.cache_clear()
-    contract._module.cache_clear()
+    einsum_compiled.compiled.cache_clear()
+    einsum_compiled._module.cache_clear()
     forget_plans()
 
 

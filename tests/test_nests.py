@@ -1,6 +1,6 @@
 """How generated loop nests run (executor/codegen/): sums along the innermost axis added in
 any order (a partial sum per vector lane), large nests whose outer iterations are independent run on several threads
-(executor/numba/threads.py), and matrix-vector products go to BLAS's GEMV. Each is checked against
+(executor/threads.py), and matrix-vector products go to BLAS's GEMV. Each is checked against
 NumPy written here, on finite data and on inf and NaN."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 import pytest
+from hilbert.executor import threads
 from hilbert.executor.codegen import render, tidy
 from hilbert.executor.codegen.loops import (
     Assign,
@@ -31,7 +32,7 @@ from hilbert.executor.codegen.loops import (
     sizes,
 )
 from hilbert.executor.codegen.rows import fuse_rows
-from hilbert.executor.numba import kernels, threads
+from hilbert.executor.numba import kernels
 
 import hilbert
 
@@ -183,7 +184,7 @@ def test_hilbert_s_threads_change_no_setting_and_load_no_openmp():
         os.environ.pop("NUMBA_THREADING_LAYER", None)
         before = dict(os.environ)
         import numpy as np, hilbert, numba
-        from hilbert.executor.numba import threads
+        from hilbert.executor import threads
         f = hilbert.compile_source({NORMED!r}).normed
         f.build((2048, 300))
         f(np.ones((2048, 300)))

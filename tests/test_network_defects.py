@@ -22,7 +22,7 @@ from hilbert.compiler.driver import forget_plans
 from hilbert.compiler.plan import hyper, paths
 
 import hilbert
-from hilbert import contract
+from hilbert import einsum_compiled
 
 
 def _refused(code: str, *args, **kwargs) -> str:
@@ -46,8 +46,8 @@ def private_cache(tmp_path, monkeypatch):
     def forget() -> None:
         hyper.search.cache_clear()
         paths.contraction.cache_clear()
-        contract.compiled.cache_clear()
-        contract._module.cache_clear()
+        einsum_compiled.compiled.cache_clear()
+        einsum_compiled._module.cache_clear()
         forget_plans()
 
     forget()
@@ -318,9 +318,9 @@ def test_a_search_by_name_is_given_the_default_time_budget(private_cache, monkey
 
 def test_a_search_shows_a_line_while_it_runs_and_nothing_in_a_pipe(private_cache, monkeypatch,
                                                                    capsys):
-    import hilbert.progress
+    from hilbert.compiler import terminal
 
-    monkeypatch.setattr(hilbert.progress, "BUILD_LINE_DELAY_S", 0.0)
+    monkeypatch.setattr(terminal, "BUILD_LINE_DELAY_S", 0.0)
     spec, shapes = _ring(24)
     monkeypatch.delenv("HILBERT_PROGRESS", raising=False)
     hilbert.contract_path(spec, *shapes, shapes=True, optimize=hilbert.Hyper(max_repeats=3))

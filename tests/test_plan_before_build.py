@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 from conftest import ROOT
-from hilbert.executor.numba import threads
+from hilbert.executor import threads
 from hilbert.executor.numba.kernels import PYTHON_MODE
 from hilbert.executor.numba.scope import regions_of
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from hilbert.compiler.driver import plan_entry
 from hilbert.compiler.plan.rows import row_split
-from hilbert.executor.numba import row_blocks, threads
+from hilbert.executor import threads
+from hilbert.executor.numba import row_blocks
 from hilbert.executor.numba.kernels import PYTHON_MODE
 from hilbert.executor.numba.tiers import generated_ir
 

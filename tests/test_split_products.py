@@ -1,6 +1,6 @@
 """Large products of a loop-free function shared out among hilbert's threads, one BLAS product
 per block of rows or columns, NumPy's BLAS on one thread for the call
-(executor/numba/blas_threads.py, codegen/products.py `_shared_out`)."""
+(executor/blas_threads.py, codegen/products.py `_shared_out`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from hilbert.executor import blas_threads, threads
 from hilbert.executor.codegen.products import SPLIT_PRODUCT
-from hilbert.executor.numba import blas_threads, threads
 
 import hilbert
 

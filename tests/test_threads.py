@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from hilbert.executor.numba import threads as nest_threads
+from hilbert.executor import threads as nest_threads
 
 import hilbert
 

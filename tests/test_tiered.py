@@ -690,9 +690,11 @@ def test_a_build_the_first_call_waits_for_says_so(shown, capsys, monkeypatch):
     """docs/architecture.md, "Tiers": a call that waits for the compiler shows a line on the
     terminal (HILBERT_PROGRESS=1 forces it here, and the delay before it is set to 0); the
     next call of the signature, which waits for nothing, shows none."""
+    from hilbert.compiler import terminal
+
     from hilbert import progress
 
-    monkeypatch.setattr(progress, "BUILD_LINE_DELAY_S", 0)
+    monkeypatch.setattr(terminal, "BUILD_LINE_DELAY_S", 0)
     monkeypatch.setenv(progress.ENVIRONMENT, shown)
     f = hilbert.compile_source(LOOP).f
     a, b = np.eye(3) * 0.5, np.ones((3, 3))

@@ -1,6 +1,6 @@
 """Threads (issue 23, item 5): what all cores give a loop nest (1 thread against every core, in
 one process), and what hilbert's threads and torch's (or NumPy's BLAS) cost each other when
-called alternately (executor/numba/threads.py). Both build their hilbert code under
+called alternately (executor/threads.py). Both build their hilbert code under
 HILBERT_THREADS=auto (the default); the metric `threads` says how many threads the nests had."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _alternated(first: Callable[[], object], second: Callable[[], object],
 
 
 def alternate(config: Config) -> Setup:
-    from hilbert.executor.numba import threads
+    from hilbert.executor import threads
 
     import hilbert
 
@@ -133,7 +133,7 @@ def alternate(config: Config) -> Setup:
 def scaling(config: Config) -> Setup:
     """The layer norm, dropout and the recurrent network compiled with every core and with
     one thread, in one process."""
-    from hilbert.executor.numba import threads
+    from hilbert.executor import threads
 
     import hilbert
 

@@ -18,12 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 from hilbert.compiler.ops import axes as ax
 from hilbert.compiler.ops import derivative_rules as d
-from hilbert.compiler.ops import draws
+from hilbert.compiler.ops import draws, lowering
 from hilbert.compiler.ops import meanings as m
 from hilbert.compiler.ops import shape_rules as sh
 from hilbert.compiler.ops import tangent_rules as t
 from hilbert.compiler.ops.derivative_rules import c, p
-from hilbert.compiler.passes import lowering
 
 #: The traits an op may have:
 #: entrywise - its value at an index reads its arguments at that index only (fused freely);

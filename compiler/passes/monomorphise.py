@@ -10,7 +10,7 @@ from hilbert.compiler.ops.einsum_spec import ELLIPSIS, spelled_out
 from hilbert.compiler.ops.primitives import BY_OP
 from hilbert.compiler.passes.shapes import Scope, ShapeTable
 
-#: The ops written anew once shapes are known (their rows' `lower`, compiler/passes/lowering.py).
+#: The ops written anew once shapes are known (their rows' `lower`, compiler/ops/lowering.py).
 _LOWER = {op: row.lower for op, row in BY_OP.items() if row.lower is not None}
 
 

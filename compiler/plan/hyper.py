@@ -179,22 +179,22 @@ TICK_S = 0.25
 
 @contextmanager
 def _progress(optimizer, operands: int, seconds: float | None, repeats: int):
-    """Around a search: on a terminal (hilbert.progress.wanted: as HILBERT_PROGRESS says), a
+    """Around a search: on a terminal (compiler/terminal.py: as HILBERT_PROGRESS says), a
     line `searching a path for N tensors` with the trees tried and the seconds spent of the
     budget, once the search has lasted BUILD_LINE_DELAY_S, redrawn by a thread that reads the
     optimiser's count of trees; elsewhere (a pipe, a log, the tests) nothing."""
     import sys
 
-    from hilbert.progress import BUILD_LINE_DELAY_S, wanted
+    from hilbert.compiler import terminal
 
-    if not wanted(sys.stderr):
+    if not terminal.wanted(sys.stderr):
         yield
         return
     from tqdm import tqdm
 
     of = f" of {seconds:g} s" if seconds is not None else ""
     done = threading.Event()
-    with tqdm(total=repeats, file=sys.stderr, delay=BUILD_LINE_DELAY_S, leave=False,
+    with tqdm(total=repeats, file=sys.stderr, delay=terminal.BUILD_LINE_DELAY_S, leave=False,
               desc=f"searching a path for {operands} tensors", dynamic_ncols=True,
               bar_format="{desc}: {n_fmt}/{total_fmt} trees{postfix}") as bar:
         begun = time.perf_counter()

@@ -8,6 +8,7 @@ from hilbert.compiler.counting import EXACT
 from hilbert.compiler.ops.primitives import spoken
 from hilbert.executor import fusion
 from hilbert.executor.codegen import scheduler
+from hilbert.executor.codegen.frame import Frame
 from hilbert.executor.codegen.loops import (
     Assign,
     Break,
@@ -68,8 +69,6 @@ def _branch(em, plan, root: ir.Node, name: str, cond: ir.Cond) -> None:
 def emit_loop(em, loop: ir.Loop) -> None:
     """The whole loop, inline: state in locals, array state double-buffered (each step
     writes the buffer the state does not hold), body buffers made once before it."""
-    from hilbert.executor.codegen.emitter import Frame
-
     until, steps = em.block.plan.loops[loop]
     number_ = len(em.loops)
     em.loops.append(loop)

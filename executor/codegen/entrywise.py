@@ -14,7 +14,7 @@ import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.ops.einsum_spec import parse_spec
 from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.executor import fusion
+from hilbert.executor import fusion, threads
 from hilbert.executor.codegen import division, loops, rows, sums
 from hilbert.executor.codegen.division import Division
 from hilbert.executor.codegen.loops import (
@@ -35,7 +35,6 @@ from hilbert.executor.codegen.loops import (
     number,
     template,
 )
-from hilbert.executor.numba import threads
 
 #: Shift coefficients and offsets below this are written as integers when whole.
 WHOLE = 2.0 ** 31
@@ -407,7 +406,7 @@ def _blocked(em, group: fusion.Group) -> bool:
 
 def _parallel(em, group: fusion.Group, before, after, body: list) -> bool:
     """Whether the group's nest runs its outer loop on several threads: when there are
-    threads (executor/numba/threads.py) and the function may use them (scheduler.py: not
+    threads (executor/threads.py) and the function may use them (scheduler.py: not
     beside loops, nor beside products unless they are shared out), its iterations are
     independent (no sum or maximum carried across them: nothing set before the outer loop or
     read after it), and its work, entries times a rough cost per entry, pays for starting

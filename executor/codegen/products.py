@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from hilbert.compiler import ir
 from hilbert.compiler.ops.einsum_spec import numpy_spec, parse_spec
+from hilbert.executor import threads
 from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout
 from hilbert.executor.codegen.loops import (
     Assign,
@@ -33,7 +34,6 @@ from hilbert.executor.codegen.loops import (
 )
 from hilbert.executor.codegen.nest_steps import Operand, loop_nest
 from hilbert.executor.codegen.scheduler import Step
-from hilbert.executor.numba import threads
 
 #: From this many multiply-adds a product of a `split` function is shared out among hilbert's
 #: threads (`_shared_out`). Below it, blocks run by threads of hilbert's lose to OpenBLAS's own
@@ -277,7 +277,7 @@ def _multiply(em, left: Expr, right: Expr, node, dims: tuple, shape,
 def _shared_out(em, a: Var, b: Var, c: Var, by_rows: bool) -> None:
     """c = a · b as one BLAS product per block of c's rows (or columns), one block per thread
     of hilbert's, in a prange: the call runs NumPy's BLAS on one thread (the region's
-    `split`: executor/numba/blas_threads.py), so no BLAS thread spins beside the nests that
+    `split`: executor/blas_threads.py), so no BLAS thread spins beside the nests that
     follow. Each block is a view BLAS reads as it is (kernels.gemm_beta)."""
     parts = threads.count()
     block, lo, hi = (Var(em.fresh(p)) for p in ("blk", "lo", "hi"))

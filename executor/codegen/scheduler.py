@@ -108,7 +108,7 @@ class Decisions:
     math="fast" (the op table's fast_code, and division by a reciprocal: division.py);
     `split`: a loop-free function with products, whose large products hilbert's threads share
     out by blocks of rows or columns, NumPy's BLAS on one thread for the call (products.py,
-    executor/numba/blas_threads.py), so its nests may use threads too."""
+    executor/blas_threads.py), so its nests may use threads too."""
 
     root: BlockPlan | None
     compiled: bool
@@ -363,6 +363,6 @@ def _splits() -> bool:
     """Whether a loop-free function's products may be shared out by hilbert's threads: there
     are threads, on workqueue (whose idle threads sleep), and NumPy's BLAS is an OpenBLAS
     whose threads can be set for the call."""
-    from hilbert.executor.numba import blas_threads, threads
+    from hilbert.executor import blas_threads, threads
 
     return threads.count() >= 2 and threads.layer() == "workqueue" and blas_threads.controllable()

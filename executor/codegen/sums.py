@@ -58,7 +58,6 @@ from hilbert.executor.codegen.loops import (
     sizes,
     whole,
 )
-from hilbert.executor.numba.pairwise import LEVELS
 
 #: Entries a block sums in any order (in vector lanes) before its sum joins the pairwise
 #: combination. Its lanes add BLOCK / lanes entries each, one after another: the worst case
@@ -66,6 +65,9 @@ from hilbert.executor.numba.pairwise import LEVELS
 #: off at blocks of 256 to 4096, NumPy's own 2.1; the time of a 10⁶-entry sum the same from
 #: 256 to 4096, and a block's push is a few instructions.
 BLOCK = 1024
+#: Levels of the binary counter of pushed block sums (the room generated code asks
+#: `K.partials` for, executor/numba/pairwise.py): room for 2⁶⁴ pushed sums.
+LEVELS = 64
 
 
 @dataclass(frozen=True)

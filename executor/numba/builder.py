@@ -128,7 +128,7 @@ class Builder:
     def finish(self) -> None:
         """At exit: wait until every queued program with loops whose code the disk cache does
         not hold yet is built, saying so on a terminal once the wait has lasted a second."""
-        from hilbert.progress import BUILD_LINE_DELAY_S, wanted
+        from hilbert.compiler.terminal import BUILD_LINE_DELAY_S, wanted
 
         self._exiting = True
         with self._lock:
@@ -154,7 +154,7 @@ class Builder:
         wait has lasted a second. Their threads are daemons: one frozen mid-build when the
         interpreter finalises would keep LLVM's lock forever, and the main thread, freeing
         LLVM objects then, would wait for it and never exit."""
-        from hilbert.progress import BUILD_LINE_DELAY_S, wanted
+        from hilbert.compiler.terminal import BUILD_LINE_DELAY_S, wanted
 
         with self._lock:
             self._stopped = True

@@ -19,7 +19,8 @@ from pathlib import Path
 import numba
 import numpy as np
 from hilbert.compiler.directory import read_private, write_whole
-from hilbert.executor.numba import disk, kernels, threads
+from hilbert.executor import threads
+from hilbert.executor.numba import disk, kernels
 from hilbert.executor.numba.disk import ENVIRONMENT, cache_dir
 from hilbert.grammar.errors import warn
 

@@ -16,10 +16,13 @@ the next step boundary once it is built, its state carried over.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager, contextmanager
+
 from hilbert.compiler.driver import Entry, plan_entry
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.settings import names
-from hilbert.executor.numba import threads
+from hilbert.executor import threads
 from hilbert.executor.numba.placement import HOST_ENVIRONMENT
 from hilbert.executor.numba.regions import CompiledRegion
 from hilbert.executor.numba.scope import ScopeRunner, regions_of, resume_points
@@ -56,23 +59,33 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str
                          len(entry.params), compile_when(looped))
 
 
-def build(program, label: str = "") -> None:
+def build(program, label: str = "", progress: Progress | None = None) -> None:
     """Compile `program` (one `prepare` made) now, so that its first call waits for no
     compiler: a loop-free program's second tier is built and swapped in (unless the memory
     guard keeps it on the host, as its plan then says); a program with loops has every one of
-    its compiled regions compiled (loaded from the disk cache when it holds them). A build that
-    lasts shows a line `compiling LABEL` on a terminal (hilbert.progress.compiling)."""
-    from hilbert.progress import compiling
-
+    its compiled regions compiled (loaded from the disk cache when it holds them). `progress`,
+    the caller's, is told of it (hilbert.Function gives hilbert.progress.compiling, a line
+    `compiling LABEL` on a terminal); None: nothing is told."""
     if not program.compiles:  # (a dtype the code generator does not write: its plan says so)
         return
-    with compiling(label, len(regions_of(program.runner))) as advance:
+    with (progress or _untold)(label, len(regions_of(program.runner))) as advance:
         program.build(advance)
 
 
-def first_call(program, label: str) -> None:
+#: What `build` reports to: `progress(label, functions)` is a context around the build that
+#: yields `advance()`, called as each of its functions is compiled.
+Progress = Callable[[str, int], AbstractContextManager[Callable[[], None]]]
+
+
+@contextmanager
+def _untold(label: str, total: int):
+    """A `Progress` that tells nobody."""
+    yield lambda: None
+
+
+def first_call(program, label: str, progress: Progress | None = None) -> None:
     """Before the first call of a new signature: what that call would wait for, built now under
-    `build`'s line (under HILBERT_COMPILE=eager only: otherwise the first call starts on the
-    host tier at once)."""
+    `build`'s `progress` (under HILBERT_COMPILE=eager only: otherwise the first call starts on
+    the host tier at once)."""
     if isinstance(program, TieredProgram) and program.eager:
-        build(program, label)
+        build(program, label, progress)

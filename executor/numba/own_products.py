@@ -5,7 +5,7 @@ They run one per thread, on a block of a product: where hilbert's threads share 
 (regions.py, "split" products; row_blocks.py) and NumPy's BLAS runs on one thread. On one core
 they beat OpenBLAS's own kernel for the CPU (docs/architecture.md, "Large products"); a whole
 product on one thread does not beat OpenBLAS on all the cores, so elsewhere BLAS keeps it.
-`used(dtype)` marks such a call: for its length, the product kernel (kernels._product_at) finds
+`used(dtype)` marks such a call: for its length, the product kernel (blas._product_at) finds
 own_product's address in `_ENTRIES` and runs the products `chosen` takes (by work and sides)
 as own_product; outside, the entry is 0 and BLAS runs them. `shared_product` does the same for
 host code (plain NumPy calls), sharing a product out on hilbert's block threads itself.
@@ -32,7 +32,8 @@ from contextlib import contextmanager
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import blas_threads, native, panels, row_blocks, threads
+from hilbert.executor import blas_threads, threads
+from hilbert.executor.numba import native, panels, row_blocks
 from llvmlite import ir
 from numba import config, njit, types
 from numba.extending import intrinsic

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Levels of the binary counter: room for 2⁶⁴ pushed sums.
-LEVELS = 64
-
 
 def partials(levels):
     """Room for the pending partial sums of one sum (float64, whatever the code's dtype)."""

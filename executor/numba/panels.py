@@ -17,7 +17,7 @@ writes c once). They are constants, the same for every machine of a kind: the sa
 the same bits every time, and each entry's bits depend only on KC (microkernel.py), so the
 rows or columns a thread gets change nothing.
 
-`own_product` has `kernels._product_at`'s contract (raw addresses, steps in numbers, any sign):
+`own_product` has `blas._product_at`'s contract (raw addresses, steps in numbers, any sign):
 out = a · b + beta · out, beta 0 never reading out, on the calling thread. When it runs, and
 how it is compiled, is own_products.py's business.
 """

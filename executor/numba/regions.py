@@ -12,7 +12,8 @@ from hilbert.compiler.loops import step_count
 from hilbert.compiler.ops import draws
 from hilbert.compiler.ops.meanings import one_hot, position
 from hilbert.compiler.passes.shapes import ShapeTable
-from hilbert.executor.numba import blas_threads, interrupt, threads
+from hilbert.executor import blas_threads, threads
+from hilbert.executor.numba import interrupt
 from hilbert.executor.numba.faults import DrawError, LabelError, PositionError, StepCountError
 from hilbert.executor.numba.loading import load
 

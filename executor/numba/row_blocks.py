@@ -27,7 +27,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 from hilbert.compiler import ir
 from hilbert.compiler.plan import Plan
-from hilbert.executor.numba import blas_threads, interrupt, threads
+from hilbert.executor import blas_threads, threads
+from hilbert.executor.numba import interrupt
 from hilbert.executor.numba.loading import load
 from hilbert.executor.numba.regions import CompiledRegion
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.plan.schedule import Decided
 from hilbert.compiler.plan.text import human_bytes
-from hilbert.executor.numba import row_blocks, threads
+from hilbert.executor import threads
+from hilbert.executor.numba import row_blocks
 from hilbert.executor.numba.loading import load
 from hilbert.executor.numba.row_blocks import RowBlocks
 from hilbert.executor.numba.scope import ScopeRunner

@@ -142,20 +142,27 @@ def generated_ir(ready: Specialised) -> tuple[ir.Node, ShapeTable]:
     split (masks.split_windowed_dots), which one compiled nest sums window by window. The host
     tier and the plan (its memory count included) keep the dot, which NumPy runs on the stored
     windows in one matrix-vector product. Made once per plan."""
-    made = ready.derived.get("generated ir")
+    made = ready.prepared.generated
     if made is None:
         body = passes.run(passes.GENERATE, ready.body)
         table = ready.table if body is ready.body else infer_shapes(body, ready.plan.signature)
-        made = ready.derived.setdefault("generated ir", (body, table))
+        with _PREPARING:  # (threads that made it at once all take the first one kept)
+            if ready.prepared.generated is None:
+                ready.prepared.generated = (body, table)
+            made = ready.prepared.generated
     return made
+
+
+#: Held while a generated IR is kept with its plan.
+_PREPARING = threading.Lock()
 
 
 def tiers_of(ready: Specialised, optimize: str, forced: frozenset[str],
              fast: bool = False, replan: Callable[[], Plan] | None = None) -> Tiers:
-    key = ("numba tiers", optimize, forced, fast)
-    made = ready.derived.get(key)
+    key = (optimize, forced, fast)
+    made = ready.prepared.tiers.get(key)
     if made is None:
-        made = ready.derived.setdefault(key, Tiers(ready, optimize, forced, fast, replan))
+        made = ready.prepared.tiers.setdefault(key, Tiers(ready, optimize, forced, fast, replan))
     return made
 
 

@@ -16,7 +16,7 @@ The sum over the shared index runs in order, one fused multiply-add per term, as
 loop `total += a[i, p] · b[p, j]` does once LLVM contracts it: the rounding differs from
 BLAS's (whose order is its own) by no more than any two BLAS builds differ.
 
-`product_at` (executor/numba/kernels.py, `_product_at`) uses these tiles for products below
+`product_at` (executor/numba/blas.py, `_product_at`) uses these tiles for products below
 `TILED_PRODUCT` multiply-adds whose b and result are row-major with unit steps along their
 rows; BLAS takes the rest.
 """
@@ -54,78 +54,96 @@ def _tile(rows: int, vectors: int, bits: int):
     def typer(typingctx, a, a0, a1, b, b0, c, c0, i, j, k, beta):
         if beta not in (types.float32, types.float64):
             return None
-        real = beta
 
         def codegen(context, builder, signature, args):
-            element = context.get_data_type(real)
-            per_vector = max(1, bits // real.bitwidth)
-            vector = ir.VectorType(element, per_vector) if per_vector > 1 else element
-            index = context.get_value_type(types.intp)
-            whole = [context.cast(builder, v, t, types.intp)
-                     for v, t in zip(args[:10], signature.args[:10], strict=True)]
-            a_at, a0_, a1_, b_at, b0_, c_at, c0_, i_, j_, k_ = whole
-            pointer = element.as_pointer()
-            a_items, b_items, c_items = (builder.inttoptr(at, pointer) for at in (a_at, b_at, c_at))
-            # (a CPU on which LLVM prefers 256-bit vectors would split 512-bit ones in two)
-            set.add(builder.function.attributes, f'"min-legal-vector-width"="{VECTOR_BITS}"')
-            fma = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(vector, [vector] * 3),
-                f"llvm.fma.v{per_vector}f{real.bitwidth}" if per_vector > 1 else f"llvm.fma.f{real.bitwidth}")
-
-            def constant(value):
-                return ir.Constant(index, value)
-
-            def spread(value):
-                """value in every lane of a vector."""
-                if per_vector == 1:
-                    return value
-                undefined = ir.Constant(vector, ir.Undefined)
-                first = builder.insert_element(undefined, value, ir.Constant(ir.IntType(32), 0))
-                return builder.shuffle_vector(first, undefined, ir.Constant(
-                    ir.VectorType(ir.IntType(32), per_vector), [0] * per_vector))
-
-            def vector_at(items, offset):
-                """The vector of items at `offset` (unaligned)."""
-                at = builder.gep(items, [offset])
-                return builder.load(builder.bitcast(at, vector.as_pointer()), align=real.bitwidth // 8)
-
-            def store_at(items, offset, value):
-                at = builder.gep(items, [offset])
-                builder.store(value, builder.bitcast(at, vector.as_pointer()), align=real.bitwidth // 8)
-
-            zero = ir.Constant(vector, None)
-            sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(vectors)]
-                    for _ in range(rows)]
-            a_rows = [builder.mul(builder.add(i_, constant(r)), a0_) for r in range(rows)]
-            columns = [builder.add(j_, constant(v * per_vector)) for v in range(vectors)]
-            with cgutils.for_range(builder, k_) as loop:
-                p = loop.index
-                b_row = builder.mul(p, b0_)
-                b_vectors = [vector_at(b_items, builder.add(b_row, col)) for col in columns]
-                a_column = builder.mul(p, a1_)
-                for r in range(rows):
-                    entry = builder.load(builder.gep(a_items, [builder.add(a_rows[r], a_column)]))
-                    spread_entry = spread(entry)
-                    for v in range(vectors):
-                        total = builder.load(sums[r][v])
-                        builder.store(builder.call(fma, [spread_entry, b_vectors[v], total]),
-                                      sums[r][v])
-            factor = context.cast(builder, args[10], signature.args[10], real)
-            scale = spread(factor)
-            keep = builder.fcmp_ordered("==", factor, ir.Constant(element, 0.0))
-            for r in range(rows):
-                c_row = builder.mul(builder.add(i_, constant(r)), c0_)
-                for v in range(vectors):
-                    at = builder.add(c_row, columns[v])
-                    total = builder.load(sums[r][v])
-                    scaled = builder.call(fma, [scale, vector_at(c_items, at), total])
-                    store_at(c_items, at, builder.select(keep, total, scaled))
+            _write_tile(_Lanes(context, builder, beta, bits), signature, args, rows, vectors)
             return context.get_dummy_value()
 
         return types.none(a, a0, a1, b, b0, c, c0, i, j, k, beta), codegen
 
     typer.__name__ = f"tile_{rows}x{vectors}x{bits}"
     return intrinsic(typer)
+
+
+class _Lanes:
+    """What a tile's LLVM code is written with: its builder, its numbers' type (`real`) and
+    vectors of them (`per_vector` lanes of `bits` bits; one number when bits is 0)."""
+
+    def __init__(self, context, builder, real, bits: int):
+        self.context, self.builder, self.real = context, builder, real
+        self.element = context.get_data_type(real)
+        self.per_vector = max(1, bits // real.bitwidth)
+        self.vector = (ir.VectorType(self.element, self.per_vector) if self.per_vector > 1
+                       else self.element)
+        self.index = context.get_value_type(types.intp)
+
+    def constant(self, value):
+        return ir.Constant(self.index, value)
+
+    def spread(self, value):
+        """value in every lane of a vector."""
+        if self.per_vector == 1:
+            return value
+        builder = self.builder
+        undefined = ir.Constant(self.vector, ir.Undefined)
+        first = builder.insert_element(undefined, value, ir.Constant(ir.IntType(32), 0))
+        return builder.shuffle_vector(first, undefined, ir.Constant(
+            ir.VectorType(ir.IntType(32), self.per_vector), [0] * self.per_vector))
+
+    def vector_at(self, items, offset):
+        """The vector of items at `offset` (unaligned)."""
+        at = self.builder.gep(items, [offset])
+        return self.builder.load(self.builder.bitcast(at, self.vector.as_pointer()),
+                                 align=self.real.bitwidth // 8)
+
+    def store_at(self, items, offset, value):
+        at = self.builder.gep(items, [offset])
+        self.builder.store(value, self.builder.bitcast(at, self.vector.as_pointer()),
+                           align=self.real.bitwidth // 8)
+
+
+def _write_tile(lanes: _Lanes, signature, args, rows: int, vectors: int) -> None:
+    """The code of one tile (`_tile`'s arguments in `args`): the sums of its block kept in
+    vector registers while the k terms are added, then stored into c (scaled by beta)."""
+    context, builder, real = lanes.context, lanes.builder, lanes.real
+    whole = [context.cast(builder, v, t, types.intp)
+             for v, t in zip(args[:10], signature.args[:10], strict=True)]
+    a_at, a0_, a1_, b_at, b0_, c_at, c0_, i_, j_, k_ = whole
+    pointer = lanes.element.as_pointer()
+    a_items, b_items, c_items = (builder.inttoptr(at, pointer) for at in (a_at, b_at, c_at))
+    # (a CPU on which LLVM prefers 256-bit vectors would split 512-bit ones in two)
+    set.add(builder.function.attributes, f'"min-legal-vector-width"="{VECTOR_BITS}"')
+    per_vector, vector = lanes.per_vector, lanes.vector
+    fma = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(vector, [vector] * 3),
+        f"llvm.fma.v{per_vector}f{real.bitwidth}" if per_vector > 1 else f"llvm.fma.f{real.bitwidth}")
+    zero = ir.Constant(vector, None)
+    sums = [[cgutils.alloca_once_value(builder, zero) for _ in range(vectors)]
+            for _ in range(rows)]
+    a_rows = [builder.mul(builder.add(i_, lanes.constant(r)), a0_) for r in range(rows)]
+    columns = [builder.add(j_, lanes.constant(v * per_vector)) for v in range(vectors)]
+    with cgutils.for_range(builder, k_) as loop:
+        p = loop.index
+        b_row = builder.mul(p, b0_)
+        b_vectors = [lanes.vector_at(b_items, builder.add(b_row, col)) for col in columns]
+        a_column = builder.mul(p, a1_)
+        for r in range(rows):
+            entry = builder.load(builder.gep(a_items, [builder.add(a_rows[r], a_column)]))
+            spread_entry = lanes.spread(entry)
+            for v in range(vectors):
+                total = builder.load(sums[r][v])
+                builder.store(builder.call(fma, [spread_entry, b_vectors[v], total]),
+                              sums[r][v])
+    factor = context.cast(builder, args[10], signature.args[10], real)
+    scale = lanes.spread(factor)
+    keep = builder.fcmp_ordered("==", factor, ir.Constant(lanes.element, 0.0))
+    for r in range(rows):
+        c_row = builder.mul(builder.add(i_, lanes.constant(r)), c0_)
+        for v in range(vectors):
+            at = builder.add(c_row, columns[v])
+            total = builder.load(sums[r][v])
+            scaled = builder.call(fma, [scale, lanes.vector_at(c_items, at), total])
+            lanes.store_at(c_items, at, builder.select(keep, total, scaled))
 
 
 #: Blocks of the result: 4 rows × 2 vectors, 4 × 1 and 1 × 2, 1 × 1 vectors; for the last
@@ -162,7 +180,7 @@ def lanes(typingctx, like):
 @njit(nogil=True, error_model="numpy", boundscheck=False)
 def tiled_product(a, m, k, a0, a1, b, n, b0, c, c0, beta):
     """out = a · b + beta · out, block by block (see `_tile` for the arguments). Compiled
-    inside kernels._product_at."""
+    inside blas._product_at."""
     width = lanes(beta)
     half, quarter, eighth = max(1, width // 2), max(1, width // 4), max(1, width // 8)
     wide = n - n % (VECTORS * width)

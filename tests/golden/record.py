@@ -74,7 +74,7 @@ def pinned_environment(count: int = 1) -> Iterator[None]:
     """PINNED set in os.environ (and the thread count read again) while inside; with `count`
     above 1, nests are generated for that many threads (threads.count says so, and
     HILBERT_THREADS is set to it, so plans are kept apart)."""
-    from hilbert.executor.numba import threads
+    from hilbert.executor import threads
 
     saved = {name: os.environ.get(name) for name in PINNED}
     os.environ.update(PINNED, HILBERT_THREADS=str(count))

@@ -18,7 +18,8 @@ holds one lock (`launched`): a second thread's nest waits for the first's, which
 the threads running nests at most the cores. The other layers are thread-safe; GNU OpenMP is not
 safe across `fork()`, so in a process forked from one that made parallel code on it `usable`
 is False, new code is serial, and code already generated with threads runs as a serial twin
-(cache.py).
+(numba/cache.py). Both the code generator (which writes `prange`) and the numba runtime (which
+launches it) read this module, so it sits below both.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """How the rank-polymorphic ops of derivatives (sumto, spread, sumalong, coordinate, gradient)
 are written as plain einsums and entrywise code once their arguments' shapes are known: the op
-table's `lower` column (compiler/ops/primitives.py), which compiler/passes/monomorphise.py applies."""
+table's `lower` column (compiler/ops/primitives.py), which the monomorphise pass
+(compiler/passes/monomorphise.py) applies."""
 
 from __future__ import annotations
 
