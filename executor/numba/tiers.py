@@ -17,50 +17,34 @@ from hilbert.compiler.passes.shapes import ShapeTable, infer_shapes
 from hilbert.compiler.plan import Plan
 from hilbert.compiler.plan.rows import row_split
 from hilbert.compiler.settings import whole_number
-from hilbert.executor.numba import built, row_blocks, threads
-from hilbert.executor.numba.builder import BUILDER
+from hilbert.executor.numba import build_process, built, row_blocks, threads
+from hilbert.executor.numba.builder import BUILDER, WAKE_S
 from hilbert.executor.numba.loading import load
 from hilbert.executor.numba.placement import Placement
 from hilbert.executor.numba.programs import HostProgram, WholeProgram
 from hilbert.executor.numba.regions import CompiledRegion
 from hilbert.executor.numba.row_blocks import RowBlocks
 from hilbert.executor.numba.scope import ScopeRunner, only_loop, regions_of, resume_points
+from hilbert.executor.numba.tier_notes import (
+    BUILT,
+    COMPILE_AFTER,
+    COMPILE_ENVIRONMENT,
+    COMPILED_DTYPES,
+    FAST_MATHS,
+    HOST_ONLY,
+    RESTARTED,
+    RESUMED,
+    STEPPED,
+    TIERED,
+)
 from hilbert.executor.planned import PlannedProgram
 from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, first_line, warn
 
-#: Environment variable saying when a loop-free call's generated code is built (compiled and
-#: swapped in): "eager" (at the first call, before it runs), "never" (calls stay on the host),
-#: or N (in a background thread from the N-th call of a signature). See COMPILE_AFTER.
-COMPILE_ENVIRONMENT = "HILBERT_COMPILE"
-#: The call of a signature from which its code is built in the background, by default: a
-#: signature called once is never compiled (a call made once costs the host's milliseconds,
-#: not Numba's seconds); one called again is compiled while the calls go on on the host.
-COMPILE_AFTER = 2
 #: A call whose loop the host would finish sooner than this (seconds, at the pace of its first
 #: steps), or whose loop cannot move to compiled code, starts its build when it ends, not at
 #: its first step boundary: loading Numba beside it (about a second) would only slow its
 #: steps down. Its next calls run compiled.
 SHORT_LOOP_S = 0.5
-#: What a loop-free program's plan says before its code is built.
-TIERED = ("the first calls run on the host (each einsum along its path as NumPy/BLAS pairwise "
-          "steps, entrywise work in NumPy) until the generated code is built and swapped in "
-          f"({COMPILE_ENVIRONMENT} says when: by default in a background thread from call "
-          f"{COMPILE_AFTER})")
-#: What a tiered program's plan says once its code is built.
-BUILT = "the generated code is built: calls run on it"
-#: What a program with loops says before its code is built, (1) when a running loop moves to
-#: the compiled code at a step boundary, (2) when only the next call does.
-STEPPED = ("the first calls run on the host (loops step by step in Python, each step's work in "
-           "NumPy) while the generated code is built in the background "
-           f"({COMPILE_ENVIRONMENT} says when: by default from the first call); ")
-RESUMED = "a running loop moves to it at the next step boundary, its state carried over"
-RESTARTED = "calls that start once it is built run on it"
-#: What a plan of a dtype the code generator does not write says.
-HOST_ONLY = ("{dtype} calls run on the host tier only (each einsum along its path as NumPy/BLAS "
-             "pairwise steps in {dtype}, entrywise work in NumPy, loops stepped in Python): "
-             "the code generator writes float64 and float32 code only, so nothing is compiled")
-#: The dtypes generated code computes in (executor/codegen/precision.py).
-COMPILED_DTYPES = ("float64", "float32")
 
 
 class Tiers:
@@ -96,6 +80,12 @@ class Tiers:
         self.fast = fast
         self._runner: ScopeRunner | None = None
         self._lock = threading.Lock()
+
+    def job(self) -> build_process.Job:
+        """What a process of its own needs to generate and compile this code (build_process)."""
+        ready = self._ready
+        return build_process.Job(Specialised(ready.body, ready.table, ready.plan),
+                                 self._optimize, self._forced, self.fast)
 
     def blocks(self) -> RowBlocks | None:
         """The call as blocks of rows on several threads (row_blocks.py), when its generated
@@ -136,12 +126,6 @@ def tiers_of(ready: Specialised, optimize: str, forced: frozenset[str],
     if made is None:
         made = ready.derived.setdefault(key, Tiers(ready, optimize, forced, fast))
     return made
-
-
-#: What a plan under math="fast" says (hilbert.load's `math`: executor.MATHS).
-FAST_MATHS = ("maths: fast (math=\"fast\"): compiled exp within 2 ulp and tanh within 4 ulp of "
-              "NumPy's, division by a value a loop does not change as multiplication by its "
-              "reciprocal; the host tier computes as NumPy does")
 
 
 def _maths(fast: bool) -> tuple[str, ...]:
@@ -223,6 +207,7 @@ class TieredProgram:
         self._fast: WholeProgram | HostProgram | None = None  # built and swapped in
         self._lock = threading.RLock()  # (build holds it while it generates the code)
         self._done = threading.Event()  # set when the build has ended, built or not
+        self._apart = threading.Event()  # set when a child process has built it: to be loaded
         self.queued = False  # handed to the background builder
         self._error: BaseException | None = None
 
@@ -263,6 +248,10 @@ class TieredProgram:
         return self._fast is not None
 
     def _first_tier(self, values):
+        if self._apart.is_set() and not self._done.is_set():
+            self._load()
+            if self._fast is not None:
+                return self._fast.run(values)
         if self._error is not None:  # the build failed: as a call that compiles would
             if self._when == 0 or isinstance(self._error, HilbertError):
                 raise _fresh(self._error) from self._error  # (never one object raised again)
@@ -312,6 +301,8 @@ class TieredProgram:
         (raised as _Moved, with its result)."""
         if not self.queued and self._worth_moving(began, state, steps):
             self._start_when_due()
+        if self._apart.is_set() and not self._done.is_set():
+            self._load()
         fast = self._fast
         if fast is None or self._resumes is None:
             return
@@ -346,11 +337,42 @@ class TieredProgram:
              "This is a bug in hilbert: please report it with the .hb source", stacklevel=6)
 
     def _start(self) -> None:
+        apart = build_process.wanted()  # (HILBERT_BUILDS: an E600 raised to the call)
         with self._lock:
             if self.queued or self._done.is_set():
                 return
             self.queued = True
-        BUILDER.submit(self)
+        BUILDER.submit(self, apart)
+
+    def start_apart(self):
+        """A process of its own building this program's code (build_process), started now;
+        None where none can serve (the caller then builds it itself)."""
+        if not self._tiers.compiles or not build_process.usable():
+            return None
+        return build_process.start([self.job()])
+
+    def built_apart(self, child) -> bool:
+        """Wait for `child` (start_apart's) to end, here (the builder's thread, which holds no
+        lock of Numba's or LLVM's meanwhile); once it has built the code, the next call or
+        step boundary loads it from the disk cache (`_load`). Whether it built it (else the
+        caller builds it itself, which reports what failed)."""
+        if not build_process.ended_well(child):
+            return False
+        self._apart.set()
+        return True
+
+    def job(self) -> build_process.Job:
+        """What a process of its own needs to build this program's code."""
+        return self._tiers.job()
+
+    def _load(self) -> None:
+        """Swap in the code a child process built, loaded from the disk cache now (in the
+        caller: a call, a step boundary, `wait`). A failure is kept for the next call to raise,
+        as a background build's is."""
+        try:
+            self.build()
+        except Exception:  # noqa: BLE001, S110 (kept in self._error: the next call raises it)
+            pass
 
     def build_quietly(self) -> None:
         """`build`, its error kept for the next call to raise (the background thread's way)."""
@@ -417,8 +439,18 @@ class TieredProgram:
         return second
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until a build started (by a call, or `build`) has ended; whether it has."""
-        return self._done.wait(timeout)
+        """Wait until a build started (by a call, or `build`) has ended; whether it has. Code a
+        child process built is loaded here, in the caller."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._done.is_set():
+            if self._apart.is_set():
+                self._load()
+                continue
+            left = WAKE_S if deadline is None else min(WAKE_S, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            self._apart.wait(left)  # (the build's end sets `_done` too: seen within WAKE_S)
+        return True
 
     def generated(self) -> WholeProgram | HostProgram:
         """The second tier's program (its code generated now if it was not yet; nothing is
