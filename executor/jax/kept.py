@@ -23,7 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from hilbert.compiler.directory import discard, private_folder, untrusted_folder
-from jax._src import config
+
+try:  # (JAX's thread-local settings: not public, so a JAX without them keeps nothing)
+    from jax._src import config
+    _SETTINGS = (config.enable_compilation_cache, config.compilation_cache_dir,  # (all there?)
+                 config.persistent_cache_min_compile_time_secs,
+                 config.persistent_cache_min_entry_size_bytes)
+except (ImportError, AttributeError):
+    config = None
 
 #: The folder of the cache directory that holds JAX's compilation cache.
 FOLDER = "jax"
@@ -38,7 +45,7 @@ def kept_compilations() -> Iterator[None]:
     read back from it): in hilbert's folder `jax/` when the user has set no cache directory of
     their own, with no minimum compile time or size. Outside it, JAX's configuration is the
     user's. Keeps nothing when the user turned JAX's cache off or the folder is not private."""
-    if not config.enable_compilation_cache.value:
+    if config is None or not config.enable_compilation_cache.value:
         yield
         return
     chosen = config.compilation_cache_dir.value
