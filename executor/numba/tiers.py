@@ -81,12 +81,6 @@ class Tiers:
         self._runner: ScopeRunner | None = None
         self._lock = threading.Lock()
 
-    def job(self) -> build_process.Job:
-        """What a process of its own needs to generate and compile this code (build_process)."""
-        ready = self._ready
-        return build_process.Job(Specialised(ready.body, ready.table, ready.plan),
-                                 self._optimize, self._forced, self.fast)
-
     def blocks(self) -> RowBlocks | None:
         """The call as blocks of rows on several threads (row_blocks.py), when its generated
         code is one function a split of rows is proven for (compiler/plan/rows.py)."""
@@ -362,13 +356,14 @@ class TieredProgram:
         return True
 
     def job(self) -> build_process.Job:
-        """What a process of its own needs to build this program's code."""
-        return self._tiers.job()
+        """What a process of its own needs to generate and compile this program's code."""
+        tiers, ready = self._tiers, self._tiers._ready
+        return build_process.Job(Specialised(ready.body, ready.table, ready.plan),
+                                 tiers._optimize, tiers._forced, tiers.fast)
 
     def _load(self) -> None:
-        """Swap in the code a child process built, loaded from the disk cache now (in the
-        caller: a call, a step boundary, `wait`). A failure is kept for the next call to raise,
-        as a background build's is."""
+        """Swap in the code a child process built, loaded from the disk cache now, in the
+        caller; a failure is kept for the next call to raise, as a background build's is."""
         try:
             self.build()
         except Exception:  # noqa: BLE001, S110 (kept in self._error: the next call raises it)
@@ -497,8 +492,6 @@ def _fresh(err: BaseException) -> BaseException:
         return copy.copy(err)
     except Exception:  # noqa: BLE001 (an exception whose arguments cannot be given again)
         return RuntimeError(f"{type(err).__name__}: {err}")
-
-
 
 
 def _notes(runner: ScopeRunner) -> tuple[str, ...]:
