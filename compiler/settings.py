@@ -12,6 +12,9 @@ from dataclasses import dataclass
 SETTINGS: dict[str, str] = {
     "HILBERT_COMPILE": "when a call's generated code is built: eager, never, or the call of a "
                        "signature from which it is built in the background",
+    "HILBERT_BUILDS": "where background builds run: process (one of their own, which the exit "
+                      "leaves to finish) or thread (the process's own, whose exit waits for "
+                      "loops' builds)",
     "HILBERT_THREADS": "how many threads a large loop nest may use (a whole number, or auto)",
     "HILBERT_NUMBA_HOST": "ops (or einsum) the numba executor runs on the host, comma-separated",
     "HILBERT_MEMORY_LIMIT": "the bytes a plan may use (8G, 500M, 1e9); half of RAM by default",

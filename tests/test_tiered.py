@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -149,6 +150,16 @@ def test_a_bad_setting_is_a_coded_error(setting, text):
     with pytest.raises(hilbert.HilbertError) as raised:
         mod.ring(*ring_arguments(np.random.default_rng(0)))
     assert raised.value.code == "E600" and "HILBERT_COMPILE" in raised.value.message
+
+
+def test_a_bad_builds_setting_is_a_coded_error_at_the_call_that_queues_a_build(setting,
+                                                                               monkeypatch):
+    setting("1")
+    monkeypatch.setenv("HILBERT_BUILDS", "sometimes")
+    mod = hilbert.compile_source(SOURCE)
+    with pytest.raises(hilbert.HilbertError) as raised:
+        mod.ring(*ring_arguments(np.random.default_rng(0)))
+    assert raised.value.code == "E600" and "HILBERT_BUILDS" in raised.value.message
 
 
 def _looped(a, b, steps):
@@ -497,8 +508,9 @@ print(json.dumps({"tiers": tiers, "built": built,
 """
 
 
-def _second_process(directory) -> dict:
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory), HILBERT_COMPILE="2")
+def _second_process(directory, builds: str) -> dict:
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory), HILBERT_COMPILE="2",
+               HILBERT_BUILDS=builds)
     env.pop("NUMBA_DISABLE_JIT", None)
     done = subprocess.run([sys.executable, "-c", SECOND_PROCESS.replace("SOURCE", repr(SOURCE))],
                           capture_output=True, text=True, env=env, timeout=600)
@@ -506,10 +518,18 @@ def _second_process(directory) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def test_the_background_build_uses_the_disk_cache(tmp_path):
-    cold = _second_process(tmp_path / "cache")
-    assert cold["tiers"] == ["host", "compiled"] and cold["built"] and cold["compiles"] > 0
-    warm = _second_process(tmp_path / "cache")
+@pytest.mark.parametrize("builds", ["process", "thread"])
+def test_the_background_build_uses_the_disk_cache(tmp_path, builds):
+    """Built in a thread, the cold process compiles the code itself; built in a process of its
+    own, the child compiles it and the cold process loads it from the disk cache. The warm
+    process loads it either way."""
+    cold = _second_process(tmp_path / "cache", builds)
+    assert cold["tiers"] == ["host", "compiled"] and cold["built"]
+    if builds == "thread":
+        assert cold["compiles"] > 0
+    else:
+        assert cold["compiles"] == 0 and cold["hits"] == 1
+    warm = _second_process(tmp_path / "cache", builds)
     assert warm["tiers"] == ["host", "compiled"] and warm["built"]
     assert warm["compiles"] == 0 and warm["hits"] == 1
 
@@ -534,30 +554,96 @@ print(json.dumps(report))
 """
 
 
-def test_a_process_ends_after_its_loops_are_built_for_the_next(tmp_path):
-    """The first process's call runs on the host and the process ends right after it: its
-    exit waits for the loop's build, so the next process loads the machine code from the disk
-    cache, compiling nothing."""
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"))
+def _one_loop_call(cache, builds: str, mode: str) -> dict:
+    """_ONE_LOOP_CALL's report, run in a fresh process with the default tiers."""
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(cache), HILBERT_BUILDS=builds)
     env.pop(numba_exec.COMPILE_ENVIRONMENT, None)
     env.pop("NUMBA_DISABLE_JIT", None)
+    done = subprocess.run([sys.executable, "-c", _ONE_LOOP_CALL, LOOP, mode], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
 
-    def run(mode: str) -> dict:
-        done = subprocess.run([sys.executable, "-c", _ONE_LOOP_CALL, LOOP, mode], env=env,
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout.splitlines()[-1])
 
-    first = run("exit")
-    assert first["tier"] == "host"
-    assert len(list((tmp_path / "cache" / "built").iterdir())) == 1  # built before the exit
-    second = run("wait")
-    assert second["compiles"] == 0  # loaded from the disk cache
+def _looped_answer() -> np.ndarray:
     want = np.eye(3) * 0.5
     for _ in range(5):
         want = np.tanh(want @ np.full((3, 3), 0.25))
+    return want
+
+
+def test_built_in_a_thread_a_process_ends_after_its_loops_are_built_for_the_next(tmp_path):
+    """Under HILBERT_BUILDS=thread the first process's call runs on the host and the process
+    ends right after it: its exit waits for the loop's build, so the next process loads the
+    machine code from the disk cache, compiling nothing."""
+    first = _one_loop_call(tmp_path / "cache", "thread", "exit")
+    assert first["tier"] == "host"
+    assert len(list((tmp_path / "cache" / "built").iterdir())) == 1  # built before the exit
+    second = _one_loop_call(tmp_path / "cache", "thread", "wait")
+    assert second["compiles"] == 0  # loaded from the disk cache
     for report in (first, second):
-        np.testing.assert_allclose(report["value"], want, rtol=1e-12)
+        np.testing.assert_allclose(report["value"], _looped_answer(), rtol=1e-12)
+
+
+@pytest.mark.timeout(900)
+def test_a_build_left_at_exit_is_finished_for_the_next_process(tmp_path):
+    """By default the first process's call runs on the host and the process ends right after
+    it, leaving its loop's build to a process of its own; once that has kept the code, the
+    next process loads it from the disk cache, compiling nothing itself."""
+    first = _one_loop_call(tmp_path / "cache", "process", "exit")
+    assert first["tier"] == "host"
+    built = tmp_path / "cache" / "built"
+    for _ in range(6000):  # (the child left to finish: at most ten minutes)
+        if built.is_dir() and any(built.iterdir()):
+            break
+        threading.Event().wait(0.1)
+    assert len(list(built.iterdir())) == 1
+    second = _one_loop_call(tmp_path / "cache", "process", "wait")
+    assert second["compiles"] == 0  # loaded from the disk cache
+    for report in (first, second):
+        np.testing.assert_allclose(report["value"], _looped_answer(), rtol=1e-12)
+
+
+#: A process that starts its loop's build and ends right after its first (host) result, where
+#: no build can end: compiling in this process never returns, and the process of its own is a
+#: stand-in (argv[2], for sys.executable) that notes its id and sleeps.
+_EXIT_AT_ONCE = """
+import json, sys, threading
+import numpy as np
+import hilbert
+from hilbert.executor.numba import regions
+regions.CompiledRegion.compile = lambda self: threading.Event().wait()
+sys.executable = sys.argv[2]
+f = hilbert.compile_source(sys.argv[1]).f
+value = f(5, np.eye(3) * 0.5, np.full((3, 3), 0.25))
+print(json.dumps({"value": value.tolist(), "tier": f.tier}), flush=True)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the stand-in child is a shell script")
+@pytest.mark.timeout(300)
+def test_the_exit_waits_for_no_build(tmp_path):
+    """The process ends with its build under way (a build that never ends), its output read to
+    its end by this test: the exit joined no build, and the build's process holds none of the
+    parent's pipes. That process is left running (then stopped here)."""
+    ids = tmp_path / "children"
+    stand_in = tmp_path / "python"
+    stand_in.write_text(f"#!/bin/sh\necho $$ >> {ids}\nexec sleep 600\n")
+    stand_in.chmod(0o700)
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"))
+    for setting in (numba_exec.COMPILE_ENVIRONMENT, "HILBERT_BUILDS", "NUMBA_DISABLE_JIT"):
+        env.pop(setting, None)
+    done = subprocess.run([sys.executable, "-c", _EXIT_AT_ONCE, LOOP, str(stand_in)], env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["tier"] == "host"
+    np.testing.assert_allclose(report["value"], _looped_answer(), rtol=1e-12)
+    children = [int(line) for line in ids.read_text().split()]
+    assert children  # (its build was handed to one)
+    for child in children:
+        os.kill(child, 0)  # still running: left, not waited for (ProcessLookupError else)
+        os.kill(child, signal.SIGTERM)
 
 
 # ---------------------------------------------------------------- planning is kept

@@ -29,6 +29,7 @@ from hilbert.compiler.loops import (
     tapes_at_the_call,
 )
 from hilbert.compiler.plan import Plan, memory_limit
+from hilbert.executor.jax.kept import kept_compilations
 from hilbert.executor.jax.ledger import TapeTooShort, unpacked
 from hilbert.executor.jax.lowering import Lowering, gaussian_draws, loops_run_backwards
 from hilbert.executor.numerics import quietly
@@ -272,7 +273,9 @@ class JaxProgram:
         placed = jax.sharding.SingleDeviceSharding(self.device)
         specs = [jax.ShapeDtypeStruct(s, d, sharding=placed)
                  for s, d in zip(self._base.signature, self.dtypes, strict=True)]
-        return jax.jit(run).lower(*specs).compile(), lowering
+        lowered = jax.jit(run).lower(*specs)
+        with kept_compilations():  # (read from, and kept in, the cache directory: kept.py)
+            return lowered.compile(), lowering
 
 
 def _symbol(name: str) -> str:

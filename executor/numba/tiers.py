@@ -19,47 +19,33 @@ from hilbert.compiler.plan import Plan
 from hilbert.compiler.plan.rows import row_split
 from hilbert.compiler.plan.schedule import Decided, Schedule
 from hilbert.compiler.settings import whole_number
-from hilbert.executor.numba import built, row_blocks, schedules
+from hilbert.executor.numba import build_process, built, row_blocks, schedules
+from hilbert.executor.numba.apart import BuildsApart
 from hilbert.executor.numba.builder import BUILDER
 from hilbert.executor.numba.placement import Placement
 from hilbert.executor.numba.programs import HostProgram, WholeProgram
 from hilbert.executor.numba.regions import CompiledRegion
 from hilbert.executor.numba.row_blocks import RowBlocks
 from hilbert.executor.numba.scope import ScopeRunner, only_loop, regions_of, resume_points
+from hilbert.executor.numba.tier_notes import (
+    COMPILE_AFTER,
+    COMPILE_ENVIRONMENT,
+    COMPILED_DTYPES,
+    FAST_MATHS,
+    HOST_ONLY,
+    RESTARTED,
+    RESUMED,
+    STEPPED,
+    TIERED,
+)
 from hilbert.executor.planned import PlannedProgram
 from hilbert.grammar.errors import HilbertError, first_line, warn
 
-#: Environment variable saying when a loop-free call's generated code is built (compiled and
-#: swapped in): "eager" (at the first call, before it runs), "never" (calls stay on the host),
-#: or N (in a background thread from the N-th call of a signature). See COMPILE_AFTER.
-COMPILE_ENVIRONMENT = "HILBERT_COMPILE"
-#: The call of a signature from which its code is built in the background, by default: a
-#: signature called once is never compiled (a call made once costs the host's milliseconds,
-#: not Numba's seconds); one called again is compiled while the calls go on on the host.
-COMPILE_AFTER = 2
 #: A call whose loop the host would finish sooner than this (seconds, at the pace of its first
 #: steps), or whose loop cannot move to compiled code, starts its build when it ends, not at
 #: its first step boundary: loading Numba beside it (about a second) would only slow its
 #: steps down. Its next calls run compiled.
 SHORT_LOOP_S = 0.5
-#: What a loop-free program's plan says before its code is built.
-TIERED = ("the first calls run on the host (each einsum along its path as NumPy/BLAS pairwise "
-          "steps, entrywise work in NumPy) until the generated code is built and swapped in "
-          f"({COMPILE_ENVIRONMENT} says when: by default in a background thread from call "
-          f"{COMPILE_AFTER})")
-#: What a program with loops says before its code is built, (1) when a running loop moves to
-#: the compiled code at a step boundary, (2) when only the next call does.
-STEPPED = ("the first calls run on the host (loops step by step in Python, each step's work in "
-           "NumPy) while the generated code is built in the background "
-           f"({COMPILE_ENVIRONMENT} says when: by default from the first call); ")
-RESUMED = "a running loop moves to it at the next step boundary, its state carried over"
-RESTARTED = "calls that start once it is built run on it"
-#: What a plan of a dtype the code generator does not write says.
-HOST_ONLY = ("{dtype} calls run on the host tier only (each einsum along its path as NumPy/BLAS "
-             "pairwise steps in {dtype}, entrywise work in NumPy, loops stepped in Python): "
-             "the code generator writes float64 and float32 code only, so nothing is compiled")
-#: The dtypes generated code computes in (executor/codegen/precision.py).
-COMPILED_DTYPES = ("float64", "float32")
 
 
 class Tiers:
@@ -166,12 +152,6 @@ def tiers_of(ready: Specialised, optimize: str, forced: frozenset[str],
     return made
 
 
-#: What a plan under math="fast" says (hilbert.load's `math`: executor.MATHS).
-FAST_MATHS = ("maths: fast (math=\"fast\"): compiled exp within 2 ulp and tanh within 4 ulp of "
-              "NumPy's, division by a value a loop does not change as multiplication by its "
-              "reciprocal; the host tier computes as NumPy does")
-
-
 def _maths(fast: bool) -> tuple[str, ...]:
     return (FAST_MATHS,) if fast else ()
 
@@ -207,7 +187,7 @@ def _second_tier(runner: ScopeRunner, plan: Plan, arity: int, blocks: RowBlocks 
     return HostProgram(runner, plan)
 
 
-class TieredProgram:
+class TieredProgram(BuildsApart):
     """A call in two tiers. The first, from the first call, needs nothing compiled: the
     planned program on the host (executor/planned.py), or for a call with loops a walk of it
     on the host that steps each loop in Python. The second: the generated code (one compiled
@@ -239,6 +219,7 @@ class TieredProgram:
         self._fast: WholeProgram | HostProgram | None = None  # built and swapped in
         self._lock = threading.RLock()  # (build holds it while it generates the code)
         self._done = threading.Event()  # set when the build has ended, built or not
+        self._apart = threading.Event()  # set when a child process has built it: to be loaded
         self.queued = False  # handed to the background builder
         self._error: BaseException | None = None
 
@@ -279,6 +260,10 @@ class TieredProgram:
         return self._fast is not None
 
     def _first_tier(self, values):
+        if self._apart.is_set() and not self._done.is_set():
+            self.build_quietly()
+            if self._fast is not None:
+                return self._fast.run(values)
         if self._error is not None:  # the build failed: as a call that compiles would
             if self._when == 0 or isinstance(self._error, HilbertError):
                 raise _fresh(self._error) from self._error  # (never one object raised again)
@@ -328,6 +313,8 @@ class TieredProgram:
         (raised as _Moved, with its result)."""
         if not self.queued and self._worth_moving(began, state, steps):
             self._start_when_due()
+        if self._apart.is_set() and not self._done.is_set():
+            self.build_quietly()
         fast = self._fast
         if fast is None or self._resumes is None:
             return
@@ -362,11 +349,12 @@ class TieredProgram:
              "This is a bug in hilbert: please report it with the .hb source", stacklevel=6)
 
     def _start(self) -> None:
+        apart = build_process.wanted()  # (HILBERT_BUILDS: an E600 raised to the call)
         with self._lock:
             if self.queued or self._done.is_set():
                 return
             self.queued = True
-        BUILDER.submit(self)
+        BUILDER.submit(self, apart)
 
     def build_quietly(self) -> None:
         """`build`, its error kept for the next call to raise (the background thread's way)."""
@@ -420,10 +408,6 @@ class TieredProgram:
             built.keep(self.sources())
         self._fast = second
         return second
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until a build started (by a call, or `build`) has ended; whether it has."""
-        return self._done.wait(timeout)
 
     def generated(self) -> WholeProgram | HostProgram:
         """The second tier's program (its code generated now if it was not yet; nothing is
