@@ -36,9 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from hilbert.compiler import dtypes, ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.ops.primitives import BY_OP
+from . import dtypes, ir
+from .ops.einsum_spec import parse_spec
+from .ops.primitives import BY_OP
 
 COUNTED = dtypes.COUNTED  # (float64: every whole number up to 2⁵³ is exact in it)
 #: The largest whole number every counted value holds exactly (step counts are refused above).

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from hilbert.compiler.settings import names
+from .settings import names
 
 
 def dump(stage: str, value) -> None:
     """Print `value` (IR, a plan or a syntax tree) if HILBERT_DUMP names `stage`."""
     if stage not in names("HILBERT_DUMP"):
         return
-    from hilbert.compiler import ir
-    from hilbert.compiler.ir.printer import print_ir
+    from . import ir
+    from .ir.printer import print_ir
 
     text = print_ir(value) if isinstance(value, ir._Node) else value  # type: ignore[arg-type]
     print(f"== {stage} ==\n{text}")

@@ -25,8 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hilbert.compiler.settings import text
-from hilbert.grammar.errors import warn
+from ..grammar.errors import warn
+from .settings import text
 
 ENVIRONMENT = "HILBERT_CACHE_DIR"
 #: The folder inside the cache directory that holds Numba's index (.nbi) and code (.nbc) files

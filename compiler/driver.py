@@ -8,20 +8,22 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hilbert.compiler import dtypes, ir, passes, settings
-from hilbert.compiler.debug import dump
-from hilbert.compiler.entry import Entry, build_entry, build_product
-from hilbert.compiler.ir import verify
-from hilbert.compiler.kept import kept_entry, kept_plan
-from hilbert.compiler.models import CompiledModel, compile_models
-from hilbert.compiler.modules import Loader, SourceModule
-from hilbert.compiler.passes.inline import Inliner
-from hilbert.compiler.passes.monomorphise import monomorphise
-from hilbert.compiler.passes.realness import check_complex
-from hilbert.compiler.passes.recursion import check_recursion
-from hilbert.compiler.passes.resolve import Definition, Resolved, resolve
-from hilbert.compiler.passes.shapes import Shape, ShapeTable, infer_shapes
-from hilbert.compiler.plan import (
+from ..grammar.errors import HilbertError
+from ..grammar.source import Span
+from . import dtypes, ir, passes, settings
+from .debug import dump
+from .entry import Entry, build_entry, build_product
+from .ir import verify
+from .kept import kept_entry, kept_plan
+from .models import CompiledModel, compile_models
+from .modules import Loader, SourceModule
+from .passes.inline import Inliner
+from .passes.monomorphise import monomorphise
+from .passes.realness import check_complex
+from .passes.recursion import check_recursion
+from .passes.resolve import Definition, Resolved, resolve
+from .passes.shapes import Shape, ShapeTable, infer_shapes
+from .plan import (
     Hyper,
     Plan,
     contraction,
@@ -31,9 +33,7 @@ from hilbert.compiler.plan import (
     memory_limit,
     searches,
 )
-from hilbert.compiler.plan.hyper import search as hyper_search
-from hilbert.grammar.errors import HilbertError
-from hilbert.grammar.source import Span
+from .plan.hyper import search as hyper_search
 
 
 class Entries(Mapping[str, Entry]):

@@ -5,7 +5,8 @@ them, with Python numbers weak (they never widen a float32 call, as in JAX)."""
 from __future__ import annotations
 
 import numpy as np
-from hilbert.grammar.errors import ArgumentError
+
+from ..grammar.errors import ArgumentError
 
 #: The largest finite float32.
 FLOAT32_MAX = float(np.finfo(np.float32).max)

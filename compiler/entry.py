@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hilbert.compiler import ir, passes, products
-from hilbert.compiler.debug import dump
-from hilbert.compiler.ir import verify
-from hilbert.compiler.passes.inline import Inliner
-from hilbert.compiler.passes.resolve import Definition
-from hilbert.compiler.passes.tuples import check_settled
+from . import ir, passes, products
+from .debug import dump
+from .ir import verify
+from .passes.inline import Inliner
+from .passes.resolve import Definition
+from .passes.tuples import check_settled
 
 
 @dataclass(frozen=True, slots=True)

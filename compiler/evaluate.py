@@ -10,11 +10,12 @@ from collections.abc import Callable
 
 import numpy as np
 import opt_einsum
-from hilbert.compiler import dtypes, ir
-from hilbert.compiler.counting import NOTHING, Counting
-from hilbert.compiler.loops import Stepping, run_loop, run_loop_grad
-from hilbert.compiler.ops.einsum_spec import ELLIPSIS, numpy_spec, spelled_out
-from hilbert.compiler.ops.primitives import BY_OP
+
+from . import dtypes, ir
+from .counting import NOTHING, Counting
+from .loops import Stepping, run_loop, run_loop_grad
+from .ops.einsum_spec import ELLIPSIS, numpy_spec, spelled_out
+from .ops.primitives import BY_OP
 
 #: How an einsum node is computed from its operands' values.
 Einsum = Callable[[ir.Einsum, list], object]

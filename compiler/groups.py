@@ -27,8 +27,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, replace
 
-from hilbert.grammar import syntax as s
-from hilbert.grammar.errors import ModelError
+from ..grammar import syntax as s
+from ..grammar.errors import ModelError
 
 #: The group every model has: all the weights it declares with `weight`.
 ALL = "weights"

@@ -17,9 +17,9 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import replace
 
-from hilbert.compiler import pickles
-from hilbert.compiler.entry import Entry
-from hilbert.compiler.passes.resolve import Resolved
+from . import pickles
+from .entry import Entry
+from .passes.resolve import Resolved
 
 #: The folder of the cache directory that holds built entries.
 FOLDER = "entries"

@@ -10,11 +10,12 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.counting import EXACT
-from hilbert.compiler.memory import memory_limit
-from hilbert.compiler.plan.text import human_bytes
-from hilbert.grammar.errors import RuntimeHilbertError
+
+from ..grammar.errors import RuntimeHilbertError
+from . import ir
+from .counting import EXACT
+from .memory import memory_limit
+from .plan.text import human_bytes
 
 #: How a loop's body is evaluated: `eval_body(node, memo, state)`.
 EvalBody = Callable[[ir.Node, dict, tuple], object]
@@ -180,7 +181,7 @@ def guard_tapes(tapes: list[ir.LoopGrad], states: dict, count) -> None:
     for node in tapes:
         loop = node.loop
         shapes = states.get((loop,))
-        if shapes is None:
+        if shapes is None or loop.counter is None:  # (a loop with no counter keeps no tape)
             continue
         value = count(loop.init[loop.counter])
         if value is None:

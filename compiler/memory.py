@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from hilbert.compiler import settings
-from hilbert.compiler.settings import not_understood
+from . import settings
+from .settings import not_understood
 
 
 def memory_limit() -> int:

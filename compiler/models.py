@@ -20,16 +20,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from hilbert.compiler import groups, ir
-from hilbert.compiler.entry import Entry, build_entry
-from hilbert.compiler.kept import kept_entry
-from hilbert.compiler.modules import SourceModule
-from hilbert.compiler.passes.inline import Inliner
-from hilbert.compiler.passes.recursion import check_recursion
-from hilbert.compiler.passes.resolve import Definition, Lowering, ModuleScope, Resolved, _suggest
-from hilbert.grammar import syntax as s
-from hilbert.grammar.errors import ModelError, NameResolutionError
-from hilbert.grammar.source import Span
+from ..grammar import syntax as s
+from ..grammar.errors import ModelError, NameResolutionError
+from ..grammar.source import Span
+from . import groups, ir
+from .entry import Entry, build_entry
+from .kept import kept_entry
+from .modules import SourceModule
+from .passes.inline import Inliner
+from .passes.recursion import check_recursion
+from .passes.resolve import Definition, Lowering, ModuleScope, Resolved, _suggest
 
 #: The base a model declares (`model Name(…) : Learner`) and the type its weights have.
 BASE = "Learner"

@@ -9,9 +9,9 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from hilbert.compiler.parsed import parse_module
-from hilbert.grammar.errors import NameResolutionError
-from hilbert.grammar.syntax import Definition, Module, Open
+from ..grammar.errors import NameResolutionError
+from ..grammar.syntax import Definition, Module, Open
+from .parsed import parse_module
 
 PRELUDE = "Prelude"
 

@@ -14,8 +14,8 @@ import hashlib
 import threading
 from collections import OrderedDict
 
-from hilbert.compiler import pickles
-from hilbert.grammar.syntax import Module
+from ..grammar.syntax import Module
+from . import pickles
 
 #: The folder of the cache directory that holds parsed modules.
 FOLDER = "parsed"
@@ -52,6 +52,6 @@ def parse_module(text: str, name: str) -> Module:
 
 
 def _parse(text: str, name: str) -> tuple[Module, int]:
-    from hilbert.grammar.parser import parse_counting  # (Lark is imported only to parse)
+    from ..grammar.parser import parse_counting  # (Lark is imported only to parse)
 
     return parse_counting(text, name)

@@ -39,7 +39,7 @@ def read(folder: str, digest: str, kind: type):
     """The pickle `digest` of `folder` in the private cache directory, if it is there, is
     trusted (directory.read_kept), loads, and is a `kind`; else None (a damaged entry is made
     again and rewritten)."""
-    from hilbert.compiler.directory import private_folder, read_kept
+    from .directory import private_folder, read_kept
 
     place = private_folder(folder)
     data = None if place is None else read_kept(place / f"{digest}.pickle")
@@ -55,7 +55,7 @@ def read(folder: str, digest: str, kind: type):
 def write(folder: str, digest: str, value) -> None:
     """Keep `value` as the pickle `digest` of `folder`, written whole or not at all; a value too
     deep to pickle, or a cache that cannot be written, is simply not kept."""
-    from hilbert.compiler.directory import private_folder, write_kept
+    from .directory import private_folder, write_kept
 
     place = private_folder(folder)
     if place is None:

@@ -11,13 +11,13 @@ For f(x1, …, xn) with results y1, …, ym (one, or a tuple):
 
 from __future__ import annotations
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.derivative_rules import zeros_like
-from hilbert.compiler.passes.derivative import Sweep
-from hilbert.compiler.passes.forward import Forward
-from hilbert.compiler.passes.share import share
-from hilbert.grammar.errors import CheckError
-from hilbert.grammar.source import Span
+from ..grammar.errors import CheckError
+from ..grammar.source import Span
+from . import ir
+from .ops.derivative_rules import zeros_like
+from .passes.derivative import Sweep
+from .passes.forward import Forward
+from .passes.share import share
 
 #: The products an entry can be made for.
 KINDS = ("vjp", "jvp")

@@ -75,8 +75,8 @@ def whole_number(variable: str, meaning: str, smallest: int = 0) -> int | None:
 
 def not_understood(variable: str, text: str, meaning: str):
     """The ArgumentError (E600) for a setting `variable`=`text` that is not `meaning`."""
-    from hilbert.grammar.errors import ArgumentError
-    from hilbert.grammar.source import nowhere
+    from ..grammar.errors import ArgumentError
+    from ..grammar.source import nowhere
 
     return ArgumentError("E600", f"{variable}={text!r} is not understood: write {meaning}",
                          nowhere(variable))

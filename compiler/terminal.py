@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from hilbert.compiler.settings import text
+from .settings import text
 
 #: The environment variable that forces bars on ("1") or off ("0").
 ENVIRONMENT = "HILBERT_PROGRESS"

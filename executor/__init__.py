@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from hilbert.compiler.entry import Entry
-    from hilbert.compiler.plan import Plan
+    from ..compiler.entry import Entry
+    from ..compiler.plan import Plan
 
 #: Every executor by name (`dask` and `jax` need their optional extras: pip install
 #: 'hilbert[dask]', 'hilbert[jax]').
@@ -48,17 +48,17 @@ class Executor(Protocol):
 
 def get_executor(name: str) -> Executor:
     """The executor module called `name` ('reference', 'numba', 'dask' or 'jax')."""
-    from hilbert.grammar.errors import ArgumentError
-    from hilbert.grammar.source import nowhere
+    from ..grammar.errors import ArgumentError
+    from ..grammar.source import nowhere
 
     if name == "reference":
-        from hilbert.executor import reference
+        from . import reference
         return reference
     if name == "numba":
-        from hilbert.executor.numba import executor as numba_exec
+        from .numba import executor as numba_exec
         return numba_exec
     if name in ("dask", "jax"):  # (each needs its package: an extra of hilbert's)
-        from hilbert.executor.numba.loading import load  # (dask's kernels import Numba)
+        from .numba.loading import load  # (dask's kernels import Numba)
 
         try:
             return load(f"hilbert.executor.{name}.executor")
@@ -78,7 +78,7 @@ MATHS = ("exact", "fast")
 
 def check_math(mode, span) -> str:
     """`mode` if it is one of MATHS, else an ArgumentError (E600)."""
-    from hilbert.grammar.errors import ArgumentError
+    from ..grammar.errors import ArgumentError
 
     if mode not in MATHS:
         raise ArgumentError("E600", f"math={mode!r:.40} is not a mode: write \"exact\" (NumPy's "
@@ -90,8 +90,8 @@ def check_math(mode, span) -> str:
 def check_options(name: str, options: dict, span) -> None:
     """An ArgumentError unless executor `name` takes every one of `options` as given (`math`
     and `dtype` every executor takes)."""
-    from hilbert.compiler.dtypes import check_dtype
-    from hilbert.grammar.errors import ArgumentError
+    from ..compiler.dtypes import check_dtype
+    from ..grammar.errors import ArgumentError
 
     executor = get_executor(name)
     check_math(options.get("math", "exact"), span)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.ops.primitives import BY_OP, having
+from ..compiler import ir
+from ..compiler.ops.einsum_spec import parse_spec
+from ..compiler.ops.primitives import BY_OP, having
 
 _SHAPES_ONLY = having("shapes_only")
 

@@ -9,14 +9,15 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.counting import counting_in
-from hilbert.compiler.driver import Entry, plan_entry
-from hilbert.compiler.evaluate import Host, einsum_in_one, evaluate, needs
-from hilbert.compiler.ops.einsum_spec import numpy_spec, parse_spec
-from hilbert.compiler.plan import ContractStep, Plan, contraction
-from hilbert.executor.numerics import detached, quietly
-from hilbert.executor.straight import Straight, laid_out
+
+from ..compiler import ir
+from ..compiler.counting import counting_in
+from ..compiler.driver import Entry, plan_entry
+from ..compiler.evaluate import Host, einsum_in_one, evaluate, needs
+from ..compiler.ops.einsum_spec import numpy_spec, parse_spec
+from ..compiler.plan import ContractStep, Plan, contraction
+from .numerics import detached, quietly
+from .straight import Straight, laid_out
 
 #: Below this many FLOPs a pairwise step that BLAS could do runs as numpy.einsum instead: a
 #: tensordot costs a few microseconds of reshapes and transposes before its product.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from hilbert.compiler import ir
-from hilbert.compiler.counting import counting_in
-from hilbert.compiler.evaluate import Host
-from hilbert.compiler.loops import guard_tapes, tapes_at_the_call
-from hilbert.executor.numerics import detached, quietly
+from ..compiler import ir
+from ..compiler.counting import counting_in
+from ..compiler.evaluate import Host
+from ..compiler.loops import guard_tapes, tapes_at_the_call
+from .numerics import detached, quietly
 
 #: Plans for this executor are of the IR as written (compiler/driver.plan_entry's as_written).
 AS_WRITTEN = True
@@ -25,7 +25,7 @@ class ReferenceProgram:
         self.evaluator = Host(dtype=plan.dtype, counting=counting_in(self.body, plan.dtype))
         self.tapes = tapes_at_the_call(self.body)
         if self.tapes and states is None:
-            from hilbert.compiler.passes.shapes import infer_shapes
+            from ..compiler.passes.shapes import infer_shapes
 
             states = infer_shapes(self.body, tuple(shapes)).states
         self.states = states or {}
@@ -50,7 +50,7 @@ def prepare(entry, shapes, optimize: str = "auto", values=None,
             math: str = "exact", dtype: str = "float64") -> ReferenceProgram:
     """Specialise `entry` to `shapes` and `dtype` and return the program that runs it (`math`
     changes nothing: NumPy's functions are within every mode's bounds)."""
-    from hilbert.compiler.driver import plan_entry
+    from ..compiler.driver import plan_entry
 
     ready = plan_entry(entry, shapes, optimize, "reference", values, as_written=AS_WRITTEN,
                        dtype=dtype)

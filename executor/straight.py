@@ -13,9 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from hilbert.compiler import dtypes, ir
-from hilbert.compiler.evaluate import Host, as_data, data_operands
-from hilbert.compiler.ops.primitives import BY_OP
+
+from ..compiler import dtypes, ir
+from ..compiler.evaluate import Host, as_data, data_operands
+from ..compiler.ops.primitives import BY_OP
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ import functools
 import os
 import threading
 
-from hilbert.compiler.settings import text, whole_number
-from hilbert.executor.numba.loading import load
+from ..compiler.settings import text, whole_number
+from .numba.loading import load
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
 #: (no array expressions or NumPy calls rewritten behind the code's back).

@@ -5,9 +5,7 @@
 array([[3.]])
 """
 
-from hilbert.api import Function
 from hilbert.compiler.plan.hyper import Hyper
-from hilbert.contract import contract_expression, contract_path, einsum, einsum_path, load_path
 from hilbert.grammar.errors import (
     ArgumentError,
     CheckError,
@@ -19,7 +17,10 @@ from hilbert.grammar.errors import (
     ParseError,
     RuntimeHilbertError,
 )
-from hilbert.module import Module, compile_source, load, open
+
+from .api import Function
+from .contract import contract_expression, contract_path, einsum, einsum_path, load_path
+from .module import Module, compile_source, load, open
 
 __all__ = [
     "ArgumentError", "CheckError", "Function", "HilbertError", "HilbertWarning", "Hyper",

@@ -9,9 +9,11 @@ from __future__ import annotations
 import errno
 import sys
 
-from hilbert.cli_bench import _bench
-from hilbert.cli_commands import _check, _demo, _export, _plan, _run
-from hilbert.cli_errors import (
+from hilbert.grammar.errors import HilbertError
+
+from .cli_bench import _bench
+from .cli_commands import _check, _demo, _export, _plan, _run
+from .cli_errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -21,10 +23,9 @@ from hilbert.cli_errors import (
     _complain,
     _silence_stdout,
 )
-from hilbert.cli_parser import _parser
-from hilbert.cli_values import parse_shape, parse_value
-from hilbert.grammar.errors import HilbertError
-from hilbert.lexer import colour
+from .cli_parser import _parser
+from .cli_values import parse_shape, parse_value
+from .lexer import colour
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "OutputError",
            "UsageError", "main", "parse_shape", "parse_value"]

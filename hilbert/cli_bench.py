@@ -7,11 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from hilbert.bench import DEFAULT_OPTIMISERS, PLOT_FORMATS, output_path_problem
-from hilbert.cli_commands import _function
-from hilbert.cli_errors import EXIT_ERROR, EXIT_OK, OutputError, UsageError, _complain
-from hilbert.cli_values import _named_value, _write_text, parse_shape
 from hilbert.compiler.plan import OPTIMISERS
+
+from .bench import DEFAULT_OPTIMISERS, PLOT_FORMATS, output_path_problem
+from .cli_commands import _function
+from .cli_errors import EXIT_ERROR, EXIT_OK, OutputError, UsageError, _complain
+from .cli_values import _named_value, _write_text, parse_shape
 
 
 def _bench(args) -> int:

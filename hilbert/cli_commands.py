@@ -9,8 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbert.cli_errors import EXIT_ERROR, EXIT_OK, UsageError, _complain
-from hilbert.cli_values import (
+from hilbert.grammar.errors import HilbertError
+
+from .cli_errors import EXIT_ERROR, EXIT_OK, UsageError, _complain
+from .cli_values import (
     _SIZE,
     _named_value,
     _not_a_file,
@@ -18,8 +20,7 @@ from hilbert.cli_values import (
     parse_shape,
     parse_value,
 )
-from hilbert.grammar.errors import HilbertError
-from hilbert.lexer import colour
+from .lexer import colour
 
 
 def _check(args) -> int:
@@ -64,7 +65,8 @@ def _member(args):
     and the member's own arguments (zeros of a --shape's shape, or a --value's value); None
     when FN is not of that form."""
     import hilbert
-    from hilbert.members import BoundMember
+
+    from .members import BoundMember
 
     model, dot, name = args.function.partition(".")
     missing = _not_a_file(args.file)
@@ -165,7 +167,7 @@ def _shapes(given: list[str], function, name: str) -> list[tuple[int, ...]]:
 def _export(args) -> int:
     """`hilbert export FILE FN --shape … [--to stablehlo] [--dtype D] [-o OUT]`: the program
     FN runs for those shapes as text (hilbert/export.py), on stdout or in OUT."""
-    from hilbert.export import export
+    from .export import export
 
     function = _function(args.file, args.function, "jax")
     text = export(function, *_shapes(args.shape, function, args.function), to=args.to,
@@ -197,6 +199,6 @@ def _chunks(given: list[str], executor: str):
 
 
 def _demo(args) -> int:
-    from hilbert.demo import run_demo
+    from .demo import run_demo
 
     return EXIT_OK if run_demo() else EXIT_ERROR

@@ -7,8 +7,9 @@ import argparse
 import re
 from pathlib import Path
 
-from hilbert.bench import DEFAULT_OPTIMISERS, PLOT_FORMATS
 from hilbert.compiler.plan import OPTIMISERS
+
+from .bench import DEFAULT_OPTIMISERS, PLOT_FORMATS
 
 #: What `run` reads as a number although it starts with "-" (argparse would take it for an
 #: option): -2, -.5, -1e3, -inf, -Infinity, -nan.
@@ -92,7 +93,8 @@ def _shape_option(parser: argparse.ArgumentParser, text: str) -> None:
 
 def _export_parser(sub) -> None:
     from hilbert.compiler.dtypes import NAMES
-    from hilbert.export import FORMATS
+
+    from .export import FORMATS
 
     export = sub.add_parser(
         "export", help="write a function's program for given shapes as StableHLO",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hilbert.cli_errors import OutputError, UsageError
+from .cli_errors import OutputError, UsageError
 
 #: A number as a bare argument: decimal (1, -2.5, .5, 1e3) or infinity and NaN spelled as
 #: JSON does (Infinity, -Infinity, NaN) or as Python and NumPy do (inf, -inf, nan).
@@ -64,7 +64,8 @@ def _read_npy(path: Path) -> np.ndarray:
     before its data is read, and it may hold no pickled objects."""
     from hilbert.compiler.plan import memory_limit
     from hilbert.compiler.plan.text import human_bytes
-    from hilbert.models import npy_header
+
+    from .models import npy_header
 
     try:
         with path.open("rb") as stream:

@@ -16,7 +16,7 @@ from hilbert.compiler import dtypes
 from hilbert.grammar.errors import ArgumentError
 
 if TYPE_CHECKING:
-    from hilbert.api import Function
+    from .api import Function
 
 #: The formats `export` writes.
 FORMATS = ("stablehlo",)

@@ -335,7 +335,7 @@ def _batch(one: str, count: int, path: tuple, spec: str, indices: tuple[str, ...
            values: list, *arrays):
     """One dask task: the slices at `values`, summed (one slice's contraction `one` along
     `path`, compiled by the numba executor in this process)."""
-    from hilbert.einsum_compiled import compiled
+    from .einsum_compiled import compiled
 
     return _share(compiled(one, count, "numba", path), list(arrays), parse_spec(spec).inputs,
                   indices, values)

@@ -303,3 +303,33 @@ def test_no_module_class_or_function_over_its_size():
     every = oversized(skip={})
     assert all(any(line.startswith(key + ":") for line in every) for key in SIZE_EXCEPTIONS), \
         "an exception is split: remove it from the list"
+
+
+def absolute_imports_with_a_relative_form() -> list[str]:
+    """`from hilbert.… import` statements of the packages whose relative form also leads to the
+    file on disk (grammar/, compiler/ and executor/ are folders side by side at the top, so
+    `..compiler` from executor/ is the folder compiler/; hilbert/'s own modules are `.x`), so
+    that a tool following files sees the real structure. What stays absolute: hilbert/'s
+    imports of the three (no folder hilbert/compiler exists) and the listed upward imports."""
+    known = sources()
+    below = ("grammar", "compiler", "executor")
+    found = []
+    for source in known.values():
+        if source.name.startswith("benchmarks"):
+            continue
+        home = source.path.relative_to(ROOT).parts[0]
+        for node in ast.walk(_parsed(source.path)):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            target = _known(node.module, known)
+            if target is None or not target.startswith("hilbert"):
+                continue
+            there = known[target].path.relative_to(ROOT).parts[0]
+            same_tree = (home in below and there in below) or (home == there == "hilbert")
+            if same_tree and f"{source.name} imports {target}" not in IMPORT_EXCEPTIONS:
+                found.append(f"{source.path.relative_to(ROOT)}:{node.lineno} from {node.module}")
+    return found
+
+
+def test_imports_inside_the_packages_are_relative():
+    assert absolute_imports_with_a_relative_form() == []

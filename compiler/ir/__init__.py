@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from hilbert.grammar.source import Span, quickly_unpickled
+from ...grammar.source import Span, quickly_unpickled
 
 
 class _Node:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hilbert.compiler import ir
+from .. import ir
 
 
 def _number(v: float) -> str:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.compiler.settings import text
+from .. import ir
+from ..ops.einsum_spec import parse_spec
+from ..ops.primitives import BY_OP
+from ..settings import text
 
 #: Environment variable that turns the verifier on between passes.
 VERIFY_ENVIRONMENT = "HILBERT_VERIFY"
@@ -147,7 +147,7 @@ def _check_prim(node: ir.Prim, layer: Layer) -> None:
 
 def _check_shapes(root: ir.Node, params: tuple, table) -> None:
     """Every node's shape in `table` is what its rule gives (the shapes inferred again)."""
-    from hilbert.compiler.passes.shapes import infer_shapes
+    from ..passes.shapes import infer_shapes
 
     again = infer_shapes(root, params)
     for scope, shapes in table.scopes.items():

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import letters, parse_spec
-from hilbert.grammar.errors import CheckError
+from ...grammar.errors import CheckError
+from .. import ir
+from .einsum_spec import letters, parse_spec
 
 Rule = Callable[[ir.Prim, ir.Node, int], "ir.Node | None"]
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hilbert.grammar.errors import RuntimeHilbertError
+
+from ...grammar.errors import RuntimeHilbertError
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from hilbert.grammar.errors import CheckError
-from hilbert.grammar.source import Span
+from ...grammar.errors import CheckError
+from ...grammar.source import Span
 
 #: The ellipsis, `...` in a specification as written: it stands for the axes of an operand no
 #: letter names, the same axes in every operand that has it. Specifications hold it as this one

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import string
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.shape_rules import Shape
+from .. import ir
+from .shape_rules import Shape
 
 _LETTERS = string.ascii_letters
 

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from functools import partial
 
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.ops import draws
-from hilbert.compiler.ops.shape_rules import exact_number
-from hilbert.grammar.errors import RuntimeHilbertError
+
+from ...grammar.errors import RuntimeHilbertError
+from .. import ir
+from . import draws
+from .shape_rules import exact_number
 
 #: A meaning: the value of an op node from its arguments' values.
 Meaning = Callable[[ir.Prim, list], object]

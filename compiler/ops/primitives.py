@@ -16,13 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from hilbert.compiler.ops import axes as ax
-from hilbert.compiler.ops import derivative_rules as d
-from hilbert.compiler.ops import draws, lowering
-from hilbert.compiler.ops import meanings as m
-from hilbert.compiler.ops import shape_rules as sh
-from hilbert.compiler.ops import tangent_rules as t
-from hilbert.compiler.ops.derivative_rules import c, p
+
+from . import axes as ax
+from . import derivative_rules as d
+from . import draws, lowering
+from . import meanings as m
+from . import shape_rules as sh
+from . import tangent_rules as t
+from .derivative_rules import c, p
 
 #: The traits an op may have:
 #: entrywise - its value at an index reads its arguments at that index only (fused freely);
@@ -431,7 +432,7 @@ NO_POSITION = 2.0 ** 53
 def arg_extreme(op: str, x, axis: int, span):
     """argmax(x, k) (or argmin) as IR: a 0/1 tensor shaped like x marking, along axis k, the
     first entry equal to the largest (smallest); a line holding NaN has no mark."""
-    from hilbert.compiler import ir
+    from .. import ir
 
     def prim(name, *args, attrs=()):
         return ir.Prim(name, args, attrs, span)

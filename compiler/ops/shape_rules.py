@@ -5,8 +5,9 @@ inferred so far, and returns the node's shape or raises the CheckError a user re
 from __future__ import annotations
 
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.grammar.errors import CheckError
+
+from ...grammar.errors import CheckError
+from .. import ir
 
 Shape = tuple[int, ...]
 
@@ -46,7 +47,7 @@ def exact_number(value) -> str:
 
 def _name(node: ir.Prim) -> str:
     """The op as a message names it (`exp`, `the operator ·`)."""
-    from hilbert.compiler.ops.primitives import spoken
+    from .primitives import spoken
 
     return spoken(node.op)
 
@@ -56,7 +57,7 @@ def _name(node: ir.Prim) -> str:
 def static_value(node: ir.Node, shapes: dict) -> float | None:
     """The value of a scalar known from shapes alone (numbers, rows, columns and arithmetic
     on them: the ops with the trait "static"), or None when it depends on data."""
-    from hilbert.compiler.ops.primitives import BY_OP
+    from .primitives import BY_OP
 
     pending: list[ir.Node] = [node]
     values: dict[ir.Node, float] = {}
@@ -129,7 +130,7 @@ def axis_of(node: ir.Prim, shape: Shape, does: str) -> int:
 def reduce(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     """x without the reduced axis; only a reduction whose row gives its value over nothing (a
     sum's 0) may reduce an empty axis."""
-    from hilbert.compiler.ops.primitives import BY_OP
+    from .primitives import BY_OP
 
     axis = axis_of(node, args[0], "reduces")
     if args[0][axis] == 0 and BY_OP[node.op].empty is None:
@@ -142,7 +143,7 @@ def reduce(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
 
 def size(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     """A scalar, read from an axis x must have."""
-    from hilbert.compiler.ops.primitives import BY_OP
+    from .primitives import BY_OP
 
     axis = BY_OP[node.op].axis
     assert axis is not None

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.derivative_rules import Rule, ones_like, p, zeros_like
-from hilbert.grammar.errors import CheckError
+from ...grammar.errors import CheckError
+from .. import ir
+from .derivative_rules import Rule, ones_like, p, zeros_like
 
 #: A tangent rule: out's tangent from the node and its arguments' tangents (None: zero).
 TangentRule = Callable[[ir.Prim, list["ir.Node | None"]], "ir.Node | None"]
@@ -84,6 +84,7 @@ def through_adjoint(reverse: Rule) -> TangentRule:
         if t is None:
             return None
         weights = reverse(node, ones_like(node), 0)
+        assert weights is not None, f"{node.op}'s reverse rule gives no adjoint of its operand"
         return p(node, "sumalong", p(node, "mul", t, weights), attrs=node.attrs)
     return rule
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hilbert.compiler import ir
-from hilbert.compiler.debug import dump
-from hilbert.compiler.ir import verify
-from hilbert.compiler.passes.fuse import fuse
-from hilbert.compiler.passes.hoist import hoist_invariants
-from hilbert.compiler.passes.masks import eliminate_masks, split_windowed_dots
-from hilbert.compiler.passes.share import share
+from .. import ir
+from ..debug import dump
+from ..ir import verify
+from .fuse import fuse
+from .hoist import hoist_invariants
+from .masks import eliminate_masks, split_windowed_dots
+from .share import share
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.derivative_rules import einsum_adjoint, zeros_like
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.compiler.passes.share import share
-from hilbert.grammar.errors import CheckError
-from hilbert.grammar.source import Span
+from ...grammar.errors import CheckError
+from ...grammar.source import Span
+from .. import ir
+from ..ops.derivative_rules import einsum_adjoint, zeros_like
+from ..ops.primitives import BY_OP
+from .share import share
 
 #: A guard: the `if` conditions (and which way each went) a contribution came through.
 Guard = tuple[tuple[ir.Node, bool], ...]

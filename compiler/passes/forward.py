@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.derivative_rules import zeros_like
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.compiler.ops.tangent_rules import einsum_tangent
-from hilbert.compiler.passes.derivative import _carried
-from hilbert.grammar.errors import CheckError
+from ...grammar.errors import CheckError
+from .. import ir
+from ..ops.derivative_rules import zeros_like
+from ..ops.primitives import BY_OP
+from ..ops.tangent_rules import einsum_tangent
+from .derivative import _carried
 
 
 class Forward:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import ELLIPSIS, letters, parse_spec
+from .. import ir
+from ..ops.einsum_spec import ELLIPSIS, letters, parse_spec
 
 
 def fuse(root: ir.Node) -> ir.Node:

@@ -11,8 +11,8 @@ value; a loop that runs no step computes the moved values once for nothing.
 
 from __future__ import annotations
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.primitives import having
+from .. import ir
+from ..ops.primitives import having
 
 #: Primitives that may move: they read values only and cannot fail (no checked reads, no
 #: draws from a random stream); of those, the ones not worth a state component read only

@@ -13,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from hilbert.compiler import ir
-from hilbert.compiler.passes.derivative import differentiate
-from hilbert.compiler.passes.recursion import LoopForm, loop_form
-from hilbert.compiler.passes.resolve import Definition
-from hilbert.compiler.passes.tuples import check_tensor, settle, substitute
-from hilbert.grammar.errors import CheckError
-from hilbert.grammar.source import CallSite, Span
+from ...grammar.errors import CheckError
+from ...grammar.source import CallSite, Span
+from .. import ir
+from .derivative import differentiate
+from .recursion import LoopForm, loop_form
+from .resolve import Definition
+from .tuples import check_tensor, settle, substitute
 
 #: The most IR nodes one definition may grow to once its calls are written out. Each call
 #: repeats its callee's body, so ten lines of `f(f(x))` can ask for a billion nodes; real

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import ELLIPSIS, parse_spec
-from hilbert.compiler.ops.primitives import BY_OP, having
+from .. import ir
+from ..ops.einsum_spec import ELLIPSIS, parse_spec
+from ..ops.primitives import BY_OP, having
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

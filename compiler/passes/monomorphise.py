@@ -5,10 +5,10 @@ fuse and plan them like the rest (each op's way is its row's `lower`)."""
 
 from __future__ import annotations
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import ELLIPSIS, spelled_out
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.compiler.passes.shapes import Scope, ShapeTable
+from .. import ir
+from ..ops.einsum_spec import ELLIPSIS, spelled_out
+from ..ops.primitives import BY_OP
+from .shapes import Scope, ShapeTable
 
 #: The ops written anew once shapes are known (their rows' `lower`, compiler/ops/lowering.py).
 _LOWER = {op: row.lower for op, row in BY_OP.items() if row.lower is not None}

@@ -9,9 +9,9 @@ taken through complex values (no complex derivative is defined in the language).
 
 from __future__ import annotations
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.primitives import spoken
-from hilbert.grammar.errors import CheckError
+from ...grammar.errors import CheckError
+from .. import ir
+from ..ops.primitives import spoken
 
 #: Ops whose value is real whatever they read.
 _REAL = frozenset({"re", "im", "abs", "eq", "ne", "rows", "columns", "positions",

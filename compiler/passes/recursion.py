@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hilbert.compiler import ir
-from hilbert.compiler.passes.resolve import Definition
-from hilbert.grammar.errors import CheckError
+from ...grammar.errors import CheckError
+from .. import ir
+from .resolve import Definition
 
 
 @dataclass(frozen=True, slots=True)

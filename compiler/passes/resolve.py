@@ -5,15 +5,15 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from hilbert.compiler import ir
-from hilbert.compiler.modules import Loader, SourceModule, prelude_index
-from hilbert.compiler.ops.einsum_spec import check_spec
-from hilbert.compiler.ops.primitives import KEYED, OPERATORS, PRIMITIVES, arg_extreme
-from hilbert.grammar import syntax as s
-from hilbert.grammar.confusables import skeleton, spelled
-from hilbert.grammar.errors import CheckError, NameResolutionError
-from hilbert.grammar.foreign import ATTRIBUTES, FOREIGN_WORDS, PYTHON_MODULES
-from hilbert.grammar.source import Span
+from ...grammar import syntax as s
+from ...grammar.confusables import skeleton, spelled
+from ...grammar.errors import CheckError, NameResolutionError
+from ...grammar.foreign import ATTRIBUTES, FOREIGN_WORDS, PYTHON_MODULES
+from ...grammar.source import Span
+from .. import ir
+from ..modules import Loader, SourceModule, prelude_index
+from ..ops.einsum_spec import check_spec
+from ..ops.primitives import KEYED, OPERATORS, PRIMITIVES, arg_extreme
 
 #: The precedence group of each binary operator: a chain continues within a group.
 _GROUPS = {"+": "sum", "-": "sum", "*": "product", "/": "product", "mod": "product",

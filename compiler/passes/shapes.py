@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import ELLIPSIS, parse_spec
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.compiler.ops.shape_rules import Shape, describe_shape, exact_number, static_value, what
-from hilbert.grammar.errors import CheckError
+from ...grammar.errors import CheckError
+from .. import ir
+from ..ops.einsum_spec import ELLIPSIS, parse_spec
+from ..ops.primitives import BY_OP
+from ..ops.shape_rules import Shape, describe_shape, exact_number, static_value, what
 
 __all__ = ["Shape", "ShapeTable", "describe_shape", "exact_number", "infer_shapes", "static_value"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hilbert.compiler import ir
+from .. import ir
 
 
 def share(root: ir.Node) -> ir.Node:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hilbert.compiler import ir
-from hilbert.grammar.errors import CheckError
+from ...grammar.errors import CheckError
+from .. import ir
 
 
 def settle(node: ir.Node, kids: tuple[ir.Node, ...]) -> ir.Node:

@@ -7,12 +7,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from hilbert.compiler import dtypes, ir
-from hilbert.compiler.memory import memory_limit, size_in_bytes  # noqa: F401 (importable here too)
-from hilbert.compiler.ops.primitives import having
-from hilbert.compiler.passes.shapes import Scope, Shape, ShapeTable
-from hilbert.compiler.plan.hyper import Hyper  # noqa: F401
-from hilbert.compiler.plan.paths import (  # noqa: F401 (what planning gives: the optimisers, paths and their steps)
+
+from ...grammar.errors import RuntimeHilbertError
+from .. import dtypes, ir
+from ..memory import memory_limit, size_in_bytes  # noqa: F401 (importable here too)
+from ..ops.primitives import having
+from ..passes.shapes import Scope, Shape, ShapeTable
+from .hyper import Hyper  # noqa: F401
+from .paths import (  # noqa: F401 (what planning gives: the optimisers, paths and their steps)
     OPTIMISERS,
     ContractStep,
     check_optimiser,
@@ -22,9 +24,8 @@ from hilbert.compiler.plan.paths import (  # noqa: F401 (what planning gives: th
     optimiser_name,
     searches,
 )
-from hilbert.compiler.plan.paths import note as path_note
-from hilbert.compiler.plan.schedule import Schedule
-from hilbert.grammar.errors import RuntimeHilbertError
+from .paths import note as path_note
+from .schedule import Schedule
 
 ITEM_BYTES = 8  # float64: the default dtype's (a plan counts its own dtype's: Plan.item_bytes)
 _SHAPES_ONLY = having("shapes_only")
@@ -102,7 +103,7 @@ class Plan:
         return data
 
     def __str__(self) -> str:
-        from hilbert.compiler.plan.text import render_plan
+        from .text import render_plan
 
         return render_plan(self)
 
@@ -287,7 +288,7 @@ class _Planner:
         values = self.values or _placeholders(self.signature)
         if values is None:
             return None
-        from hilbert.compiler.evaluate import value_of
+        from ..evaluate import value_of
 
         value = value_of(init, values)
         number = float(value)
@@ -383,7 +384,7 @@ def guard(plan: Plan, root: ir.Node, table: ShapeTable, limit: int) -> None:
     over `limit` bytes; `root` and `table` are what was planned."""
     if plan.peak_bytes <= limit:
         return
-    from hilbert.compiler.plan.text import human_bytes
+    from .text import human_bytes
 
     culprit = max(plan.einsums, key=lambda e: e.largest, default=None)
     span = root.span

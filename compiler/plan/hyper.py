@@ -66,8 +66,8 @@ class Hyper:
     minimize: str = "flops"
 
     def __post_init__(self) -> None:
-        from hilbert.grammar.errors import ArgumentError
-        from hilbert.grammar.source import nowhere
+        from ...grammar.errors import ArgumentError
+        from ...grammar.source import nowhere
 
         def wrong(what: str) -> ArgumentError:
             return ArgumentError("E600", f"Hyper({what}", nowhere("hilbert.Hyper"))
@@ -185,7 +185,7 @@ def _progress(optimizer, operands: int, seconds: float | None, repeats: int):
     optimiser's count of trees; elsewhere (a pipe, a log, the tests) nothing."""
     import sys
 
-    from hilbert.compiler import terminal
+    from .. import terminal
 
     if not terminal.wanted(sys.stderr):
         yield
@@ -222,7 +222,7 @@ def _key(spec: str, shapes: tuple, budget: Hyper) -> str:
 def _read(key: str, spec: str, shapes: tuple) -> Search | None:
     """The search kept under `key`, if its file is trusted (directory.read_kept), reads, and
     its path fits the einsum."""
-    from hilbert.compiler.directory import private_folder, read_kept
+    from ..directory import private_folder, read_kept
 
     folder = private_folder(FOLDER)
     text = None if folder is None else read_kept(folder / f"{key}.json")
@@ -242,7 +242,7 @@ def _read(key: str, spec: str, shapes: tuple) -> Search | None:
 def _write(key: str, found: Search) -> None:
     """Keep `found` under `key`, as every file of the cache directory is kept
     (directory.write_kept: whole, private, sealed)."""
-    from hilbert.compiler.directory import private_folder, write_kept
+    from ..directory import private_folder, write_kept
 
     folder = private_folder(FOLDER)
     if folder is None:

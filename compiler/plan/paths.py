@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import opt_einsum
-from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.ops.shape_rules import Shape
 from opt_einsum.helpers import flop_count
 
+from ..ops.einsum_spec import parse_spec
+from ..ops.shape_rules import Shape
 from . import hyper
 
 OPTIMISERS = ("auto", "auto-hq", "optimal", "dp", "greedy", "branch-all", "branch-2",
@@ -40,7 +40,7 @@ def check_optimiser(optimize, span, explicit: bool = False) -> None:
     """An ArgumentError unless `optimize` names a path optimiser that can be used here; with
     `explicit` (a function of one einsum: hilbert.einsum), also an explicit path (a tuple of
     tuples of operand positions, used as it is) or an opt_einsum PathOptimizer object."""
-    from hilbert.grammar.errors import ArgumentError
+    from ...grammar.errors import ArgumentError
 
     if explicit and (is_path(optimize) or isinstance(optimize, opt_einsum.paths.PathOptimizer)):
         return

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import itertools
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import ELLIPSIS, parse_spec
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.compiler.passes.shapes import Scope, Shape, ShapeTable
+from .. import ir
+from ..ops.einsum_spec import ELLIPSIS, parse_spec
+from ..ops.primitives import BY_OP
+from ..passes.shapes import Scope, Shape, ShapeTable
 
 #: A value that reads no row of the split arguments.
 FREE = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from hilbert.compiler.plan.schedule import render
+from .schedule import render
 
 
 def human_bytes(n: float) -> str:

@@ -16,7 +16,7 @@
     render.py       the loop IR printed as Python: printing only
 """
 
-from hilbert.executor.codegen.emitter import TINY, Generated, Region, generate, is_tiny
-from hilbert.executor.codegen.entrywise import CALL_COST, PARALLEL_WORK
+from .emitter import TINY, Generated, Region, generate, is_tiny
+from .entrywise import CALL_COST, PARALLEL_WORK
 
 __all__ = ["CALL_COST", "PARALLEL_WORK", "TINY", "Generated", "Region", "generate", "is_tiny"]

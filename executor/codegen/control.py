@@ -3,13 +3,13 @@ double-buffered), x[t] and x[a:b] as checked views, and oneHot."""
 
 from __future__ import annotations
 
-from hilbert.compiler import ir
-from hilbert.compiler.counting import EXACT
-from hilbert.compiler.ops.primitives import spoken
-from hilbert.executor import fusion
-from hilbert.executor.codegen import scheduler
-from hilbert.executor.codegen.frame import Frame
-from hilbert.executor.codegen.loops import (
+from ...compiler import ir
+from ...compiler.counting import EXACT
+from ...compiler.ops.primitives import spoken
+from .. import fusion
+from . import scheduler
+from .frame import Frame
+from .loops import (
     Assign,
     Break,
     Do,

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hilbert.executor.codegen.loops import (
+from .loops import (
     Assign,
     Call,
     Expr,

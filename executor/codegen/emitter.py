@@ -18,15 +18,16 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.counting import NOTHING, Counting
-from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.compiler.passes.shapes import Scope, ShapeTable
-from hilbert.compiler.plan import label
-from hilbert.compiler.plan.schedule import Unit
-from hilbert.executor import fusion
-from hilbert.executor.codegen import (
+
+from ...compiler import ir
+from ...compiler.counting import NOTHING, Counting
+from ...compiler.ops.einsum_spec import parse_spec
+from ...compiler.ops.primitives import BY_OP
+from ...compiler.passes.shapes import Scope, ShapeTable
+from ...compiler.plan import label
+from ...compiler.plan.schedule import Unit
+from .. import fusion
+from . import (
     control,
     entrywise,
     precision,
@@ -37,9 +38,9 @@ from hilbert.executor.codegen import (
     tidy,
     verify_loops,
 )
-from hilbert.executor.codegen.division import Division
-from hilbert.executor.codegen.frame import Frame
-from hilbert.executor.codegen.loops import (
+from .division import Division
+from .frame import Frame
+from .loops import (
     Assign,
     Call,
     Do,
@@ -55,8 +56,8 @@ from hilbert.executor.codegen.loops import (
     statements,
     whole,
 )
-from hilbert.executor.codegen.scheduler import BlockPlan, Decisions
-from hilbert.executor.codegen.writer import Writer
+from .scheduler import BlockPlan, Decisions
+from .writer import Writer
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.executor import fusion, threads
-from hilbert.executor.codegen import division, loops, rows, sums
-from hilbert.executor.codegen.division import Division
-from hilbert.executor.codegen.loops import (
+
+from ...compiler import ir
+from ...compiler.ops.einsum_spec import parse_spec
+from ...compiler.ops.primitives import BY_OP
+from .. import fusion, threads
+from . import division, loops, rows, sums
+from .division import Division
+from .loops import (
     ACCUMULATOR,
     Assign,
     Do,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hilbert.compiler.passes.shapes import Scope
+from ...compiler.passes.shapes import Scope
 
 
 @dataclass

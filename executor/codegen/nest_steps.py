@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hilbert.executor.codegen.layout import merged_groups
-from hilbert.executor.codegen.loops import (
+from .layout import merged_groups
+from .loops import (
     Assign,
     Do,
     Expr,

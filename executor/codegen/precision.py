@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from hilbert.compiler.dtypes import FLOAT32_MAX
+from ...compiler.dtypes import FLOAT32_MAX
 
 #: The dtypes code is generated in, and the kernels module each binds as `K`.
 KERNELS = {"float64": None, "float32": "hilbert.executor.numba.kernels32"}

@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import numpy_spec, parse_spec
-from hilbert.executor import threads
-from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout
-from hilbert.executor.codegen.loops import (
+from ...compiler import ir
+from ...compiler.ops.einsum_spec import numpy_spec, parse_spec
+from .. import threads
+from .layout import SMALL_PRODUCT, Layout
+from .loops import (
     Assign,
     Do,
     Expr,
@@ -32,8 +32,8 @@ from hilbert.executor.codegen.loops import (
     sizes,
     whole,
 )
-from hilbert.executor.codegen.nest_steps import Operand, loop_nest
-from hilbert.executor.codegen.scheduler import Step
+from .nest_steps import Operand, loop_nest
+from .scheduler import Step
 
 #: From this many multiply-adds a product of a `split` function is shared out among hilbert's
 #: threads (`_shared_out`). Below it, blocks run by threads of hilbert's lose to OpenBLAS's own

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hilbert.executor.codegen import precision
-from hilbert.executor.codegen.loops import (
+from . import precision
+from .loops import (
     Assign,
     Break,
     Call,

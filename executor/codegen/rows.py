@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from hilbert.executor.codegen.loops import (
+from .loops import (
     Assign,
     Call,
     Expr,

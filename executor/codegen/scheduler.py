@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.einsum_spec import NUMPY_LETTERS, parse_spec
-from hilbert.compiler.passes.shapes import Scope, ShapeTable
-from hilbert.compiler.plan import contraction
-from hilbert.executor import fusion
-from hilbert.executor.codegen.layout import SMALL_PRODUCT, Layout, layout, nest
+from ...compiler import ir
+from ...compiler.ops.einsum_spec import NUMPY_LETTERS, parse_spec
+from ...compiler.passes.shapes import Scope, ShapeTable
+from ...compiler.plan import contraction
+from .. import fusion
+from .layout import SMALL_PRODUCT, Layout, layout, nest
 
 #: A loop nest that replaced a product (`Step.replaces`) makes a function compiled that
 #: NumPy calls would otherwise run only where the model says it saves this much a call: a
@@ -363,6 +363,6 @@ def _splits() -> bool:
     """Whether a loop-free function's products may be shared out by hilbert's threads: there
     are threads, on workqueue (whose idle threads sleep), and NumPy's BLAS is an OpenBLAS
     whose threads can be set for the call."""
-    from hilbert.executor import blas_threads, threads
+    from .. import blas_threads, threads
 
     return threads.count() >= 2 and threads.layer() == "workqueue" and blas_threads.controllable()

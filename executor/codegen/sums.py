@@ -36,8 +36,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hilbert.executor.codegen import rows
-from hilbert.executor.codegen.loops import (
+from . import rows
+from .loops import (
     ACCUMULATOR,
     Assign,
     Break,

@@ -3,7 +3,7 @@ reads dropped, and (uncompiled code) each array let go after its last reader."""
 
 from __future__ import annotations
 
-from hilbert.executor.codegen.loops import (
+from .loops import (
     Assign,
     Delete,
     Return,

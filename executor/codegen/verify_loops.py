@@ -11,9 +11,9 @@ index) before it is read and not read after it is deleted."""
 
 from __future__ import annotations
 
-from hilbert.compiler.ir.verify import enabled
-from hilbert.executor.codegen import render
-from hilbert.executor.codegen.loops import (
+from ...compiler.ir.verify import enabled
+from . import render
+from .loops import (
     ACCUMULATOR,
     DTYPES,
     FLOATS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from hilbert.executor.codegen.loops import Assign, Expr, Fmt, For, If, Stmt, Var, While
+from .loops import Assign, Expr, Fmt, For, If, Stmt, Var, While
 
 #: Python compiles at most 20 nested `for`/`while`/`with` blocks in one function.
 NESTED_BLOCKS = 20

@@ -19,15 +19,16 @@ import dask
 import dask.array as da
 import numpy as np
 from dask.utils import parse_bytes
-from hilbert.compiler.counting import counting_in
-from hilbert.compiler.driver import Entry, Specialised, annotate, plan_entry
-from hilbert.compiler.dtypes import is_complex, natural
-from hilbert.compiler.loops import tapes_at_the_call
-from hilbert.compiler.plan import Plan, memory_limit
-from hilbert.compiler.plan.text import human_bytes
-from hilbert.executor.dask.graph import BLOCK_SHARE, DaskGraph, count_tasks, lazy
-from hilbert.grammar.errors import ArgumentError, HilbertError
-from hilbert.grammar.source import Span
+
+from ...compiler.counting import counting_in
+from ...compiler.driver import Entry, Specialised, annotate, plan_entry
+from ...compiler.dtypes import is_complex, natural
+from ...compiler.loops import tapes_at_the_call
+from ...compiler.plan import Plan, memory_limit
+from ...compiler.plan.text import human_bytes
+from ...grammar.errors import ArgumentError, HilbertError
+from ...grammar.source import Span
+from .graph import BLOCK_SHARE, DaskGraph, count_tasks, lazy
 
 #: The options `Function.using(executor="dask", …)` takes.
 OPTIONS = ("chunks", "compute")

@@ -7,9 +7,10 @@ from functools import partial
 
 import dask.array as da
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.ops.primitives import NO_POSITION
-from hilbert.compiler.passes.shapes import ShapeTable
+
+from ...compiler import ir
+from ...compiler.ops.primitives import NO_POSITION
+from ...compiler.passes.shapes import ShapeTable
 
 
 class Extremes:

@@ -21,19 +21,20 @@ import dask
 import dask.array as da
 import numpy as np
 import opt_einsum
-from hilbert.compiler import ir
-from hilbert.compiler.counting import NOTHING, Counting
-from hilbert.compiler.evaluate import Host
-from hilbert.compiler.loops import counted, guard_tapes, moving_components
-from hilbert.compiler.ops.einsum_spec import parse_spec
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.compiler.passes.shapes import ShapeTable
-from hilbert.compiler.plan import Plan, memory_limit
-from hilbert.compiler.plan.text import human_bytes
-from hilbert.executor.dask.extremes import Extremes, first_positions
-from hilbert.executor.dask.kernels import Kernels
-from hilbert.grammar.errors import RuntimeHilbertError
-from hilbert.grammar.source import Span
+
+from ...compiler import ir
+from ...compiler.counting import NOTHING, Counting
+from ...compiler.evaluate import Host
+from ...compiler.loops import counted, guard_tapes, moving_components
+from ...compiler.ops.einsum_spec import parse_spec
+from ...compiler.ops.primitives import BY_OP
+from ...compiler.passes.shapes import ShapeTable
+from ...compiler.plan import Plan, memory_limit
+from ...compiler.plan.text import human_bytes
+from ...grammar.errors import RuntimeHilbertError
+from ...grammar.source import Span
+from .extremes import Extremes, first_positions
+from .kernels import Kernels
 
 #: A task holds its input blocks, its result and a temporary at once: each block of a value may
 #: use at most this share of HILBERT_MEMORY_LIMIT.

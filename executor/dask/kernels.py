@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 import dask.array as da
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.ops.primitives import having
-from hilbert.compiler.passes.shapes import ShapeTable
-from hilbert.executor import codegen
-from hilbert.executor.numba import cache
+
+from ...compiler import ir
+from ...compiler.ops.primitives import having
+from ...compiler.passes.shapes import ShapeTable
+from .. import codegen
+from ..numba import cache
 
 _ENTRYWISE = having("entrywise")
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hilbert.compiler.ops import draws
-from hilbert.compiler.ops.draws import _M0, _M1, _W0, _W1, ROUNDS
+
+from ...compiler.ops import draws
+from ...compiler.ops.draws import _M0, _M1, _W0, _W1, ROUNDS
 
 _LOW = np.uint64(0xFFFFFFFF)
 _32 = np.uint64(32)

@@ -17,24 +17,25 @@ from dataclasses import replace
 
 import jax
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.counting import COUNTED, counting_in
-from hilbert.compiler.driver import Entry, Specialised, plan_entry
-from hilbert.compiler.evaluate import Host
-from hilbert.compiler.loops import (
+
+from ...compiler import ir
+from ...compiler.counting import COUNTED, counting_in
+from ...compiler.driver import Entry, Specialised, plan_entry
+from ...compiler.evaluate import Host
+from ...compiler.loops import (
     guard_tapes,
     moving_components,
     step_count,
     tape_guard,
     tapes_at_the_call,
 )
-from hilbert.compiler.plan import Plan, memory_limit
-from hilbert.executor.jax.kept import kept_compilations
-from hilbert.executor.jax.ledger import TapeTooShort, unpacked
-from hilbert.executor.jax.lowering import Lowering, gaussian_draws, loops_run_backwards
-from hilbert.executor.numerics import quietly
-from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
-from hilbert.grammar.source import Span
+from ...compiler.plan import Plan, memory_limit
+from ...grammar.errors import ArgumentError, RuntimeHilbertError
+from ...grammar.source import Span
+from ..numerics import quietly
+from .kept import kept_compilations
+from .ledger import TapeTooShort, unpacked
+from .lowering import Lowering, gaussian_draws, loops_run_backwards
 
 #: The options `Function.using(executor="jax", …)` takes.
 OPTIONS = ("device",)

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from hilbert.compiler.directory import discard, private_folder, untrusted_folder
+from ...compiler.directory import discard, private_folder, untrusted_folder
 
 try:  # (JAX's thread-local settings: not public, so a JAX without them keeps nothing)
     from jax._src import config

@@ -8,13 +8,14 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.counting import EXACT
-from hilbert.compiler.loops import moving_components, step_count
-from hilbert.executor.jax.ledger import TapeTooShort
-from hilbert.executor.jax.meanings import is_host
-from hilbert.grammar.errors import HilbertError
 from jax import lax
+
+from ...compiler import ir
+from ...compiler.counting import EXACT
+from ...compiler.loops import moving_components, step_count
+from ...grammar.errors import HilbertError
+from .ledger import TapeTooShort
+from .meanings import is_host
 
 
 class Loops:

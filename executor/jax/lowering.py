@@ -25,18 +25,19 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hilbert.compiler import dtypes, ir
-from hilbert.compiler.counting import NOTHING, Counting
-from hilbert.compiler.evaluate import Host, einsum_in_one
-from hilbert.compiler.ops.einsum_spec import numpy_spec
-from hilbert.compiler.ops.primitives import BY_OP
-from hilbert.compiler.plan import Plan, contraction
-from hilbert.executor.jax.ledger import Checks, Ledger
-from hilbert.executor.jax.loops import Loops
-from hilbert.executor.jax.meanings import MEANINGS, is_host
-from hilbert.executor.numerics import quietly
-from hilbert.grammar.errors import HilbertError
 from jax import lax
+
+from ...compiler import dtypes, ir
+from ...compiler.counting import NOTHING, Counting
+from ...compiler.evaluate import Host, einsum_in_one
+from ...compiler.ops.einsum_spec import numpy_spec
+from ...compiler.ops.primitives import BY_OP
+from ...compiler.plan import Plan, contraction
+from ...grammar.errors import HilbertError
+from ..numerics import quietly
+from .ledger import Checks, Ledger
+from .loops import Loops
+from .meanings import MEANINGS, is_host
 
 #: Ops computed by their NumPy meaning whatever their arguments: they read shapes only.
 _SHAPES = frozenset({"rows", "columns"})

@@ -17,12 +17,13 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.ops import meanings as host
-from hilbert.compiler.ops.draws import drawn_dtype, whole
-from hilbert.compiler.ops.primitives import BY_OP, Primitive
-from hilbert.executor.jax import draws
 from jax import lax
+
+from ...compiler import ir
+from ...compiler.ops import meanings as host
+from ...compiler.ops.draws import drawn_dtype, whole
+from ...compiler.ops.primitives import BY_OP, Primitive
+from . import draws
 
 #: A JAX meaning: the value of an op node from its arguments' values and the lowering.
 Meaning = Callable[[ir.Prim, list, object], object]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import time
 
-from hilbert.compiler.driver import Specialised
-from hilbert.executor.numba import build_process
-from hilbert.executor.numba.builder import WAKE_S
+from ...compiler.driver import Specialised
+from . import build_process
+from .builder import WAKE_S
 
 
 class BuildsApart:

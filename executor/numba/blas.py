@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import native, own_products, tiles
-from hilbert.executor.numba.jitting import PYTHON_MODE, STAMP, compiled, jit
 from numba import carray, types
 from numba.extending import intrinsic
+
+from . import native, own_products, tiles
+from .jitting import PYTHON_MODE, STAMP, compiled, jit
 
 
 def _number_type(like):

@@ -9,9 +9,9 @@ import pickle
 import sys
 from pathlib import Path
 
-from hilbert.compiler.directory import private_folder, read_kept
-from hilbert.executor.numba.build_process import FOLDER
-from hilbert.executor.numba.tiers import TieredProgram, Tiers
+from ...compiler.directory import private_folder, read_kept
+from .build_process import FOLDER
+from .tiers import TieredProgram, Tiers
 
 
 def main(given: str) -> int:

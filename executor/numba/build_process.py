@@ -24,10 +24,10 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from hilbert.compiler import settings
-from hilbert.compiler.directory import private_dir, private_folder, write_kept
-from hilbert.compiler.driver import Specialised
-from hilbert.executor import threads
+from ...compiler import settings
+from ...compiler.directory import private_dir, private_folder, write_kept
+from ...compiler.driver import Specialised
+from .. import threads
 
 #: Environment variable saying where background builds run (docs/settings.md).
 ENVIRONMENT = "HILBERT_BUILDS"

@@ -13,10 +13,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from hilbert.executor.numba import build_process
+from . import build_process
 
 if TYPE_CHECKING:
-    from hilbert.executor.numba.tiers import TieredProgram
+    from .tiers import TieredProgram
 
 T = TypeVar("T")
 
@@ -176,7 +176,7 @@ class Builder:
         their own to one last child (without waiting for it, nor for the children under way);
         wait until every other queued program with loops whose code the disk cache does not
         hold yet is built, saying so on a terminal once the wait has lasted a second."""
-        from hilbert.compiler.terminal import BUILD_LINE_DELAY_S, wanted
+        from ...compiler.terminal import BUILD_LINE_DELAY_S, wanted
 
         try:
             self._hand_over()
@@ -216,7 +216,7 @@ class Builder:
         wait has lasted a second. Their threads are daemons: one frozen mid-build when the
         interpreter finalises would keep LLVM's lock forever, and the main thread, freeing
         LLVM objects then, would wait for it and never exit."""
-        from hilbert.compiler.terminal import BUILD_LINE_DELAY_S, wanted
+        from ...compiler.terminal import BUILD_LINE_DELAY_S, wanted
 
         with self._lock:
             self._stopped = True

@@ -14,7 +14,8 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
-from hilbert.compiler.directory import private_folder
+
+from ...compiler.directory import private_folder
 
 #: The folder of the cache directory that holds the markers (empty files).
 FOLDER = "built"

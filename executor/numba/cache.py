@@ -18,11 +18,12 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from hilbert.compiler.directory import read_private, write_whole
-from hilbert.executor import threads
-from hilbert.executor.numba import disk, kernels
-from hilbert.executor.numba.disk import ENVIRONMENT, cache_dir
-from hilbert.grammar.errors import warn
+
+from ...compiler.directory import read_private, write_whole
+from ...grammar.errors import warn
+from .. import threads
+from . import disk, kernels
+from .disk import ENVIRONMENT, cache_dir
 
 __all__ = ["ENVIRONMENT", "cache_dir", "function"]
 

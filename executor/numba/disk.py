@@ -14,7 +14,10 @@ import pickle
 import sys
 from pathlib import Path
 
-from hilbert.compiler.directory import (  # noqa: F401 (the cache directory, as this module has always given it)
+from numba.core import caching
+from numba.core.dispatcher import Dispatcher
+
+from ...compiler.directory import (  # noqa: F401 (the cache directory, as this module has always given it)
     ENVIRONMENT,
     NUMBA_FOLDER,
     cache_dir,
@@ -26,8 +29,6 @@ from hilbert.compiler.directory import (  # noqa: F401 (the cache directory, as 
     unusable,
     write_kept,
 )
-from numba.core import caching
-from numba.core.dispatcher import Dispatcher
 
 
 def keep(dispatcher, stamp: str):

@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager, contextmanager
 
-from hilbert.compiler.driver import Entry, plan_entry
-from hilbert.compiler.plan import Plan
-from hilbert.compiler.settings import names
-from hilbert.executor import threads
-from hilbert.executor.numba.placement import HOST_ENVIRONMENT
-from hilbert.executor.numba.regions import CompiledRegion
-from hilbert.executor.numba.scope import ScopeRunner, regions_of, resume_points
-from hilbert.executor.numba.tiers import (
+from ...compiler.driver import Entry, plan_entry
+from ...compiler.plan import Plan
+from ...compiler.settings import names
+from .. import threads
+from .placement import HOST_ENVIRONMENT
+from .regions import CompiledRegion
+from .scope import ScopeRunner, regions_of, resume_points
+from .tiers import (
     COMPILE_AFTER,
     COMPILE_ENVIRONMENT,
     TieredProgram,

@@ -8,9 +8,10 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-from hilbert.executor import threads
-from hilbert.executor.numba import disk, native, vmath
 from numba import config, njit
+
+from .. import threads
+from . import disk, native, vmath
 
 
 def _digest(name: str) -> str:

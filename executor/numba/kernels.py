@@ -10,29 +10,33 @@ import math
 import sys
 
 import numpy as np
-from hilbert.executor.numba import disk, pairwise, vmath
-from hilbert.executor.numba.blas import (  # noqa: F401 (generated code calls gemm, gemm_beta)
+from numba import carray, njit, types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+
+from . import disk, pairwise, vmath
+from .blas import (  # noqa: F401 (generated code calls gemm, gemm_beta)
     blas_products,
     gemm,
     gemm_beta,
 )
-from hilbert.executor.numba.faults import (  # noqa: F401 (generated code raises them)
+from .faults import (  # noqa: F401 (generated code raises them)
     DrawError,
     LabelError,
     PositionError,
     StepCountError,
 )
-from hilbert.executor.numba.jitting import (  # noqa: F401 (for cache.py, kernels32.py, tests)
+from .jitting import (  # noqa: F401 (for cache.py, kernels32.py, tests)
     BLAS,
     PYTHON_MODE,
     STAMP,
     compiled,
     jit,
 )
-from hilbert.executor.numba.own_products import (  # noqa: F401 (for host code: own_products.py)
+from .own_products import (  # noqa: F401 (for host code: own_products.py)
     shared_product,
 )
-from hilbert.executor.numba.vmath import (  # noqa: F401 (generated code calls them)
+from .vmath import (  # noqa: F401 (generated code calls them)
     add_any_order,
     divisor_unsafe,
     exp,
@@ -44,12 +48,9 @@ from hilbert.executor.numba.vmath import (  # noqa: F401 (generated code calls t
     tanh_fast,
     wide_vectors,
 )
-from numba import carray, njit, types
-from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic
 
 if not PYTHON_MODE:
-    from hilbert.executor.numba.blas import _items  # (arranged_into reads raw memory with it)
+    from .blas import _items  # (arranged_into reads raw memory with it)
 
 #: Below this many multiply-adds a product runs as a plain loop: a BLAS call costs more.
 SMALL_PRODUCT = 4096

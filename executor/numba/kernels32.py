@@ -10,8 +10,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hilbert.executor.numba import kernels, vmath, vmath32
-from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls them)
+from numba import types
+
+from . import kernels, vmath, vmath32
+from .kernels import (  # noqa: F401 (generated code calls them)
     PYTHON_MODE,
     SMALL_PRODUCT,
     DrawError,
@@ -38,7 +40,6 @@ from hilbert.executor.numba.kernels import (  # noqa: F401 (generated code calls
     transposed,
     wide_vectors,
 )
-from numba import types
 
 if PYTHON_MODE:
     def empty(shape):

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import disk
 from numba import config, types
+
+from . import disk
 
 #: The C functions compiled code calls by address (kept alive here: their machine code lives
 #: while the CFunc does).

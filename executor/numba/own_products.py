@@ -32,11 +32,12 @@ from contextlib import contextmanager
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor import blas_threads, threads
-from hilbert.executor.numba import native, panels, row_blocks
 from llvmlite import ir
 from numba import config, njit, types
 from numba.extending import intrinsic
+
+from .. import blas_threads, threads
+from . import native, panels, row_blocks
 
 #: Whether own products are used, per vector width and number width: where they measured
 #: faster than OpenBLAS's kernel for the CPU on one core (AVX-512: the AMD EPYC, Zen 5).

@@ -31,8 +31,12 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
-from hilbert.executor.numba import tiles
-from hilbert.executor.numba.microkernel import (
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+from . import tiles
+from .microkernel import (
     as_like,
     copied_vectors,
     load_at,
@@ -40,9 +44,6 @@ from hilbert.executor.numba.microkernel import (
     store_at,
     transposed_block,
 )
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ its body does, an `if` if anything in a branch does, and either when it nests to
 
 from __future__ import annotations
 
-from hilbert.compiler import ir
-from hilbert.compiler.ops.primitives import BY_OP, SPELLING
-from hilbert.compiler.passes.shapes import Scope, ShapeTable
+from ...compiler import ir
+from ...compiler.ops.primitives import BY_OP, SPELLING
+from ...compiler.passes.shapes import Scope, ShapeTable
 
 #: Environment variable naming ops (or "einsum") to run on the host, for tests and debugging.
 HOST_ENVIRONMENT = "HILBERT_NUMBA_HOST"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import functools
 
-from hilbert.compiler.plan import Plan
-from hilbert.executor.numba.regions import CompiledRegion
-from hilbert.executor.numba.row_blocks import RowBlocks
-from hilbert.executor.numba.scope import ScopeRunner
-from hilbert.executor.numerics import detached, fresh_first, quietly
+from ...compiler.plan import Plan
+from ..numerics import detached, fresh_first, quietly
+from .regions import CompiledRegion
+from .row_blocks import RowBlocks
+from .scope import ScopeRunner
 
 
 class WholeProgram:

@@ -7,18 +7,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from hilbert.compiler.counting import COUNTED, NOTHING, Counting
-from hilbert.compiler.loops import step_count
-from hilbert.compiler.ops import draws
-from hilbert.compiler.ops.meanings import one_hot, position
-from hilbert.compiler.passes.shapes import ShapeTable
-from hilbert.executor import blas_threads, threads
-from hilbert.executor.numba import interrupt
-from hilbert.executor.numba.faults import DrawError, LabelError, PositionError, StepCountError
-from hilbert.executor.numba.loading import load
+
+from ...compiler.counting import COUNTED, NOTHING, Counting
+from ...compiler.loops import step_count
+from ...compiler.ops import draws
+from ...compiler.ops.meanings import one_hot, position
+from ...compiler.passes.shapes import ShapeTable
+from .. import blas_threads, threads
+from . import interrupt
+from .faults import DrawError, LabelError, PositionError, StepCountError
+from .loading import load
 
 if TYPE_CHECKING:
-    from hilbert.executor import codegen
+    from .. import codegen
 
 class CompiledRegion:
     """One generated function and how to call it: `inputs` are the IR nodes whose values it is
@@ -52,7 +53,7 @@ class CompiledRegion:
     def generated(self) -> codegen.Generated:
         """The region's code, generated when first asked for (a call on the host needs none)."""
         if self._generated is None:
-            from hilbert.executor import codegen
+            from .. import codegen
 
             self._generated = codegen.generate(self.region, self._table, self._optimize,
                                               exact=True, paths=self._paths, fast=self._fast,

@@ -25,12 +25,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.plan import Plan
-from hilbert.executor import blas_threads, threads
-from hilbert.executor.numba import interrupt
-from hilbert.executor.numba.loading import load
-from hilbert.executor.numba.regions import CompiledRegion
+
+from ...compiler import ir
+from ...compiler.plan import Plan
+from .. import blas_threads, threads
+from . import interrupt
+from .loading import load
+from .regions import CompiledRegion
 
 #: The least work (FLOPs by the plan's count, loops' steps included) of a call split into
 #: blocks: handing blocks to the pool and back costs about 30 µs, a call of 2^22 FLOPs

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hilbert.compiler.plan import Plan
-from hilbert.compiler.plan.schedule import Decided
-from hilbert.compiler.plan.text import human_bytes
-from hilbert.executor import threads
-from hilbert.executor.numba import row_blocks
-from hilbert.executor.numba.loading import load
-from hilbert.executor.numba.row_blocks import RowBlocks
-from hilbert.executor.numba.scope import ScopeRunner
-from hilbert.grammar.errors import RuntimeHilbertError, first_line
+from ...compiler.plan import Plan
+from ...compiler.plan.schedule import Decided
+from ...compiler.plan.text import human_bytes
+from ...grammar.errors import RuntimeHilbertError, first_line
+from .. import threads
+from . import row_blocks
+from .loading import load
+from .row_blocks import RowBlocks
+from .scope import ScopeRunner
 
 
 def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],

@@ -7,27 +7,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from hilbert.compiler import ir
-from hilbert.compiler.counting import Counting, counting_in
-from hilbert.compiler.evaluate import Host
-from hilbert.compiler.loops import (
+
+from ...compiler import ir
+from ...compiler.counting import Counting, counting_in
+from ...compiler.evaluate import Host
+from ...compiler.loops import (
     guard_tapes,
     moving_components,
     run_loop,
     run_loop_grad,
     tapes_at_the_call,
 )
-from hilbert.compiler.passes.shapes import Scope, ShapeTable
-from hilbert.compiler.plan import Plan
-from hilbert.compiler.plan.schedule import RegionSchedule
-from hilbert.executor.numba import interrupt
-from hilbert.executor.numba.placement import Placement, describe
-from hilbert.executor.numba.regions import CompiledRegion
-from hilbert.executor.numerics import quietly
-from hilbert.executor.planned import einsum_kernel
+from ...compiler.passes.shapes import Scope, ShapeTable
+from ...compiler.plan import Plan
+from ...compiler.plan.schedule import RegionSchedule
+from ..numerics import quietly
+from ..planned import einsum_kernel
+from . import interrupt
+from .placement import Placement, describe
+from .regions import CompiledRegion
 
 if TYPE_CHECKING:
-    from hilbert.executor import codegen
+    from .. import codegen
 
 
 class ScopeRunner(Host):
@@ -97,7 +98,7 @@ class ScopeRunner(Host):
 
         _, inputs = ir.region(root, inside)
         inputs.sort(key=lambda n: (not isinstance(n, (ir.Param, ir.State)), getattr(n, "index", 0)))
-        from hilbert.executor.codegen import Region
+        from ..codegen import Region
 
         return Region(root, tuple(inputs), self.scope)
 

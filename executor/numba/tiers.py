@@ -12,22 +12,25 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from hilbert.compiler import ir, passes, settings
-from hilbert.compiler.driver import Specialised
-from hilbert.compiler.passes.shapes import ShapeTable, infer_shapes
-from hilbert.compiler.plan import Plan
-from hilbert.compiler.plan.rows import row_split
-from hilbert.compiler.plan.schedule import Decided, Schedule
-from hilbert.compiler.settings import whole_number
-from hilbert.executor.numba import build_process, built, row_blocks, schedules
-from hilbert.executor.numba.apart import BuildsApart
-from hilbert.executor.numba.builder import BUILDER
-from hilbert.executor.numba.placement import Placement
-from hilbert.executor.numba.programs import HostProgram, WholeProgram
-from hilbert.executor.numba.regions import CompiledRegion
-from hilbert.executor.numba.row_blocks import RowBlocks
-from hilbert.executor.numba.scope import ScopeRunner, only_loop, regions_of, resume_points
-from hilbert.executor.numba.tier_notes import (
+
+from ...compiler import ir, passes, settings
+from ...compiler.driver import Specialised
+from ...compiler.passes.shapes import ShapeTable, infer_shapes
+from ...compiler.plan import Plan
+from ...compiler.plan.rows import row_split
+from ...compiler.plan.schedule import Decided, Schedule
+from ...compiler.settings import whole_number
+from ...grammar.errors import HilbertError, first_line, warn
+from ..planned import PlannedProgram
+from . import build_process, built, row_blocks, schedules
+from .apart import BuildsApart
+from .builder import BUILDER
+from .placement import Placement
+from .programs import HostProgram, WholeProgram
+from .regions import CompiledRegion
+from .row_blocks import RowBlocks
+from .scope import ScopeRunner, only_loop, regions_of, resume_points
+from .tier_notes import (
     COMPILE_AFTER,
     COMPILE_ENVIRONMENT,
     COMPILED_DTYPES,
@@ -38,8 +41,6 @@ from hilbert.executor.numba.tier_notes import (
     STEPPED,
     TIERED,
 )
-from hilbert.executor.planned import PlannedProgram
-from hilbert.grammar.errors import HilbertError, first_line, warn
 
 #: A call whose loop the host would finish sooner than this (seconds, at the pace of its first
 #: steps), or whose loop cannot move to compiled code, starts its build when it ends, not at

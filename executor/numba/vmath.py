@@ -38,11 +38,12 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-from hilbert.executor.numba import disk
 from llvmlite import ir as llvm_ir
 from numba import config, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from . import disk
 
 #: NUMBA_DISABLE_JIT=1: the functions below are NumPy's (intrinsics cannot run as Python).
 PYTHON_MODE = bool(getattr(config, "DISABLE_JIT", False))

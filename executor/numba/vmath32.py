@@ -33,8 +33,9 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-from hilbert.executor.numba import disk, vmath
 from numba import njit, types
+
+from . import disk, vmath
 
 #: What this module's machine code depends on: it and vmath.py (its intrinsics).
 STAMP = f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]} {vmath.STAMP}"
