@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from ...compiler import ir
 from ...compiler.counting import NOTHING, Counting
 from ...compiler.ops.einsum_spec import parse_spec
@@ -38,6 +36,7 @@ from . import (
     tidy,
     verify_loops,
 )
+from .counted import CountedValues
 from .division import Division
 from .frame import Frame
 from .loops import (
@@ -47,7 +46,6 @@ from .loops import (
     Expr,
     Fmt,
     For,
-    Num,
     Return,
     Var,
     call,
@@ -97,7 +95,7 @@ class Block:
     position: int
 
 
-class Emitter:
+class Emitter(CountedValues):
     """Writes one function as `decided` (scheduler.py). `host`: not compiled, so NumPy calls
     for contractions; `exact`: sizes written as constants (a tiny program)."""
 
@@ -229,57 +227,6 @@ class Emitter:
 
     def shape(self, node: ir.Node):
         return self.frame.shapes[node]
-
-    # ---------------------------------------------------------------- counted values
-
-    def counts(self, node: ir.Node) -> bool:
-        """Whether `node` is a counted value (compiler/counting.py: a size, a position, a
-        counter) computed in float64 in code of another dtype, in the scope being emitted."""
-        scope = self.frame.scope
-        return self.narrow and node in self.counting.at(scope[-1] if scope else None)
-
-    def counted_number(self, whole: Expr) -> Expr:
-        """A whole number (an int: a size, an index, steps left) as a counted value: float64
-        in code of every dtype."""
-        return call("np.float64", whole)
-
-    def as_data(self, node: ir.Node, value: Expr) -> Expr:
-        """`value`, `node`'s, as a consumer whose value is data reads it: a counted value
-        converted to the code's dtype."""
-        if not self.counts(node) or isinstance(value, Num):  # (a literal is of the dtype)
-            return value
-        return call(f"np.{self.dtype}", value)
-
-    def widened(self, node: ir.Node) -> bool:
-        """Whether `node`'s buffer is float64 in code of another dtype: a counted tensor
-        (compiler/counting.py: positions, the first positions argmax finds along a line) but
-        a comparison's 0/1 marks, which the code's dtype holds exactly."""
-        return (self.counts(node) and bool(self.shape(node))
-                and not (isinstance(node, ir.Prim) and BY_OP[node.op].kind == "compare"))
-
-    def stored_as(self, node: ir.Node, value: Expr, wide: bool) -> Expr:
-        """`value`, `node`'s buffer, as a reader that takes a float64 buffer (`wide`) or one
-        of the code's dtype reads it: converted into a new one where they differ."""
-        if self.widened(node) == wide:
-            return value
-        name = Var(self.fresh("b"))
-        kind = "np.float64" if wide else f"np.{self.dtype}"
-        self.out.add(Assign((name.name,), (Fmt(f"{{}}.astype({kind})", (value,)),)))
-        return name
-
-    def answer(self, root: ir.Node) -> Expr:
-        """The call's result as the code hands it back: a counted tensor in the code's dtype
-        (each of a tuple's)."""
-        if isinstance(root, ir.Tuple):
-            return sizes([self.answer(item) for item in root.items])
-        return self.stored_as(root, self.value(root), False)
-
-    def literal(self, value: float, counted: bool) -> Expr:
-        """A constant as a counted value reads it (`counted`: exactly, in float64, where the
-        code's dtype would round it) or as data does."""
-        if counted and self.narrow and float(value) != float(np.float32(value)):
-            return self.counted_number(whole(int(value)))
-        return number(value, self.dtype)
 
     def dims_of(self, node: ir.Node) -> tuple[Expr, ...]:
         """Each axis size of `node` as an expression over the inputs' sizes."""
