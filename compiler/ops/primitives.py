@@ -19,7 +19,7 @@ import numpy as np
 
 from . import axes as ax
 from . import derivative_rules as d
-from . import draws, lowering
+from . import draws, lowering, table
 from . import meanings as m
 from . import shape_rules as sh
 from . import tangent_rules as t
@@ -394,7 +394,8 @@ INTERNAL: dict[str, Primitive] = {row.name: row for row in [
 ]}
 
 #: Every IR op name to its row, operators and named primitives alike.
-BY_OP: dict[str, Primitive] = {**PRIMITIVES, **{p.name: p for p in OPERATORS.values()}, **INTERNAL}
+BY_OP: dict[str, Primitive] = table.BY_OP
+BY_OP.update({**PRIMITIVES, **{p.name: p for p in OPERATORS.values()}, **INTERNAL})
 
 #: How each op is written back in .hb, for printers and messages.
 SPELLING: dict[str, str] = ({p.name: sym for sym, p in OPERATORS.items()}
@@ -421,6 +422,7 @@ def spoken(op: str) -> str:
 
 
 _OPERATOR_NAMES = frozenset(row.name for row in OPERATORS.values())
+table.SPOKEN[:] = [spoken]
 
 
 #: What argmax and argmin push an entry that is not the extreme by: a whole number past every

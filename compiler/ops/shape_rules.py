@@ -8,6 +8,7 @@ import numpy as np
 
 from ...grammar.errors import CheckError
 from .. import ir
+from .table import BY_OP, SPOKEN
 
 Shape = tuple[int, ...]
 
@@ -47,9 +48,7 @@ def exact_number(value) -> str:
 
 def _name(node: ir.Prim) -> str:
     """The op as a message names it (`exp`, `the operator ·`)."""
-    from .primitives import spoken
-
-    return spoken(node.op)
+    return SPOKEN[0](node.op)
 
 
 # ---------------------------------------------------------------- values known from shapes
@@ -57,8 +56,6 @@ def _name(node: ir.Prim) -> str:
 def static_value(node: ir.Node, shapes: dict) -> float | None:
     """The value of a scalar known from shapes alone (numbers, rows, columns and arithmetic
     on them: the ops with the trait "static"), or None when it depends on data."""
-    from .primitives import BY_OP
-
     pending: list[ir.Node] = [node]
     values: dict[ir.Node, float] = {}
     while pending:
@@ -130,8 +127,6 @@ def axis_of(node: ir.Prim, shape: Shape, does: str) -> int:
 def reduce(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     """x without the reduced axis; only a reduction whose row gives its value over nothing (a
     sum's 0) may reduce an empty axis."""
-    from .primitives import BY_OP
-
     axis = axis_of(node, args[0], "reduces")
     if args[0][axis] == 0 and BY_OP[node.op].empty is None:
         name = _name(node)
@@ -143,8 +138,6 @@ def reduce(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
 
 def size(node: ir.Prim, args: list[Shape], shapes: dict) -> Shape:
     """A scalar, read from an axis x must have."""
-    from .primitives import BY_OP
-
     axis = BY_OP[node.op].axis
     assert axis is not None
     if len(args[0]) <= axis:
