@@ -134,7 +134,7 @@ def _meeting(roots: tuple, counted: frozenset) -> frozenset[ir.Node]:
 
 def counted_params(root: ir.Node) -> frozenset[int]:
     """The parameters `root`'s program reads as whole numbers (`counting(root).params`): a
-    Python number given for one is bound in float64 (hilbert/arguments.py)."""
+    Python number given for one is bound in float64 (compiler/arguments.py)."""
     return frozenset(_demanded(_scopes(root)))
 
 

@@ -13,8 +13,10 @@ from collections import OrderedDict
 import numpy as np
 
 from hilbert.compiler import dtypes
+from hilbert.compiler.arguments import _dtype_of, bind_arguments
 from hilbert.compiler.driver import CompiledModule, Entry, annotate
 from hilbert.compiler.plan import Plan, check_optimiser
+from hilbert.compiler.results import to_python
 from hilbert.compiler.settings import whole_number
 from hilbert.executor import check_options, get_executor
 from hilbert.grammar.errors import (
@@ -23,10 +25,8 @@ from hilbert.grammar.errors import (
     internal_error,
 )
 
-from .arguments import _dtype_of, bind_arguments
 from .autodiff import Products
 from .carried import ModuleSource, compiled_from, module_source
-from .results import to_python
 
 #: How many argument signatures (shape tuples) a function keeps a program for, per executor
 #: and optimiser; past it the least recently used is dropped (and made again if called).

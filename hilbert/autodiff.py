@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from hilbert.compiler import dtypes
+from hilbert.compiler.arguments import _dtype_of, bind_arguments
 from hilbert.compiler.driver import annotate
 from hilbert.compiler.products import cotangent_names
 from hilbert.grammar.errors import ArgumentError, CheckError, HilbertError, internal_error
-
-from .arguments import _dtype_of, bind_arguments
 
 if TYPE_CHECKING:
     from hilbert.compiler.driver import CompiledModule, Entry

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hilbert.compiler.arguments import bind_arguments
 from hilbert.compiler.driver import annotate, plan_entry, specialise
 from hilbert.compiler.passes.shapes import Shape
 from hilbert.compiler.plan import ITEM_BYTES, OPTIMISERS, check_optimiser, memory_limit
@@ -16,7 +17,6 @@ from hilbert.compiler.plan.text import human_bytes
 from hilbert.executor import get_executor
 from hilbert.grammar.errors import ArgumentError, HilbertError, RuntimeHilbertError
 
-from .arguments import bind_arguments
 from .bench_report import SEED
 
 if TYPE_CHECKING:

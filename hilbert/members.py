@@ -13,11 +13,11 @@ import numpy as np
 
 from hilbert.compiler.driver import CompiledModule
 from hilbert.compiler.models import STEPS, CompiledModel, Member
+from hilbert.compiler.results import scalar
 from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, internal_error
 
 from .api import Function, maths_options
 from .progress import run_in_chunks
-from .results import scalar
 from .weights import _private
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def _dressed(function, model: CompiledModel, member: Member, extra: list[inspect
 
 def _answer(result, dtype: str = "float64"):
     """A method's result as the API gives it: a number for a scalar (as a call's:
-    hilbert.results), else a fresh array; a tuple of those for a tuple."""
+    compiler/results.py), else a fresh array; a tuple of those for a tuple."""
     if isinstance(result, tuple):
         return tuple(_answer(r, dtype) for r in result)
     array = np.array(result)

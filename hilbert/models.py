@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hilbert.compiler.arguments import bind_arguments
 from hilbert.compiler.driver import CompiledModule, annotate
 from hilbert.compiler.groups import joined
 from hilbert.compiler.models import CompiledModel, Member, WeightDecl
@@ -28,7 +29,6 @@ from hilbert.grammar.errors import HilbertError, ModelError, internal_error
 
 from .api import Function
 from .api import function_from as function_from  # (pickles made before name it here)
-from .arguments import bind_arguments
 from .carried import _SOURCES_LOCK, ModuleSource, compiled_from, module_source
 from .carried import (
     CarriedText as CarriedText,  # (pickles made before name it and ModuleSource here)

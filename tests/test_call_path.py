@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hilbert.compiler import arguments, results
 from hilbert.executor import numerics
 from hilbert.grammar.errors import HilbertError
 
 import hilbert
-from hilbert import arguments, results
 
 SOURCE = """\
 fn scaled(t, r, x, w) ↦ einsum("ij,jk->ik", x, w) · r + t

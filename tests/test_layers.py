@@ -51,12 +51,7 @@ MAX_FUNCTION_LINES = 60
 # Sizes are keyed by "path:qualified name" (or the path alone), imports by "module imports
 # module", circles by their modules.
 SIZE_EXCEPTIONS: dict[str, str] = {}
-IMPORT_EXCEPTIONS = {
-    # dask's `call` binds lazy arguments with the API's binding and results (issue 49 item 3's
-    # dask executor, which keeps dask arrays lazy through a call)
-    "hilbert.executor.dask.executor imports hilbert.arguments",
-    "hilbert.executor.dask.executor imports hilbert.results",
-}
+IMPORT_EXCEPTIONS: set[str] = set()
 CIRCLE_EXCEPTIONS: list[list[str]] = []
 
 

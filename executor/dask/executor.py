@@ -233,7 +233,7 @@ def bind(entry: Entry, args: tuple, kwargs: dict, dtype: str | None = None,
     arguments' promoted as any call's), dask arrays lazy, the rest as the other executors
     take them, a Python number for a parameter in `counted` in float64 as bind_arguments
     binds it. Binding itself (names, counts) is the API's, given markers."""
-    from hilbert.arguments import (
+    from ...compiler.arguments import (
         bind_arguments,
         call_dtype,
         cast,
@@ -288,7 +288,7 @@ def _numpy(result):
 
 
 def _python(result, inputs):
-    """As any executor's result (hilbert.results.to_python), a dask array left as it is."""
-    from hilbert.results import to_python
+    """As any executor's result (compiler/results.py: to_python), a dask array left as it is."""
+    from ...compiler.results import to_python
 
     return to_python(result, inputs, lazy=lazy)

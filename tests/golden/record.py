@@ -299,7 +299,7 @@ def preparing(found: list[Program], keep: Callable[[Program], bool]) -> dict[str
 def stopping(found: list[Program]) -> dict[str, Callable]:
     """Function.__call__ and Function.program that note the program they were asked for, then
     stop (_Stop) before it is planned or run."""
-    from hilbert.arguments import bind_arguments
+    from hilbert.compiler.arguments import bind_arguments
 
     def call(self, *args, **kwargs):
         values = bind_arguments(self.entry, args, kwargs, self.dtype)

@@ -9,11 +9,11 @@ import numbers
 
 import numpy as np
 
-from hilbert.compiler import dtypes
-from hilbert.compiler.passes.shapes import describe_shape
-from hilbert.compiler.plan import memory_limit
-from hilbert.compiler.plan.text import human_bytes
-from hilbert.grammar.errors import ArgumentError, RuntimeHilbertError
+from ..grammar.errors import ArgumentError, RuntimeHilbertError
+from . import dtypes
+from .passes.shapes import describe_shape
+from .plan import memory_limit
+from .plan.text import human_bytes
 
 
 def bind_arguments(entry, args: tuple, kwargs: dict, dtype: str | None = None,
@@ -71,7 +71,9 @@ def call_dtype(values: list[np.ndarray], given: list) -> str:
     weak_complex = False
     for v, g in zip(values, given, strict=True):
         if not _weak(g):
-            strong.append(dtypes.natural(v.dtype))
+            natural = dtypes.natural(v.dtype)
+            assert natural is not None, "to_array gives arrays of numbers only"
+            strong.append(natural)
         elif type(g) is complex or (isinstance(g, numbers.Complex)
                                     and not isinstance(g, numbers.Real)):
             weak_complex = True
