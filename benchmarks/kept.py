@@ -39,8 +39,9 @@ def _kernel(results: dict) -> str:
 
 def keep(results: dict, out_dir: Path) -> Path | None:
     """A full run (merged or not) written as the kept run of its CPU; the path, or None for a
-    quick run."""
-    if results["mode"] != "full":
+    quick run and for a run of some cases only, not merged into a full one (it would replace
+    the CPU's full run with a few cases)."""
+    if results["mode"] != "full" or {c["name"] for c in results["cases"]} < {c.name for c in ALL}:
         return None
     path = out_dir / CPUS / f"{cpu_key(results)}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
