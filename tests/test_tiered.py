@@ -518,7 +518,8 @@ def _second_process(directory, builds: str) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-@pytest.mark.parametrize("builds", ["process", "thread"])
+@pytest.mark.parametrize("builds", [
+    "process", pytest.param("thread", marks=pytest.mark.slow)])  # (HILBERT_BUILDS=thread: 16 s)
 def test_the_background_build_uses_the_disk_cache(tmp_path, builds):
     """Built in a thread, the cold process compiles the code itself; built in a process of its
     own, the child compiles it and the cold process loads it from the disk cache. The warm
@@ -572,6 +573,7 @@ def _looped_answer() -> np.ndarray:
     return want
 
 
+@pytest.mark.slow  # (HILBERT_BUILDS=thread, two cold processes: 14 s)
 def test_built_in_a_thread_a_process_ends_after_its_loops_are_built_for_the_next(tmp_path):
     """Under HILBERT_BUILDS=thread the first process's call runs on the host and the process
     ends right after it: its exit waits for the loop's build, so the next process loads the
