@@ -57,13 +57,23 @@ def assert_agree(got, want, rtol: float = RTOL) -> None:
 
 
 @cache
-def example_script(name: str) -> ModuleType:
-    """examples/<name>.py imported as a module (its main() is not run)."""
-    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
+def script(path: Path, name: str) -> ModuleType:
+    """The Python file at `path` imported as module `name` (once: later calls get the same)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def example_script(name: str) -> ModuleType:
+    """examples/<name>.py imported as a module (its main() is not run)."""
+    return script(ROOT / "examples" / f"{name}.py", f"example_{name}")
+
+
+def golden_recorder() -> ModuleType:
+    """tests/golden/record.py imported as a module (its programs and their rendering)."""
+    return script(ROOT / "tests" / "golden" / "record.py", "golden_record")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -4,27 +4,14 @@ as recorded under tests/golden/recorded. A deliberate change is accepted with `m
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
-from conftest import ROOT
+from conftest import golden_recorder
 
 #: How many lines of a mismatch's diff a failure shows.
 SHOWN = 80
 
 
-def _recorder():
-    """tests/golden/record.py imported as a module."""
-    spec = importlib.util.spec_from_file_location("golden_record",
-                                                  ROOT / "tests" / "golden" / "record.py")
-    assert spec is not None and spec.loader is not None
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-record = _recorder()
+record = golden_recorder()
 PROGRAMS = record.read_programs()
 
 

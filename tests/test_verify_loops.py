@@ -6,13 +6,11 @@ rewriting of printed code): scanned here with Python's own tokenizer, independen
 from __future__ import annotations
 
 import ast
-import importlib.util
 import io
-import sys
 import tokenize
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, golden_recorder
 from hilbert.executor.codegen import verify_loops
 from hilbert.executor.codegen.loops import (
     Assign,
@@ -29,16 +27,6 @@ from hilbert.executor.codegen.loops import (
 from hilbert.executor.codegen.verify_loops import LoopVerifyError, verify
 from hilbert.executor.numba.executor import regions_of
 from hilbert.grammar.errors import HilbertError
-
-
-def _recorder():
-    """tests/golden/record.py imported as a module (its programs and their rendering)."""
-    spec = importlib.util.spec_from_file_location("golden_record_loops",
-                                                  ROOT / "tests" / "golden" / "record.py")
-    assert spec is not None and spec.loader is not None
-    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _summing(dtype: str, term) -> list:
@@ -85,7 +73,7 @@ def test_a_deleted_local_is_not_read_again():
         verify([body[0], Delete(("t",)), body[1]], "float64", [], "test")
 
 
-record = _recorder()
+record = golden_recorder()
 #: Every golden program, generated for float32 arguments (nothing is compiled).
 PROGRAMS = [dict(p, dtype="float32") for p in record.read_programs() if "dtype" not in p]
 
