@@ -5,9 +5,10 @@ write instead."""
 #: Constructs of other languages that .hb does not have, by the word that starts them, and
 #: what to write instead. A syntax error at (or just after) one of these words says so.
 FOREIGN_WORDS = {
-    "match": "choose with if … then … else …",
-    "case": "choose with if … then … else …",
-    "switch": "choose with if … then … else …",
+    "case": "choose with match x { when 1 ↦ a  when 2 | 3 ↦ b  other ↦ c }, or if … then … "
+            "else …",
+    "switch": "choose with match x { when 1 ↦ a  when 2 | 3 ↦ b  other ↦ c }, or if … then … "
+              "else …",
     "elif": "write else if … then … else …",
     "for": "a loop is a definition that calls itself in tail position, as "
            "def count(t, x) ≔ if t = 0 then x else count(t − 1, x + 1)",

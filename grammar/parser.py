@@ -9,7 +9,13 @@ from functools import lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Tree, v_args
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+from lark.exceptions import (
+    LarkError,
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    VisitError,
+)
 from lark.visitors import Transformer_NonRecursive
 
 from .confusables import skeleton, spelled
@@ -44,10 +50,11 @@ from .syntax import (
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
-             "grad"}
+             "grad", "match"}
 #: Words that are keywords only where a model's member starts (`state`, `group`), inside
-#: `state … like g`, or between two operands (`t mod n`, `t div n`); elsewhere they are names.
-_MEMBER_WORDS = {"state", "like", "group", "mod", "div"}
+#: `state … like g`, between two operands (`t mod n`, `t div n`), or where a match's arm
+#: starts (`when`, `other`); elsewhere they are names.
+_MEMBER_WORDS = {"state", "like", "group", "mod", "div", "when", "other"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close. A
@@ -170,6 +177,36 @@ class _Builder(Transformer_NonRecursive):
 
     def if_expr(self, meta, children):
         return If(*children, self._span(meta))
+
+    def match_expr(self, meta, children):
+        """`match x { when 1 ↦ a  when 2 | 3 ↦ b  other ↦ c }` as the ifs it means: `if x = 1
+        then a else if x = 2 then b else if x = 3 then b else c` (each test spanning its
+        literal, each if its arm), so it is checked, compiled and differentiated as they are."""
+        subject, *arms = children
+        span = self._span(meta)
+        *whens, last = arms
+        misplaced = [arm for arm in whens if arm[0] is None]
+        if misplaced or last[0] is not None:
+            raise ParseError("E100", "a match ends with one `other ↦ …` arm, after its `when` "
+                             "arms: the value when no literal matches",
+                             (misplaced or [last])[0][2])
+        value = last[1]
+        for patterns, then, arm_span in reversed(whens):
+            for pattern in reversed(patterns):
+                test = Compare("=", subject, pattern, pattern.span)
+                value = If(test, then, value, arm_span)
+        return replace(value, span=span) if isinstance(value, If) else value
+
+    def when_arm(self, meta, children):
+        *patterns, _mapsto, value = children
+        return (tuple(patterns), value, self._span(meta))
+
+    def other_arm(self, meta, children):
+        _mapsto, value = children
+        return (None, value, self._span(meta))
+
+    def negative_number(self, meta, children):
+        return Number(-_number_value(children[1]), self._span(meta))
 
     def let_expr(self, meta, children):
         *bindings, body = children
@@ -346,7 +383,7 @@ _TERMINAL_NAMES = {
     "STRING": "a string", "LPAR": "(", "RPAR": ")", "COMMA": ",", "LBRACE": "{", "RBRACE": "}",
     "LSQB": "[", "RSQB": "]", "COLON": ":", "DOT": ".", "$END": "the end of the text",
     "PLUS": "+", "MINUS": "−", "TIMES": "·", "DIVIDE": "/", "POW": "^", "CMP": "a comparison",
-    "PARTIAL": "∂", "SQUARE": "²",
+    "PARTIAL": "∂", "SQUARE": "²", "VBAR": "|",
 }
 
 
@@ -381,7 +418,12 @@ def parse_counting(text: str, name: str = "<string>") -> tuple[Module, int]:
                          Span(source, 1, 1, 1, 2)) from None
     names = _check_tree(source, tree)
     warned = _warn_look_alikes(source, names)
-    return _Builder(source).transform(tree), warned
+    try:
+        return _Builder(source).transform(tree), warned
+    except VisitError as err:  # (a builder's check of the text: a match's arms)
+        if isinstance(err.orig_exc, ParseError):
+            raise err.orig_exc from None
+        raise
 
 
 def _check_tree(source: Source, tree: Tree) -> list[Token]:

@@ -36,7 +36,7 @@ _END = r"(?![^\W²])"  # a keyword or primitive ends where a name could not go o
 #: Every primitive a .hb program can call by name: the op table's (compiler/ops/primitives.py),
 #: the contraction, and grad, the ASCII spelling of ∂.
 PRIMITIVES = ("einsum", "grad", *OP_TABLE)
-KEYWORDS = ("if", "then", "else", "let", "in", "from")
+KEYWORDS = ("if", "then", "else", "let", "in", "from", "match")
 NUMBER = r"(\d+(\.\d+)?|\.\d+)([eE][+\-−]?\d+)?"
 
 
@@ -61,11 +61,14 @@ class HilbertLexer(RegexLexer):
              bygroups(Keyword.Declaration, Whitespace, Name.Variable)),
             (rf"(like)(\s+)({NAME})", bygroups(Keyword, Whitespace, Name.Variable)),
             (words(KEYWORDS, suffix=_END), Keyword),
+            # (a match's arm words are keywords only where an arm starts: names elsewhere)
+            (r"when(?=\s*[−\-]?[\d.])", Keyword),
+            (r"other(?=\s*(?:↦|\|->))", Keyword),
             (words(("Learner", "Tensor"), suffix=_END), Keyword.Type),
             (words(PRIMITIVES, suffix=_END), Name.Builtin),
             (r'"[^"\n]*"', String),
             (NUMBER, Number.Float),
-            (r"≔|:=|↦|\|->|!=|<=|>=|[+\-−·*/^²=≠<>≤≥∂]", Operator),
+            (r"≔|:=|↦|\|->|!=|<=|>=|[+\-−·*/^²=≠<>≤≥∂|]", Operator),
             (r"[()\[\]{},:.]", Punctuation),
             (NAME, Name),
         ],

@@ -289,8 +289,8 @@ def test_a_name_may_hold_other_digits_after_its_first_letter():
 
 
 @pytest.mark.parametrize("text, says, at", [
-    ("fn f(x) ↦ match x with", "no match: choose with if", 11),
-    ("fn f(x) ↦ case x of", "no case: choose with if", 11),
+    ("fn f(x) ↦ switch x with", "no switch: choose with match x { when 1 ↦ a", 11),
+    ("fn f(x) ↦ case x of", "no case: choose with match x { when 1 ↦ a", 11),
     ("fn f(x) ↦ for i in x", "no for: a loop is a definition that calls itself", 11),
     ("fn f(x) ↦ while x", "no while: a loop is a definition that calls itself", 11),
     ("fn f(x) ↦ lambda y: y", "no lambda: give the function a name with def", 11),
@@ -313,8 +313,8 @@ def test_constructs_of_other_languages_say_what_to_write_instead(text, says, at)
 
 
 def test_those_words_are_ordinary_names_where_the_text_parses():
-    decls = parse("def match(x) ≔ x\ndef for(case) ≔ match(case)").decls
-    assert [d.name for d in decls] == ["match", "for"]
+    decls = parse("def case(x) ≔ x\ndef for(switch) ≔ case(switch)").decls
+    assert [d.name for d in decls] == ["case", "for"]
     with pytest.raises(ParseError) as err:
         parse("open C:.Secret")  # a colon that annotates nothing is a plain syntax error
     assert err.value.code == "E100"
