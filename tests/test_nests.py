@@ -16,7 +16,7 @@ import threading
 import numpy as np
 import pytest
 from hilbert.executor import threads
-from hilbert.executor.codegen import render, tidy
+from hilbert.executor.codegen import render, rows, tidy
 from hilbert.executor.codegen.loops import (
     Assign,
     For,
@@ -31,7 +31,6 @@ from hilbert.executor.codegen.loops import (
     fmt,
     sizes,
 )
-from hilbert.executor.codegen.rows import fuse_rows
 from hilbert.executor.numba import kernels
 
 import hilbert
@@ -338,6 +337,11 @@ def test_nests_that_read_other_rows_stay_apart_and_agree_with_numpy(text, numpy)
     np.testing.assert_allclose(f(a), numpy(a), rtol=1e-12)
 
 
+def _joined(body: list) -> list:
+    """`body` with its nests joined as rows.py decides."""
+    return rows.join(body, rows.decide(body))
+
+
 def _alloc(name: str, *dims: str) -> Assign:
     return Assign((name,), (call("K.empty", sizes([Var(d) for d in dims])),))
 
@@ -354,7 +358,7 @@ def test_merged_nests_keep_their_order_within_each_row():
             Store(Sub(B2, (I0, I1)), fmt("{} - {}", Sub(A0, (I0, I1)), Sub(B1, (I0,))))])],
             parallel=True, kernels=(2,)),
     ]
-    got = "\n".join(render.lines(fuse_rows(body), depth=0))
+    got = "\n".join(render.lines(_joined(body), depth=0))
     assert got == textwrap.dedent("""\
         b1 = K.empty((n1, ))
         b2 = K.empty((n1, n2, ))
@@ -378,7 +382,7 @@ def test_nests_are_not_merged_when_a_row_reads_anything_but_itself(second):
                               Store(Sub(B1, (I0,)), Var("t5"))], kernels=(1,)),
         For("i0", Var("n1"), [Store(Sub(B2, (I0,)), second)], kernels=(2,)),
     ]
-    assert sum(isinstance(s, For) for s in fuse_rows(body)) == 2
+    assert sum(isinstance(s, For) for s in _joined(body)) == 2
 
 
 # ---------------------------------------------------------------- sliding dot products

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 from hilbert.executor import blas_threads, threads
-from hilbert.executor.codegen.products import SPLIT_PRODUCT
+from hilbert.executor.codegen.layout import SPLIT_PRODUCT
 
 import hilbert
 

@@ -109,7 +109,7 @@ def test_float32_code_writes_no_float64_number_but_accumulators_and_counted_ones
                 assert kind in ("float32", "accumulator", "counted"), f"{kind}: {line}"
                 seen[kind] = seen.get(kind, 0) + 1
     assert len(sources) > 100 and seen["float32"] > 100 and seen["accumulator"] > 10, seen
-    assert {after for _, _, after in calls} >= {"emitting", "rows.fuse_rows", "tidy"}
+    assert {after for _, _, after in calls} >= {"emitting", "rows.join", "tidy"}
     assert {dtype for dtype, _, _ in calls} == {"float32"}
 
 

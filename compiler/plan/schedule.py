@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 Shape = tuple[int, ...]
 
@@ -22,8 +22,9 @@ class Unit:
     nest), "einsum" (a step as one numpy.einsum: a tensor network's), "loop" (a loop, inline),
     "branch" (an if on a scalar), "one-hot"; `what`: a nest's values (its ops, then its
     reductions after "→"), a step's contraction; `how`: what it stores and recomputes, or the
-    step's layout; `rows`: nests with the same number run as one loop
-    over their rows (0: alone)."""
+    step's layout; `parallel`: a nest whose outer loop runs on several threads (threads.py
+    decides); `rows`: nests with the same number run as one loop over their rows (0: alone;
+    `RowLoop`)."""
 
     kind: str
     scope: str
@@ -32,6 +33,31 @@ class Unit:
     how: str = ""
     parallel: bool = False
     rows: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RowLoop:
+    """Fused nests that run as one loop over their rows: their units' numbers (from 1), in
+    the order they run, and whether that loop runs on threads (when any of them would alone).
+    The code generator's row-join decision (executor/codegen/rows.py, `decide`), which its
+    rewrite (`join`) performs as it is.
+
+    >>> in_row_loops((Unit("nest", "call", (4, 3), "exp"),) * 2, (RowLoop((1, 2), True),))[1].rows
+    1
+    """
+
+    kernels: tuple[int, ...]
+    parallel: bool
+
+
+def in_row_loops(units: tuple[Unit, ...], loops: tuple[RowLoop, ...]) -> tuple[Unit, ...]:
+    """`units` with the nests of each of `loops` numbered by it (`Unit.rows`, from 1) and on
+    threads as it is."""
+    found = list(units)
+    for number, loop in enumerate(loops, 1):
+        for kernel in loop.kernels:
+            found[kernel - 1] = replace(found[kernel - 1], rows=number, parallel=loop.parallel)
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,5 @@
 """
 
 from .emitter import TINY, Generated, Region, generate, is_tiny
-from .entrywise import CALL_COST, PARALLEL_WORK
 
-__all__ = ["CALL_COST", "PARALLEL_WORK", "TINY", "Generated", "Region", "generate", "is_tiny"]
+__all__ = ["TINY", "Generated", "Region", "generate", "is_tiny"]

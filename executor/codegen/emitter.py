@@ -15,7 +15,7 @@ division.py and tidy.py rewrite the loop IR, and render.py prints it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ...compiler import ir
 from ...compiler.counting import NOTHING, Counting
@@ -23,7 +23,7 @@ from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
 from ...compiler.passes.shapes import Scope, ShapeTable
 from ...compiler.plan import label
-from ...compiler.plan.schedule import Unit
+from ...compiler.plan.schedule import Unit, in_row_loops
 from .. import fusion
 from . import (
     control,
@@ -157,8 +157,10 @@ class Emitter(CountedValues):
         if self.loops:  # loops leave when stop[0] is set (executor/numba/interrupt.py: Ctrl-C)
             args.append("stop")
         body = self._checked(self.out.body, args, "emitting")  # (division.py's rewrites too)
-        if not self.host:
-            body = self._checked(rows.fuse_rows(body), args, "rows.fuse_rows")
+        if not self.host:  # which nests run as one loop over rows: decided, recorded, performed
+            joins = rows.decide(body)
+            self.units = list(in_row_loops(tuple(self.units), joins))
+            body = self._checked(rows.join(body, joins), args, "rows.join")
         body = self._checked(tidy.without_unread(body, self.input_sizes), args, "tidy")
         if not self.host:
             if tidy.calls_vector_maths_in(body):
@@ -171,7 +173,7 @@ class Emitter(CountedValues):
             [f"def run({', '.join(args)}):", *render.lines(body)]) + "\n"
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
         return Generated(source, not self.host, self.loops, self.reads, self.kernels,
-                         self.products, self.copies, self.looped, parallel, self._schedule(body),
+                         self.products, self.copies, self.looped, parallel, tuple(self.units),
                          self.split, self.exact)
 
     def _checked(self, body: list, args: list[str], after: str) -> list:
@@ -179,19 +181,6 @@ class Emitter(CountedValues):
         if verify_loops.enabled():
             verify_loops.verify(body, self.dtype, args, after)
         return body
-
-    def _schedule(self, body: list) -> tuple[Unit, ...]:
-        """The units as the final code runs them: nests in one loop over rows numbered
-        together, and each nest's threads as the rewrites left them."""
-        units = list(self.units)
-        rows = 0
-        for stmt in statements(body):
-            if isinstance(stmt, For) and stmt.kernels:
-                rows += len(stmt.kernels) > 1
-                for kernel in stmt.kernels:
-                    units[kernel - 1] = replace(units[kernel - 1], parallel=stmt.parallel,
-                                                rows=rows if len(stmt.kernels) > 1 else 0)
-        return tuple(units)
 
     def record(self, kind: str, shape, what: str, how: str = "", parallel: bool = False) -> int:
         """A unit of the schedule, in the scope being emitted; its number (from 1)."""

@@ -8,14 +8,13 @@ float64 scalars already give x ^ y and x / 0 their meaning).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...compiler import ir
 from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
-from .. import fusion, threads
+from ...compiler.plan import threads
+from .. import fusion
 from . import division, loops, rows, sums
 from .division import Division
 from .loops import (
@@ -39,14 +38,6 @@ from .loops import (
 
 #: Shift coefficients and offsets below this are written as integers when whole.
 WHOLE = 2.0 ** 31
-
-#: A nest runs its outer loop on several threads from this much work (entries × cost per
-#: entry, counting a statement of the body as 1 and a call of a kernel, such as K.exp, as
-#: CALL_COST): about half a millisecond on one core, against the tens of microseconds that
-#: waking sleeping threads may take.
-PARALLEL_WORK = 1 << 20
-CALL_COST = 8
-
 
 def placed(index: list, layout: tuple[int, ...] | None) -> tuple:
     """An element's index in a buffer whose axes are in `layout` order (None: its own)."""
@@ -406,17 +397,14 @@ def _blocked(em, group: fusion.Group) -> bool:
 
 
 def _parallel(em, group: fusion.Group, before, after, body: list) -> bool:
-    """Whether the group's nest runs its outer loop on several threads: when there are
-    threads (executor/threads.py) and the function may use them (scheduler.py: not
-    beside loops, nor beside products unless they are shared out), its iterations are
-    independent (no sum or maximum carried across them: nothing set before the outer loop or
-    read after it), and its work, entries times a rough cost per entry, pays for starting
-    them."""
-    if em.host or em.decided.serial or threads.count() < 2 or before[0] or after[0]:
-        return False
+    """Whether the group's nest runs its outer loop on several threads, as the plan's rule
+    decides (compiler/plan/threads.py) from the nest's work, measured here: its shape, the
+    statements and kernel calls of its body, whether it carries a value across its rows
+    (something set before its outer loop or read after it), whether its outer axes run as one
+    flat loop; and from how many threads the function's nests may use (scheduler.py: one
+    when it is not compiled, or beside loops, or beside products it does not share out)."""
     shape = em.frame.shapes.get(group.space, ())
-    if len(shape) < 1 or shape[0] < 2 or em.out.merged(len(shape)):
-        return False
-    cost = sum(1 + CALL_COST * sum(kernel_calls(e, but="K.add_any_order") for e in exprs(s))
-               for s in body)
-    return math.prod(shape) * cost >= PARALLEL_WORK
+    calls = sum(kernel_calls(e, but="K.add_any_order") for s in body for e in exprs(s))
+    work = threads.NestWork(shape, bool(before[0] or after[0]), em.out.merged(len(shape)) > 0,
+                            len(body), calls)
+    return threads.parallel(work, em.decided.threads)

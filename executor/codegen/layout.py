@@ -32,6 +32,15 @@ SCALAR_FLOP_NS = 0.5  # per floating-point operation of a small product's plain 
 SEARCH_PAIRS = 12
 
 
+#: From this many multiply-adds a product of a `split` function is shared out among hilbert's
+#: threads (products.py, `_shared_out`). Below it, blocks run by threads of hilbert's lose to
+#: OpenBLAS's own threads (single-threaded calls side by side contend inside OpenBLAS: a
+#: 1024×64·64×256 float32 product took 1.5 ms so, 0.6 ms on OpenBLAS's two threads); from
+#: about here they are even (2048×64·64×2048: 9.3 against 9.0 ms), and the nests after them
+#: keep the cores.
+SPLIT_PRODUCT = 1 << 26
+
+
 @dataclass(frozen=True)
 class Layout:
     """How one pairwise product runs: a product of matrix views per index of the `loops`
@@ -55,6 +64,32 @@ class Layout:
     def copies(self, a: str, b: str) -> int:
         """How many operands (and scratch results) this layout copies."""
         return (self.a != a) + (self.b != b) + self.rearranged
+
+    @property
+    def swapped(self) -> bool:
+        """Whether the result's matrices are computed transposed, as bᵀ·aᵀ: they are written
+        row-major, so when the result's memory order puts the columns' letters first (or only
+        they are left), the rows must be the fast side."""
+        if not self.cols:
+            return False
+        if not self.rows:
+            return True
+        return [ch for ch in self.output if ch not in self.loops][-1] in self.rows
+
+    @property
+    def sides(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The letters down and across the matrices the products compute."""
+        return (self.cols, self.rows) if self.swapped else (self.rows, self.cols)
+
+    def shared(self, numbers: dict[str, int]) -> bool | None:
+        """How a lone product (no loop letters) of a function whose products hilbert's threads
+        share out runs (products.py): by blocks of its rows (True) or of its columns (False),
+        or whole on one thread (None: smaller than SPLIT_PRODUCT, or a loop of products)."""
+        if self.loops:
+            return None
+        first, second = self.sides
+        m, k, n = (math.prod(numbers[ch] for ch in side) for side in (first, self.summed, second))
+        return (m >= n) if m * k * n >= SPLIT_PRODUCT else None
 
 
 def layout(a: str, b: str, output: str, sizes: dict[str, int], free: bool,

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 from ...compiler import ir
 from ...compiler.ops.einsum_spec import numpy_spec, parse_spec
-from .. import threads
 from .layout import SMALL_PRODUCT, Layout
 from .loops import (
     Assign,
@@ -34,13 +33,6 @@ from .loops import (
 )
 from .nest_steps import Operand, loop_nest
 from .scheduler import Step
-
-#: From this many multiply-adds a product of a `split` function is shared out among hilbert's
-#: threads (`_shared_out`). Below it, blocks run by threads of hilbert's lose to OpenBLAS's own
-#: threads (single-threaded calls side by side contend inside OpenBLAS: a 1024×64·64×256
-#: float32 product took 1.5 ms so, 0.6 ms on OpenBLAS's two threads); from about here they
-#: are even (2048×64·64×2048: 9.3 against 9.0 ms), and the nests after them keep the cores.
-SPLIT_PRODUCT = 1 << 26
 
 
 def emit_einsum(em, node: ir.Einsum) -> None:
@@ -71,7 +63,7 @@ def _step(em, taken: list[Operand], output: str, run: Step, node) -> Operand:
         a, b = taken
         em.record("product", run.shape, run.spec, _described(run.layout, a.term, b.term,
                                                               em.host))
-        return _product(em, a, b, run.layout, known, node, output)
+        return _product(em, a, b, run.layout, known, node, output, run.shared)
     if em.host:  # (a tensor network's step: scheduler.NETWORK_STEPS)
         em.record("einsum", run.shape, run.spec)
         return _einsum_call(em, taken, output, known)
@@ -107,7 +99,7 @@ def _transposed(value: Expr, perm: str) -> View:
 
 
 def _product(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node,
-             output: str) -> Operand:
+             output: str, shared: bool | None = None) -> Operand:
     """The product `plan` lays out: operands copied where it says, then one product per index
     of its loop letters (into a scratch buffer first when the result is to be rearranged)."""
     if plan.a != a.term:
@@ -117,7 +109,7 @@ def _product(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node,
     dims = tuple(dims_of[ch] for ch in plan.output)
     target = None if plan.rearranged else node
     if not plan.loops:
-        result = _single(em, a, b, plan, dims_of, target, dims)
+        result = _single(em, a, b, plan, dims_of, target, dims, shared)
     elif em.host:
         result = _stacked(em, a, b, plan, dims_of, dims)
     else:
@@ -204,37 +196,22 @@ def _view(op: Operand, first: tuple[str, ...], second: tuple[str, ...], dims_of:
     return _View(View(op.value, form, shape), tuple(axes), True)
 
 
-def _swapped(plan: Layout) -> bool:
-    """Whether the result's matrices are computed transposed, as bᵀ·aᵀ: they are written
-    row-major, so when the result's memory order puts the columns' letters first (or only
-    they are left), the rows must be the fast side."""
-    if not plan.cols:
-        return False
-    if not plan.rows:
-        return True
-    return [ch for ch in plan.output if ch not in plan.loops][-1] in plan.rows
-
-
 def _factors(a: Operand, b: Operand, plan: Layout, dims_of: dict) -> tuple[_View, _View]:
     """The left and right factors' views: a·b, or bᵀ·aᵀ when the result is swapped."""
-    if _swapped(plan):
+    if plan.swapped:
         return _view(b, plan.cols, plan.summed, dims_of), _view(a, plan.summed, plan.rows, dims_of)
     return _view(a, plan.rows, plan.summed, dims_of), _view(b, plan.summed, plan.cols, dims_of)
 
 
-def _result_sides(plan: Layout) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    return (plan.cols, plan.rows) if _swapped(plan) else (plan.rows, plan.cols)
-
-
-def _single(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims) -> Operand:
-    """One product: both operands and the result read as matrices as they are."""
+def _single(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims,
+            shared: bool | None) -> Operand:
+    """One product: both operands and the result read as matrices as they are; `shared`: by
+    blocks of rows or columns among hilbert's threads, as the schedule says (Step.shared)."""
     left, right = _factors(a, b, plan, dims_of)
-    first, second = _result_sides(plan)
+    first, second = plan.sides
     m, n = (product([dims_of[ch] for ch in side]) for side in (first, second))
     rows, summed, columns = _sizes(em, first, plan.summed, second)
     known = (rows, summed, columns) if em.exact else None
-    shared = (rows >= columns) if (em.decided.split
-                                   and rows * summed * columns >= SPLIT_PRODUCT) else None
     out = _multiply(em, left.at(left.base, {}), right.at(right.base, {}), node, dims, (m, n),
                     known, shared)
     return Operand(out, plan.output, dims)
@@ -279,7 +256,7 @@ def _shared_out(em, a: Var, b: Var, c: Var, by_rows: bool) -> None:
     of hilbert's, in a prange: the call runs NumPy's BLAS on one thread (the region's
     `split`: executor/blas_threads.py), so no BLAS thread spins beside the nests that
     follow. Each block is a view BLAS reads as it is (kernels.gemm_beta)."""
-    parts = threads.count()
+    parts = em.decided.threads
     block, lo, hi = (Var(em.fresh(p)) for p in ("blk", "lo", "hi"))
     side = fmt("{}.shape[0]", a) if by_rows else fmt("{}.shape[1]", b)
     em.out.open_for(block.name, whole(parts), parallel=True)
@@ -350,7 +327,7 @@ def _looped(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims)
     em.looped += 1
     out = em.alloc(node, dims)
     left, right = _factors(a, b, plan, dims_of)
-    target = _view(Operand(out, plan.output, dims), *_result_sides(plan), dims_of)
+    target = _view(Operand(out, plan.output, dims), *plan.sides, dims_of)
     bases: list[Expr] = []
     for view in (left, right, target):
         if view.reshaped:  # made once, outside the loops
@@ -372,7 +349,7 @@ def _looped(em, a: Operand, b: Operand, plan: Layout, dims_of: dict, node, dims)
                             for view, base in zip((left, right, target), bases, strict=True))))
     gemm = (call("K.gemm", x, y, z) if more is None else
             call("K.gemm_beta", x, y, z, _where(em, more)))
-    first, second = _result_sides(plan)
+    first, second = plan.sides
     _blas_or_loops(em, x, y, z, gemm, more,
                    _sizes(em, first, plan.summed, second) if em.exact else None)
     em.out.unnest(len(plan.loops), merged)

@@ -7,10 +7,13 @@ be computed one after another instead, each nest's work on a row done before the
 starts: the row stays in the cache between the nests, and memory is read once. A softmax's
 maximum, exponentials and division fuse the same way.
 
-This is a rewrite of the loop IR (emitter.Emitter.function runs it): the outer loops of fused
-nests are the `For` statements that name their `kernels`; a merged loop names them all. Two of them in one block, over the same size,
-with only new buffers allocated between them (`b = K.empty(…)`, a sum's stack `K.partials(…)`:
-moved up), are merged when
+The decision and the rewrite are apart (emitter.Emitter.function runs both, before the
+function is printed): `decide` reads the loop IR and gives the schedule's record of which nests
+join (compiler/plan/schedule.py: RowLoop, the units' `rows`), and `join` performs exactly that
+record. The outer loops of fused nests are the `For` statements that name their `kernels` (the
+nests' unit numbers); a merged loop names them all. Two of them in one block, over the same
+size, with only new buffers allocated between them (`b = K.empty(…)`, a sum's stack
+`K.partials(…)`: moved up), are merged when
 
 - neither carries a number across its rows (a local its body sets that a statement outside it
   names: a total's start before the loop, its use after it);
@@ -26,8 +29,9 @@ The merged loop is a prange when any of the nests was one (their rows are indepe
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from ...compiler.plan.schedule import RowLoop
 from .loops import (
     Assign,
     Call,
@@ -57,69 +61,117 @@ def is_scratch(name: str) -> bool:
     return name.startswith(SCRATCH) and name[len(SCRATCH):].isdigit()
 
 
-def fuse_rows(body: list[Stmt]) -> list[Stmt]:
-    """`body` with runs of row-wise nests merged into one loop each (see the module's doc)."""
+def decide(body: list[Stmt]) -> tuple[RowLoop, ...]:
+    """Which runs of row-wise nests of `body` run as one loop over their rows (see the
+    module's doc), in the order the code runs them: the schedule's record (Unit.rows), which
+    `join` performs. The nests' own threads are decided already (their loops say so)."""
     every = statements(body)
     if sum(isinstance(s, For) and bool(s.kernels) for s in every) < 2:
-        return body
-    parents = _parents(body)
+        return ()
     # (a loop's index anywhere is an index wherever it is set: sums.py sets a nest's innermost
     # index from the start of a block, `i1 = lo + j`, carrying nothing across rows)
     indices = {s.index for s in every if isinstance(s, For)}
-    return _fused(body, mentions(body), parents, indices)
+    found: list[RowLoop] = []
+    _decide(body, _Facts(mentions(body), _parents(body), indices), found)
+    return tuple(found)
 
 
-def _fused(body: list[Stmt], counts: Counter, parents: dict[str, set[str]],
-           indices: set[str]) -> list[Stmt]:
-    out: list[Stmt] = []
+@dataclass(frozen=True)
+class _Facts:
+    """What every merge in a function reads: each local's mentions, each array's possible
+    parents (views), and the loop indices."""
+
+    counts: Counter
+    parents: dict[str, set[str]]
+    indices: set[str]
+
+
+def _decide(body: list[Stmt], facts: _Facts, found: list[RowLoop]) -> None:
+    """The row loops of `body` and of the blocks inside it, appended to `found` in order."""
     i = 0
     while i < len(body):
         head = body[i]
         if not (isinstance(head, For) and head.kernels):
-            out.append(_inside(head, counts, parents, indices))
+            for block in _blocks(head):
+                _decide(block, facts, found)
             i += 1
             continue
-        end = i + 1
-        if _carries(head.body, counts, indices):
-            out.append(head)
-            i = end
+        i += 1
+        if _carries(head.body, facts.counts, facts.indices):
             continue
-        bodies, parallel, moved, kernels = [head.body], head.parallel, [], head.kernels
+        bodies, parallel, kernels = [head.body], head.parallel, head.kernels
         while True:
-            k = end
-            allocs = []
+            k = i
             while k < len(body) and _is_alloc(body[k]):
-                allocs.append(body[k])
                 k += 1
             nxt = body[k] if k < len(body) else None
             if not (isinstance(nxt, For) and nxt.kernels and nxt.size == head.size):
                 break
-            if _carries(nxt.body, counts, indices) or not _row_local(
-                    [s for b in bodies for s in b], nxt.body, parents):
+            if _carries(nxt.body, facts.counts, facts.indices) or not _row_local(
+                    [s for b in bodies for s in b], nxt.body, facts.parents):
                 break
             if (parallel or nxt.parallel) and any(_writes_scratch(b) for b in [*bodies, nxt.body]):
                 break  # (one scratch row shared by threads)
-            moved += allocs
             bodies.append(nxt.body)
             kernels += nxt.kernels
             parallel = parallel or nxt.parallel
-            end = k + 1
-        out += moved
-        out.append(For(head.index, head.size, [s for b in bodies for s in b], parallel, kernels)
-                   if len(bodies) > 1 else head)
-        i = end
+            i = k + 1
+        if len(bodies) > 1:
+            found.append(RowLoop(kernels, parallel))
+
+
+def _blocks(stmt: Stmt) -> list[list[Stmt]]:
+    """The blocks of statements inside `stmt`."""
+    match stmt:
+        case For() | While():
+            return [stmt.body]
+        case If():
+            return [stmt.body, stmt.orelse]
+    return []
+
+
+def join(body: list[Stmt], loops: tuple[RowLoop, ...]) -> list[Stmt]:
+    """`body` with the nests of each of `loops` (`decide`) merged into one loop over their
+    rows, a prange when the loop runs on threads, the buffers allocated between them made
+    before it. Performs the decision as it is: it decides nothing."""
+    return _joined(body, {loop.kernels[0]: loop for loop in loops}) if loops else body
+
+
+def _joined(body: list[Stmt], heads: dict[int, RowLoop]) -> list[Stmt]:
+    out: list[Stmt] = []
+    i = 0
+    while i < len(body):
+        head = body[i]
+        loop = heads.get(head.kernels[0]) if isinstance(head, For) and head.kernels else None
+        if loop is None:
+            out.append(_inside(head, heads))
+            i += 1
+            continue
+        bodies, rest = [head.body], loop.kernels[len(head.kernels):]
+        i += 1
+        while rest:
+            while _is_alloc(body[i]):
+                out.append(body[i])
+                i += 1
+            nxt = body[i]
+            assert isinstance(nxt, For) and nxt.kernels == rest[:len(nxt.kernels)], \
+                f"code generation: the nests of row loop {loop.kernels} are not side by side"
+            bodies.append(nxt.body)
+            rest = rest[len(nxt.kernels):]
+            i += 1
+        out.append(For(head.index, head.size, [s for b in bodies for s in b], loop.parallel,
+                       loop.kernels))
     return out
 
 
-def _inside(stmt: Stmt, counts: Counter, parents: dict[str, set[str]],
-            indices: set[str]) -> Stmt:
-    """`stmt` with the blocks inside it rewritten too."""
+def _inside(stmt: Stmt, heads: dict[int, RowLoop]) -> Stmt:
+    """`stmt` with the blocks inside it rewritten too (a nest's own loops hold no nest)."""
     match stmt:
-        case For() | While():
-            return replace(stmt, body=_fused(stmt.body, counts, parents, indices))
+        case For(kernels=()) | While():
+            return replace(stmt, body=_joined(stmt.body, heads))
         case If():
-            return replace(stmt, body=_fused(stmt.body, counts, parents, indices),
-                           orelse=_fused(stmt.orelse, counts, parents, indices))
+            return replace(stmt, body=_joined(stmt.body, heads),
+                           orelse=_joined(stmt.orelse, heads))
     return stmt
 
 

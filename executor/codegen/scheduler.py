@@ -12,7 +12,7 @@ dask's kernels are generated from it the same way.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...compiler import ir
 from ...compiler.ops.einsum_spec import NUMPY_LETTERS, parse_spec
@@ -41,7 +41,8 @@ class Step:
     operands' letters as they are held -> its result's. `replaces`: for a nest chosen over a
     product that would need no compiling, what it saves a call against NumPy calls' way of
     running the step (which the function takes were nothing else compiled), in the cost
-    model's nanoseconds."""
+    model's nanoseconds. `shared`: a product of a `split` function shared out among hilbert's
+    threads by blocks of rows (True) or of columns (False) (Layout.shared); None: not."""
 
     kind: str
     spec: str
@@ -49,6 +50,7 @@ class Step:
     layout: Layout | None = None
     order: str = ""
     replaces: float = 0.0
+    shared: bool | None = None
 
     def compiles(self, numbers: dict[str, int]) -> bool:
         """Whether this step needs compiled code: a loop nest, a result rearranged by one,
@@ -108,7 +110,9 @@ class Decisions:
     math="fast" (the op table's fast_code, and division by a reciprocal: division.py);
     `split`: a loop-free function with products, whose large products hilbert's threads share
     out by blocks of rows or columns, NumPy's BLAS on one thread for the call (products.py,
-    executor/blas_threads.py), so its nests may use threads too."""
+    executor/blas_threads.py), so its nests may use threads too; `threads`: how many threads
+    its nests and shared products may use (executor/threads.py; 1 when it is not compiled or
+    is `serial`), which each nest's decision reads (compiler/plan/threads.py)."""
 
     root: BlockPlan | None
     compiled: bool
@@ -116,6 +120,7 @@ class Decisions:
     exact: bool
     fast: bool = False
     split: bool = False
+    threads: int = 1
 
 
 def moving(loop: ir.Loop) -> list[int]:
@@ -243,6 +248,16 @@ class _Scheduler:
             return False
         return self.compiles or self.saved >= COMPILING_PAYS_NS
 
+    def share_out(self) -> None:
+        """Each lone product large enough shared out among hilbert's threads (the function
+        is `split`: Layout.shared)."""
+        for made, node, _ in self.contractions:
+            decided = made.contractions[node]
+            runs = tuple(run if run.layout is None else
+                         replace(run, shared=run.layout.shared(decided.numbers))
+                         for run in decided.runs)
+            made.contractions[node] = replace(decided, runs=runs)
+
     def as_host(self) -> None:
         """Nothing needs compiling: every contraction laid out for NumPy calls instead (a
         step that is no product as one numpy.einsum)."""
@@ -354,9 +369,19 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     else:
         scheduler.as_host()
     split = scheduler.products and not scheduler.serial and _splits()
-    return Decisions(top, scheduler.compiles,
-                     scheduler.serial or scheduler.products and not split,
-                     exact and scheduler.compiles, fast and scheduler.compiles, split)
+    serial = scheduler.serial or scheduler.products and not split
+    if split:
+        scheduler.share_out()
+    return Decisions(top, scheduler.compiles, serial, exact and scheduler.compiles,
+                     fast and scheduler.compiles, split,
+                     _threads() if scheduler.compiles and not serial else 1)
+
+
+def _threads() -> int:
+    """How many threads a compiled function's nests may use (executor/threads.py)."""
+    from .. import threads
+
+    return threads.count()
 
 
 def _splits() -> bool:
