@@ -26,7 +26,7 @@ def is_ones(node: ir.Node) -> bool:
 
 
 def is_square(node: ir.Node) -> bool:
-    """`x ^ 2`: computed as x · x (cheap, and exact where K.power is not needed)."""
+    """`x ^ 2`: written as x · x, one multiplication (so cheap to recompute where read)."""
     return (isinstance(node, ir.Prim) and node.op == "pow" and isinstance(node.args[1], ir.Const)
             and node.args[1].value == 2.0)
 
