@@ -5,6 +5,8 @@
     emitter.py      writes that schedule block by block and builds the function's loop IR, handing
                     each unit to entrywise.py (loop nests, scalars), products.py (contractions,
                     laid out by layout.py) or control.py (loops, branches, views, oneHot)
+    forms.py        the lowering of each form of op (the op table's `form`), registered by
+                    the modules above; the emitter dispatches on a row's form, never its name
     writer.py       the statement builder it writes through (blocks, nests, Python's limits)
     loops.py        the loop IR: statements and expressions, as data; every literal typed
     division.py     rewrite: division by a row's divisor without dividing (in emit_group)
