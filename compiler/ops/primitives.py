@@ -35,7 +35,7 @@ from .derivative_rules import c, p
 #: lazy - its NumPy meaning works on dask arrays as it is (no `dask` meaning needed).
 TRAITS = frozenset({"entrywise", "movable", "shapes_only", "compiled", "static", "lazy"})
 #: How compiled code writes an op (its row's `form`), each with the role that form plays there
-#: (executor/fusion.py's): `member`, a value computed at each index of a loop nest (a scalar
+#: (compiler/plan/fusion.py's): `member`, a value computed at each index of a loop nest (a scalar
 #: statement where it has no axes); `tail`, a reduction folded into the nest that computes its
 #: argument; `generator`, a value of its index alone, inlined where read; `size`, `view` (x[t],
 #: x[a:b]), `onehot` and `random` their own code. The code generator registers one lowering

@@ -6,8 +6,8 @@ from __future__ import annotations
 from ...compiler import ir
 from ...compiler.counting import EXACT
 from ...compiler.ops.primitives import spoken
-from .. import fusion
-from . import forms, scheduler
+from ...compiler.plan import fusion, scheduler
+from . import forms
 from .frame import Frame
 from .loops import (
     Assign,

@@ -22,9 +22,9 @@ from ...compiler.counting import NOTHING, Counting
 from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
 from ...compiler.passes.shapes import Scope, ShapeTable
-from ...compiler.plan import label
+from ...compiler.plan import fusion, label, scheduler
 from ...compiler.plan.schedule import Unit, in_row_loops
-from .. import fusion
+from ...compiler.plan.scheduler import BlockPlan, Decisions
 from . import (
     control,
     entrywise,
@@ -33,7 +33,6 @@ from . import (
     products,
     render,
     rows,
-    scheduler,
     tidy,
     verify_loops,
 )
@@ -55,7 +54,6 @@ from .loops import (
     statements,
     whole,
 )
-from .scheduler import BlockPlan, Decisions
 from .writer import Writer
 
 
@@ -356,8 +354,18 @@ def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = Fal
     (compiler/counting.py), float64 in float32 code."""
     exact = exact and bool(table.states) and is_tiny(table)
     decided = scheduler.decide(region.root, region.inputs, region.scope, table, optimize, exact,
-                               paths or {}, fast)
+                               paths or {}, fast, machine())
     return Emitter(table, decided, dtype, counted).function(region)
+
+
+def machine() -> scheduler.Machine:
+    """This machine as the scheduler needs it: hilbert's threads (executor/threads.py) and
+    whether products may be shared out among them (executor/blas_threads.py)."""
+    from .. import blas_threads, threads
+
+    count = threads.count()
+    return scheduler.Machine(count, count >= 2 and threads.layer() == "workqueue"
+                             and blas_threads.controllable())
 
 
 def is_tiny(table: ShapeTable) -> bool:

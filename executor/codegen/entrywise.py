@@ -13,8 +13,7 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
-from ...compiler.plan import threads
-from .. import fusion
+from ...compiler.plan import fusion, threads
 from . import division, forms, loops, rows, sums
 from .division import Division
 from .loops import (

@@ -14,9 +14,9 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from ..compiler import ir
-from ..compiler.ops.einsum_spec import parse_spec
-from ..compiler.ops.primitives import BY_OP
+from .. import ir
+from ..ops.einsum_spec import parse_spec
+from ..ops.primitives import BY_OP
 
 
 def is_ones(node: ir.Node) -> bool:
@@ -79,6 +79,7 @@ def role(node: ir.Node, shapes: dict) -> str:
             if is_generator(node, shapes):  # (x ^ 0 is a member's op, positions one itself)
                 return "generator"
             given = BY_OP[op].role  # (its form's: executor/codegen/forms.py writes each)
+            assert given is not None
             if given == "member":  # a scalar one (a read of a vector, say) is one statement
                 return "member" if shapes[node] else "scalar"
             return given
@@ -280,8 +281,8 @@ def _form_groups(order: list[ir.Node], shapes: dict, needs) -> dict[ir.Node, Gro
             continue
         candidates = list(dict.fromkeys(of[k] for k in identity_kids(node, shapes)
                                         if k in of and k in of[k].members))
-        if kind == "tail" and node.args[0] in sources:
-            candidates.append(sources[node.args[0]])
+        if kind == "tail" and _reduced(node) in sources:
+            candidates.append(sources[_reduced(node)])
         joinable = [g for g in candidates if not _cycle(node, g, of, shapes, inside, needs)]
         if joinable:
             group = joinable[0]
@@ -289,7 +290,7 @@ def _form_groups(order: list[ir.Node], shapes: dict, needs) -> dict[ir.Node, Gro
                 if _mergeable(group, other, of, inside, needs):
                     _merge(group, other, of, sources)
         else:
-            space = node.args[0] if kind == "tail" else node
+            space = _reduced(node) if kind == "tail" else node
             group = Group(space)
             if kind == "tail" and space not in of:
                 sources[space] = group
@@ -406,8 +407,16 @@ def _ordered_units(order: list[ir.Node], shapes: dict, of: dict[ir.Node, Group],
     return result
 
 
+def _reduced(tail: ir.Node) -> ir.Node:
+    """What a reduction (a node of role `tail`: a reducing op or einsum) reduces: its first
+    argument."""
+    assert isinstance(tail, (ir.Prim, ir.Einsum))
+    return tail.args[0]
+
+
 def unit_nodes(unit: Unit) -> list[ir.Node]:
     """The IR nodes one unit computes."""
     if unit.group is not None:
         return unit.group.members + unit.group.tails
+    assert unit.node is not None
     return [unit.node]
