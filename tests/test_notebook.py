@@ -1,0 +1,271 @@
+"""hilbert in IPython (hilbert/notebook.py, hilbert/display.py): `%%hilbert` cells driven
+through a real InteractiveShell, redefinition, errors that point into the cell without a Python
+traceback, `%hilbert plan`, and the HTML of plans, functions, modules, models, paths and errors
+(their content: steps, FLOPs, weights, the error's code and marked span)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html import unescape
+
+import numpy as np
+import pytest
+
+import hilbert
+from hilbert import display, progress
+
+IPython = pytest.importorskip("IPython")
+
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from IPython.utils.capture import capture_output  # noqa: E402
+
+DENSE = 'fn f(x, w) ↦ tanh(einsum("np,pq->nq", x, w))\n'
+SCALER = """model Scaler(n, seed) : Learner {
+  weight w : Tensor[n] from gaussian(seed)
+  def eval(x) ≔ FACTOR · w · x
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def ipython(tmp_path_factory):
+    """One real IPython shell for the module (no history file), hilbert's extension loaded;
+    calls stay on the host tier (what is tested is the notebook side, not generated code)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
+        patch.setenv("HILBERT_COMPILE", "never")
+        from traitlets.config import Config
+
+        config = Config()
+        config.HistoryManager.enabled = False
+        shell = InteractiveShell.instance(config=config)
+        shell.run_cell("%load_ext hilbert")
+        yield shell
+        InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def shell(ipython):
+    """The shell with an empty namespace."""
+    ipython.reset(new_session=False)
+    return ipython
+
+
+def run(shell, cell: str):
+    """Run `cell` as a notebook would (numbered), returning its result and captured output."""
+    with capture_output() as captured:
+        result = shell.run_cell(cell, store_history=True)
+    return result, captured
+
+
+def html_of(captured) -> str:
+    return "".join(o.data.get("text/html", "") for o in captured.outputs)
+
+
+def test_import_hilbert_does_not_import_ipython():
+    code = "import sys, hilbert; print('IPython' in sys.modules, 'hilbert.notebook' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_cell_binds_functions_and_models(shell):
+    result, _ = run(shell, "%%hilbert\n" + DENSE + SCALER.replace("FACTOR", "1"))
+    assert result.success, result.error_in_exec
+    x, w = np.arange(6.0).reshape(2, 3) / 10, np.ones((3, 2)) / 3
+    np.testing.assert_allclose(shell.user_ns["f"](x, w), np.tanh(x @ w))
+    net = shell.user_ns["Scaler"](3, 7)
+    np.testing.assert_allclose(net.eval(np.arange(3.0)), net.w * np.arange(3.0))
+
+
+def test_cell_as_binds_a_module_only(shell):
+    result, _ = run(shell, "%%hilbert --as layers\n" + DENSE)
+    assert result.success, result.error_in_exec
+    assert isinstance(shell.user_ns["layers"], hilbert.Module)
+    assert "f" not in shell.user_ns
+    assert shell.user_ns["layers"].f([[1.0]], [[0.5]]) == pytest.approx(np.tanh(0.5))
+
+
+def test_cell_opens_a_module_of_the_working_folder(shell, tmp_path, monkeypatch):
+    (tmp_path / "Halves.hb").write_text("fn half(x) ↦ x / 2\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result, _ = run(shell, "%%hilbert\nopen Halves\nfn quarter(x) ↦ half(half(x))\n")
+    assert result.success, result.error_in_exec
+    assert shell.user_ns["quarter"](8.0) == 2.0
+
+
+def test_rerunning_an_edited_cell_replaces_definitions(shell):
+    run(shell, "%%hilbert\nfn g(x) ↦ 2 · x\n" + SCALER.replace("FACTOR", "1"))
+    old_net = shell.user_ns["Scaler"](3, 7)
+    result, _ = run(shell, "%%hilbert\nfn g(x) ↦ 3 · x\n" + SCALER.replace("FACTOR", "10"))
+    assert result.success, result.error_in_exec
+    assert shell.user_ns["g"](1.0) == 3.0
+    new_net = shell.user_ns["Scaler"](3, 7)
+    x = np.arange(3.0)
+    np.testing.assert_allclose(new_net.eval(x), 10 * new_net.w * x)
+    np.testing.assert_allclose(old_net.eval(x), old_net.w * x)  # the old class still works
+    assert type(old_net) is not type(new_net)
+
+
+def test_error_points_at_the_cells_own_line_without_a_traceback(shell):
+    result, captured = run(shell, "%%hilbert\nfn ok(x) ↦ x\nfn g(x) ↦\n   x + yy\n")
+    err = result.error_in_exec
+    assert isinstance(err, hilbert.NameResolutionError) and err.code == "E200"
+    # the %%hilbert line is the cell's line 1, so `yy` is on line 4, column 8
+    assert (err.span.source.name, err.span.line, err.span.column) == (
+        f"<cell {result.execution_count}>", 4, 8)
+    assert "Traceback" not in captured.stdout and ".py" not in captured.stdout
+    assert f"error[E200] at <cell {result.execution_count}>:4:8" in captured.stdout
+    page = html_of(captured)
+    assert 'href="docs/errors/E200.md"' in page and "unknown name yy" in page
+    marked = re.findall(r"<mark[^>]*>(.*?)</mark>", page)
+    assert [unescape(re.sub("<[^>]+>", "", m)) for m in marked] == ["yy"]
+    assert ">4<" in page.replace("\n", "<")  # the line number beside the excerpt
+
+
+def test_error_in_a_call_from_python_has_no_traceback(shell):
+    run(shell, "%%hilbert\n" + DENSE)
+    result, captured = run(shell, "f([[1.0, 2.0]], [[1.0]])")
+    assert isinstance(result.error_in_exec, hilbert.HilbertError)
+    assert result.error_in_exec.code == "E305"
+    assert "Traceback" not in captured.stdout and "error[E305]" in captured.stdout
+
+
+def test_error_html_escapes_the_source(shell):
+    result, captured = run(shell, "%%hilbert\nfn f(x) ↦ x <script>\n")
+    assert result.error_in_exec.code == "E100"
+    page = html_of(captured)
+    assert "<script" not in page
+    assert "x <script>" in unescape(re.sub("<[^>]+>", "", page))  # shown, as text
+
+
+def test_magic_line_errors_point_at_the_word(shell):
+    result, captured = run(shell, "%%hilbert --as 9lives\nfn f(x) ↦ x\n")
+    err = result.error_in_exec
+    assert err.code == "E600" and (err.span.source.name, err.span.column) == ("%%hilbert", 6)
+    result, _ = run(shell, "%%hilbert --nope 1\nfn f(x) ↦ x\n")
+    assert result.error_in_exec.code == "E600" and "--nope" in result.error_in_exec.message
+    result, _ = run(shell, "%hilbert plan missing x=4x3")
+    assert result.error_in_exec.span.column == 6
+    run(shell, "%%hilbert\n" + DENSE)
+    result, _ = run(shell, "%hilbert plan f x=4y3 w=3x2")
+    assert result.error_in_exec.code == "E600" and result.error_in_exec.span.column == 8
+    result, _ = run(shell, "%hilbert draw f")
+    assert result.error_in_exec.code == "E600" and "plan" in result.error_in_exec.message
+
+
+def test_plan_magic_shows_the_steps_and_flops(shell):
+    run(shell, "%%hilbert\n" + DENSE)
+    result, captured = run(shell, "%hilbert plan f x=4x3 w=3x2")
+    plan = result.result
+    assert isinstance(plan, hilbert.compiler.plan.Plan) and plan.signature == ((4, 3), (3, 2))
+    assert plan == shell.user_ns["f"].plan((4, 3), (3, 2))
+    assert run(shell, "%hilbert plan f 4x3 3x2")[0].result == plan
+    n, p, q = 4, 3, 2
+    flops = 2 * n * p * q  # a multiply and an add per term (opt_einsum's count)
+    page = shell.display_formatter.format(plan)[0]["text/html"]
+    cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", page)]
+    assert cells[:5] == ["1", "pq,np->nq", str(flops), f"{n * q} el", "GEMM"]
+    assert "nest" in cells and "tanh" in cells  # the fused nest of the schedule
+    assert "plan of f(x: 4×3, w: 3×2)" in unescape(page)
+    plain = shell.display_formatter.format(plan)[0]["text/plain"]
+    assert plain == str(plan)
+
+
+def test_reprs_html_and_plain(shell):
+    run(shell, "%%hilbert --as mod\n" + DENSE + SCALER.replace("FACTOR", "1"))
+    module = shell.user_ns["mod"]
+    f, net = module.f, module.Scaler(3, 7)
+    assert repr(f) == "<hilbert fn f(x, w) at <cell " + repr(f).split("<cell ")[1]
+    assert repr(module).startswith("<hilbert module <cell ") and repr(module).endswith(
+        ": f, Scaler>")
+    page = unescape(f._repr_html_())
+    assert "f(x, w)" in page and "tier not called yet" in page and "einsum" in page
+    f(np.ones((2, 3)), np.ones((3, 2)))
+    assert "tier host" in unescape(f._repr_html_())
+    rows = re.findall(r"<td[^>]*>(.*?)</td>", module._repr_html_())
+    assert rows == ["f", "fn", "x, w", "Scaler", "model", "n, seed"]
+    page = net._repr_html_()
+    assert re.findall(r"<td[^>]*>(.*?)</td>", page) == ["w", "3", "float64"]
+    assert "Scaler(n=3, seed=7)" in page and "3 parameters" in page
+    assert repr(net) == "<Scaler(n=3, seed=7): w 3>"
+
+
+def test_contract_path_html():
+    _, info = hilbert.contract_path("ij,jk,kl->il", (2, 3), (3, 4), (4, 5), shapes=True)
+    page = unescape(info._repr_html_())
+    rows = re.findall(r"<tr><td[^>]*>(\d)</td><td[^>]*>([^<]*)</td><td[^>]*>(\d+)</td>", page)
+    assert [int(flops) for _, _, flops in rows] == [s[1] for s in _opt_einsum_flops(info)]
+    assert "peak memory about" in page
+
+
+def _opt_einsum_flops(info):
+    """Each step's FLOPs as opt_einsum counts them (its own path, the same as hilbert's)."""
+    import opt_einsum
+
+    arrays = [np.empty(s) for s in info.shapes]
+    _, theirs = opt_einsum.contract_path(info.eq, *arrays, optimize=info.path)
+    found = []
+    for step in theirs.contraction_list:
+        inputs, output = step[2].split("->")
+        sizes = theirs.size_dict
+        indices = set(inputs.replace(",", ""))
+        summed = len(indices - set(output)) > 0
+        found.append((step[2], opt_einsum.helpers.flop_count(indices, summed, 2, sizes)))
+    return found
+
+
+def test_docs_page_of_every_linked_code_exists():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for code in hilbert.grammar.errors.CODES:
+        assert (root / display.ERROR_DOCS.format(code=code)).is_file(), code
+
+
+def test_extension_without_ipython_says_what_to_install(monkeypatch):
+    for name in ("IPython", "IPython.core.magic", "IPython.display"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "hilbert.notebook", raising=False)
+    with pytest.raises(ImportError, match=r"hilbert\[notebook\]"):
+        hilbert.load_ipython_extension(None)
+    monkeypatch.delitem(sys.modules, "hilbert.notebook", raising=False)
+
+
+class KernelStream:
+    """Stands for a Jupyter kernel's output stream (ipykernel's OutStream), recording text."""
+
+    def __init__(self):
+        self.written: list[str] = []
+
+    def write(self, text):
+        self.written.append(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+KernelStream.__module__ = "ipykernel.iostream"
+
+
+def test_progress_draws_in_a_notebook(monkeypatch):
+    monkeypatch.delenv("HILBERT_PROGRESS", raising=False)
+    stream = KernelStream()
+    assert progress.drawn(stream) and not progress.drawn(open_devnull())
+    monkeypatch.setattr(progress, "TRAIN_BAR_DELAY_S", 0.0)
+    chunks: list[int] = []
+    progress.run_in_chunks(5, chunks.append, "Model.train", stream=stream)
+    assert sum(chunks) == 5 and len(chunks) > 1  # chunked, so a bar could move
+    assert "Model.train" in "".join(stream.written)
+    monkeypatch.setenv("HILBERT_PROGRESS", "0")
+    assert not progress.drawn(stream)
+
+
+def open_devnull():
+    import io
+
+    return io.StringIO()
