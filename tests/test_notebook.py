@@ -269,3 +269,55 @@ def open_devnull():
     import io
 
     return io.StringIO()
+
+
+# -- the example notebook, on a real kernel ----------------------------------------------------
+
+#: The seed's verified outputs of its Networks examples (six decimals), in the notebook's order;
+#: the sharpened critic's loss is the seed's figure in words, −2 ln σ(2) = 0.2539.
+VERIFIED = [
+    ("dense", [[1, 2, 3], [3, 4, 7]]),
+    ("layerNorm", [[-1.224736, 0, 1.224736], [-0.707107, -0.707107, 1.414214]]),
+    ("attention", [[1.635825], [2], [2.364175]]),
+    ("causal", [[1], [1.731059], [2.364175]]),
+    ("dropped", [[0, 4], [6, 0]]),
+    ("convolve", [[-1, -1, -1, 4]]),
+    ("maxPool", [[5, 5, 4, 4]]),
+    ("t = 0", [[0.3], [0.7], [1.1], [1.5]]),
+    ("t = 500", [[1], [3], [5], [7]]),
+    ("query x=4", [[9]]),
+    ("recurrent", [[0.179726]]),
+    ("t = 0", [[0.18, 0.24], [0.36, 0.48], [-0.18, -0.24]]),
+    ("t = 300", [[1, 1], [2, 2], [-1, -1]]),
+    ("zero weights", 1.386294),
+    ("sharp weights", 0.2539),
+]
+
+
+@pytest.mark.timeout(300)
+def test_networks_notebook_runs_on_a_kernel_and_prints_the_seeds_figures(monkeypatch):
+    import json
+    from pathlib import Path
+
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    monkeypatch.setenv("HILBERT_COMPILE", "never")  # (the kernel's: values, not builds)
+    book = nbformat.read(examples / "networks.ipynb", as_version=4)
+    nbclient.NotebookClient(book, kernel_name="python3", timeout=120,
+                            resources={"metadata": {"path": str(examples)}}).execute()
+    outputs = [o for c in book.cells if c.cell_type == "code" for o in c.outputs]
+    printed = [line.rsplit(" = ", 1) for o in outputs if o.output_type == "stream"
+               and o.name == "stdout" for line in o.text.splitlines()]
+    assert [label for label, _ in printed] == [label for label, _ in VERIFIED]
+    for (label, text), (_, figure) in zip(printed, VERIFIED, strict=True):
+        np.testing.assert_allclose(json.loads(text), figure, atol=5e-5 if label == "sharp weights"
+                                   else 1e-6, err_msg=label)
+    plan = next(o for o in outputs if o.output_type == "execute_result")
+    cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", plan.data["text/html"])]
+    assert cells[:5] == ["1", "pq,np->nq", str(2 * 64 * 2 * 3), f"{64 * 3} el", "GEMM"]
+    error = next(o for o in outputs if o.output_type == "error")  # the last cell's, on purpose
+    assert error.ename == "NameResolutionError" and len(error.traceback) == 1
+    assert "error[E200]" in error.traceback[0] and ":4:27" in error.traceback[0]
+    shown = next(o for o in outputs if o.output_type == "display_data").data["text/html"]
+    assert re.findall(r"<mark[^>]*>(.*?)</mark>", shown) == ["ww"] and "E200.md" in shown
