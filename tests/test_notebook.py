@@ -5,6 +5,7 @@ traceback, `%hilbert plan`, and the HTML of plans, functions, modules, models, p
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -294,23 +295,37 @@ VERIFIED = [
 ]
 
 
-@pytest.mark.timeout(300)
-def test_networks_notebook_runs_on_a_kernel_and_prints_the_seeds_figures(monkeypatch):
-    import json
+def executed(name: str):
+    """examples/NAME run top to bottom on a real kernel (nbclient), in examples/, calls on the
+    host tier (what is checked is values, not builds): its code cells' outputs, in order."""
+    import os
     from pathlib import Path
 
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     examples = Path(__file__).resolve().parent.parent / "examples"
-    monkeypatch.setenv("HILBERT_COMPILE", "never")  # (the kernel's: values, not builds)
-    book = nbformat.read(examples / "networks.ipynb", as_version=4)
-    nbclient.NotebookClient(book, kernel_name="python3", timeout=120,
-                            resources={"metadata": {"path": str(examples)}}).execute()
-    outputs = [o for c in book.cells if c.cell_type == "code" for o in c.outputs]
-    printed = [line.rsplit(" = ", 1) for o in outputs if o.output_type == "stream"
-               and o.name == "stdout" for line in o.text.splitlines()]
-    assert [label for label, _ in printed] == [label for label, _ in VERIFIED]
-    for (label, text), (_, figure) in zip(printed, VERIFIED, strict=True):
+    book = nbformat.read(examples / name, as_version=4)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(os.environ, "HILBERT_COMPILE", "never")  # (the kernel inherits it)
+        nbclient.NotebookClient(book, kernel_name="python3", timeout=120,
+                                resources={"metadata": {"path": str(examples)}}).execute()
+    return [o for c in book.cells if c.cell_type == "code" for o in c.outputs]
+
+
+def printed(outputs) -> list[list[str]]:
+    """The `name = value` lines the cells printed, as [name, value]."""
+    return [line.rsplit(" = ", 1) for o in outputs if o.output_type == "stream"
+            and o.name == "stdout" for line in o.text.splitlines()]
+
+
+@pytest.mark.timeout(300)
+def test_networks_notebook_runs_on_a_kernel_and_prints_the_seeds_figures():
+    import json
+
+    outputs = executed("networks.ipynb")
+    lines = printed(outputs)
+    assert [label for label, _ in lines] == [label for label, _ in VERIFIED]
+    for (label, text), (_, figure) in zip(lines, VERIFIED, strict=True):
         np.testing.assert_allclose(json.loads(text), figure, atol=5e-5 if label == "sharp weights"
                                    else 1e-6, err_msg=label)
     plan = next(o for o in outputs if o.output_type == "execute_result")
@@ -321,3 +336,59 @@ def test_networks_notebook_runs_on_a_kernel_and_prints_the_seeds_figures(monkeyp
     assert "error[E200]" in error.traceback[0] and ":4:27" in error.traceback[0]
     shown = next(o for o in outputs if o.output_type == "display_data").data["text/html"]
     assert re.findall(r"<mark[^>]*>(.*?)</mark>", shown) == ["ww"] and "E200.md" in shown
+
+
+#: The course seed's printed numbers (/work/shared/seeds/002_…, as examples/course.py lists
+#: them) and the decimals it printed, in examples/course.ipynb's order; None where the seed
+#: printed nothing (a value the notebook shows for contrast).
+COURSE = [
+    ("dL/dW1", [[0.896, 0.0], [0.448, 0.0]], 4), ("dL/db1", [0.448, 0.0], 4),
+    ("dL/dW2", [[0.756], [0.0]], 4), ("dL/db2", [0.56], 4),
+    ("parameters", 26122, 0), ("logits shape", [64, 10], 0),
+    ("f", 11.6521, 4), ("df/dx1", 5.5, 4), ("df/dx2", 1.7163, 4),
+    ("sigmoid'", [0.0452, 0.2500, 0.1966, 0.1050, 0.0066], 4),
+    ("tanh'", [0.0099, 1.0000, 0.4200, 0.0707, 0.0002], 4),
+    ("relu'", [0.0, 0.0, 1.0, 1.0, 1.0], 4),
+    ("gelu'", [-0.0119, 0.5000, 1.0833, 1.0852, 1.0000], 4),
+    ("silu'", [-0.0881, 0.5000, 0.9277, 1.0908, 1.0265], 4),
+    ("GELU minimum", -0.170, 3), ("GELU minimum at z", -0.752, 3),
+    ("SiLU minimum", -0.278, 3), ("SiLU minimum at z", -1.278, 3),
+    ("GELU tanh gap", 4.7e-4, 5), ("GELU tanh gap at |z|", 2.7, 1),
+    ("softmax by hand", [[math.nan] * 3], 4), ("softmaxRows", None, 4),
+    ("cross-entropy from logits", 0.407606, 6),
+    ("ln softmax of [0, -800]", [[0.0, -math.inf]], 4),
+    ("logSoftmax of [0, -120]", [[0.0, -120.0]], 4), ("BCE with logits, z = 17", 17.0, 1),
+    ("Huber cost of 3", 2.5, 4), ("half the square of 3", 4.5, 4),
+    ("variance from deviations", 0.6667, 4),
+    ("train out", [-1.342, -0.447, 0.447, 1.342], 3), ("running mean", 0.5, 3),
+    ("running var", 1.567, 3), ("eval out for 6", 4.394, 3),
+    ("correction at t = 1", 3.16, 2), ("correction peak", 6.57, 2),
+    ("correction peak at step", 12, 0), ("correction at t = 1000", 1.26, 2),
+    ("beta2 0.95: correction at t = 1", 0.45, 2), ("beta2 0.95: never above", 1.10, 2),
+    ("spike v", 11.0, 1), ("spike sqrt v", 3.3, 1), ("spike m", 10.9, 1),
+    ("spike step", 3, 0), ("steps back within 10%", 3860, -1),
+    ("momentum gain, flipping", 0.53, 2), ("momentum gain, constant", 10, 0),
+]
+
+
+@pytest.mark.timeout(300)
+def test_course_notebook_runs_on_a_kernel_and_agrees_with_the_seed():
+    import json
+
+    outputs = executed("course.ipynb")
+    lines = printed(outputs)
+    assert [label for label, _ in lines] == [label for label, _, _ in COURSE]
+    for (label, text), (_, seed, decimals) in zip(lines, COURSE, strict=True):
+        if seed is None:
+            continue
+        ours, seed = np.asarray(json.loads(text), dtype=float), np.asarray(seed, dtype=float)
+        # agreement as the seed printed it: equal once rounded to its decimals
+        assert ours.shape == seed.shape, label
+        with np.errstate(invalid="ignore"):  # (−∞ − −∞ is NaN: equal, caught by ==)
+            same = (ours == seed) | (np.abs(ours - seed) <= 10.0 ** -decimals / 2 + 1e-12) | (
+                np.isnan(ours) & np.isnan(seed))
+        assert same.all(), (label, ours, seed)
+    model = next(o for o in outputs if o.output_type == "execute_result").data["text/html"]
+    rows = re.findall(r"<tr><td[^>]*>(\w+)</td><td[^>]*>([^<]*)</td>", model)
+    assert rows == [("w1", "64×128"), ("b1", "128"), ("w2", "128×128"), ("b2", "128"),
+                    ("w3", "128×10"), ("b3", "10")]
