@@ -34,9 +34,14 @@ SCALER = """model Scaler(n, seed) : Learner {
 def ipython(tmp_path_factory):
     """One real IPython shell for the module (no history file), hilbert's extension loaded;
     calls stay on the host tier (what is tested is the notebook side, not generated code)."""
-    with pytest.MonkeyPatch.context() as patch:
+    import warnings
+
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
         patch.setenv("IPYTHONDIR", str(tmp_path_factory.mktemp("ipython")))
         patch.setenv("HILBERT_COMPILE", "never")
+        # the shell makes its namespace sys.modules["__main__"]: given back afterwards, since
+        # what runs next in this process (a spawned worker, a pickle) looks there
+        patch.setitem(sys.modules, "__main__", sys.modules["__main__"])
         from traitlets.config import Config
 
         config = Config()
