@@ -178,6 +178,13 @@ class PathInfo:
 
         return path_info_html(self)
 
+    def draw(self, figure=None):
+        """The path's contraction tree as a matplotlib Figure: each step with its FLOPs
+        (hilbert/drawing.py)."""
+        from .drawing import draw
+
+        return draw(self, figure)
+
 
 def describe_expression(subscripts: str, shapes: tuple, constants: tuple[int, ...],
                         plan_steps: list[Step]) -> tuple[str, str]:

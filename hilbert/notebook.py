@@ -29,7 +29,7 @@ from .module import compile_source
 #: The options of a `%%hilbert` line, each taking one value (`--path` may be given again).
 CELL_OPTIONS = ("--as", "--executor", "--dtype", "--math", "--optimize", "--path")
 #: What the `%hilbert` line magic can do.
-LINE_COMMANDS = ("plan",)
+LINE_COMMANDS = ("plan", "draw")
 
 
 def load_ipython_extension(shell) -> None:
@@ -134,7 +134,8 @@ class HilbertMagics(Magics):
         [--path DIR]`: compile the cell's .hb source (its `open`s found in the working folder,
         the --path folders and the Prelude) and bind its functions and models in the
         notebook, or the module as NAME. `%hilbert plan f x=4x3 w=3x2`: f's plan for those
-        shapes (positional shapes work too; `--dtype float32` plans in float32)."""
+        shapes (positional shapes work too; `--dtype float32` plans in float32); `%hilbert
+        draw f …`: the contraction trees of that plan, as a matplotlib figure."""
         if cell is None:
             return self.line(line)
         return self.cell(line, cell)
@@ -164,14 +165,16 @@ class HilbertMagics(Magics):
         return number if isinstance(number, int) else self.shell.execution_count
 
     def line(self, line: str):
-        """`%hilbert plan …`: the plan of a function of the notebook for the shapes given."""
+        """`%hilbert plan …`: the plan of a function of the notebook for the shapes given;
+        `%hilbert draw …`: its contraction trees, drawn (hilbert/drawing.py)."""
         words = _Words(line, "%hilbert")
         given = [w for w, _ in words.words]
         if not given or given[0] not in LINE_COMMANDS:
             raise words.error(0, f"%hilbert needs a command ({', '.join(LINE_COMMANDS)}); for "
                               f".hb source use a %%hilbert cell")
         if len(given) < 2:
-            raise words.error(1, "%hilbert plan needs a function: %hilbert plan f x=4x3 w=3x2")
+            raise words.error(1, f"%hilbert {given[0]} needs a function: %hilbert {given[0]} "
+                              "f x=4x3 w=3x2")
         function = self._function(words, 1)
         shapes, named, dtype = [], {}, None
         k = 2
@@ -191,7 +194,14 @@ class HilbertMagics(Magics):
             k += 1
         if dtype is not None:
             function = function.using(dtype=dtype)
-        return function.plan(*shapes, **named)
+        plan = function.plan(*shapes, **named)
+        if given[0] == "draw":
+            from IPython.display import Image
+
+            from .drawing import draw, png
+
+            return Image(png(draw(plan)), format="png")
+        return plan
 
     def _function(self, words: _Words, index: int) -> Function:
         """The hilbert function word `index` names in the notebook (`f`, `layers.f`)."""

@@ -157,7 +157,7 @@ def test_magic_line_errors_point_at_the_word(shell):
     run(shell, "%%hilbert\n" + DENSE)
     result, _ = run(shell, "%hilbert plan f x=4y3 w=3x2")
     assert result.error_in_exec.code == "E600" and result.error_in_exec.span.column == 8
-    result, _ = run(shell, "%hilbert draw f")
+    result, _ = run(shell, "%hilbert show f")
     assert result.error_in_exec.code == "E600" and "plan" in result.error_in_exec.message
 
 
@@ -333,7 +333,8 @@ def test_networks_notebook_runs_on_a_kernel_and_prints_the_seeds_figures():
     for (label, text), (_, figure) in zip(lines, VERIFIED, strict=True):
         np.testing.assert_allclose(json.loads(text), figure, atol=5e-5 if label == "sharp weights"
                                    else 1e-6, err_msg=label)
-    plan = next(o for o in outputs if o.output_type == "execute_result")
+    plan, drawing = [o for o in outputs if o.output_type == "execute_result"]
+    assert drawing.data["image/png"].startswith("iVBORw0KGgo")  # a PNG, base64
     cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", plan.data["text/html"])]
     assert cells[:5] == ["1", "pq,np->nq", str(2 * 64 * 2 * 3), f"{64 * 3} el", "GEMM"]
     error = next(o for o in outputs if o.output_type == "error")  # the last cell's, on purpose
