@@ -130,6 +130,17 @@ def test_error_points_at_the_cells_own_line_without_a_traceback(shell):
     assert ">4<" in page.replace("\n", "<")  # the line number beside the excerpt
 
 
+def test_error_in_a_terminal_is_hilberts_text(shell, monkeypatch):
+    # a terminal IPython shows text only: the excerpt with its caret, no HTML, no traceback
+    monkeypatch.setattr(shell.display_formatter, "active_types", ["text/plain"])
+    result, captured = run(shell, "%%hilbert\nfn g(x) ↦ x + yy\n")
+    assert result.error_in_exec.code == "E200" and not captured.outputs
+    number = result.execution_count
+    assert captured.stdout.splitlines() == [
+        f"NameResolutionError: <cell {number}>:2:15: error[E200]: unknown name yy",
+        "  fn g(x) ↦ x + yy", "                ^^"]
+
+
 def test_error_in_a_call_from_python_has_no_traceback(shell):
     run(shell, "%%hilbert\n" + DENSE)
     result, captured = run(shell, "f([[1.0, 2.0]], [[1.0]])")
