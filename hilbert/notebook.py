@@ -61,21 +61,24 @@ def show_error(shell, etype, value: HilbertError, tb, tb_offset=None) -> list[st
 # -- the magic line's words --------------------------------------------------------------------
 
 class _Words:
-    """The words of a magic's line, each with its column, so an error can point at one."""
+    """The words of a magic's line, each with its column in the line as written (`label`, the
+    magic, then a space and the words), so an error can point at one."""
 
     def __init__(self, line: str, label: str):
-        self.source = Source(label, line)
+        text = f"{label} {line}"
+        self.source = Source(label, text)
         try:
             words = shlex.split(line)
         except ValueError as err:
             raise ArgumentError("E600", f"cannot read the line: {err}",
-                                Span(self.source, 1, 1, 1, len(line) + 1)) from None
+                                Span(self.source, 1, 1, 1, len(text) + 1)) from None
         self.words: list[tuple[str, int]] = []
-        at = 0
+        at = len(label) + 1
         for word in words:
-            found = line.find(word, at)
-            column = found + 1 if found >= 0 else 1
-            at = max(found, 0) + len(word)
+            found = text.find(word, at)
+            if found < 0:  # (a quoted word reads otherwise than it is written)
+                found = at + 1 if at < len(text) else len(label) + 1
+            column, at = found + 1, found + len(word)
             self.words.append((word, column))
 
     def span(self, index: int) -> Span:
@@ -126,7 +129,8 @@ def _shape(text: str) -> tuple[int, ...] | None:
 
 @magics_class
 class HilbertMagics(Magics):
-    """`%%hilbert` (a cell of .hb source) and `%hilbert plan` (a function's plan)."""
+    """`%%hilbert` (a cell of .hb source), `%hilbert plan` (a function's plan) and `%hilbert
+    draw` (its contraction trees)."""
 
     @line_cell_magic
     def hilbert(self, line: str, cell: str | None = None):
@@ -180,7 +184,9 @@ class HilbertMagics(Magics):
         k = 2
         while k < len(given):
             word = given[k]
-            if word == "--dtype" and k + 1 < len(given):
+            if word == "--dtype":
+                if k + 1 == len(given):
+                    raise words.error(k + 1, "--dtype needs a value (float32, float64, …)")
                 dtype, k = given[k + 1], k + 2
                 continue
             key, _, value = word.rpartition("=")

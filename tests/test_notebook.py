@@ -160,14 +160,16 @@ def test_error_html_escapes_the_source(shell):
 def test_magic_line_errors_point_at_the_word(shell):
     result, captured = run(shell, "%%hilbert --as 9lives\nfn f(x) ↦ x\n")
     err = result.error_in_exec
-    assert err.code == "E600" and (err.span.source.name, err.span.column) == ("%%hilbert", 6)
+    assert err.code == "E600" and (err.span.source.name, err.span.column) == ("%%hilbert", 16)
     result, _ = run(shell, "%%hilbert --nope 1\nfn f(x) ↦ x\n")
     assert result.error_in_exec.code == "E600" and "--nope" in result.error_in_exec.message
     result, _ = run(shell, "%hilbert plan missing x=4x3")
-    assert result.error_in_exec.span.column == 6
+    assert result.error_in_exec.span.column == 15  # the column in the cell
     run(shell, "%%hilbert\n" + DENSE)
     result, _ = run(shell, "%hilbert plan f x=4y3 w=3x2")
-    assert result.error_in_exec.code == "E600" and result.error_in_exec.span.column == 8
+    assert result.error_in_exec.code == "E600" and result.error_in_exec.span.column == 17
+    result, _ = run(shell, "%hilbert plan f x=4x3 w=3x2 --dtype")
+    assert result.error_in_exec.code == "E600" and result.error_in_exec.span.column == 36
     result, _ = run(shell, "%hilbert show f")
     assert result.error_in_exec.code == "E600" and "plan" in result.error_in_exec.message
 
