@@ -313,19 +313,29 @@ VERIFIED = [
 ]
 
 
-def executed(name: str):
+def executed(name: str, tmp_path):
     """examples/NAME run top to bottom on a real kernel (nbclient), in examples/, calls on the
-    host tier (what is checked is values, not builds): its code cells' outputs, in order."""
+    host tier (what is checked is values, not builds): its code cells' outputs, in order. The
+    kernel is this interpreter's (a kernel spec of its own, so a `python3` spec elsewhere on
+    the machine cannot run another Python without this checkout's hilbert)."""
+    import json
     import os
     from pathlib import Path
 
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    spec = tmp_path / "kernels" / "hilbert-tests"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "hilbert tests", "language": "python"}), encoding="utf-8")
     examples = Path(__file__).resolve().parent.parent / "examples"
     book = nbformat.read(examples / name, as_version=4)
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(os.environ, "HILBERT_COMPILE", "never")  # (the kernel inherits it)
-        nbclient.NotebookClient(book, kernel_name="python3", timeout=120,
+        patch.setitem(os.environ, "JUPYTER_PATH", str(tmp_path))
+        nbclient.NotebookClient(book, kernel_name="hilbert-tests", timeout=120,
                                 resources={"metadata": {"path": str(examples)}}).execute()
     return [o for c in book.cells if c.cell_type == "code" for o in c.outputs]
 
@@ -337,10 +347,10 @@ def printed(outputs) -> list[list[str]]:
 
 
 @pytest.mark.timeout(300)
-def test_networks_notebook_runs_on_a_kernel_and_prints_the_seeds_figures():
+def test_networks_notebook_runs_on_a_kernel_and_prints_the_seeds_figures(tmp_path):
     import json
 
-    outputs = executed("networks.ipynb")
+    outputs = executed("networks.ipynb", tmp_path)
     lines = printed(outputs)
     assert [label for label, _ in lines] == [label for label, _ in VERIFIED]
     for (label, text), (_, figure) in zip(lines, VERIFIED, strict=True):
@@ -391,10 +401,10 @@ COURSE = [
 
 
 @pytest.mark.timeout(300)
-def test_course_notebook_runs_on_a_kernel_and_agrees_with_the_seed():
+def test_course_notebook_runs_on_a_kernel_and_agrees_with_the_seed(tmp_path):
     import json
 
-    outputs = executed("course.ipynb")
+    outputs = executed("course.ipynb", tmp_path)
     lines = printed(outputs)
     assert [label for label, _ in lines] == [label for label, _, _ in COURSE]
     for (label, text), (_, seed, decimals) in zip(lines, COURSE, strict=True):
