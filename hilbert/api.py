@@ -40,6 +40,13 @@ def _program_limit() -> int:
     return MAX_PROGRAMS if limit is None else limit
 
 
+def _html(function: Function) -> str:
+    """A Function as a notebook shows it (hilbert/display.py, imported when first asked)."""
+    from .display import function_html
+
+    return function_html(function)
+
+
 class Function(Products):
     """A compiled .hb function. Call it with arrays, nested lists or numbers (keywords by
     parameter name); it returns an ndarray, or a number for a scalar result. A call computes
@@ -109,6 +116,8 @@ class Function(Products):
     def __repr__(self) -> str:
         d = self.entry.definition
         return f"<hilbert {d.kind} {d.name}({', '.join(d.params)}) at {d.span}>"
+
+    _repr_html_ = _html  # as a notebook shows it
 
     def __call__(self, /, *args, **kwargs):
         if self._call is not None:

@@ -131,6 +131,12 @@ class Module:
     def __repr__(self) -> str:
         return f"<hilbert module {self._compiled.key}: {', '.join(self.names)}>"
 
+    def _repr_html_(self) -> str:
+        """The module as a notebook shows it: its functions and models (hilbert/display.py)."""
+        from .display import module_html
+
+        return module_html(self)
+
 
 def load(path: str | Path, search_path: str | Path | list[str | Path] | None = None,
          executor: str = "numba", export_all: bool = False, optimize: str = "auto",
