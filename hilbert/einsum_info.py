@@ -180,8 +180,8 @@ class PathInfo:
 
     def draw(self, figure=None):
         """The path's contraction tree as a matplotlib Figure: each step with its FLOPs
-        (hilbert/drawing.py)."""
-        from .drawing import draw
+        (compiler/plan/drawing.py)."""
+        from hilbert.compiler.plan.drawing import draw
 
         return draw(self, figure)
 

@@ -170,7 +170,7 @@ class HilbertMagics(Magics):
 
     def line(self, line: str):
         """`%hilbert plan …`: the plan of a function of the notebook for the shapes given;
-        `%hilbert draw …`: its contraction trees, drawn (hilbert/drawing.py)."""
+        `%hilbert draw …`: its contraction trees, drawn (compiler/plan/drawing.py)."""
         words = _Words(line, "%hilbert")
         given = [w for w, _ in words.words]
         if not given or given[0] not in LINE_COMMANDS:
@@ -204,7 +204,7 @@ class HilbertMagics(Magics):
         if given[0] == "draw":
             from IPython.display import Image
 
-            from .drawing import draw, png
+            from hilbert.compiler.plan.drawing import draw, png
 
             return Image(png(draw(plan)), format="png")
         return plan

@@ -1,4 +1,4 @@
-"""Contraction trees drawn (hilbert/drawing.py): the tree a path builds, each step's FLOPs as
+"""Contraction trees drawn (compiler/plan/drawing.py): the tree a path builds, each step's FLOPs as
 opt_einsum counts them on the picture, in the caller's letters; the layout; `%hilbert draw`."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import opt_einsum
 import pytest
 from conftest import needs
+from hilbert.compiler.plan.drawing import Node, draw, layout, tree
 from hilbert.compiler.plan.paths import ContractStep
 
 import hilbert
-from hilbert.drawing import Node, draw, layout, tree
 
 
 def steps_by_opt_einsum(spec: str, shapes) -> list[tuple[str, int]]:
@@ -59,6 +59,10 @@ def test_a_plan_of_several_einsums_has_a_panel_each():
     figure = draw(plan)
     titled = [a.get_title() for a in figure.axes if a.get_title()]
     assert len(titled) == len(plan.einsums) >= 1
+    drawn = plan.draw()  # (the plan's own method: the same picture)
+    assert [a.get_title() for a in drawn.axes if a.get_title()] == titled
+    assert [t.get_text() for t in drawn.axes[0].texts] == \
+        [t.get_text() for t in figure.axes[0].texts]
 
 
 def test_layout_puts_each_step_above_and_between_its_children():

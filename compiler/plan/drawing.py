@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hilbert.compiler.plan.text import human_count, shape_text
-from hilbert.grammar.errors import ArgumentError
-from hilbert.grammar.source import nowhere
+from ...grammar.errors import ArgumentError
+from ...grammar.source import nowhere
+from .text import human_count, shape_text
 
 #: What drawing without matplotlib says.
 DRAW_NEEDS = ("drawing a contraction tree needs matplotlib, which is not installed: pip install "
@@ -91,7 +91,7 @@ def draw(plan, figure=None):
     plan = getattr(plan, "plan", plan)
     if not plan.einsums:
         raise ArgumentError("E600", f"the plan of {plan.function} has no einsum to draw",
-                            nowhere("hilbert.drawing.draw"))
+                            nowhere("Plan.draw"))
     try:
         from matplotlib.figure import Figure
     except ImportError:
