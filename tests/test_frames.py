@@ -194,6 +194,8 @@ def test_bad_declarations_are_E804(members, says):
     ("model H(p) : Frame(p) { fill x with bogus }", "E100", "fill x with median, with mean"),
     ("def H(x) ≔ x\nmodel H(p) : Frame(p) { }", "E205", "H is defined twice"),
     ("model H(p) : Table(p) { }", "E104", ".hb has no type Table(…)"),
+    ("model H(p) : Frame { }", "E800", "write `model H(path) : Frame(path) { … }`"),
+    ("model H : Table { }", "E800", "a model is a Learner (or a Frame(path) over a CSV file)"),
 ])
 def test_the_frame_declaration_itself_is_checked(text, code, says):
     with pytest.raises(HilbertError) as err:
@@ -258,3 +260,10 @@ def test_frame_columns_feed_a_linear_fit(tmp_path, pyarrow):
     np.testing.assert_allclose([line.a, line.b], [slope, intercept], rtol=1e-9)
     assert line.loss(sales.centred, sales.thousands) == pytest.approx(
         np.mean((slope * x + intercept - y) ** 2), rel=1e-9)
+
+
+def test_a_long_chain_in_a_derived_column_is_walked_without_recursion(tmp_path, pyarrow):
+    chain = " + ".join(["price"] * 5000)
+    text = f'model H(p) : Frame(p) {{\n price : Scalar from "SalePrice"\n def many ≔ {chain}\n}}'
+    h = hilbert.compile_source(text).H(write_csv(tmp_path))
+    np.testing.assert_allclose(h.many, _numbers(4) * 5000, rtol=1e-12)
