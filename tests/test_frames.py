@@ -267,3 +267,14 @@ def test_a_long_chain_in_a_derived_column_is_walked_without_recursion(tmp_path, 
     text = f'model H(p) : Frame(p) {{\n price : Scalar from "SalePrice"\n def many ≔ {chain}\n}}'
     h = hilbert.compile_source(text).H(write_csv(tmp_path))
     np.testing.assert_allclose(h.many, _numbers(4) * 5000, rtol=1e-12)
+
+
+def test_every_public_attribute_of_a_frame_is_a_reserved_column_name():
+    from hilbert.compiler.frames import RESERVED
+
+    from hilbert.frames import Frame as FrameClass
+
+    public = {n for n in dir(FrameClass) if not n.startswith("_")}
+    public |= set(FrameClass.__annotations__) - {n for n in FrameClass.__annotations__
+                                                 if n.startswith("_")}
+    assert public <= RESERVED, public - RESERVED
