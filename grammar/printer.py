@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .frames import print_frame
 from .syntax import (
     Assign,
     Binary,
@@ -11,6 +12,7 @@ from .syntax import (
     Definition,
     Derivative,
     Expr,
+    Frame,
     If,
     Index,
     Let,
@@ -128,7 +130,7 @@ def _params(params: tuple[str, ...]) -> str:
     return f"({', '.join(params)})" if params else ""
 
 
-def _decl(d: Open | Definition | Model, unicode: bool) -> str:
+def _decl(d: Open | Definition | Model | Frame, unicode: bool) -> str:
     define = _spell(":=", unicode)
     match d:
         case Open(path=p):
@@ -138,6 +140,8 @@ def _decl(d: Open | Definition | Model, unicode: bool) -> str:
             return f"{keyword} {n}{_params(ps)} {arrow} {print_expr(b, unicode)}"
         case Model():
             return _model(d, unicode)
+        case Frame():
+            return print_frame(d, unicode, print_expr)
     raise AssertionError(f"unknown declaration {d!r}")
 
 

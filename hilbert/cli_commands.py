@@ -76,6 +76,8 @@ def _member(args):
     if model not in module.models:
         return None
     cls = module.model(model)
+    if not hasattr(cls, "_model"):
+        raise UsageError(f"{model} is a Frame model: it reads a file, and has no member that runs")
     given = dict(parse_shape(s) for s in args.shape)
     values = dict(_named_value(v) for v in args.value)
     constructor = {p: values.pop(p) for p in cls._model.params if p in values}
