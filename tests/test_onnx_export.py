@@ -2,7 +2,7 @@
 full checks, strict shape inference); each einsum step along the plan's path is a Gemm or
 MatMul where it is a product, an Einsum otherwise; entrywise ops, reductions, concat, slices
 and x[t] run in onnxruntime to NumPy's answer written here; what ONNX cannot carry yet is E600
-naming it; the command writes the model; the original's two graph facts; a model run by a
+naming it; loops are ONNX's Loop and an `if` on values its If; the command writes the model; the original's two graph facts; a model run by a
 plain onnxruntime session in a process that never imports hilbert. Skipped as a whole without
 onnx and onnxruntime (the `onnx` extra)."""
 
@@ -36,6 +36,12 @@ fn reduced(x) ↦ maximum(x, 1) + minimum(x, 1) · product(x, 1) − rows(x)
 fn at(x, t) ↦ x[t] · 2 + sqrt(abs(x[t])) + (x[t] >= 0)
 fn hot(labels) ↦ oneHot(labels, 3)
 fn fit(t, w) ↦ if t = 0 then w else fit(t − 1, w − 0.1 · tanh(w))
+def halving(a) ≔ if einsum("ij,ij->", a, a) < 1 then a else halving(a / 2)
+fn halved(a) ↦ halving(a)
+def twice(t, a) ≔ if t = 0 then a else twice(t − 1, tanh(a))
+def around(t, a) ≔ if t = 0 then a else around(t − 1, twice(2, a) · 0.5 + a)
+fn nested(t, a) ↦ around(t, a)
+fn slopeGiven(t, w) ↦ ∂ einsum("ij->", fit(t, w)) / ∂ w
 fn noise(k, x) ↦ gaussian(k, 1, x) + x
 fn pick(x) ↦ if einsum("i->", x) > 0 then x else 0 − x
 """
@@ -133,10 +139,47 @@ def test_entrywise_ops_reductions_concat_slices_and_positions(module, dtype, rto
     assert "Gather" in ops(module.at.onnx((4, 3), (), dtype=dtype))  # (t a value: read there)
 
 
+def _fit(t, w):
+    for _ in range(t):
+        w = w - 0.1 * np.tanh(w)
+    return w
+
+
+def _nested(t, a):
+    for _ in range(t):
+        a = np.tanh(np.tanh(a)) * 0.5 + a
+    return a
+
+
+def _halved(a):
+    while (a * a).sum() >= 1:
+        a = a / 2
+    return a
+
+
+@pytest.mark.parametrize("dtype, rtol", [("float64", 1e-12), ("float32", 1e-5)])
+def test_loops_are_onnx_loops_and_an_if_on_values_is_onnx_if(module, dtype, rtol):
+    """A counted loop whose count is an argument (each count one model), a conditional loop,
+    a loop inside a loop, and an `if` on a sum, against NumPy loops written here."""
+    rng = np.random.default_rng(4)
+    w, a = rng.normal(size=(3, 2)).astype(dtype), (4 * rng.normal(size=(2, 2))).astype(dtype)
+    cases = [(module.fit, (np.float64(5), w), _fit(5, w)), (module.halved, (a,), _halved(a)),
+             (module.nested, (np.float64(3), w), _nested(3, w))]
+    for f, args, want in cases:
+        model = checked(f.onnx(*[np.shape(x) for x in args], dtype=dtype))
+        assert "Loop" in ops(model)
+        np.testing.assert_allclose(run(model, *args), want, rtol=rtol, atol=rtol)
+        assert "Loop" in ops(checked(f.onnx(*[np.shape(x) for x in args], dtype=dtype)))
+    model = checked(module.pick.onnx((3,), dtype=dtype))
+    assert ops(model)[-1] == "If"
+    for x in (np.array([1.0, -0.5, 2]), np.array([-1.0, 0.5, -2])):
+        x = x.astype(dtype)
+        np.testing.assert_allclose(run(model, x), x if x.sum() > 0 else -x, rtol=rtol)
+
+
 @pytest.mark.parametrize("name, shapes, says", [
-    ("fit", ((), (3, 2)), "the loop fit (ONNX's Loop)"),
+    ("slopeGiven", ((), (3, 2)), "the loop fit run backwards"),
     ("noise", ((), (5,)), "keyedgaussian (a counter-based draw"),
-    ("pick", ((3,),), "an `if` on a value computed from the arguments (ONNX's If)"),
 ])
 def test_what_onnx_cannot_carry_yet_is_e600_naming_it(module, name, shapes, says):
     with pytest.raises(HilbertError) as raised:

@@ -60,7 +60,7 @@ def resolve_provider(name, span: Span) -> str:
 class OnnxProgram:
     """A callable for one signature: `model` (an onnx.ModelProto) run by one onnxruntime
     session on `provider`, made at the first call; `plan` says how (its notes name the
-    provider), `loop_steps` is 0 (loops are not written in ONNX yet)."""
+    provider), `loop_steps` is 0 (onnxruntime's Loop does not say how many steps it ran)."""
 
     def __init__(self, ready: Specialised, model, provider: str):
         self.model = model

@@ -6,6 +6,7 @@ is read, and checked, where onnx is not installed."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -66,13 +67,50 @@ class Graph:
             name, ELEMENTS[np.dtype(dtype)], list(shape)))
         return Tensor(name, tuple(shape), np.dtype(dtype), self)
 
+    def input_like(self, stem: str, shape, dtype) -> Tensor:
+        """A fresh value a subgraph takes as an input (a loop body's counter and state)."""
+        return Tensor(self._fresh(stem), tuple(shape), np.dtype(dtype), self)
+
     def emit(self, op: str, inputs: list, shape, dtype, **attributes) -> Tensor:
         """A node `op` of `inputs` (tensors, host values made constants, or None for an
         optional input left out) giving one tensor of `shape` and `dtype`."""
+        return self.emit_many(op, inputs, [(shape, dtype)], **attributes)[0]
+
+    def emit_many(self, op: str, inputs: list, outs: list[tuple], **attributes) -> list[Tensor]:
+        """A node `op` giving one tensor per (shape, dtype) of `outs`."""
         names = ["" if x is None else self.tensor(x).name for x in inputs]
-        out = self._fresh(op.lower())
-        self.nodes.append(self.helper.make_node(op, names, [out], name=out, **attributes))
-        return Tensor(out, tuple(int(s) for s in shape), np.dtype(dtype), self)
+        made = [self._fresh(op.lower()) for _ in outs]
+        self.nodes.append(self.helper.make_node(op, names, made, name=made[0], **attributes))
+        return [Tensor(n, tuple(int(s) for s in shape), np.dtype(dtype), self)
+                for n, (shape, dtype) in zip(made, outs, strict=True)]
+
+    @contextmanager
+    def scope(self, nodes: list):
+        """Nodes emitted within go to `nodes` (a subgraph's: a branch, a loop's body), which
+        read the graph's values by name; constants stay the graph's initializers."""
+        saved, self.nodes = self.nodes, nodes
+        try:
+            yield nodes
+        finally:
+            self.nodes = saved
+
+    def value_info(self, value: Tensor):
+        return self.helper.make_tensor_value_info(value.name, ELEMENTS[value.dtype],
+                                                  list(value.shape))
+
+    def subgraph(self, nodes: list, inputs: list[Tensor], outputs: list[Tensor], stem: str):
+        """A subgraph of `nodes` taking `inputs` and giving `outputs` (each made by a node of
+        the subgraph: an Identity where the value is the graph's)."""
+        own = {out for node in nodes for out in node.output}
+        results = []
+        with self.scope(nodes):
+            for value in outputs:
+                if value.name not in own:
+                    value = self.emit("Identity", [value], value.shape, value.dtype)
+                results.append(value)
+        return self.helper.make_graph(nodes, self._fresh(stem),
+                                      [self.value_info(v) for v in inputs],
+                                      [self.value_info(v) for v in results])
 
     def tensor(self, value, dtype=None) -> Tensor:
         """`value` as a tensor of the graph: a Tensor as it is, a host value an initializer
@@ -114,9 +152,13 @@ class Graph:
         return self.helper.make_model(graph, producer_name="hilbert", ir_version=IR_VERSION,
                                       opset_imports=[self.helper.make_opsetid("", OPSET)])
 
-    def _rename(self, old: str, new: str) -> None:
-        for node in self.nodes:
+    def _rename(self, old: str, new: str, nodes=None) -> None:
+        """Every port named `old` named `new`, in subgraphs too (they read values by name)."""
+        for node in self.nodes if nodes is None else nodes:
             for ports in (node.input, node.output):
                 for k, port in enumerate(ports):
                     if port == old:
                         ports[k] = new
+            for attribute in node.attribute:
+                if attribute.HasField("g"):
+                    self._rename(old, new, attribute.g.node)

@@ -5,8 +5,9 @@ ONNX meaning (executor/onnx/meanings.py), each einsum along the plan's path
 
 What the IR computes from shapes and constants alone (sizes, slice bounds, class counts) is
 computed on the host by its NumPy meaning, as the jax executor's trace does, and enters the
-graph as a constant. Loops, `if` on a computed condition, counter-based draws and complex
-numbers are not written in ONNX yet: a program that needs one is E600, naming it."""
+graph as a constant. Loops and `if` on a computed condition are written by
+executor/onnx/control.py; loops run backwards, counter-based draws and complex numbers are not
+written in ONNX yet: a program that needs one is E600, naming it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ...compiler.plan import contraction
 from ...grammar.errors import ArgumentError
 from ..numerics import quietly
 from .contract import contract
+from .control import Control
 from .graph import Graph, Tensor
 from .meanings import MEANINGS, REFUSED
 
@@ -57,7 +59,7 @@ def onnx_model(ready: Specialised, name: str, params: tuple[str, ...], optimize)
     return trace.graph.model(outputs, names)
 
 
-class Trace(Host):
+class Trace(Control, Host):
     """One walk of a program writing its graph (`graph`)."""
 
     def __init__(self, ready: Specialised, name: str, optimize):
@@ -75,14 +77,17 @@ class Trace(Host):
 
     def _inputs(self, node: ir.Node, memo) -> tuple[ir.Node, ...]:
         match node:
-            case ir.Loop():
-                self.refuse(node, f"the loop {node.name} (ONNX's Loop)")
             case ir.LoopGrad():
                 self.refuse(node, f"the loop {node.loop.name} run backwards (a derivative "
                             "through a loop)")
             case ir.Cond() if isinstance(memo.get(node.cond), Tensor):
-                self.refuse(node, "an `if` on a value computed from the arguments (ONNX's If)")
+                return ()  # (its branches are traced into If's subgraphs: control.py)
         return super()._inputs(node, memo)
+
+    def _value(self, node: ir.Node, memo, leaves: tuple):
+        if isinstance(node, ir.Cond) and isinstance(memo[node.cond], Tensor):
+            return self._branch(node, memo, leaves)
+        return super()._value(node, memo, leaves)
 
     def prim(self, node: ir.Prim, args: list):
         """The op's value: by its NumPy meaning on the host when every argument is a host
