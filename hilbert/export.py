@@ -39,8 +39,7 @@ def export(function: Function, *shapes: tuple[int, ...], to: str = "stablehlo",
 def onnx(function: Function, *shapes: tuple[int, ...], dtype: str = "float64"):
     """The ONNX model (an onnx.ModelProto: a graph named after the function, one input per
     parameter, its output `result`) of `function` for argument `shapes` and `dtype`: what the
-    onnx executor runs. What ONNX cannot carry yet (loops run backwards, draws, complex
-    numbers) is E600 naming it; without the onnx extra, E600."""
+    onnx executor runs. What ONNX cannot carry yet (draws, `cumprod`, complex numbers) is E600 naming it; without the onnx extra, E600."""
     span = function.entry.definition.span
     dtype = dtypes.check_dtype(dtype, span)
     on_onnx = function if function.executor == "onnx" else function.using("onnx")

@@ -18,12 +18,13 @@ from conftest import assert_agree  # noqa: E402
 from hilbert.executor import NAMES, get_executor  # noqa: E402
 from hilbert.grammar.errors import HilbertError  # noqa: E402
 from test_dask_executor import EVERY, FAILS_BY_DESIGN, MODULES, arguments  # noqa: E402
+from test_prelude_gradients import CHECKS, gradients, wrapped  # noqa: E402
 
 import hilbert  # noqa: E402
 
-#: Definitions refused, by what the refusal names: a draw (dropout), erf in float64 (gelu:
-#: onnxruntime's CPU Erf is float32 only) and a loop run backwards.
-REFUSALS = ("a counter-based draw", "Erf(", "run backwards")
+#: Definitions refused, by what the refusal names: a draw (dropout) and erf in float64 (gelu:
+#: onnxruntime's CPU Erf is float32 only).
+REFUSALS = ("a counter-based draw", "Erf(")
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +93,28 @@ def test_most_of_the_prelude_runs(prelude):
     ran = sum(not isinstance(_answers(prelude["onnx"][m].function(n), arguments(n)),
                              HilbertError) for m, n in EVERY)
     assert ran >= 250 and len(EVERY) - ran <= 3  # (dropout, gelu, meanPool)
+
+
+#: Gradient programs of test_prelude_gradients' table that run loops backwards: a fit, a
+#: recurrence, an adversarial pair, conjugate gradients, an LSTM (x[t] in the loop: its
+#: derivative writes at a computed row) and a GRU's steps.
+BACKWARDS = [("Networks", "mlpFit"), ("Networks", "recurrent"), ("Networks", "criticLoop"),
+             ("LinearAlgebra", "cgLoop"), ("Sequences", "lstm"), ("Sequences", "gruSteps")]
+
+
+@pytest.mark.parametrize("module, key", BACKWARDS)
+def test_derivatives_through_loops_equal_the_reference(module, key):
+    """∂ Σ output · ω of each definition (test_prelude_gradients' wrappers): a Loop forward
+    keeping its states, a Loop back down them; equal to the reference to 1e-12."""
+    from hilbert.compiler import ir
+
+    body = wrapped(module, "onnx").function(f"slope_{key}").entry.fused
+    assert any(isinstance(n, ir.LoopGrad) for n in ir.everything(body))
+    got, want = gradients(module, key, "onnx"), gradients(module, key, "reference")
+    assert not isinstance(got, Exception), str(got)
+    assert set(got) == set(want) == set(CHECKS[module, key].wrt)
+    for parameter in want:
+        assert_agree(got[parameter], want[parameter], 1e-12)
 
 
 def test_onnx_is_an_executor_keeping_a_session_per_signature():

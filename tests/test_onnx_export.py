@@ -43,6 +43,7 @@ def around(t, a) ≔ if t = 0 then a else around(t − 1, twice(2, a) · 0.5 + a
 fn nested(t, a) ↦ around(t, a)
 fn slopeGiven(t, w) ↦ ∂ einsum("ij->", fit(t, w)) / ∂ w
 fn noise(k, x) ↦ gaussian(k, 1, x) + x
+fn running(x) ↦ cumprod(x, 0)
 fn pick(x) ↦ if einsum("i->", x) > 0 then x else 0 − x
 """
 MLP = ((8, 4), (4, 16), (16, 2))
@@ -177,9 +178,26 @@ def test_loops_are_onnx_loops_and_an_if_on_values_is_onnx_if(module, dtype, rtol
         np.testing.assert_allclose(run(model, x), x if x.sum() > 0 else -x, rtol=rtol)
 
 
+def test_a_derivative_through_a_loop_is_a_loop_and_a_loop_down_its_tape(module):
+    """∂ Σ fit(t, w) / ∂ w, t an argument: the forward Loop keeps each step's state (its scan
+    output), a second Loop runs the vjp down it; against the chain rule in NumPy, each
+    step's slope 1 − 0.1 (1 − tanh² w)."""
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(3, 2))
+    model = checked(module.slopeGiven.onnx((), (3, 2)))
+    # (the compiler's program: fit once for its value, whose x ^ 0 is the seed; then fit
+    # again keeping its tape, and the Loop down the tape)
+    assert ops(model).count("Loop") == 3
+    want, at = np.ones_like(w), w
+    for _ in range(4):
+        want, at = want * (1 - 0.1 * (1 - np.tanh(at) ** 2)), at - 0.1 * np.tanh(at)
+    np.testing.assert_allclose(run(model, np.float64(4), w), want, rtol=1e-12)
+    np.testing.assert_allclose(run(model, np.float64(0), w), np.ones_like(w), rtol=1e-12)
+
+
 @pytest.mark.parametrize("name, shapes, says", [
-    ("slopeGiven", ((), (3, 2)), "the loop fit run backwards"),
     ("noise", ((), (5,)), "keyedgaussian (a counter-based draw"),
+    ("running", ((4,),), "cumprod (a running product"),
 ])
 def test_what_onnx_cannot_carry_yet_is_e600_naming_it(module, name, shapes, says):
     with pytest.raises(HilbertError) as raised:

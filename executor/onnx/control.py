@@ -1,9 +1,10 @@
 """Loops and `if` written as ONNX: an `if` on a value computed from the arguments as `If` (each
 branch a subgraph, only the one taken runs), a loop as `Loop` (a counted loop with its trip
 count, a conditional one with its condition; the state its steps change carried, the rest read
-as it was before the loop, so sizes made from it stay sizes). The part of the trace
-(executor/onnx/tracing.py) that writes them: a loop run backwards (a derivative through a
-loop) is not written yet."""
+as it was before the loop, so sizes made from it stay sizes), a loop run backwards (a
+derivative through a loop) as its Loop keeping each step's state (its scan outputs, the tape)
+and a second Loop down the tape. The part of the trace (executor/onnx/tracing.py) that writes
+them."""
 
 from __future__ import annotations
 
@@ -49,13 +50,20 @@ class Control:
     def loop(self, loop: ir.Loop, state: tuple, memo):
         """The final state of `loop` from `state`: one Loop node, carrying the components its
         steps change in the dtypes they start in."""
+        return self._forward(loop, state, taped=False)[0]
+
+    def _forward(self, loop: ir.Loop, state: tuple, taped: bool):
+        """(final state, steps, tape) of `loop` from `state`; `taped`: the Loop also gives the
+        state before each step of every moving component (its scan outputs), and its steps."""
         g = self.graph
         moving = moving_components(loop)
         body = self.within(loop, self.eval)
         start = [g.tensor(state[i]) for i in moving]
         counter = g.input_like("counter", (), _I64)
-        going = g.input_like("going", (), _BOOL)
         carried = [g.input_like("state", s.shape, s.dtype) for s in start]
+        steps = self._steps(loop, state[loop.counter]) if loop.counter is not None else None
+        # (a conditional loop run backwards counts its steps as state of its own)
+        count = g.input_like("steps", (), _I64) if taped and steps is None else None
 
         def frozen(values, left=None) -> tuple:
             whole = list(state)
@@ -65,28 +73,63 @@ class Control:
                 whole[loop.counter] = left
             return tuple(whole)
 
-        steps = self._steps(loop, state[loop.counter]) if loop.counter is not None else None
         with g.scope([]) as nodes:
-            if steps is not None:
-                left = g.emit("Sub", [steps, counter], (), _I64)
-                leaves = frozen(carried, g.cast(left, _dtype(state[loop.counter])))
-            else:
-                leaves = frozen(carried)
-            step_memo: dict = {}
-            after = [g.tensor(body(loop.step[i], step_memo, leaves), s.dtype)
-                     for i, s in zip(moving, start, strict=True)]
-            after = [g.emit("Expand", [a, g.tensor(s.shape, _I64)], s.shape, s.dtype)
-                     if a.shape != s.shape else a for a, s in zip(after, start, strict=True)]
-            keep = g.tensor(np.bool_(True)) if loop.counter is not None else \
+            left = None if steps is None else g.cast(g.emit("Sub", [steps, counter], (), _I64),
+                                                      _dtype(state[loop.counter]))
+            after = self._stepped(loop, body, frozen(carried, left), moving, start)
+            keep = g.tensor(np.bool_(True)) if steps is not None else \
                 self._not_done(loop, body, frozen(after))
-        graph = g.subgraph(nodes, [counter, going, *carried], [keep, *after], "body")
+            counted = [] if count is None else [g.emit("Add", [count, np.int64(1)], (), _I64)]
+        inputs = [counter, g.input_like("going", (), _BOOL), *carried, *([count] if count else [])]
+        graph = g.subgraph(nodes, inputs, [keep, *after, *counted, *(carried if taped else [])],
+                           "body")
         first = g.tensor(np.bool_(True)) if steps is not None else \
             self._not_done(loop, body, frozen(start))
-        finals = g.emit_many("Loop", [steps, first, *start], [(s.shape, s.dtype) for s in start],
-                             body=graph) if start else []
-        if loop.counter is not None:
-            return frozen(finals, np.zeros((), _dtype(state[loop.counter])))
-        return frozen(finals)
+        outs = [(s.shape, s.dtype) for s in start] + [((), _I64)] * len(counted) + \
+            [((None, *s.shape), s.dtype) for s in start if taped]
+        made = g.emit_many("Loop", [steps, first, *start, *([np.int64(0)] if count else [])],
+                           outs, body=graph) if outs else []
+        finals, tape = made[:len(start)], made[len(start) + len(counted):]
+        steps = made[len(start)] if counted else steps
+        last = None if loop.counter is None else np.zeros((), _dtype(state[loop.counter]))
+        return frozen(finals, last), steps, tape
+
+    def _stepped(self, loop: ir.Loop, body, leaves: tuple, moving: list[int],
+                 start: list[Tensor]) -> list[Tensor]:
+        """One step's values of the moving components, each of its start's dtype and shape."""
+        g, memo = self.graph, {}
+        after = [g.tensor(body(loop.step[i], memo, leaves), s.dtype)
+                 for i, s in zip(moving, start, strict=True)]
+        return [g.emit("Expand", [a, g.tensor(s.shape, _I64)], s.shape, s.dtype)
+                if a.shape != s.shape else a for a, s in zip(after, start, strict=True)]
+
+    def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
+        """The adjoints of a loop run backwards: the loop forward keeping each step's state
+        (its tape), then a second Loop down the tape applying the vjp terms, from the last
+        step's state to the first (loops.run_loop_grad's order)."""
+        g, loop = self.graph, node.loop
+        moving = moving_components(loop)
+        _, steps, tape = self._forward(loop, init, taped=True)
+        vjp = self.within(node, self.eval)  # (its terms' counted values: compiler/counting.py)
+        start = [g.tensor(s) for s in seeds]
+        back = g.input_like("back", (), _I64)
+        adjoints = [g.input_like("adjoint", s.shape, s.dtype) for s in start]
+        with g.scope([]) as nodes:
+            at = g.emit("Sub", [g.emit("Sub", [steps, back], (), _I64), np.int64(1)], (), _I64)
+            before = list(init)
+            for i, buffer in zip(moving, tape, strict=True):
+                before[i] = g.emit("Gather", [buffer, at], buffer.shape[1:], buffer.dtype, axis=0)
+            if loop.counter is not None:
+                before[loop.counter] = g.cast(g.emit("Sub", [steps, at], (), _I64),
+                                              _dtype(init[loop.counter]))
+            memo: dict = {}
+            leaves = tuple(before) + tuple(adjoints)
+            after = [g.tensor(vjp(term, memo, leaves), s.dtype)
+                     for term, s in zip(node.vjp, start, strict=True)]
+        graph = g.subgraph(nodes, [back, g.input_like("going", (), _BOOL), *adjoints],
+                           [g.tensor(np.bool_(True)), *after], "backwards")
+        return tuple(g.emit_many("Loop", [steps, g.tensor(np.bool_(True)), *start],
+                                 [(s.shape, s.dtype) for s in start], body=graph))
 
     def _not_done(self, loop: ir.Loop, body, leaves: tuple) -> Tensor:
         g = self.graph

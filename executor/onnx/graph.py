@@ -81,8 +81,9 @@ class Graph:
         names = ["" if x is None else self.tensor(x).name for x in inputs]
         made = [self._fresh(op.lower()) for _ in outs]
         self.nodes.append(self.helper.make_node(op, names, made, name=made[0], **attributes))
-        return [Tensor(n, tuple(int(s) for s in shape), np.dtype(dtype), self)
-                for n, (shape, dtype) in zip(made, outs, strict=True)]
+        # (a size None is one known only when the graph runs: a loop's tape of its states)
+        return [Tensor(n, tuple(None if s is None else int(s) for s in shape), np.dtype(dtype),
+                       self) for n, (shape, dtype) in zip(made, outs, strict=True)]
 
     @contextmanager
     def scope(self, nodes: list):

@@ -265,18 +265,24 @@ def spread(node, args, run):
 
 def placed(node, args, run):
     """place(g, like, t): zeros shaped like `like` with g at row t (or from row t on, a
-    block), t known from shapes: g padded with zeros."""
+    block): g padded with zeros, t rows before it (a computed t: the pads computed)."""
     graph, like, start = run.graph, args[1], args[2]
-    if isinstance(start, Tensor):
-        run.refuse(node, "a derivative's write at a position computed from values")
     kind = _kind([args[0], like])
     x = graph.tensor(args[0], kind)
     if not node.attrs[0]:
         x = graph.emit("Unsqueeze", [x, graph.tensor([0], _I64)], (1,) + x.shape, kind)
-    shape, at = tuple(np.shape(like)), int(start)
-    pads = [0] * (2 * len(shape))
-    pads[0], pads[len(shape)] = at, shape[0] - at - x.shape[0]
-    return graph.emit("Pad", [x, graph.tensor(pads, _I64)], shape, kind)
+    shape = tuple(np.shape(like))
+    rest = [0] * (len(shape) - 1)
+    if isinstance(start, Tensor):
+        at = graph.emit("Reshape", [graph.cast(start, _I64), graph.tensor([1], _I64)], (1,),
+                        _I64)
+        after = _op(graph, "Sub", [np.asarray([shape[0] - x.shape[0]], _I64), at])
+        pads = graph.emit("Concat", [at, np.asarray(rest, _I64), after, np.asarray(rest, _I64)],
+                          (2 * len(shape),), _I64, axis=0)
+    else:
+        at = int(start)
+        pads = graph.tensor([at, *rest, shape[0] - at - x.shape[0], *rest], _I64)
+    return graph.emit("Pad", [x, pads], shape, kind)
 
 
 def cut(node, args, run):

@@ -5,9 +5,9 @@ ONNX meaning (executor/onnx/meanings.py), each einsum along the plan's path
 
 What the IR computes from shapes and constants alone (sizes, slice bounds, class counts) is
 computed on the host by its NumPy meaning, as the jax executor's trace does, and enters the
-graph as a constant. Loops and `if` on a computed condition are written by
-executor/onnx/control.py; loops run backwards, counter-based draws and complex numbers are not
-written in ONNX yet: a program that needs one is E600, naming it."""
+graph as a constant. Loops (run forwards and backwards) and `if` on a computed condition are
+written by executor/onnx/control.py; counter-based draws and complex numbers are not written
+in ONNX yet: a program that needs one is E600, naming it."""
 
 from __future__ import annotations
 
@@ -76,12 +76,8 @@ class Trace(Control, Host):
                             "(docs/onnx.md)", node.span)
 
     def _inputs(self, node: ir.Node, memo) -> tuple[ir.Node, ...]:
-        match node:
-            case ir.LoopGrad():
-                self.refuse(node, f"the loop {node.loop.name} run backwards (a derivative "
-                            "through a loop)")
-            case ir.Cond() if isinstance(memo.get(node.cond), Tensor):
-                return ()  # (its branches are traced into If's subgraphs: control.py)
+        if isinstance(node, ir.Cond) and isinstance(memo.get(node.cond), Tensor):
+            return ()  # (its branches are traced into If's subgraphs: control.py)
         return super()._inputs(node, memo)
 
     def _value(self, node: ir.Node, memo, leaves: tuple):
