@@ -36,14 +36,20 @@ def export(function: Function, *shapes: tuple[int, ...], to: str = "stablehlo",
     return stablehlo(function, *shapes, dtype=dtype)
 
 
-def onnx(function: Function, *shapes: tuple[int, ...], dtype: str = "float64"):
+def onnx(function: Function, *shapes: tuple[int, ...], dtype: str = "float64",
+         fixed: tuple = ()):
     """The ONNX model (an onnx.ModelProto: a graph named after the function, one input per
     parameter, its output `result`) of `function` for argument `shapes` and `dtype`: what the
-    onnx executor runs. What ONNX cannot carry yet (draws, `cumprod`, complex numbers) is E600 naming it; without the onnx extra, E600."""
+    onnx executor runs; the first parameters' values `fixed` (a model's weights) written in
+    it as initializers instead of inputs. What ONNX cannot carry yet (draws, `cumprod`,
+    complex numbers) is E600 naming it; without the onnx extra, E600."""
     span = function.entry.definition.span
     dtype = dtypes.check_dtype(dtype, span)
     on_onnx = function if function.executor == "onnx" else function.using("onnx")
-    return on_onnx.program(tuple(shapes), dtype).model
+    program = on_onnx.program(tuple(shapes), dtype)
+    if not fixed:
+        return program.model
+    return on_onnx._coded(lambda: program.written(fixed), program.plan.signature, "exporting")
 
 
 def stablehlo(function: Function, *shapes: tuple[int, ...], dtype: str = "float64") -> str:

@@ -38,7 +38,7 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str
     ready = plan_entry(entry, shapes, optimize, "onnx", values, dtype=dtype)
     chosen = resolve_provider(provider, entry.definition.span)
     model = onnx_model(ready, entry.name, tuple(entry.params), optimize)
-    return OnnxProgram(ready, model, chosen)
+    return OnnxProgram(ready, model, chosen, optimize)
 
 
 def check_options(options: dict, span: Span) -> None:
@@ -62,7 +62,8 @@ class OnnxProgram:
     session on `provider`, made at the first call; `plan` says how (its notes name the
     provider), `loop_steps` is 0 (onnxruntime's Loop does not say how many steps it ran)."""
 
-    def __init__(self, ready: Specialised, model, provider: str):
+    def __init__(self, ready: Specialised, model, provider: str, optimize="auto"):
+        self.ready, self.optimize = ready, optimize
         self.model = model
         self.provider = provider
         self.name = model.graph.name
@@ -76,6 +77,12 @@ class OnnxProgram:
     @property
     def plan(self) -> Plan:
         return self._plan
+
+    def written(self, fixed: tuple):
+        """The model with the first parameters' values `fixed` written in as initializers
+        (a model's weights), the other parameters its inputs."""
+        params = tuple(i.name for i in self.model.graph.input)
+        return onnx_model(self.ready, self.name, params, self.optimize, fixed)
 
     @property
     def loop_steps(self) -> int:

@@ -40,9 +40,12 @@ def input_dtypes(ready: Specialised) -> tuple[np.dtype, ...]:
                  for i in range(len(ready.plan.signature)))
 
 
-def onnx_model(ready: Specialised, name: str, params: tuple[str, ...], optimize) -> ModelProto:
+def onnx_model(ready: Specialised, name: str, params: tuple[str, ...], optimize,
+               fixed: tuple = ()) -> ModelProto:
     """The ONNX model of `ready` (a planned entry called `name`, its parameters `params`): a
-    graph named `name` taking one input per parameter and giving one output per result."""
+    graph named `name` taking one input per parameter and giving one output per result; the
+    first parameters' values `fixed`, when given, are constants of the graph (initializers)
+    instead of inputs."""
     plan = ready.plan
     span = ready.body.span
     if dtypes.is_complex(plan.dtype):
@@ -50,8 +53,9 @@ def onnx_model(ready: Specialised, name: str, params: tuple[str, ...], optimize)
                             "onnxruntime has no complex arithmetic (its Einsum, MatMul and "
                             "entrywise ops are real); export float32 or float64", span)
     trace = Trace(ready, name, optimize)
-    inputs = tuple(trace.graph.input(p, s, d) for p, s, d in
-                   zip(params, plan.signature, input_dtypes(ready), strict=True))
+    kinds = input_dtypes(ready)
+    inputs = tuple(np.asarray(fixed[k], d) if k < len(fixed) else trace.graph.input(p, s, d)
+                   for k, (p, s, d) in enumerate(zip(params, plan.signature, kinds, strict=True)))
     value = trace.answer(trace.eval(ready.body, {}, inputs))
     values = list(value) if isinstance(value, tuple) else [value]
     outputs = [trace.graph.tensor(v) for v in values]
