@@ -9,6 +9,7 @@ without onnx and onnxruntime (the `onnx` extra)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -232,6 +233,22 @@ def test_the_originals_graphs_of_errorOf_and_slopeOf(module):
     np.testing.assert_array_equal(on_onnx([1.0, 2, 3], [1.0, 4, 0]), [0, 4, 9])
     np.testing.assert_array_equal(on_onnx(3.0, [1.0, 2, 3]), [4, 1, 0])
     assert module.slopeOf.using("onnx")(4.0, 2.0) == 2.0
+
+
+@pytest.mark.timeout(200)
+def test_the_bytes_are_the_same_in_another_process(module, tmp_path):
+    """Another interpreter (another hash seed, an empty cache of its own) writes the same
+    models, byte for byte: a product, a loop and a derivative through it."""
+    script = ("import hilbert, sys\n"
+              f"m = hilbert.compile_source({SOURCE!r})\n"
+              f"sys.stdout.buffer.write(m.mlp.export(*{MLP!r}, to='onnx'))\n"
+              "sys.stdout.buffer.write(m.slopeGiven.export((), (3, 2), to='onnx'))\n")
+    other = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=ROOT,
+                           timeout=180, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": "7",
+                                "HILBERT_CACHE_DIR": str(tmp_path)}).stdout
+    here = module.mlp.export(*MLP, to="onnx") + module.slopeGiven.export((), (3, 2), to="onnx")
+    assert other == here
 
 
 def test_the_command_writes_the_model(write_hb, tmp_path, capsys, module):
