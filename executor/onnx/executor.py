@@ -4,8 +4,10 @@ onnxruntime has here (a GPU's where there is one, else the CPU's) unless `provid
 (docs/onnx.md). The plan names the provider.
 
 An ONNX program has no host to raise on: what the other executors check from values (a
-position x[t], oneHot's labels) is read as it is, and a position onnxruntime refuses is E600
-with onnxruntime's words; an op onnxruntime has no kernel for is E600 naming it."""
+position x[t], oneHot's labels) is read as it is. A call onnxruntime refuses (a position
+outside its axis) is run again on the host, which raises hilbert's own error (E510); where the
+host raises none, E600 in onnxruntime's words. An op onnxruntime has no kernel for is E600
+naming it."""
 
 from __future__ import annotations
 
@@ -16,10 +18,13 @@ import numpy as np
 import onnx  # noqa: F401 (the executor needs both packages of the onnx extra: imported here,
 import onnxruntime  # a machine without them is told so when the executor is asked for)
 
+from ...compiler.counting import counting_in
 from ...compiler.driver import Entry, Specialised, plan_entry
+from ...compiler.evaluate import Host
 from ...compiler.plan import Plan
-from ...grammar.errors import ArgumentError
+from ...grammar.errors import ArgumentError, HilbertError
 from ...grammar.source import Span
+from ..numerics import quietly
 from .tracing import input_dtypes, onnx_model
 
 #: The options `Function.using(executor="onnx", …)` takes.
@@ -112,10 +117,24 @@ class OnnxProgram:
         session = self.session()
         try:
             out = session.run(None, feed)
-        except Exception as err:
+        except Exception as err:  # (onnxruntime's own exception types: a message)
+            self._raise_as_the_host(tuple(feed.values()))
             raise ArgumentError("E600", f"onnxruntime could not run {self.name}: "
                                 f"{_first_line(err)}", self.span) from None
         return out[0] if len(out) == 1 else tuple(out)
+
+    def _raise_as_the_host(self, values: tuple) -> None:
+        """The error the host runtime raises on these arguments (E510 for a position out of
+        range, …, in hilbert's words), where it raises one: a call onnxruntime refused is run
+        again by the planned program's NumPy meanings to find it."""
+        host = Host(dtype=self._plan.dtype, counting=counting_in(self.ready.body,
+                                                                  self._plan.dtype))
+        try:
+            quietly(host.eval, self.ready.body, {}, values)
+        except HilbertError:
+            raise
+        except Exception:  # (NumPy's own failure: onnxruntime's words say more)
+            return
 
 
 def _first_line(err: Exception) -> str:
@@ -126,5 +145,6 @@ def _noted(plan: Plan, provider: str) -> Plan:
     """`plan` with this executor's notes: onnxruntime, its provider, what is not checked."""
     lines = [f"run by onnxruntime {onnxruntime.__version__} on {provider} (one session per "
              "signature, the ONNX graph of the planned program: docs/onnx.md)",
-             "positions and labels not checked: an exported program has no host to raise on"]
+             "positions and labels not checked in the graph: a position onnxruntime refuses is "
+             "raised as the host raises it (E510)"]
     return replace(plan, notes=plan.notes + tuple(f"onnx: {line}" for line in lines))
