@@ -23,6 +23,8 @@ SETTINGS: dict[str, str] = {
     "HILBERT_PROGRESS": "1 draws progress bars, 0 hides them; by default, on a terminal only",
     "HILBERT_DUMP": "passes after which the IR is printed, comma-separated (inline, share, "
                     "masks, hoist, fuse, windows, and parse and plan)",
+    "HILBERT_CODEGEN": "what compiles generated code: numba (the default) or llvm (llvmlite "
+                       "directly, for the functions it lowers; Numba for the rest)",
     "HILBERT_MATH": "the maths of modules loaded without math=: exact (the default) or fast",
     "HILBERT_VERIFY": "1 verifies the IR after every pass (the test suite sets it)",
     "HILBERT_BENCH_LIFTED": "set by the benchmark suite in the process it starts with an "

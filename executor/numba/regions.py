@@ -13,7 +13,7 @@ from ...compiler.loops import step_count
 from ...compiler.ops import draws
 from ...compiler.ops.meanings import one_hot, position
 from ...compiler.passes.shapes import ShapeTable
-from .. import blas_threads, threads
+from .. import blas_threads, llvm, threads
 from . import interrupt
 from .faults import DrawError, LabelError, PositionError, StepCountError
 from .loading import load
@@ -45,6 +45,7 @@ class CompiledRegion:
         self._generated: codegen.Generated | None = None
         self._function = None
         self._parallel = False  # (its code has prange loops)
+        self.backend = "numba"  # what builds it (HILBERT_CODEGEN: `_lowered`)
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
                              if not table.scopes[region.scope][n])
         self.arrays = tuple(i for i in range(len(region.inputs)) if i not in self.scalars)
@@ -72,9 +73,27 @@ class CompiledRegion:
         if self._function is None or self._parallel and not threads.usable():
             cache = load("hilbert.executor.numba.cache")
             self._parallel = self.generated.parallel
-            self._function = cache.function(self.generated.source, self.generated.compiled,
-                                            self._parallel)
+            self._function = self._lowered() or cache.function(
+                self.generated.source, self.generated.compiled, self._parallel)
         return self._function
+
+    def _lowered(self):
+        """The function lowered to LLVM IR by executor/llvm (compiled at its first use) when
+        HILBERT_CODEGEN=llvm asks for it and it lowers it, else None: Numba builds it, and
+        `backend` says why."""
+        generated = self.generated
+        if not generated.compiled or self.python_mode or not llvm.wanted():
+            return None
+        shapes = self._table.scopes[self.region.scope]
+        params = [llvm.types.Array(d.name, len(shapes[n])) if shapes[n] else d.name
+                  for n, d in zip(self.region.inputs, self.dtypes, strict=True)]
+        try:
+            made = llvm.lowered(generated.body, list(generated.args), params, self.dtype.name)
+        except llvm.Unsupported as why:
+            self.backend = f"numba (the llvm back end does not lower {why})"
+            return None
+        self.backend = f"llvm (optimisation level {made.level})"
+        return made
 
     @function.setter
     def function(self, value) -> None:

@@ -21,6 +21,7 @@ from ...compiler.plan.rows import row_split
 from ...compiler.plan.schedule import Decided, Schedule
 from ...compiler.settings import whole_number
 from ...grammar.errors import HilbertError, first_line, warn
+from .. import llvm
 from ..planned import PlannedProgram
 from . import build_process, built, row_blocks, schedules
 from .apart import BuildsApart
@@ -351,6 +352,8 @@ class TieredProgram(BuildsApart):
 
     def _start(self) -> None:
         apart = build_process.wanted()  # (HILBERT_BUILDS: an E600 raised to the call)
+        # (llvmlite's code is not kept on disk yet: a child's build would reach nothing here)
+        apart = apart and not llvm.wanted()
         with self._lock:
             if self.queued or self._done.is_set():
                 return
@@ -407,6 +410,11 @@ class TieredProgram(BuildsApart):
                 advance()
         if self.looped:
             built.keep(self.sources())
+        if llvm.wanted():  # (which back end built each function: HILBERT_CODEGEN)
+            self._plan = _noted(self._plan, (
+                f"generated function {number} built by {region.backend}"
+                for number, region in enumerate(regions_of(runner), 1)
+                if region.generated.compiled))
         self._fast = second
         return second
 
