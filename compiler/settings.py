@@ -31,8 +31,9 @@ SETTINGS: dict[str, str] = {
                             "OpenBLAS pin lifted: the variables taken out, as JSON",
 }
 
-#: The settings that change the code generated for a plan (so are part of its cache key).
-CODE_SETTINGS = ("HILBERT_THREADS", "HILBERT_NUMBA_HOST")
+#: The settings that change the code generated for a plan, or what compiles it (so are part of
+#: its cache key).
+CODE_SETTINGS = ("HILBERT_THREADS", "HILBERT_NUMBA_HOST", "HILBERT_CODEGEN")
 
 
 def text(variable: str) -> str:

@@ -16,8 +16,10 @@ import math
 
 import numpy as np
 import pytest
+from conftest import golden_recorder
 from hilbert.executor import llvm
 from hilbert.executor.codegen.loops import Assign, Fmt, Return, Var
+from hilbert.executor.numba.executor import regions_of
 from hilbert.grammar.errors import ArgumentError
 
 import hilbert
@@ -177,3 +179,48 @@ def test_a_setting_not_understood_is_e600(monkeypatch):
     with pytest.raises(ArgumentError, match="HILBERT_CODEGEN") as caught:
         llvm.wanted()
     assert caught.value.code == "E600"
+
+
+def _recorded_programs(prefixes: tuple[str, ...]) -> list[dict]:
+    return [p for p in golden_recorder().read_programs() if p["name"].startswith(prefixes)]
+
+
+@pytest.mark.parametrize("prefixes", [
+    ("prelude__Arithmetic", "prelude__Networks"),
+    pytest.param(("",), marks=pytest.mark.slow)])
+def test_recorded_programs_it_lowers_give_the_host_tiers_results(monkeypatch, prefixes):
+    """The golden guard's programs (tests/golden: the Prelude's and the benchmarks'), each
+    built with HILBERT_CODEGEN=llvm and called on inputs in [0.5, 2) (inside every domain),
+    against the host tier (NumPy calls along the plan): wherever a function was built by
+    llvm, the two agree. They round differently (NumPy's pairwise sums and its exp): 1e-11
+    relative in float64 is ~45 000 ε, far above the few ε per operation and n·ε of a sum of
+    n ≤ 4096 entries; 1e-5 in float32, whose host sums round in float32 (log₂ n · ε₃₂)."""
+    record = golden_recorder()
+    monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
+    built = 0
+    for program in _recorded_programs(prefixes):
+        dtype, shapes = program.get("dtype", "float64"), record.shapes_of(program)
+        with record.pinned_environment(program.get("threads", 1)):
+            rng = np.random.default_rng(1)
+            values = [np.asarray(rng.uniform(0.5, 2.0, size=s), dtype) for s in shapes]
+            values = [v if v.ndim else v[()] for v in values]
+            try:
+                prepared = record.function_of(program)._prepare(shapes, dtype)
+                with np.errstate(all="ignore"):
+                    want = prepared.host(list(values))
+            except hilbert.HilbertError:
+                continue  # (a program recorded as refused, or a loop's count not whole)
+            prepared.build()
+            if not any(r.backend.startswith("llvm") for r in regions_of(prepared.runner)):
+                continue
+            built += 1
+            with np.errstate(all="ignore"):
+                got = prepared(list(values))
+        tolerance = 1e-5 if dtype == "float32" else 1e-11
+        for g, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want)),
+                        strict=True):
+            w = np.asarray(w, np.float64)
+            np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=tolerance,
+                                       atol=tolerance * np.abs(w).max(initial=1.0),
+                                       err_msg=program["name"])
+    assert built >= 40  # (it compares something: 46 functions by default, 171 under -m slow)

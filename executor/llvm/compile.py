@@ -16,8 +16,9 @@ import llvmlite.binding as llvm
 #: compile time grows with its size, and past this most of it is straight-line code.
 LARGE = 4000
 
-#: LLVM's binding is not safe to drive from two threads at once (a build in the background
-#: beside one the main thread waits for): one compile at a time.
+#: One compile at a time of ours (a build in the background beside one the main thread waits
+#: for). Each module is parsed into an LLVM context of its own, never LLVM's global one that
+#: Numba compiles in, so a Numba build in another thread touches nothing of it.
 _LOCK = threading.Lock()
 
 
@@ -59,7 +60,7 @@ def compile_module(module_text: str, names: tuple[str, ...], level: int) -> Mach
     this CPU; the addresses of `names`."""
     with _LOCK:
         machine = _target_machine(level)
-        parsed = llvm.parse_assembly(module_text)
+        parsed = llvm.parse_assembly(module_text, context=llvm.create_context())
         parsed.triple = machine.triple
         parsed.data_layout = str(machine.target_data)
         parsed.verify()

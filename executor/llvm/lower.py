@@ -30,8 +30,6 @@ from ..codegen.loops import (
     Fmt,
     For,
     If,
-    Num,
-    Pick,
     Return,
     Store,
     Sub,
@@ -40,38 +38,16 @@ from ..codegen.loops import (
 )
 from ..numba.vmath import WIDE
 from . import runtime
+from .expressions import ArrayValue, Expressions
 from .runtime import I8P, I64, LLVM
-from .scalars import binary_value, cast, constant, from_bits, to_bits
-from .templates import dotted, field, parsed
-from .types import (
-    ARITHMETIC,
-    BITWISE,
-    COMPARISONS,
-    Array,
-    Inference,
-    Type,
-    call_type,
-    element,
-    literal,
-    number,
-    tree_type,
-    unify,
-)
+from .scalars import from_bits, to_bits
+from .templates import field, parsed
+from .types import Array, Inference, Type
 from .unsupported import Unsupported
 
 #: The ABI's function type, and the name of the function.
 SIGNATURE = ir.FunctionType(I64, [I64.as_pointer(), I64.as_pointer()])
 NAME = "hb_run"
-
-
-@dataclass
-class ArrayValue:
-    data: ir.Value  # i8*
-    shape: list
-    strides: list  # in bytes
-    dtype: str
-    fresh: bool  # made by this function (malloc's): freed unless returned
-    param: int = -1  # the parameter it is, -1 for none
 
 
 @dataclass(frozen=True)
@@ -85,21 +61,15 @@ class Result:
     index: int = -1
 
 
-class Lowering:
+class Lowering(Expressions):
     """The LLVM module of one function; `results` says what its call returns."""
 
     def __init__(self, body: list, params: list[tuple[str, Type]], code: str):
-        self.code = code
-        self.types = Inference(dict(params), code).run(body)
-        self.module = ir.Module(name="hilbert")
-        self.function = ir.Function(self.module, SIGNATURE, NAME)
+        super().__init__(ir.Function(ir.Module(name="hilbert"), SIGNATURE, NAME),
+                         Inference(dict(params), code).run(body), code)
+        self.module = self.function.module
         self.function.attributes.add("nounwind")
-        self._entry = self.function.append_basic_block("entry")
-        self.builder = ir.IRBuilder(self._entry)
-        self.slots: dict[str, ir.Value] = {}
-        self.arrays: dict[str, ArrayValue] = {}
         self.results: list[Result] = []
-        self._depth = 0
         self._returned = False
         self._parameters(params)
         self._block(body)
@@ -109,24 +79,6 @@ class Lowering:
     @property
     def text(self) -> str:
         return str(self.module)
-
-    # ------------------------------------------------------------------ values
-
-    def cast(self, value: ir.Value, have: Type, want: Type) -> ir.Value:
-        """`value` of scalar type `have` as `want` (Numba's conversions)."""
-        return cast(self.builder, value, have, want)
-
-    def _slot(self, name: str, t: Type = "") -> ir.Value:
-        """The stack slot of the scalar local `name` (made in the entry block), of its
-        inferred type unless `t` says."""
-        if name not in self.slots:
-            t = t or self.types[name]
-            if not isinstance(t, str):
-                raise Unsupported(f"the local {name} of type {t}")
-            with self.builder.goto_block(self._entry):
-                self.builder.position_at_start(self._entry)
-                self.slots[name] = self.builder.alloca(LLVM[t], name=name)
-        return self.slots[name]
 
     def _parameters(self, params: list[tuple[str, Type]]) -> None:
         b, at = self.builder, 0
@@ -185,9 +137,6 @@ class Lowering:
             self.arrays[name] = value
             return
         self.builder.store(self.cast(value, t, self.types[name]), self._slot(name))
-
-    def _read(self, name: str) -> ir.Value:
-        return self.builder.load(self._slot(name))
 
     def _store(self, target: Sub, value: Expr, add: bool) -> None:
         array, pointer = self._address(target)
@@ -279,115 +228,6 @@ class Lowering:
                 runtime.release(b, array.data)
         b.ret(ir.Constant(I64, 0))
         self._returned = True
-
-    # ------------------------------------------------------------------ expressions
-
-    def value(self, expr: Expr) -> tuple:
-        """(value, type) of `expr` (an array's value: its ArrayValue)."""
-        match expr:
-            case Var(name=name):
-                if name in self.arrays:
-                    array = self.arrays[name]
-                    return array, Array(array.dtype, len(array.shape))
-                return self._read(name), self.types[name]
-            case Num():
-                return constant(expr), literal(expr)
-            case Sub():
-                array, pointer = self._address(expr)
-                return self.builder.load(pointer), array.dtype
-            case Pick(a=a, test=test, b=other):
-                return self._pick(self.value(test), self.value(a), self.value(other))
-            case Call(fn=fn, args=args):
-                return self._call(fn, [self.value(a) for a in args])
-            case Fmt(template=template, args=args):
-                return self._tree(parsed(template), [self.value(a) for a in args])
-        raise Unsupported(f"the expression {type(expr).__name__}")
-
-    def _address(self, sub: Sub) -> tuple[ArrayValue, ir.Value]:
-        array, t = self.value(sub.base)
-        indices = [self.value(i) for i in sub.index]
-        element(t, [it for _, it in indices])
-        b = self.builder
-        offset = ir.Constant(I64, 0)
-        for (index, it), stride in zip(indices, array.strides, strict=True):
-            offset = b.add(offset, b.mul(self.cast(index, it, "int64"), stride))
-        pointer = b.gep(array.data, [offset])
-        return array, b.bitcast(pointer, LLVM[array.dtype].as_pointer())
-
-    def _pick(self, test, a, other) -> tuple:
-        """`a if test else other` as a select (both sides are computed: they have no effect)."""
-        t = unify(a[1], other[1])
-        if not isinstance(t, str):
-            raise Unsupported("a choice of arrays")
-        return (self.builder.select(self.cast(*test, "bool"), self.cast(*a, t),
-                                    self.cast(*other, t)), t)
-
-    def _call(self, fn: str, args: list[tuple]) -> tuple:
-        t = call_type(fn, tuple(at for _, at in args), self.code)
-        if isinstance(t, Array):
-            return self._empty(args[0], t), t
-        return runtime.call(self, fn, args, t), t
-
-    def _empty(self, shape: tuple, t: Array) -> ArrayValue:
-        """A C-ordered array of `shape` (a tuple's value) from malloc."""
-        if self._depth:
-            raise Unsupported("an array made inside a block")
-        b = self.builder
-        sizes = [self.cast(v, vt, "int64") for v, vt in shape[0]]
-        strides = [ir.Constant(I64, 8 if t.dtype != "float32" else 4)]
-        for size in reversed(sizes[1:]):
-            strides.insert(0, b.mul(strides[0], size))
-        total = b.mul(strides[0], sizes[0]) if sizes else strides[0]
-        return ArrayValue(runtime.allocate(b, total), sizes, strides, t.dtype, True)
-
-    def _binary(self, op: str, a: tuple, other: tuple) -> tuple:
-        return binary_value(self.builder, self.cast, op, a, other)
-
-    def _tree(self, node: ast.expr, fields: list[tuple]) -> tuple:
-        """(value, type) of a template's tree whose fields have values `fields`."""
-        k = field(node)
-        if k is not None:
-            return fields[k]
-        of = (lambda n: self._tree(n, fields))  # noqa: E731
-        match node:
-            case ast.Constant(value=value) if not isinstance(value, str):
-                t = tree_type(node, (), of, self.code)
-                return ir.Constant(LLVM[t], value), t  # type: ignore[index]
-            case ast.BinOp(left=left, op=op, right=right) if type(op) in ARITHMETIC | BITWISE:
-                return self._binary((ARITHMETIC | BITWISE)[type(op)], of(left), of(right))
-            case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in COMPARISONS:
-                return self._binary(COMPARISONS[type(op)], of(left), of(right))
-            case ast.UnaryOp(op=ast.USub(), operand=operand):
-                value, t = of(operand)
-                value, t = self.cast(value, t, number(t)), number(t)
-                return (self.builder.fneg(value) if t != "int64"
-                        else self.builder.neg(value)), t
-            case ast.UnaryOp(op=ast.UAdd(), operand=operand):
-                return of(operand)
-            case ast.UnaryOp(op=ast.Not(), operand=operand):
-                return self.builder.not_(self.cast(*of(operand), "bool")), "bool"
-            case ast.BoolOp(op=op, values=values):
-                parts = [self.cast(*of(v), "bool") for v in values]
-                joined = parts[0]
-                for part in parts[1:]:
-                    joined = (self.builder.and_ if isinstance(op, ast.And)
-                              else self.builder.or_)(joined, part)
-                return joined, "bool"
-            case ast.IfExp(test=test, body=body, orelse=orelse):
-                return self._pick(of(test), of(body), of(orelse))
-            case ast.Tuple(elts=elts):
-                items = [of(e) for e in elts]
-                return items, tuple(t for _, t in items)
-            case ast.Call(func=func, args=args, keywords=[]) if dotted(func):
-                return self._call(dotted(func), [of(a) for a in args])  # type: ignore[arg-type]
-            case ast.Subscript(value=ast.Attribute(value=base, attr="shape"),
-                               slice=ast.Constant(value=int() as axis)):
-                array, t = of(base)
-                if not isinstance(t, Array) or axis >= t.rank:
-                    raise Unsupported("the shape of no array")
-                return array.shape[axis], "int64"
-        raise Unsupported(f"the template form {ast.dump(node)[:60]}")
-
 
 def _items(value: Expr) -> list[Expr]:
     """The returned expressions (generated code returns `value, steps`)."""

@@ -16,7 +16,7 @@ from ...compiler.passes.shapes import ShapeTable
 from .. import blas_threads, llvm, threads
 from . import interrupt
 from .faults import DrawError, LabelError, PositionError, StepCountError
-from .loading import load
+from .loading import load, python_mode
 
 if TYPE_CHECKING:
     from .. import codegen
@@ -29,8 +29,7 @@ class CompiledRegion:
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str,
                  paths: dict | None = None, fast: bool = False, dtype: str = "float64",
                  counted: Counting = NOTHING):
-        kernels = load("hilbert.executor.numba.kernels")  # (Numba, once something may compile)
-        self.python_mode = kernels.PYTHON_MODE  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
+        self.python_mode = python_mode()  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
         self.region = region
         self._table = table
         self._optimize = optimize
@@ -71,9 +70,8 @@ class CompiledRegion:
         once; Numba compiles it at its first call, or when `compile` says. In a process forked
         from one that ran parallel code, parallel code is its serial twin (threads.usable)."""
         if self._function is None or self._parallel and not threads.usable():
-            cache = load("hilbert.executor.numba.cache")
             self._parallel = self.generated.parallel
-            self._function = self._lowered() or cache.function(
+            self._function = self._lowered() or load("hilbert.executor.numba.cache").function(
                 self.generated.source, self.generated.compiled, self._parallel)
         return self._function
 

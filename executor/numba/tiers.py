@@ -181,6 +181,23 @@ def _noted(plan: Plan, lines, schedule: Schedule | None = None) -> Plan:
                                schedule=plan.schedule if schedule is None else schedule)
 
 
+def _apart() -> bool:
+    """Whether a background build runs in a process of its own (HILBERT_BUILDS): never under
+    HILBERT_CODEGEN=llvm, whose machine code is not kept on disk yet (a child's build would
+    reach nothing here; llvmlite's builds take milliseconds)."""
+    return build_process.wanted() and not llvm.wanted()
+
+
+def _with_backends(plan: Plan, runner: ScopeRunner) -> Plan:
+    """`plan` saying which back end built each generated function, under HILBERT_CODEGEN=llvm
+    (which may leave a function to Numba: executor/llvm), else `plan` itself."""
+    if not llvm.wanted():
+        return plan
+    return _noted(plan, (f"generated function {number} built by {region.backend}"
+                         for number, region in enumerate(regions_of(runner), 1)
+                         if region.generated.compiled))
+
+
 def _second_tier(runner: ScopeRunner, plan: Plan, arity: int, blocks: RowBlocks | None):
     """The program of generated code for `runner`: one function of the parameters (run as
     `blocks` of rows, if given), or a host walk calling compiled regions."""
@@ -351,9 +368,7 @@ class TieredProgram(BuildsApart):
              "This is a bug in hilbert: please report it with the .hb source", stacklevel=6)
 
     def _start(self) -> None:
-        apart = build_process.wanted()  # (HILBERT_BUILDS: an E600 raised to the call)
-        # (llvmlite's code is not kept on disk yet: a child's build would reach nothing here)
-        apart = apart and not llvm.wanted()
+        apart = _apart()  # (HILBERT_BUILDS: an E600 raised to the call)
         with self._lock:
             if self.queued or self._done.is_set():
                 return
@@ -410,11 +425,7 @@ class TieredProgram(BuildsApart):
                 advance()
         if self.looped:
             built.keep(self.sources())
-        if llvm.wanted():  # (which back end built each function: HILBERT_CODEGEN)
-            self._plan = _noted(self._plan, (
-                f"generated function {number} built by {region.backend}"
-                for number, region in enumerate(regions_of(runner), 1)
-                if region.generated.compiled))
+        self._plan = _with_backends(self._plan, runner)
         self._fast = second
         return second
 
