@@ -139,19 +139,30 @@ def test_vector_maths_are_the_numba_paths_to_the_bit():
             got, want, equal_nan=True), name
 
 
-def _lowered_entrywise(fn: str, x: np.ndarray) -> np.ndarray:
-    """fn applied to each entry of a vector, by a loop-IR function lowered here."""
-    from hilbert.executor.codegen.loops import Call, For, Store, Sub
+def _lowered_entrywise(fn: str, x: np.ndarray, *more: float) -> np.ndarray:
+    """fn applied to each entry of a vector (and the numbers `more`), by a loop-IR function
+    lowered here."""
+    from hilbert.executor.codegen.loops import Call, For, Store, Sub, number
 
+    extra = tuple(number(m, "float64") for m in more)
     body = [Assign(("n1",), (Fmt("{}.shape[0]", (Var("a0"),)),)),
             Assign(("b2",), (Call("K.empty", (Fmt("({},)", (Var("n1"),)),)),)),
             For("i0", Var("n1"), [Store(Sub(Var("b2"), (Var("i0"),)),
-                                        Call(fn, (Sub(Var("a0"), (Var("i0"),)),)))]),
+                                        Call(fn, (Sub(Var("a0"), (Var("i0"),)), *extra)))]),
             Return(Fmt("{}, {}", (Var("b2"), Var("n1"))))]
     made = llvm.lowered(body, ["a0"], [llvm.types.Array("float64", 1)], "float64")
     out, size = made(x)
     assert size == x.size
     return out
+
+
+def test_arguments_are_read_through_their_strides():
+    """The ABI takes NumPy's strides (in bytes): a strided view is read entry by entry."""
+    x = np.linspace(-2.0, 2.0, 30)
+    np.testing.assert_array_equal(_lowered_entrywise("K.fmax", x[::3], 0.5),
+                                  np.maximum(x[::3], 0.5))
+    np.testing.assert_array_equal(_lowered_entrywise("K.fmax", x[::-2], 0.5),
+                                  np.maximum(x[::-2], 0.5))
 
 
 def test_integer_division_is_pythons():

@@ -34,10 +34,12 @@ def wanted() -> bool:
     return chosen == "llvm"
 
 
-def lowered(body: list, names: list[str], params: list, code: str):
+def lowered(body: list, names: list[str], params: list, code: str, contiguous: bool = False):
     """The function whose loop IR is `body`, of parameters `names` of types `params`, in code
     of dtype `code`, lowered to LLVM IR (a call.Lowered, compiled at its first use), or
-    Unsupported."""
+    Unsupported. `contiguous`: its array parameters are C-ordered (their strides follow from
+    their shapes: LLVM then vectorises without checking them at run time), as the numba
+    executor's regions convert them; otherwise their strides are read."""
     from ..codegen.loops import For, While, statements
     from . import call, compile, lower
 
@@ -46,6 +48,7 @@ def lowered(body: list, names: list[str], params: list, code: str):
     found = statements(body)
     if any(isinstance(s, For) and s.parallel for s in found):
         raise Unsupported("a parallel nest (threads)")
-    made = lower.Lowering(body, list(zip(names, params, strict=True)), code)
+    made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     loops = any(isinstance(s, (For, While)) for s in found)
-    return call.Lowered(made.text, params, made.results, compile.level(len(found), loops))
+    return call.Lowered(made.text, params, made.results, compile.level(len(found), loops),
+                        contiguous)

@@ -36,8 +36,10 @@ class Lowered:
     `compile` is (under a lock: one thread compiles), and called as Numba's dispatcher is:
     with its parameters, answering what the function returns."""
 
-    def __init__(self, text: str, params: list[Type], results: list[Result], level: int):
+    def __init__(self, text: str, params: list[Type], results: list[Result], level: int,
+                 contiguous: bool = False):
         self.text = text
+        self._contiguous = contiguous  # (its arrays must be C-ordered: lower.py)
         self.level = level
         self._params = "=" + "".join("q" * (1 + 2 * t.rank) if isinstance(t, Array)
                                      else _NUMBER[t] for t in params)
@@ -65,6 +67,9 @@ class Lowered:
         words: list = []
         for value, is_array in zip(args, self._arrays, strict=True):
             if is_array:
+                if self._contiguous and not value.flags.c_contiguous:
+                    raise AssertionError("a function lowered for C-ordered arrays was given "
+                                         "another layout")
                 words.append(value.ctypes.data)
                 words.extend(value.shape)
                 words.extend(value.strides)

@@ -29,12 +29,16 @@ from .types import (
 )
 from .unsupported import Unsupported
 
+#: Each array dtype's entry size in bytes.
+ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8}
+
 
 @dataclass
 class ArrayValue:
-    data: ir.Value  # i8*
+    data: ir.Value  # a pointer to its first entry, of its dtype
     shape: list
-    strides: list  # in bytes
+    strides: list  # in entries (a loop along an axis of stride 1 reads its entries in a row:
+    # LLVM speculates that and vectorises, which it cannot for a stride in bytes)
     dtype: str
     fresh: bool  # made by this function (malloc's): freed unless returned
     param: int = -1  # the parameter it is, -1 for none
@@ -103,8 +107,7 @@ class Expressions:
         offset = ir.Constant(I64, 0)
         for (index, it), stride in zip(indices, array.strides, strict=True):
             offset = b.add(offset, b.mul(self.cast(index, it, "int64"), stride))
-        pointer = b.gep(array.data, [offset])
-        return array, b.bitcast(pointer, LLVM[array.dtype].as_pointer())
+        return array, b.gep(array.data, [offset])
 
     def _pick(self, test, a, other) -> tuple:
         """`a if test else other` as a select (both sides are computed: they have no effect)."""
@@ -126,11 +129,18 @@ class Expressions:
             raise Unsupported("an array made inside a block")
         b = self.builder
         sizes = [self.cast(v, vt, "int64") for v, vt in shape[0]]
-        strides = [ir.Constant(I64, 8 if t.dtype != "float32" else 4)]
-        for size in reversed(sizes[1:]):
-            strides.insert(0, b.mul(strides[0], size))
+        strides = self.c_strides(sizes)
         total = b.mul(strides[0], sizes[0]) if sizes else strides[0]
-        return ArrayValue(runtime.allocate(b, total), sizes, strides, t.dtype, True)
+        memory = runtime.allocate(b, b.mul(total, ir.Constant(I64, ITEMSIZE[t.dtype])))
+        return ArrayValue(b.bitcast(memory, LLVM[t.dtype].as_pointer()), sizes, strides,
+                          t.dtype, True)
+
+    def c_strides(self, sizes: list) -> list:
+        """The strides, in entries, of a C-ordered array of `sizes` (a scalar's: [1])."""
+        strides = [ir.Constant(I64, 1)]
+        for size in reversed(sizes[1:]):
+            strides.insert(0, self.builder.mul(strides[0], size))
+        return strides
 
     def _binary(self, op: str, a: tuple, other: tuple) -> tuple:
         return binary_value(self.builder, self.cast, op, a, other)

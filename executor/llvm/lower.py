@@ -4,7 +4,8 @@ C ABI that call.py calls:
     int64 run(int64 *args, int64 *results)
 
 `args` holds each parameter in turn: an array as its data's address, its shape and its
-strides in bytes (1 + 2·rank slots), a number as its bits in one slot (a float32's in the low
+strides in bytes, as NumPy's (1 + 2·rank slots; a multiple of the entry size: indexing is in
+entries), a number as its bits in one slot (a float32's in the low
 half). `results` receives each returned value in turn: an array made by the function as its
 data's address and its shape (1 + rank slots: C order, memory from malloc that the caller now
 owns and frees), a number as its bits; an array that is a parameter takes no slot (the caller
@@ -38,7 +39,7 @@ from ..codegen.loops import (
 )
 from ..numba.vmath import WIDE
 from . import runtime
-from .expressions import ArrayValue, Expressions
+from .expressions import ITEMSIZE, ArrayValue, Expressions
 from .runtime import I8P, I64, LLVM
 from .scalars import from_bits, to_bits
 from .templates import field, parsed
@@ -64,9 +65,11 @@ class Result:
 class Lowering(Expressions):
     """The LLVM module of one function; `results` says what its call returns."""
 
-    def __init__(self, body: list, params: list[tuple[str, Type]], code: str):
+    def __init__(self, body: list, params: list[tuple[str, Type]], code: str,
+                 contiguous: bool = False):
         super().__init__(ir.Function(ir.Module(name="hilbert"), SIGNATURE, NAME),
                          Inference(dict(params), code).run(body), code)
+        self._contiguous = contiguous  # (array parameters C-ordered: strides from shapes)
         self.module = self.function.module
         self.function.attributes.add("nounwind")
         self.results: list[Result] = []
@@ -87,8 +90,12 @@ class Lowering(Expressions):
             if isinstance(t, Array):
                 words = [b.load(b.gep(args, [ir.Constant(I64, at + j)]))
                          for j in range(1 + 2 * t.rank)]
-                self.arrays[name] = ArrayValue(b.inttoptr(words[0], I8P), words[1:1 + t.rank],
-                                               words[1 + t.rank:], t.dtype, False, k)
+                shape = words[1:1 + t.rank]
+                item = ir.Constant(I64, ITEMSIZE[t.dtype])  # (strides: bytes to entries)
+                strides = (self.c_strides(shape) if self._contiguous
+                           else [b.sdiv(w, item) for w in words[1 + t.rank:]])
+                self.arrays[name] = ArrayValue(b.inttoptr(words[0], LLVM[t.dtype].as_pointer()),
+                                               shape, strides, t.dtype, False, k)
                 at += 1 + 2 * t.rank
             else:
                 bits = b.load(b.gep(args, [ir.Constant(I64, at)]))
@@ -179,8 +186,7 @@ class Lowering(Expressions):
 
         def axis(k: int, offset: ir.Value) -> None:
             if k == len(array.shape):
-                pointer = b.bitcast(b.gep(array.data, [offset]), LLVM[array.dtype].as_pointer())
-                b.store(entry, pointer)
+                b.store(entry, b.gep(array.data, [offset]))
                 return
             self._loop(f"fill{k}", array.shape[k],
                        lambda at: axis(k + 1, b.add(offset, b.mul(at, array.strides[k]))))
@@ -225,7 +231,7 @@ class Lowering(Expressions):
                 at += 1
         for array in {id(a): a for a in self.arrays.values()}.values():
             if array.fresh and id(array) not in handed:
-                runtime.release(b, array.data)
+                runtime.release(b, b.bitcast(array.data, I8P))
         b.ret(ir.Constant(I64, 0))
         self._returned = True
 

@@ -80,13 +80,17 @@ class CompiledRegion:
         HILBERT_CODEGEN=llvm asks for it and it lowers it, else None: Numba builds it, and
         `backend` says why."""
         generated = self.generated
-        if not generated.compiled or self.python_mode or not llvm.wanted():
+        if not generated.compiled or not llvm.wanted():
+            return None
+        if self.python_mode:
+            self.backend = "numba (NUMBA_DISABLE_JIT=1: run as Python)"
             return None
         shapes = self._table.scopes[self.region.scope]
         params = [llvm.types.Array(d.name, len(shapes[n])) if shapes[n] else d.name
                   for n, d in zip(self.region.inputs, self.dtypes, strict=True)]
         try:
-            made = llvm.lowered(generated.body, list(generated.args), params, self.dtype.name)
+            made = llvm.lowered(generated.body, list(generated.args), params, self.dtype.name,
+                                contiguous=True)  # (`convert` makes every array C-ordered)
         except llvm.Unsupported as why:
             self.backend = f"numba (the llvm back end does not lower {why})"
             return None
