@@ -19,6 +19,7 @@ import pytest
 from conftest import golden_recorder
 from hilbert.executor import llvm
 from hilbert.executor.codegen.loops import Assign, Fmt, Return, Var
+from hilbert.executor.llvm.types import Array
 from hilbert.executor.numba.executor import regions_of
 from hilbert.grammar.errors import ArgumentError
 
@@ -150,7 +151,7 @@ def _lowered_entrywise(fn: str, x: np.ndarray, *more: float) -> np.ndarray:
             For("i0", Var("n1"), [Store(Sub(Var("b2"), (Var("i0"),)),
                                         Call(fn, (Sub(Var("a0"), (Var("i0"),)), *extra)))]),
             Return(Fmt("{}, {}", (Var("b2"), Var("n1"))))]
-    made = llvm.lowered(body, ["a0"], [llvm.types.Array("float64", 1)], "float64")
+    made = llvm.lowered(body, ["a0"], [Array("float64", 1)], "float64")
     out, size = made(x)
     assert size == x.size
     return out

@@ -3,11 +3,14 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
 
     types.py        each local's type, inferred from the parameters' as Numba infers them
     templates.py    an Fmt's template read once by Python's ast (the one place that reads them)
-    lower.py        statements and expressions to llvmlite.ir, through a fixed C ABI
+    lower.py        statements to llvmlite.ir, and the fixed C ABI the function takes
+    expressions.py  expressions to llvmlite.ir: locals, arrays, templates, calls
+    scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
     maths.py        vmath.py's exact exp, log and tanh, operation for operation
     compile.py      llvmlite's binding: target machine, optimisation level, addresses
     call.py         the Python side of the ABI: packing, calling, memory handed back
+    unsupported.py  the signal that a function is left to Numba
 
 HILBERT_CODEGEN=llvm asks for it (`wanted`); a function outside what it lowers raises
 `Unsupported` while it is lowered, before anything compiles, and is built by Numba."""
@@ -15,10 +18,11 @@ HILBERT_CODEGEN=llvm asks for it (`wanted`); a function outside what it lowers r
 from __future__ import annotations
 
 from ...compiler import settings
-from . import types
 from .unsupported import Unsupported
 
-__all__ = ["Unsupported", "lowered", "types", "wanted"]
+# (nothing else at import: the numba executor imports this package on its first call, which
+# the code generator and llvmlite must not slow down; `lowered` imports them)
+__all__ = ["Unsupported", "lowered", "wanted"]
 
 #: The setting that chooses the code generator's back end, and its values.
 ENVIRONMENT = "HILBERT_CODEGEN"

@@ -85,8 +85,10 @@ class CompiledRegion:
         if self.python_mode:
             self.backend = "numba (NUMBA_DISABLE_JIT=1: run as Python)"
             return None
+        from ..llvm.types import Array
+
         shapes = self._table.scopes[self.region.scope]
-        params = [llvm.types.Array(d.name, len(shapes[n])) if shapes[n] else d.name
+        params = [Array(d.name, len(shapes[n])) if shapes[n] else d.name
                   for n, d in zip(self.region.inputs, self.dtypes, strict=True)]
         try:
             made = llvm.lowered(generated.body, list(generated.args), params, self.dtype.name,
