@@ -24,14 +24,17 @@ SETTINGS: dict[str, str] = {
                         "notebook only",
     "HILBERT_DUMP": "passes after which the IR is printed, comma-separated (inline, share, "
                     "masks, hoist, fuse, windows, and parse and plan)",
+    "HILBERT_CODEGEN": "what compiles generated code: numba (the default) or llvm (llvmlite "
+                       "directly, for the functions it lowers; Numba for the rest)",
     "HILBERT_MATH": "the maths of modules loaded without math=: exact (the default) or fast",
     "HILBERT_VERIFY": "1 verifies the IR after every pass (the test suite sets it)",
     "HILBERT_BENCH_LIFTED": "set by the benchmark suite in the process it starts with an "
                             "OpenBLAS pin lifted: the variables taken out, as JSON",
 }
 
-#: The settings that change the code generated for a plan (so are part of its cache key).
-CODE_SETTINGS = ("HILBERT_THREADS", "HILBERT_NUMBA_HOST")
+#: The settings that change the code generated for a plan, or what compiles it (so are part of
+#: its cache key).
+CODE_SETTINGS = ("HILBERT_THREADS", "HILBERT_NUMBA_HOST", "HILBERT_CODEGEN")
 
 
 def text(variable: str) -> str:

@@ -15,7 +15,7 @@ division.py and tidy.py rewrite the loop IR, and render.py prints it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...compiler import ir
 from ...compiler.counting import NOTHING, Counting
@@ -83,6 +83,10 @@ class Generated:
     units: tuple[Unit, ...] = ()  # what it runs, unit by unit (the plan's schedule)
     split: bool = False  # its products are shared out by its threads, BLAS on one thread
     sized: bool = False  # written for the table's sizes only (a tiny program: `generate`)
+    # its loop IR (loops.py) and parameters' names, which `source` prints (executor/llvm
+    # lowers them)
+    body: list = field(default_factory=list, repr=False, compare=False)
+    args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -173,7 +177,7 @@ class Emitter(CountedValues):
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
         return Generated(source, not self.host, self.loops, self.reads, self.kernels,
                          self.products, self.copies, self.looped, parallel, tuple(self.units),
-                         self.split, self.exact)
+                         self.split, self.exact, body, tuple(args))
 
     def _checked(self, body: list, args: list[str], after: str) -> list:
         """`body`, verified (verify_loops.py) when HILBERT_VERIFY asks for it."""

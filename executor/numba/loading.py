@@ -32,3 +32,10 @@ def load(name: str) -> ModuleType:
         return module  # (whole: another thread's import of it has ended)
     with _IMPORTING:
         return importlib.import_module(name)
+
+
+def python_mode() -> bool:
+    """Whether NUMBA_DISABLE_JIT=1 runs compiled code as Python (kernels.PYTHON_MODE), read
+    from Numba's settings without loading the kernels, whose import compiles the BLAS calls
+    (seconds with an empty cache) that only code Numba builds needs."""
+    return bool(getattr(load("numba.core.config"), "DISABLE_JIT", False))

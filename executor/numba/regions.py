@@ -13,10 +13,10 @@ from ...compiler.loops import step_count
 from ...compiler.ops import draws
 from ...compiler.ops.meanings import one_hot, position
 from ...compiler.passes.shapes import ShapeTable
-from .. import blas_threads, threads
+from .. import blas_threads, llvm, threads
 from . import interrupt
 from .faults import DrawError, LabelError, PositionError, StepCountError
-from .loading import load
+from .loading import load, python_mode
 
 if TYPE_CHECKING:
     from .. import codegen
@@ -29,8 +29,7 @@ class CompiledRegion:
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str,
                  paths: dict | None = None, fast: bool = False, dtype: str = "float64",
                  counted: Counting = NOTHING):
-        kernels = load("hilbert.executor.numba.kernels")  # (Numba, once something may compile)
-        self.python_mode = kernels.PYTHON_MODE  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
+        self.python_mode = python_mode()  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
         self.region = region
         self._table = table
         self._optimize = optimize
@@ -45,6 +44,7 @@ class CompiledRegion:
         self._generated: codegen.Generated | None = None
         self._function = None
         self._parallel = False  # (its code has prange loops)
+        self.backend = "numba"  # what builds it (HILBERT_CODEGEN: `_lowered`)
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
                              if not table.scopes[region.scope][n])
         self.arrays = tuple(i for i in range(len(region.inputs)) if i not in self.scalars)
@@ -70,11 +70,34 @@ class CompiledRegion:
         once; Numba compiles it at its first call, or when `compile` says. In a process forked
         from one that ran parallel code, parallel code is its serial twin (threads.usable)."""
         if self._function is None or self._parallel and not threads.usable():
-            cache = load("hilbert.executor.numba.cache")
             self._parallel = self.generated.parallel
-            self._function = cache.function(self.generated.source, self.generated.compiled,
-                                            self._parallel)
+            self._function = self._lowered() or load("hilbert.executor.numba.cache").function(
+                self.generated.source, self.generated.compiled, self._parallel)
         return self._function
+
+    def _lowered(self):
+        """The function lowered to LLVM IR by executor/llvm (compiled at its first use) when
+        HILBERT_CODEGEN=llvm asks for it and it lowers it, else None: Numba builds it, and
+        `backend` says why."""
+        generated = self.generated
+        if not generated.compiled or not llvm.wanted():
+            return None
+        if self.python_mode:
+            self.backend = "numba (NUMBA_DISABLE_JIT=1: run as Python)"
+            return None
+        from ..llvm.types import Array
+
+        shapes = self._table.scopes[self.region.scope]
+        params = [Array(d.name, len(shapes[n])) if shapes[n] else d.name
+                  for n, d in zip(self.region.inputs, self.dtypes, strict=True)]
+        try:
+            made = llvm.lowered(generated.body, list(generated.args), params, self.dtype.name,
+                                contiguous=True)  # (`convert` makes every array C-ordered)
+        except llvm.Unsupported as why:
+            self.backend = f"numba (the llvm back end does not lower {why})"
+            return None
+        self.backend = f"llvm (optimisation level {made.level})"
+        return made
 
     @function.setter
     def function(self, value) -> None:

@@ -12,7 +12,7 @@ from ...compiler.plan.text import human_bytes
 from ...grammar.errors import RuntimeHilbertError, first_line
 from .. import threads
 from . import row_blocks
-from .loading import load
+from .loading import python_mode
 from .row_blocks import RowBlocks
 from .scope import ScopeRunner
 
@@ -52,8 +52,7 @@ def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],
 def holds_every_value(runner: ScopeRunner) -> bool:
     """Whether `runner`'s program keeps every value until the call ends: a host walk, or
     generated code that runs as Python (it holds its locals)."""
-    python_mode = load("hilbert.executor.numba.kernels").PYTHON_MODE  # NUMBA_DISABLE_JIT=1
-    return runner.whole is None or not runner.whole.generated.compiled or python_mode
+    return runner.whole is None or not runner.whole.generated.compiled or python_mode()
 
 
 def notes_of(runner: ScopeRunner) -> tuple[str, ...]:

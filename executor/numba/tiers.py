@@ -21,6 +21,7 @@ from ...compiler.plan.rows import row_split
 from ...compiler.plan.schedule import Decided, Schedule
 from ...compiler.settings import whole_number
 from ...grammar.errors import HilbertError, first_line, warn
+from .. import llvm
 from ..planned import PlannedProgram
 from . import build_process, built, row_blocks, schedules
 from .apart import BuildsApart
@@ -178,6 +179,23 @@ def _noted(plan: Plan, lines, schedule: Schedule | None = None) -> Plan:
     """`plan` with `lines` added to its notes (and given a `schedule`, that schedule)."""
     return dataclasses.replace(plan, notes=plan.notes + tuple(f"numba: {line}" for line in lines),
                                schedule=plan.schedule if schedule is None else schedule)
+
+
+def _apart() -> bool:
+    """Whether a background build runs in a process of its own (HILBERT_BUILDS): never under
+    HILBERT_CODEGEN=llvm, whose machine code is not kept on disk yet (a child's build would
+    reach nothing here; llvmlite's builds take milliseconds)."""
+    return build_process.wanted() and not llvm.wanted()
+
+
+def _with_backends(plan: Plan, runner: ScopeRunner) -> Plan:
+    """`plan` saying which back end built each generated function, under HILBERT_CODEGEN=llvm
+    (which may leave a function to Numba: executor/llvm), else `plan` itself."""
+    if not llvm.wanted():
+        return plan
+    return _noted(plan, (f"generated function {number} built by {region.backend}"
+                         for number, region in enumerate(regions_of(runner), 1)
+                         if region.generated.compiled))
 
 
 def _second_tier(runner: ScopeRunner, plan: Plan, arity: int, blocks: RowBlocks | None):
@@ -350,7 +368,7 @@ class TieredProgram(BuildsApart):
              "This is a bug in hilbert: please report it with the .hb source", stacklevel=6)
 
     def _start(self) -> None:
-        apart = build_process.wanted()  # (HILBERT_BUILDS: an E600 raised to the call)
+        apart = _apart()  # (HILBERT_BUILDS: an E600 raised to the call)
         with self._lock:
             if self.queued or self._done.is_set():
                 return
@@ -407,6 +425,7 @@ class TieredProgram(BuildsApart):
                 advance()
         if self.looped:
             built.keep(self.sources())
+        self._plan = _with_backends(self._plan, runner)
         self._fast = second
         return second
 

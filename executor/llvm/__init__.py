@@ -1,0 +1,58 @@
+"""The LLVM back end (issue 48, stage 1): a generated function's loop IR lowered to LLVM IR and
+compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
+
+    types.py        each local's type, inferred from the parameters' as Numba infers them
+    templates.py    an Fmt's template read once by Python's ast (the one place that reads them)
+    lower.py        statements to llvmlite.ir, and the fixed C ABI the function takes
+    expressions.py  expressions to llvmlite.ir: locals, arrays, templates, calls
+    scalars.py      numbers: literals, conversions, arithmetic with Numba's types
+    runtime.py      the kernels and NumPy functions it calls, as LLVM IR
+    maths.py        vmath.py's exact exp, log and tanh, operation for operation
+    compile.py      llvmlite's binding: target machine, optimisation level, addresses
+    call.py         the Python side of the ABI: packing, calling, memory handed back
+    unsupported.py  the signal that a function is left to Numba
+
+HILBERT_CODEGEN=llvm asks for it (`wanted`); a function outside what it lowers raises
+`Unsupported` while it is lowered, before anything compiles, and is built by Numba."""
+
+from __future__ import annotations
+
+from ...compiler import settings
+from .unsupported import Unsupported
+
+# (nothing else at import: the numba executor imports this package on its first call, which
+# the code generator and llvmlite must not slow down; `lowered` imports them)
+__all__ = ["Unsupported", "lowered", "wanted"]
+
+#: The setting that chooses the code generator's back end, and its values.
+ENVIRONMENT = "HILBERT_CODEGEN"
+CHOICES = ("numba", "llvm")
+
+
+def wanted() -> bool:
+    """Whether HILBERT_CODEGEN asks for this back end (an ArgumentError, E600, if it is
+    neither numba nor llvm)."""
+    chosen = settings.text(ENVIRONMENT).lower() or "numba"
+    if chosen not in CHOICES:
+        raise settings.not_understood(ENVIRONMENT, chosen, " or ".join(CHOICES))
+    return chosen == "llvm"
+
+
+def lowered(body: list, names: list[str], params: list, code: str, contiguous: bool = False):
+    """The function whose loop IR is `body`, of parameters `names` of types `params`, in code
+    of dtype `code`, lowered to LLVM IR (a call.Lowered, compiled at its first use), or
+    Unsupported. `contiguous`: its array parameters are C-ordered (their strides follow from
+    their shapes: LLVM then vectorises without checking them at run time), as the numba
+    executor's regions convert them; otherwise their strides are read."""
+    from ..codegen.loops import For, While, statements
+    from . import call, compile, lower
+
+    if "stop" in names:
+        raise Unsupported("loops (their Ctrl-C checks and step counts)")
+    found = statements(body)
+    if any(isinstance(s, For) and s.parallel for s in found):
+        raise Unsupported("a parallel nest (threads)")
+    made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
+    loops = any(isinstance(s, (For, While)) for s in found)
+    return call.Lowered(made.text, params, made.results, compile.level(len(found), loops),
+                        contiguous)

@@ -1,0 +1,109 @@
+"""The Python side of lower.py's C ABI: a lowered function compiled at its first use and called
+through its address with its parameters packed into one buffer, its results unpacked from
+another.
+
+Arrays a call makes come back as malloc's memory, which the NumPy array returned owns: freed
+(by the C library's free, the allocator's own) when the last array viewing it goes. The
+alternative, arrays allocated here before the call, would need every returned array's shape
+computed in Python before the call, from sizes that generated code may compute in its loops;
+handing memory back works for any shape and costs one small object per array."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+import threading
+import weakref
+
+import numpy as np
+
+from . import compile as machine
+from .lower import NAME, Result
+from .types import Array, Type
+
+#: Each number's layout in one 8-byte slot (a float32 in the low half).
+_NUMBER = {"float64": "d", "float32": "f4x", "int64": "q", "bool": "q"}
+_ABI = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)  # (releases the GIL)
+_LIBC = ctypes.CDLL(None)
+_FREE = _LIBC.free
+_FREE.argtypes = [ctypes.c_void_p]
+_FREE.restype = None
+
+
+class Lowered:
+    """A function lowered to LLVM IR (`text`), compiled at `level` when first called or when
+    `compile` is (under a lock: one thread compiles), and called as Numba's dispatcher is:
+    with its parameters, answering what the function returns."""
+
+    def __init__(self, text: str, params: list[Type], results: list[Result], level: int,
+                 contiguous: bool = False):
+        self.text = text
+        self._contiguous = contiguous  # (its arrays must be C-ordered: lower.py)
+        self.level = level
+        self._params = "=" + "".join("q" * (1 + 2 * t.rank) if isinstance(t, Array)
+                                     else _NUMBER[t] for t in params)
+        self._arrays = tuple(isinstance(t, Array) for t in params)
+        self._results = tuple(results)
+        self._out = "=" + "".join("q" * (1 + r.rank) if r.kind == "fresh"
+                                  else _NUMBER[r.dtype] if r.kind == "number" else ""
+                                  for r in results)
+        self._out_size = max(struct.calcsize(self._out), 8)
+        self._lock = threading.Lock()
+        self._call = None
+        self._machine = None  # (keeps the code mapped while this object lives)
+
+    def compile(self, *_signature) -> None:
+        """Compile the machine code now (the signature Numba's dispatcher takes is ignored:
+        the ABI fixes the parameters' types)."""
+        with self._lock:
+            if self._call is None:
+                self._machine = machine.compile_module(self.text, (NAME,), self.level)
+                self._call = _ABI(self._machine.addresses[NAME])
+
+    def __call__(self, *args):
+        if self._call is None:
+            self.compile()
+        words: list = []
+        for value, is_array in zip(args, self._arrays, strict=True):
+            if is_array:
+                if self._contiguous and not value.flags.c_contiguous:
+                    raise AssertionError("a function lowered for C-ordered arrays was given "
+                                         "another layout")
+                words.append(value.ctypes.data)
+                words.extend(value.shape)
+                words.extend(value.strides)
+            else:
+                words.append(value)
+        packed = ctypes.create_string_buffer(struct.pack(self._params, *words), 
+                                             max(struct.calcsize(self._params), 8))
+        out = ctypes.create_string_buffer(self._out_size)
+        self._call(packed, out)  # type: ignore[misc]
+        return self._unpacked(struct.unpack_from(self._out, out), args)
+
+    def _unpacked(self, words: tuple, args) -> tuple:
+        values, at = [], 0
+        for result in self._results:
+            if result.kind == "param":
+                values.append(args[result.index])
+            elif result.kind == "fresh":
+                values.append(_adopted(words[at], words[at + 1:at + 1 + result.rank],
+                                       result.dtype))
+                at += 1 + result.rank
+            else:
+                word = words[at]
+                values.append(bool(word) if result.dtype == "bool" else word)
+                at += 1
+        return tuple(values)
+
+
+def _adopted(address: int, shape: tuple, dtype: str) -> np.ndarray:
+    """The C-ordered array of `shape` at `address` (malloc's), owning that memory."""
+    kind = np.dtype(dtype)
+    size = math.prod(shape) * kind.itemsize
+    if size == 0:
+        _FREE(address)
+        return np.empty(shape, kind)
+    memory = (ctypes.c_char * size).from_address(address)
+    weakref.finalize(memory, _FREE, address)
+    return np.frombuffer(memory, kind).reshape(shape)

@@ -1,0 +1,79 @@
+"""LLVM IR to machine code in memory: llvmlite's binding, a target machine for this CPU, the
+optimisation level chosen per function, and the address a function is called through.
+
+Each module is compiled by an MCJIT engine of its own, kept alive by the `Machine` code that
+the caller holds: the code stays mapped while anything can call it. Nothing goes to disk yet
+(issue 48's next stage: machine code under deterministic keys)."""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import llvmlite.binding as llvm
+
+#: Statements above which a function with loops is optimised at level 1 instead of 3: its
+#: compile time grows with its size, and past this most of it is straight-line code.
+LARGE = 4000
+
+#: One compile at a time of ours (a build in the background beside one the main thread waits
+#: for). Each module is parsed into an LLVM context of its own, never LLVM's global one that
+#: Numba compiles in, so a Numba build in another thread touches nothing of it.
+_LOCK = threading.Lock()
+
+
+@functools.cache
+def _host() -> tuple:
+    """This CPU's target, name and features (as Numba's own target machine has them)."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return (llvm.Target.from_default_triple(), llvm.get_host_cpu_name(),
+            llvm.get_host_cpu_features().flatten())
+
+
+def _target_machine(level: int) -> llvm.TargetMachine:
+    """A target machine for this CPU at `level`: a new one for each engine, which takes it
+    over (and frees it with itself)."""
+    target, cpu, features = _host()
+    return target.create_target_machine(cpu=cpu, features=features, opt=level, jit=True)
+
+
+def level(statements: int, loops: bool) -> int:
+    """The optimisation level of a function of `statements` statements: 3 for one with loops
+    (LLVM vectorises and unrolls them: where the time goes), 1 for straight-line code (one
+    pass over a few numbers: vectorising finds nothing, and level 1 compiles faster), and 1
+    for a very large function (`LARGE`), whose compile time would grow past its gain."""
+    return 3 if loops and statements <= LARGE else 1
+
+
+class Machine:
+    """Machine code of one module, in memory: its engine and the address of each function."""
+
+    def __init__(self, engine, addresses: dict[str, int], level: int):
+        self._engine = engine  # (holds the code's memory: freed with this object)
+        self.addresses = addresses
+        self.level = level
+
+
+def compile_module(module_text: str, names: tuple[str, ...], level: int) -> Machine:
+    """`module_text` (LLVM IR as text) parsed, verified, optimised at `level` and compiled for
+    this CPU; the addresses of `names`."""
+    with _LOCK:
+        machine = _target_machine(level)
+        parsed = llvm.parse_assembly(module_text, context=llvm.create_context())
+        parsed.triple = machine.triple
+        parsed.data_layout = str(machine.target_data)
+        parsed.verify()
+        _optimise(parsed, machine, level)
+        engine = llvm.create_mcjit_compiler(parsed, machine)
+        engine.finalize_object()
+        return Machine(engine, {n: engine.get_function_address(n) for n in names}, level)
+
+
+def _optimise(module, machine: llvm.TargetMachine, level: int) -> None:
+    """LLVM's standard pipeline at `level` (loops and straight-line code vectorised from 2 on)."""
+    options = llvm.PipelineTuningOptions(speed_level=level)
+    options.loop_vectorization = level >= 2
+    options.slp_vectorization = level >= 2
+    builder = llvm.create_pass_builder(machine, options)
+    builder.getModulePassManager().run(module, builder)

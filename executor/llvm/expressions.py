@@ -1,0 +1,191 @@
+"""Expressions of the loop IR (executor/codegen/loops.py) as LLVM IR values: locals in stack
+slots, arrays as their data pointer, shape and strides, templates read through templates.py,
+calls through runtime.py, arithmetic through scalars.py. Statements are lower.py's."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from ..codegen.loops import Call, Expr, Fmt, Num, Pick, Sub, Var
+from . import runtime
+from .runtime import I64, LLVM
+from .scalars import binary_value, cast, constant
+from .templates import dotted, field, parsed
+from .types import (
+    ARITHMETIC,
+    BITWISE,
+    COMPARISONS,
+    Array,
+    Type,
+    call_type,
+    element,
+    literal,
+    number,
+    tree_type,
+    unify,
+)
+from .unsupported import Unsupported
+
+#: Each array dtype's entry size in bytes.
+ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8}
+
+
+@dataclass
+class ArrayValue:
+    data: ir.Value  # a pointer to its first entry, of its dtype
+    shape: list
+    strides: list  # in entries (a loop along an axis of stride 1 reads its entries in a row:
+    # LLVM speculates that and vectorises, which it cannot for a stride in bytes)
+    dtype: str
+    fresh: bool  # made by this function (malloc's): freed unless returned
+    param: int = -1  # the parameter it is, -1 for none
+
+
+class Expressions:
+    """The values of one function's expressions, written by `builder` into `function`; `types`:
+    its locals' (types.Inference), `code`: its dtype."""
+
+    def __init__(self, function: ir.Function, types: dict[str, Type], code: str):
+        self.function = function
+        self.types = types
+        self.code = code
+        self._entry = function.append_basic_block("entry")
+        self.builder = ir.IRBuilder(self._entry)
+        self.slots: dict[str, ir.Value] = {}
+        self.arrays: dict[str, ArrayValue] = {}
+        self._depth = 0  # (blocks open: 0 at the function's top level)
+
+    def cast(self, value: ir.Value, have: Type, want: Type) -> ir.Value:
+        """`value` of scalar type `have` as `want` (Numba's conversions)."""
+        return cast(self.builder, value, have, want)
+
+    def _slot(self, name: str, t: Type = "") -> ir.Value:
+        """The stack slot of the scalar local `name` (made in the entry block), of its
+        inferred type unless `t` says."""
+        if name not in self.slots:
+            t = t or self.types[name]
+            if not isinstance(t, str):
+                raise Unsupported(f"the local {name} of type {t}")
+            with self.builder.goto_block(self._entry):
+                self.builder.position_at_start(self._entry)
+                self.slots[name] = self.builder.alloca(LLVM[t], name=name)
+        return self.slots[name]
+
+    def _read(self, name: str) -> ir.Value:
+        return self.builder.load(self._slot(name))
+
+
+    def value(self, expr: Expr) -> tuple:
+        """(value, type) of `expr` (an array's value: its ArrayValue)."""
+        match expr:
+            case Var(name=name):
+                if name in self.arrays:
+                    array = self.arrays[name]
+                    return array, Array(array.dtype, len(array.shape))
+                return self._read(name), self.types[name]
+            case Num():
+                return constant(expr), literal(expr)
+            case Sub():
+                array, pointer = self._address(expr)
+                return self.builder.load(pointer), array.dtype
+            case Pick(a=a, test=test, b=other):
+                return self._pick(self.value(test), self.value(a), self.value(other))
+            case Call(fn=fn, args=args):
+                return self._call(fn, [self.value(a) for a in args])
+            case Fmt(template=template, args=args):
+                return self._tree(parsed(template), [self.value(a) for a in args])
+        raise Unsupported(f"the expression {type(expr).__name__}")
+
+    def _address(self, sub: Sub) -> tuple[ArrayValue, ir.Value]:
+        array, t = self.value(sub.base)
+        indices = [self.value(i) for i in sub.index]
+        element(t, [it for _, it in indices])
+        b = self.builder
+        offset = ir.Constant(I64, 0)
+        for (index, it), stride in zip(indices, array.strides, strict=True):
+            offset = b.add(offset, b.mul(self.cast(index, it, "int64"), stride))
+        return array, b.gep(array.data, [offset])
+
+    def _pick(self, test, a, other) -> tuple:
+        """`a if test else other` as a select (both sides are computed: they have no effect)."""
+        t = unify(a[1], other[1])
+        if not isinstance(t, str):
+            raise Unsupported("a choice of arrays")
+        return (self.builder.select(self.cast(*test, "bool"), self.cast(*a, t),
+                                    self.cast(*other, t)), t)
+
+    def _call(self, fn: str, args: list[tuple]) -> tuple:
+        t = call_type(fn, tuple(at for _, at in args), self.code)
+        if isinstance(t, Array):
+            return self._empty(args[0], t), t
+        return runtime.call(self, fn, args, t), t
+
+    def _empty(self, shape: tuple, t: Array) -> ArrayValue:
+        """A C-ordered array of `shape` (a tuple's value) from malloc."""
+        if self._depth:
+            raise Unsupported("an array made inside a block")
+        b = self.builder
+        sizes = [self.cast(v, vt, "int64") for v, vt in shape[0]]
+        strides = self.c_strides(sizes)
+        total = b.mul(strides[0], sizes[0]) if sizes else strides[0]
+        memory = runtime.allocate(b, b.mul(total, ir.Constant(I64, ITEMSIZE[t.dtype])))
+        return ArrayValue(b.bitcast(memory, LLVM[t.dtype].as_pointer()), sizes, strides,
+                          t.dtype, True)
+
+    def c_strides(self, sizes: list) -> list:
+        """The strides, in entries, of a C-ordered array of `sizes` (a scalar's: [1])."""
+        strides = [ir.Constant(I64, 1)]
+        for size in reversed(sizes[1:]):
+            strides.insert(0, self.builder.mul(strides[0], size))
+        return strides
+
+    def _binary(self, op: str, a: tuple, other: tuple) -> tuple:
+        return binary_value(self.builder, self.cast, op, a, other)
+
+    def _tree(self, node: ast.expr, fields: list[tuple]) -> tuple:
+        """(value, type) of a template's tree whose fields have values `fields`."""
+        k = field(node)
+        if k is not None:
+            return fields[k]
+        of = (lambda n: self._tree(n, fields))  # noqa: E731
+        match node:
+            case ast.Constant(value=value) if not isinstance(value, str):
+                t = tree_type(node, (), of, self.code)
+                return ir.Constant(LLVM[t], value), t  # type: ignore[index]
+            case ast.BinOp(left=left, op=op, right=right) if type(op) in ARITHMETIC | BITWISE:
+                return self._binary((ARITHMETIC | BITWISE)[type(op)], of(left), of(right))
+            case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in COMPARISONS:
+                return self._binary(COMPARISONS[type(op)], of(left), of(right))
+            case ast.UnaryOp(op=ast.USub(), operand=operand):
+                value, t = of(operand)
+                value, t = self.cast(value, t, number(t)), number(t)
+                return (self.builder.fneg(value) if t != "int64"
+                        else self.builder.neg(value)), t
+            case ast.UnaryOp(op=ast.UAdd(), operand=operand):
+                return of(operand)
+            case ast.UnaryOp(op=ast.Not(), operand=operand):
+                return self.builder.not_(self.cast(*of(operand), "bool")), "bool"
+            case ast.BoolOp(op=op, values=values):
+                parts = [self.cast(*of(v), "bool") for v in values]
+                joined = parts[0]
+                for part in parts[1:]:
+                    joined = (self.builder.and_ if isinstance(op, ast.And)
+                              else self.builder.or_)(joined, part)
+                return joined, "bool"
+            case ast.IfExp(test=test, body=body, orelse=orelse):
+                return self._pick(of(test), of(body), of(orelse))
+            case ast.Tuple(elts=elts):
+                items = [of(e) for e in elts]
+                return items, tuple(t for _, t in items)
+            case ast.Call(func=func, args=args, keywords=[]) if dotted(func):
+                return self._call(dotted(func), [of(a) for a in args])  # type: ignore[arg-type]
+            case ast.Subscript(value=ast.Attribute(value=base, attr="shape"),
+                               slice=ast.Constant(value=int() as axis)):
+                array, t = of(base)
+                if not isinstance(t, Array) or axis >= t.rank:
+                    raise Unsupported("the shape of no array")
+                return array.shape[axis], "int64"
+        raise Unsupported(f"the template form {ast.dump(node)[:60]}")

@@ -1,0 +1,97 @@
+"""What generated code calls, as LLVM IR: the shared kernels of executor/numba/kernels.py
+(and kernels32.py for float32 code) and NumPy's functions on one number, each made to give
+the numba path's result: LLVM's own intrinsics where Numba uses them (fmax and fmin are
+llvm.maximum and llvm.minimum, sqrt, floor and abs LLVM's), maths.py's port of the vector
+maths, and the division kernels of vmath.py operation for operation. Memory comes from the C
+library's malloc and goes back with its free (call.py frees what a call returns)."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..numba import vmath
+from . import maths
+from .types import Type
+from .unsupported import Unsupported
+
+DOUBLE, FLOAT, I64, I1 = ir.DoubleType(), ir.FloatType(), ir.IntType(64), ir.IntType(1)
+I8P = ir.IntType(8).as_pointer()
+#: Each scalar type's LLVM type.
+LLVM = {"float64": DOUBLE, "float32": FLOAT, "int64": I64, "bool": I1}
+
+
+def _declared(module: ir.Module, name: str, kind: ir.FunctionType) -> ir.Function:
+    found = module.globals.get(name)
+    return found if found is not None else ir.Function(module, kind, name)
+
+
+def allocate(builder: ir.IRBuilder, size) -> ir.Value:
+    """`size` bytes from malloc (at least one: malloc(0) may answer NULL)."""
+    malloc = _declared(builder.module, "malloc", ir.FunctionType(I8P, [I64]))
+    one = ir.Constant(I64, 1)
+    return builder.call(malloc, [builder.select(builder.icmp_signed("<", size, one), one, size)])
+
+
+def release(builder: ir.IRBuilder, data: ir.Value) -> None:
+    free = _declared(builder.module, "free", ir.FunctionType(ir.VoidType(), [I8P]))
+    builder.call(free, [data])
+
+
+def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> ir.Value:
+    """The value of `fn(args)` (each argument with its type), of type `result` (types.call_type
+    decided it)."""
+    b, cast = lowering.builder, lowering.cast
+    m = maths.Code(b)
+    numbers = [cast(v, t, result if fn in _OWN else "float64") for v, t in args]
+    match fn:
+        case "K.fmax" | "K.fmin":
+            width = "f32" if result == "float32" else "f64"
+            return m.intrinsic(f"llvm.{'maximum' if fn == 'K.fmax' else 'minimum'}.{width}",
+                               *numbers)
+        case "K.exp" | "K.log" | "K.tanh":
+            value = b.call(maths.function(b.module, fn), [cast(*args[0], "float64")])
+            return cast(value, "float64", result)
+        case "K.add_any_order":
+            return b.fadd(*numbers, flags=("reassoc",))
+        case "K.quotient":
+            return _quotient(m, *numbers)
+        case "K.quotient_unsafe":
+            return _quotient_unsafe(m, *numbers)
+        case "K.divisor_unsafe":
+            size = m.intrinsic("llvm.fabs.f64", numbers[0])
+            inside = b.and_(b.fcmp_ordered(">=", size, m.c(vmath.DIVISOR_LOW)),
+                            b.fcmp_ordered("<=", size, m.c(vmath.DIVISOR_HIGH)))
+            return b.select(inside, m.w(0), m.w(1))
+        case "np.float64" | "np.float32" | "float" | "int":
+            return cast(*args[0], result)
+        case "np.sqrt" | "np.floor":
+            width = "f32" if result == "float32" else "f64"
+            return m.intrinsic(f"llvm.{fn[3:]}.{width}", cast(*args[0], result))
+        case "np.abs" | "abs":
+            value = cast(*args[0], result)
+            if result == "int64":
+                return b.select(b.icmp_signed("<", value, m.w(0)), b.neg(value), value)
+            return m.intrinsic(f"llvm.fabs.{'f32' if result == 'float32' else 'f64'}", value)
+    raise Unsupported(f"a call of {fn}")
+
+
+#: The calls whose arguments are taken in their result's type (the others' in float64).
+_OWN = ("K.fmax", "K.fmin", "np.float64", "np.float32", "float", "int", "np.sqrt", "np.floor",
+        "np.abs", "abs")
+
+
+def _quotient(m: maths.Code, a, d, y):
+    """vmath.quotient: a/d from y = 1/d by Markstein's correction."""
+    q = m.mul(a, y)
+    r = m.fma(m.neg(q), d, a)
+    return m.pick(m.eq(r, 0.0), q, m.fma(r, y, q))
+
+
+def _quotient_unsafe(m: maths.Code, a, q):
+    """vmath.quotient_unsafe: 1 where the quotient may not be a/d, else 0."""
+    b = m.b
+    low, high = vmath.QUOTIENT_EXPONENTS
+    exponent = b.and_(b.ashr(m.bits(q), m.w(52)), m.w(0x7FF))
+    inside = b.icmp_unsigned("<=", b.sub(exponent, m.w(low)), m.w(high - low))
+    zero = b.icmp_signed("==", b.shl(m.bits(a), m.w(1)), m.w(0))
+    return b.select(b.or_(inside, zero), m.w(0), m.w(1))

@@ -1,0 +1,103 @@
+"""Numbers in LLVM IR as generated code computes them: literals, the bits the C ABI carries,
+and arithmetic and comparisons with Numba's types and NumPy's error model."""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from ...compiler.dtypes import FLOAT32_MAX
+from ..codegen.loops import Num
+from .runtime import DOUBLE, I1, I64, LLVM
+from .types import BITWISE, COMPARISONS, Type, binary, literal, number, unify
+from .unsupported import Unsupported
+
+
+def constant(num: Num) -> ir.Constant:
+    t = literal(num)
+    text = num.text.replace(" ", "")
+    values = {"np.inf": float("inf"), "(-np.inf)": float("-inf"), "-np.inf": float("-inf"),
+              "np.nan": float("nan"), "True": True, "False": False}
+    value = values[text] if text in values else (int(text) if t == "int64" else float(text))
+    if t == "float32" and math.isfinite(value) and abs(value) > FLOAT32_MAX:
+        value = math.copysign(FLOAT32_MAX, value)  # (as precision.literal writes it)
+    return ir.Constant(LLVM[t], value)
+
+
+def from_bits(b: ir.IRBuilder, bits: ir.Value, t: Type) -> ir.Value:
+    if t == "float64":
+        return b.bitcast(bits, DOUBLE)
+    if t == "float32":
+        return b.bitcast(b.trunc(bits, ir.IntType(32)), LLVM[t])
+    if t == "bool":
+        return b.trunc(bits, I1)
+    if t == "int64":
+        return bits
+    raise Unsupported(f"a parameter of type {t}")
+
+
+def to_bits(b: ir.IRBuilder, value: ir.Value, t: str) -> ir.Value:
+    if t == "float64":
+        return b.bitcast(value, I64)
+    if t == "float32":
+        return b.zext(b.bitcast(value, ir.IntType(32)), I64)
+    if t == "bool":
+        return b.zext(value, I64)
+    return value
+
+
+def binary_value(b: ir.IRBuilder, cast, op: str, a: tuple, other: tuple) -> tuple:
+    """(value, type) of `a op other` as Numba computes it on numbers (NumPy's error model:
+    a float divided by 0 is inf or NaN, an integer divided by 0 is 0)."""
+    result = binary(op, a[1], other[1])
+    if op in BITWISE.values():
+        return (b.and_ if op == "&" else b.or_)(cast(*a, result), cast(*other, result)), result
+    common = unify(number(a[1]), number(other[1]))  # (the operands' type)
+    if op == "/" and common == "int64":
+        common = "float64"
+    x, y = cast(*a, common), cast(*other, common)
+    if op in COMPARISONS.values():
+        if common == "int64":
+            return b.icmp_signed(op, x, y), "bool"
+        compare = b.fcmp_unordered if op == "!=" else b.fcmp_ordered
+        return compare(op, x, y), "bool"
+    if common == "int64":
+        return _integer(b, op, x, y), result
+    made = {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}[op](x, y)
+    return made, result
+
+
+def _integer(b: ir.IRBuilder, op: str, x, y) -> ir.Value:
+    """Python's integer `x op y` (floor division and remainder, 0 for a zero divisor)."""
+    if op in ("+", "-", "*"):
+        return {"+": b.add, "-": b.sub, "*": b.mul}[op](x, y)
+    zero, one = ir.Constant(I64, 0), ir.Constant(I64, 1)
+    nothing = b.icmp_signed("==", y, zero)
+    divisor = b.select(nothing, one, y)
+    quotient, remainder = b.sdiv(x, divisor), b.srem(x, divisor)
+    # (C's truncation moved to Python's floor where the signs differ and something remains)
+    off = b.and_(b.icmp_signed("!=", remainder, zero),
+                 b.icmp_signed("<", b.xor(remainder, divisor), zero))
+    if op == "//":
+        made = b.sub(quotient, b.zext(off, I64))
+    else:
+        made = b.add(remainder, b.select(off, divisor, zero))
+    return b.select(nothing, zero, made)
+
+
+def cast(b: ir.IRBuilder, value: ir.Value, have: Type, want: Type) -> ir.Value:
+    """`value` of scalar type `have` as `want` (Numba's conversions)."""
+    if have == want:
+        return value
+    if want == "bool":
+        if have == "int64":
+            return b.icmp_signed("!=", value, ir.Constant(I64, 0))
+        return b.fcmp_unordered("!=", value, ir.Constant(LLVM[have], 0.0))
+    if have == "bool":
+        return b.zext(value, I64) if want == "int64" else b.uitofp(value, LLVM[want])
+    if have == "int64":
+        return b.sitofp(value, LLVM[want])
+    if want == "int64":
+        return b.fptosi(value, I64)
+    return b.fpext(value, DOUBLE) if want == "float64" else b.fptrunc(value, LLVM[want])

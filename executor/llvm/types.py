@@ -1,0 +1,212 @@
+"""The type of every local of a loop-IR function (executor/codegen/loops.py), inferred from its
+parameters' as Numba infers them: a scalar (float64, float32, int64, bool) or an array of a
+dtype and rank. A local assigned values of several number types takes their union (int64
+and float32: float64), as Numba unifies them; anything else (an array assigned twice with
+different ranks, a string, a slice) is `Unsupported`, and the function is built by Numba."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ..codegen import loops
+from ..codegen.loops import Assign, Call, Expr, Fmt, For, Num, Pick, Sub, Update, Var
+from .templates import dotted, field, parsed
+from .unsupported import Unsupported
+
+
+@dataclass(frozen=True)
+class Array:
+    dtype: str
+    rank: int
+
+
+#: Scalar types, narrowest first (their union is the wider, but int64 ∪ float32 = float64).
+SCALARS = ("bool", "int64", "float32", "float64")
+FLOATS = ("float32", "float64")
+Type = str | Array | tuple
+
+
+def unify(a: Type, b: Type) -> Type:
+    """The type of a local assigned values of types `a` and `b`."""
+    if a == b:
+        return a
+    if isinstance(a, str) and isinstance(b, str):
+        if {a, b} == {"int64", "float32"}:
+            return "float64"
+        return max(a, b, key=SCALARS.index)
+    raise Unsupported(f"a local of types {a} and {b}")
+
+
+def number(t: Type) -> str:
+    """`t` as an operand of arithmetic (bool counts as int64), Unsupported when no number."""
+    if t == "bool":
+        return "int64"
+    if isinstance(t, str) and t in SCALARS:
+        return t
+    raise Unsupported(f"arithmetic on {t}")
+
+
+ARITHMETIC = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+              ast.Mod: "%"}
+COMPARISONS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+               ast.NotEq: "!="}
+BITWISE = {ast.BitAnd: "&", ast.BitOr: "|"}
+
+
+def binary(op: str, a: Type, b: Type) -> str:
+    """The type of `a op b` (op: ARITHMETIC's, COMPARISONS' or BITWISE's)."""
+    if op in COMPARISONS.values():
+        number(a), number(b)
+        return "bool"
+    if op in BITWISE.values():
+        if a == b == "bool":
+            return "bool"
+        if number(a) == number(b) == "int64":
+            return "int64"
+        raise Unsupported(f"{a} {op} {b}")
+    common = unify(number(a), number(b))
+    if op == "/" and common == "int64":
+        return "float64"
+    if op in ("//", "%") and common != "int64":
+        raise Unsupported(f"{op} of {common}")
+    return common  # type: ignore[return-value]
+
+
+#: The calls this back end makes, each with the type of its result from its arguments' and
+#: the code's dtype (executor/numba/kernels.py and kernels32.py: what Numba makes of them).
+def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
+    match fn, args:
+        case "K.empty", (tuple() as shape,):
+            return Array(code, len(shape))
+        case "K.counted_empty", (tuple() as shape,):
+            return Array("float64", len(shape))
+        case ("K.fmax" | "K.fmin"), (a, b):
+            own = code == "float32" and number(a) == number(b) == "float32"
+            return "float32" if own else "float64"
+        case ("K.exp" | "K.log" | "K.tanh"), (x,):
+            return "float32" if code == "float32" and number(x) == "float32" else "float64"
+        case ("K.add_any_order" | "K.quotient" | "np.float64" | "float"), _:
+            return "float64"
+        case ("K.quotient_unsafe" | "K.divisor_unsafe" | "int"), _:
+            return "int64"
+        case "np.float32", _:
+            return "float32"
+        case ("np.sqrt" | "np.floor"), (x,):
+            return number(x) if number(x) in FLOATS else "float64"
+        case ("np.abs" | "abs"), (x,):
+            return number(x)
+    raise Unsupported(f"a call of {fn}")
+
+
+def literal(num: Num) -> Type:
+    """A literal's type (its dtype), Unsupported when it is no number."""
+    if num.dtype in SCALARS:
+        return num.dtype
+    raise Unsupported(f"the constant {num.text}")
+
+
+class Inference:
+    """The types of a function's locals (`locals`), from its parameters' (`params`), for
+    code of dtype `code` (what K.empty makes)."""
+
+    def __init__(self, params: dict[str, Type], code: str):
+        self.code = code
+        self.locals: dict[str, Type] = dict(params)
+        self._params = set(params)
+
+    def run(self, body: list) -> dict[str, Type]:
+        """Every local's type: assignments visited until no type widens."""
+        while True:
+            before = dict(self.locals)
+            for stmt in loops.statements(body):
+                self._statement(stmt)
+            if before == self.locals:
+                return self.locals
+
+    def _set(self, name: str, t: Type) -> None:
+        if name in self._params and self.locals[name] != t:
+            raise Unsupported(f"the parameter {name} assigned a {t}")
+        self.locals[name] = unify(self.locals[name], t) if name in self.locals else t
+
+    def _statement(self, stmt) -> None:
+        match stmt:
+            case Assign(targets=targets, values=values):
+                for name, value in zip(targets, values, strict=True):
+                    self._set(name, self.of(value))
+            case Update(name=name, op=op, value=value):
+                self._set(name, binary(op[0], self.of(Var(name)), self.of(value)))
+            case For(index=index):
+                self._set(index, "int64")
+
+    def of(self, expr: Expr) -> Type:
+        """`expr`'s type (a local not yet assigned: Unsupported, until a later round)."""
+        match expr:
+            case Var(name=name):
+                if name not in self.locals:
+                    raise Unsupported(f"{name} read before it is assigned")
+                return self.locals[name]
+            case Num():
+                return literal(expr)
+            case Sub(base=base, index=index):
+                return element(self.of(base), [self.of(i) for i in index])
+            case Pick(a=a, test=test, b=b):
+                self.of(test)
+                return unify(self.of(a), self.of(b))
+            case Call(fn=fn, args=args):
+                return call_type(fn, tuple(self.of(a) for a in args), self.code)
+            case Fmt(template=template, args=args):
+                return self._tree(parsed(template), tuple(self.of(a) for a in args))
+        raise Unsupported(f"the expression {type(expr).__name__}")
+
+    def _tree(self, node: ast.expr, fields: tuple[Type, ...]) -> Type:
+        """The type of a template's tree whose fields have types `fields`."""
+        return tree_type(node, fields, lambda n: self._tree(n, fields), self.code)
+
+
+def element(base: Type, index: list[Type]) -> Type:
+    """The type of base[index]: an array's entry (every index a whole number)."""
+    if not isinstance(base, Array) or len(index) != base.rank:
+        raise Unsupported(f"an index of {base} by {len(index)}")
+    for t in index:
+        if number(t) != "int64":
+            raise Unsupported(f"an index of type {t}")
+    return base.dtype
+
+
+def tree_type(node: ast.expr, fields: tuple[Type, ...], of, code: str) -> Type:
+    """The type of one node of a template's tree (`of` types its children)."""
+    k = field(node)
+    if k is not None:
+        return fields[k]
+    match node:
+        case ast.Constant(value=bool()):
+            return "bool"
+        case ast.Constant(value=int()):
+            return "int64"
+        case ast.Constant(value=float()):
+            return "float64"
+        case ast.BinOp(left=left, op=op, right=right) if type(op) in ARITHMETIC | BITWISE:
+            return binary((ARITHMETIC | BITWISE)[type(op)], of(left), of(right))
+        case ast.UnaryOp(op=ast.USub() | ast.UAdd(), operand=operand):
+            return number(of(operand))
+        case ast.UnaryOp(op=ast.Not(), operand=operand):
+            of(operand)
+            return "bool"
+        case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in COMPARISONS:
+            return binary(COMPARISONS[type(op)], of(left), of(right))
+        case ast.BoolOp(values=values) if all(of(v) == "bool" for v in values):
+            return "bool"
+        case ast.IfExp(test=test, body=body, orelse=orelse):
+            of(test)
+            return unify(of(body), of(orelse))
+        case ast.Tuple(elts=elts):
+            return tuple(of(e) for e in elts)
+        case ast.Call(func=func, args=args, keywords=[]) if dotted(func):
+            return call_type(dotted(func), tuple(of(a) for a in args), code)
+        case ast.Subscript(value=ast.Attribute(value=base, attr="shape"),
+                           slice=ast.Constant(value=int())):
+            if not isinstance(of(base), Array):
+                raise Unsupported("the shape of a scalar")
+            return "int64"
+    raise Unsupported(f"the template form {ast.dump(node)[:60]}")
