@@ -139,6 +139,16 @@ def test_laws_come_in_through_open_and_fire_per_definition(tmp_path):
     assert m.f(3.0) == 6.0 and m.g(3.0) == 6.0
 
 
+def test_a_model_s_methods_are_rewritten_by_the_module_s_laws():
+    m = hilbert.compile_source("open Prelude.Trigonometry\nmodel Wave(n) : Learner {\n"
+                               "  weight k : Tensor[] from n\n"
+                               "  def eval(x) ≔ k · (sin(x)² + cos(x)²)\n}")
+    wave = m.Wave(2.0)
+    assert 2.0 * (np.sin(0.009) ** 2 + np.cos(0.009) ** 2) != 2.0  # (as written, not exactly 2)
+    assert wave.eval(0.009) == 2.0
+    assert wave.eval.plan(0.5).laws == ("pythagorean",)
+
+
 def test_a_law_with_a_domain_rewrites_only_where_it_sees_the_domain():
     m = hilbert.compile_source("open Prelude.Laws\nfn f(x) ↦ x / x\nfn g(x) ↦ x · (2 / 2)")
     assert np.isnan(m.f(0.0))  # not rewritten: x might be 0
