@@ -139,6 +139,17 @@ def test_laws_come_in_through_open_and_fire_per_definition(tmp_path):
     assert m.f(3.0) == 6.0 and m.g(3.0) == 6.0
 
 
+def test_a_law_that_drops_a_tensor_keeps_its_shape():
+    m = hilbert.compile_source("open Prelude.Trigonometry\nopen Prelude.Laws\n"
+                               "fn g(a) ↦ sin(a)² + cos(a)²\nfn f(a) ↦ a − a")
+    a = np.linspace(-2.0, 3.0, 6).reshape(2, 3)
+    assert np.shape(m.g(a)) == (2, 3) and np.shape(m.f(a)) == (2, 3)
+    np.testing.assert_array_equal(m.g(a), np.ones((2, 3)))
+    assert m.g.plan(a).laws == ("pythagorean",)
+    np.testing.assert_array_equal(m.f(a), np.zeros((2, 3)))
+    assert m.f.plan(a).laws == ()  # (0 · a ^ 0, a kept shape, is no smaller than a − a)
+
+
 def test_a_model_s_methods_are_rewritten_by_the_module_s_laws():
     m = hilbert.compile_source("open Prelude.Trigonometry\nmodel Wave(n) : Learner {\n"
                                "  weight k : Tensor[] from n\n"

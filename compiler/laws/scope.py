@@ -39,12 +39,12 @@ def visible(own: tuple[s.Law, ...], opened: list[tuple[s.Law, ...]]) -> tuple[s.
 
 
 def simplified(body: s.Expr, laws: tuple[Rule, ...]) -> tuple[s.Expr, tuple[str, ...]]:
-    """A definition's body with the laws applied, and the names of those that fired (each
-    once, in the order they first fired)."""
+    """A definition's body with the laws applied, shapes kept, and the names of those that
+    fired (each once, in the order they first fired)."""
     if not laws:
         return body, ()
     steps: list[str] = []
-    after = rewrite(body, laws, False, steps)
+    after = rewrite(body, laws, False, steps, keep_shapes=True)
     return after, tuple(dict.fromkeys(steps))
 
 
