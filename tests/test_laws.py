@@ -214,6 +214,16 @@ def test_solve_s_limits_can_be_widened():
     assert hilbert.solve("2 · x + 3 = 7", "x", laws=SOLVE, goals=1).status == "unsolved"
 
 
+@pytest.mark.timeout(120)
+def test_long_chains_are_rewritten_without_recursion():
+    chain = " + ".join(["x"] * 3000)
+    assert hilbert.simplify(f"({chain}) · 1 − ({chain})").result == "0"
+    assert hilbert.equivalent(f"({chain}) · 1", chain).holds
+    assert hilbert.substitute(f"{chain} · 1", "x", "a").result == " + ".join(["a"] * 3000)
+    m = hilbert.compile_source(f"open Prelude.Laws\nfn f(x) ↦ ({chain}) / ({chain})")
+    assert m.f(2.0) == 1.0
+
+
 @pytest.mark.parametrize("call, code", [
     (lambda: hilbert.solve("2 · x + 3", "x"), "E601"),
     (lambda: hilbert.solve("x = 1", "x", depth=0), "E601"),

@@ -80,7 +80,7 @@ def constant(term) -> float | None:
     try:
         with np.errstate(all="ignore"):
             value = evaluate(term, {})
-    except Unevaluable:
+    except (Unevaluable, RecursionError):  # (a term too deep to compute here: not known)
         return None
     return float(value)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ...grammar import syntax as s
 from .matching import instantiate, match
 from .rewrite import Rule, applies, rewrite
-from .terms import equal, names, size
+from .terms import equal, names, size, transform
 
 #: How many equation-law steps a solution may take, and how many equations a search may
 #: visit, unless a caller widens them.
@@ -38,7 +38,11 @@ def simplify(term, laws: tuple[Rule, ...]) -> Outcome:
 
 def substitute(term, name: str, replacement, laws: tuple[Rule, ...]) -> Outcome:
     """`term` with every `name` replaced by `replacement`, then simplified."""
-    placed = instantiate(term, {name: replacement}, getattr(term, "span", None))
+    def placed_at(node):
+        return replacement if isinstance(node, s.Name) and node.name == name \
+            and node.module is None else node
+
+    placed = transform(term, placed_at)
     done = simplify(placed, laws)
     return Outcome(done.term, done.steps, "substituted")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ...grammar import syntax as s
 from .check import constant
 from .matching import Bindings, instantiate, match
-from .terms import derivatives, equal, names, occurs, parts, rebuild, size, walk
+from .terms import derivatives, equal, names, occurs, parts, size, transform, walk
 
 #: The step name of folded arithmetic on numbers.
 ARITHMETIC = "arithmetic"
@@ -76,22 +76,8 @@ class _Rewriter:
     kept: dict[int, object] = field(default_factory=dict)
 
     def term(self, term):
-        """`term` rewritten, walked without recursion (a chain of operators may be long)."""
-        done: list = []
-        pending: list = [(term, False)]
-        while pending:
-            node, ready = pending.pop()
-            if id(node) in self.kept:
-                done.append(node)
-            elif not ready:
-                pending.append((node, True))
-                pending.extend((p, False) for p in reversed(parts(node)))
-            else:
-                count = len(parts(node))
-                new_parts = done[len(done) - count:] if count else []
-                del done[len(done) - count:]
-                done.append(self.at(rebuild(node, new_parts)))
-        return done[0]
+        """`term` rewritten, innermost parts first."""
+        return transform(term, self.at, lambda node: id(node) in self.kept)
 
     def at(self, term):
         """`term` (its parts already rewritten) with laws applied at its root until none

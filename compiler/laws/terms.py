@@ -3,7 +3,7 @@ size (the measure a rewrite must shrink), where a term occurs, and the names a l
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import fields, replace
 
 from ...grammar import syntax as s
@@ -44,6 +44,26 @@ def rebuild(term, new_parts: list):
     return replace(term, **changes)
 
 
+def transform(term, visit: Callable, skip: Callable = lambda node: False):
+    """`term` rebuilt bottom-up, each node passed to `visit` once its parts are done (`skip`ped
+    nodes are kept as they are, unvisited); walked without recursion (a chain may be long)."""
+    done: list = []
+    pending: list = [(term, False)]
+    while pending:
+        node, ready = pending.pop()
+        if skip(node):
+            done.append(node)
+        elif not ready:
+            pending.append((node, True))
+            pending.extend((p, False) for p in reversed(parts(node)))
+        else:
+            count = len(parts(node))
+            new_parts = done[len(done) - count:] if count else []
+            del done[len(done) - count:]
+            done.append(visit(rebuild(node, new_parts)))
+    return done[0]
+
+
 def walk(term) -> Iterator:
     """Every part of `term`, itself included (without recursion: a chain may be long)."""
     pending = [term]
@@ -66,7 +86,7 @@ def derivatives(term) -> int:
 def occurs(part, term) -> bool:
     """True where `part` is `term` or one of its parts (a Name also as a ∂'s variable)."""
     for node in walk(term):
-        if _equal(node, part):
+        if equal(node, part):
             return True
         if isinstance(part, s.Name) and isinstance(node, s.Derivative) and part.name in node.wrt:
             return True
@@ -84,13 +104,28 @@ def names(term) -> set[str]:
     return found
 
 
-def _equal(a, b) -> bool:
-    """Structural equality (spans aside); a term too deep to compare counts as different."""
-    try:
-        return bool(a == b)
-    except RecursionError:
-        return False
-
-
 def equal(a, b) -> bool:
-    return _equal(a, b)
+    """Structural equality, spans aside (what the dataclasses' == says), compared without
+    recursion: a chain of operators may be long."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if x is y:
+            continue
+        if type(x) is not type(y):
+            return False
+        if not _is_node(x):
+            if x != y:
+                return False
+            continue
+        for f in fields(x):
+            if not f.compare:
+                continue
+            u, v = getattr(x, f.name), getattr(y, f.name)
+            if isinstance(u, tuple) and isinstance(v, tuple):
+                if len(u) != len(v):
+                    return False
+                pending.extend(zip(u, v, strict=True))
+            else:
+                pending.append((u, v))
+    return True
