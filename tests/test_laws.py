@@ -85,6 +85,12 @@ def test_a_false_law_is_refused_with_a_counterexample_numpy_confirms():
     assert f"x / 2 is {x / 2!r} but x is {x!r}" in err.message
 
 
+def test_a_law_without_names_is_checked_too():
+    assert hilbert.simplify("1 + 1 + y", laws="law two = 1 + 1 = 2").result == "2 + y"
+    err = _refusal("law three = 1 + 1 = 3")
+    assert err.code == "E120" and "1 + 1 is 2.0 but 3 is 3.0" in err.message
+
+
 @pytest.mark.parametrize("false, true", [
     ("law cancel = x / x = 1", "law cancel = x / x = 1 where x ≠ 0"),
     ("law undo = exp(ln(x)) = x", "law undo = exp(ln(x)) = x where x > 0"),

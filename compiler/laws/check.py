@@ -23,6 +23,8 @@ TOLERANCE = 1e-9
 #: The magnitudes random inputs are drawn at (uniformly in ±m), SAMPLES of each.
 MAGNITUDES = (1e-6, 1e-3, 1.0, 1e3, 1e6)
 SAMPLES = 64
+#: How many inputs each variable takes (SPECIAL drawn 2·SAMPLES times, then each magnitude).
+INPUTS = SAMPLES * (len(MAGNITUDES) + 2)
 #: Special values, combined at random: zeros, units, halves, π and its half, a tiny number.
 SPECIAL = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, math.pi, -math.pi, math.pi / 2, 1e-12)
 #: Fewer inputs than this inside a law's domain and the check cannot vouch for it.
@@ -96,7 +98,7 @@ def _checked(law: s.Law) -> bool:  # (equal laws, wherever written, are checked 
     _known_names(law)
     left, right, values = _sides(law)
     with np.errstate(all="ignore"):
-        keep = np.ones(len(next(iter(values.values()))) if values else 1, dtype=bool)
+        keep = np.ones(INPUTS, dtype=bool)
         for condition in law.conditions:
             if isinstance(condition, s.Compare):
                 keep &= np.broadcast_to(_value(condition, values, law) != 0, keep.shape)
@@ -123,8 +125,10 @@ def _known_names(law: s.Law) -> None:
     bound = names(law.lhs) | (names(law.rhs) if law.solved is not None else set())
     later = names(law.rhs) if law.solved is None else names(law.solved[0]) | names(law.solved[1])
     for condition in law.conditions:
-        later |= {condition.name} | names(condition.term) if isinstance(condition, s.NotIn) \
-            else names(condition)
+        if isinstance(condition, s.NotIn):
+            later |= {condition.name} | names(condition.term)
+        else:
+            later |= names(condition)
     unknown = sorted(later - bound)
     if unknown:
         raise CheckError("E121", f"law {law.name} names {', '.join(unknown)}, which its left "
@@ -150,13 +154,12 @@ def _sides(law: s.Law):
 def _inputs(variables: list[str]) -> dict[str, np.ndarray]:
     """Each variable's inputs: 2·SAMPLES draws of SPECIAL, then SAMPLES at each magnitude."""
     rng = np.random.default_rng(52)
-    count = SAMPLES * (len(MAGNITUDES) + 2)
     values = {}
     for name in variables:
         drawn = [rng.choice(np.array(SPECIAL), 2 * SAMPLES)]  # (first: the plainest examples)
         drawn += [rng.uniform(-m, m, SAMPLES) for m in MAGNITUDES]
         values[name] = np.concatenate(drawn)
-        assert values[name].size == count
+        assert values[name].size == INPUTS
     return values
 
 
