@@ -354,7 +354,7 @@ _TERMINAL_NAMES = {
     "STRING": "a string", "LPAR": "(", "RPAR": ")", "COMMA": ",", "LBRACE": "{", "RBRACE": "}",
     "LSQB": "[", "RSQB": "]", "COLON": ":", "DOT": ".", "$END": "the end of the text",
     "PLUS": "+", "MINUS": "−", "TIMES": "·", "DIVIDE": "/", "POW": "^", "CMP": "a comparison",
-    "PARTIAL": "∂", "SQUARE": "²", "VBAR": "|",
+    "PARTIAL": "∂", "SQUARE": "²", "VBAR": "|", "IFF": "⇔ (or <=>)", "NOTIN": "∉",
 }
 
 
