@@ -57,6 +57,17 @@ def test_a_law_s_parts_are_separated_by_equals(text, wrong):
     assert info.value.code == "E100" and info.value.span.column == text.index(wrong) + 1
 
 
+def test_laws_are_highlighted_without_error_tokens():
+    from pygments.token import Error, Keyword, Operator
+
+    from hilbert.lexer import HilbertLexer
+
+    found = list(HilbertLexer().get_tokens(f"{SOLVE}\nlaw drop = (u + x) − x = u where x ∉ u\n"))
+    assert [v for t, v in found if t is Error] == []
+    assert (Keyword.Declaration, "law") in found and (Keyword, "where") in found
+    assert (Operator, "⇔") in found and (Operator, "∉") in found
+
+
 # ---------------------------------------------------------------- the check
 
 @pytest.mark.parametrize("law", _prelude_laws("Laws") + _prelude_laws("Trigonometry"),
