@@ -10,7 +10,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,dask]'
+	$(PY) -m pip install --quiet -e '.[dev,dask,notebook,frames,onnx]'
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)

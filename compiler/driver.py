@@ -13,6 +13,7 @@ from ..grammar.source import Span
 from . import dtypes, ir, passes, settings
 from .debug import dump
 from .entry import Entry, build_entry, build_product
+from .frames import FrameModel, compile_frames
 from .ir import verify
 from .kept import kept_entry, kept_plan
 from .models import CompiledModel, compile_models
@@ -81,6 +82,7 @@ class CompiledModule:
     exported: tuple[str, ...]
     resolved: Resolved = field(repr=False)
     models: dict[str, CompiledModel] = field(default_factory=dict)
+    frames: dict[str, FrameModel] = field(default_factory=dict)
 
 
 def compile_module(loader: Loader, root: SourceModule, export_all: bool = False) -> CompiledModule:
@@ -95,7 +97,8 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
     entries = Entries(own, inliner, resolved)  # inline, share, fuse, masks: on use (or kept)
     exported = tuple(n for n, d in own.items() if export_all or d.kind == "fn")
     models = compile_models(resolved, root)                   # model declarations -> entries
-    return CompiledModule(str(root), entries, exported, resolved, models)
+    frames = compile_frames(resolved, root, set(models))      # Frame models: CSV schemas
+    return CompiledModule(str(root), entries, exported, resolved, models, frames)
 
 
 def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:

@@ -157,10 +157,13 @@ class _ModelCompiler:
 
     def check_declaration(self) -> None:
         d = self.decl
+        if d.base == "Frame":  # (a Frame model is parsed as one only with its path)
+            raise ModelError("E800", f"a Frame model names the parameter that is its file's "
+                             f"path: write `model {d.name}(path) : Frame(path) {{ … }}`", d.span)
         if d.base != BASE:
-            raise ModelError("E800", f"model {d.name} declares itself a {d.base}, but the only "
-                             f"kind of model is {BASE}: write `model {d.name}(…) : {BASE}`",
-                             d.span)
+            raise ModelError("E800", f"model {d.name} declares itself a {d.base}, but a model "
+                             f"is a {BASE} (or a Frame(path) over a CSV file): write "
+                             f"`model {d.name}(…) : {BASE}`", d.span)
         _unique(d.name, [(p, "parameter", d.span) for p in d.params]
                 + [(w.name, "weight", w.span) for w in d.weights]
                 + [(m.name, "method", m.span) for m in (*d.trains, *d.methods)])

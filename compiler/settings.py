@@ -20,7 +20,8 @@ SETTINGS: dict[str, str] = {
     "HILBERT_MEMORY_LIMIT": "the bytes a plan may use (8G, 500M, 1e9); half of RAM by default",
     "HILBERT_MAX_PROGRAMS": "how many argument signatures a function keeps a program for",
     "HILBERT_CACHE_DIR": "where generated code, Numba's cache and parsed modules are kept",
-    "HILBERT_PROGRESS": "1 draws progress bars, 0 hides them; by default, on a terminal only",
+    "HILBERT_PROGRESS": "1 draws progress bars, 0 hides them; by default, on a terminal or in a "
+                        "notebook only",
     "HILBERT_DUMP": "passes after which the IR is printed, comma-separated (inline, share, "
                     "masks, hoist, fuse, windows, and parse and plan)",
     "HILBERT_MATH": "the maths of modules loaded without math=: exact (the default) or fast",

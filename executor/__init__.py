@@ -12,9 +12,9 @@ if TYPE_CHECKING:
     from ..compiler.entry import Entry
     from ..compiler.plan import Plan
 
-#: Every executor by name (`dask` and `jax` need their optional extras: pip install
-#: 'hilbert[dask]', 'hilbert[jax]').
-NAMES = ("numba", "reference", "dask", "jax")
+#: Every executor by name (`dask`, `jax` and `onnx` need their optional extras: pip install
+#: 'hilbert[dask]', 'hilbert[jax]', 'hilbert[onnx]').
+NAMES = ("numba", "reference", "dask", "jax", "onnx")
 
 
 @runtime_checkable
@@ -47,7 +47,7 @@ class Executor(Protocol):
 
 
 def get_executor(name: str) -> Executor:
-    """The executor module called `name` ('reference', 'numba', 'dask' or 'jax')."""
+    """The executor module called `name` ('reference', 'numba', 'dask', 'jax' or 'onnx')."""
     from ..grammar.errors import ArgumentError
     from ..grammar.source import nowhere
 
@@ -57,19 +57,19 @@ def get_executor(name: str) -> Executor:
     if name == "numba":
         from .numba import executor as numba_exec
         return numba_exec
-    if name in ("dask", "jax"):  # (each needs its package: an extra of hilbert's)
+    if name in ("dask", "jax", "onnx"):  # (each needs its packages: an extra of hilbert's)
         from .numba.loading import load  # (dask's kernels import Numba)
 
         try:
             return load(f"hilbert.executor.{name}.executor")
         except ImportError as err:
-            if not (err.name or "").startswith(name):
+            if not (err.name or "").startswith(name):  # (onnx's: onnx and onnxruntime)
                 raise
-            raise ArgumentError("E600", f"the {name} executor needs {name}, which is not "
-                                f"installed (pip install 'hilbert[{name}]')",
-                                nowhere("executor")) from None
+            needs = "onnx and onnxruntime, which are" if name == "onnx" else f"{name}, which is"
+            raise ArgumentError("E600", f"the {name} executor needs {needs} not installed "
+                                f"(pip install 'hilbert[{name}]')", nowhere("executor")) from None
     raise ArgumentError("E600", f"unknown executor {name!r} (choose 'numba', 'reference', "
-                        "'dask' or 'jax')", nowhere("executor"))
+                        "'dask', 'jax' or 'onnx')", nowhere("executor"))
 
 
 #: The modes of `math` (hilbert.load, compile_source, Function.using): every executor takes it.

@@ -63,6 +63,8 @@ CODES: dict[str, str] = {
     "E801": "bad model use",
     "E802": "model weights exceed the memory limit",
     "E803": "bad use of a weight group",
+    "E804": "bad Frame model declaration",
+    "E805": "bad Frame file",
     "E900": "internal error",
 }
 

@@ -21,6 +21,7 @@ from .confusables import skeleton, spelled
 from .constructs import ConstructBuilder, number_value, token_span
 from .errors import ArgumentError, ParseError, warn
 from .foreign import FOREIGN_OPERATORS, FOREIGN_WORDS
+from .frames import FrameBuilder
 from .source import Source, Span
 from .syntax import (
     Assign,
@@ -52,10 +53,11 @@ _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
              "grad", "match"}
 #: Words that are keywords only where a model's member starts (`state`, `group`), inside
-#: `state … like g`, between two operands (`t mod n`, `t div n`), or where a match's arm
-#: starts (`when`, `other`), or where a law or its condition starts (`law`, `where`); elsewhere
-#: they are names.
-_MEMBER_WORDS = {"state", "like", "group", "mod", "div", "when", "other", "law", "where"}
+#: `state … like g`, between two operands (`t mod n`, `t div n`), where a match's arm
+#: starts (`when`, `other`), in a Frame's `fill col with …`, or where a law or its condition
+#: starts (`law`, `where`); elsewhere they are names.
+_MEMBER_WORDS = {"state", "like", "group", "mod", "div", "when", "other", "fill", "with", "law",
+                 "where"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close. A
@@ -89,7 +91,7 @@ def _doc_above(source: Source, line: int) -> str:
 
 
 @v_args(meta=True)
-class _Builder(ConstructBuilder):
+class _Builder(ConstructBuilder, FrameBuilder):
     """Turns Lark's parse tree into syntax-tree dataclasses; no semantic checks here. Walked
     without recursion: a chain of operators may be thousands long."""
 
@@ -101,6 +103,9 @@ class _Builder(ConstructBuilder):
         if getattr(meta, "empty", True):
             return Span(self.source, 1, 1, 1, 1)
         return Span(self.source, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _doc(self, span: Span) -> str:
+        return _doc_above(self.source, span.line)
 
     def module(self, meta, decls):
         return Module(tuple(decls), self._span(meta))
@@ -287,7 +292,7 @@ def _digit_message(char: str) -> str:
 def _foreign_construct(source: Source, token: Token | None) -> tuple[str, Token] | None:
     """What to write instead, and the token to point at, where the unexpected token (or the
     one just before it) starts a construct of another language: a FOREIGN_WORDS word, `**`,
-    a type annotation `x : T`, or a type with arguments `: Frame(path)`."""
+    a type annotation `x : T`, or a type with arguments where none may stand (`weight w : T(…)`)."""
     if not isinstance(token, Token) or token.type == "$END" or token.start_pos is None:
         return None
     before = _tokens_before(source.text, token.start_pos)
@@ -304,7 +309,8 @@ def _foreign_construct(source: Source, token: Token | None) -> tuple[str, Token]
                 "arguments, so write the name alone, as def f(x) ≔ …"), token
     if token.type == "LPAR" and [t.type for t in before[-2:]] == ["COLON", "NAME"]:
         return (f".hb has no type {before[-1]}(…): after `:` a model names its base, "
-                "`: Learner`, and a weight its shape, `: Tensor[d1, d2, …]`"), before[-1]
+                "`: Learner` or `: Frame(path)`, and a weight its shape, `: Tensor[d1, d2, …]`"
+                ), before[-1]
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .frames import print_frame
 from .syntax import (
     Assign,
     Binary,
@@ -11,6 +12,7 @@ from .syntax import (
     Definition,
     Derivative,
     Expr,
+    Frame,
     If,
     Index,
     Law,
@@ -148,7 +150,7 @@ def _condition(c: NotIn | Compare, unicode: bool) -> str:
     return print_expr(c, unicode)
 
 
-def _decl(d: Open | Definition | Model | Law | LawModel, unicode: bool) -> str:
+def _decl(d: Open | Definition | Model | Frame | Law | LawModel, unicode: bool) -> str:
     define = _spell(":=", unicode)
     match d:
         case Open(path=p):
@@ -158,6 +160,8 @@ def _decl(d: Open | Definition | Model | Law | LawModel, unicode: bool) -> str:
             return f"{keyword} {n}{_params(ps)} {arrow} {print_expr(b, unicode)}"
         case Model():
             return _model(d, unicode)
+        case Frame():
+            return print_frame(d, unicode, print_expr)
         case Law():
             return print_law(d, unicode)
         case LawModel(name=n, laws=laws):

@@ -2,7 +2,7 @@
 
 Grammar of the tree (what the parser builds):
 
-    Module     ::= decls: (Open | Definition | Model | Law | LawModel)*
+    Module     ::= decls: (Open | Definition | Model | Frame | Law | LawModel)*
     Law        ::= name, lhs: Expr, rhs: Expr, solved: (Expr, Expr)?, conditions: Condition*
                    (`law n = lhs = rhs`; an equation law `law n = l = r ⇔ l' = r'` has lhs l,
                    rhs r and solved (l', r'))
@@ -12,6 +12,10 @@ Grammar of the tree (what the parser builds):
     Definition ::= kind: 'def' | 'fn' | 'method', name, params: name*, body: Expr, doc
     Model      ::= name, params, base, weights: Weight*, trains: Train*, methods: Definition*,
                    groups: Group*, states: StateLike*
+    Frame      ::= name, params, path: name, columns: Column*, fills: Fill*,
+                   derived: Definition*  (`model House(path) : Frame(path) { … }`)
+    Column     ::= name, type_name: 'Scalar' | 'Text', header   (`q : Scalar from "Qual"`)
+    Fill       ::= column, how: 'median' | 'mean' | 'value', value  (`fill q with median`)
     Weight     ::= name, type_name, dims: (name | number)*, init: Expr, kind: 'weight' | 'state'
     Group      ::= name, members: name+                 (`group g ≔ w1, w2`)
     StateLike  ::= names: name+, group: name, init: Expr  (`state m, v like g from e`)
@@ -231,6 +235,40 @@ class Model:
 
 
 @dataclass(frozen=True, slots=True)
+class Column:
+    """`name : Scalar from "Header"`: a Frame's column, read from the CSV column `header`."""
+
+    name: str
+    type_name: str
+    header: str
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """`fill col with median` (or `mean`, or `value 3`): what a column's missing cells hold."""
+
+    column: str
+    how: str
+    value: float | None
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """`model Name(params) : Frame(path) { columns, fills, derived columns }`: a CSV schema."""
+
+    name: str
+    params: tuple[str, ...]
+    path: str
+    columns: tuple[Column, ...]
+    fills: tuple[Fill, ...]
+    derived: tuple[Definition, ...]
+    span: Span = field(compare=False, repr=False)
+    doc: str = field(default="", compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class NotIn:
     """`x ∉ u`: the term x stands for does not occur in the term u stands for."""
 
@@ -264,5 +302,5 @@ class LawModel:
 
 @dataclass(frozen=True, slots=True)
 class Module:
-    decls: tuple[Open | Definition | Model | Law | LawModel, ...]
+    decls: tuple[Open | Definition | Model | Frame | Law | LawModel, ...]
     span: Span = field(compare=False, repr=False)

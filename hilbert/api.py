@@ -27,6 +27,7 @@ from hilbert.grammar.errors import (
 
 from .autodiff import Products
 from .carried import ModuleSource, compiled_from, module_source
+from .export import Exports
 
 #: How many argument signatures (shape tuples) a function keeps a program for, per executor
 #: and optimiser; past it the least recently used is dropped (and made again if called).
@@ -40,7 +41,14 @@ def _program_limit() -> int:
     return MAX_PROGRAMS if limit is None else limit
 
 
-class Function(Products):
+def _html(function: Function) -> str:
+    """A Function as a notebook shows it (hilbert/display.py, imported when first asked)."""
+    from .display import function_html
+
+    return function_html(function)
+
+
+class Function(Products, Exports):
     """A compiled .hb function. Call it with arrays, nested lists or numbers (keywords by
     parameter name); it returns an ndarray, or a number for a scalar result. A call computes
     in its arguments' dtype (float32, float64, complex64 or complex128, promoted as NumPy
@@ -109,6 +117,8 @@ class Function(Products):
     def __repr__(self) -> str:
         d = self.entry.definition
         return f"<hilbert {d.kind} {d.name}({', '.join(d.params)}) at {d.span}>"
+
+    _repr_html_ = _html  # as a notebook shows it
 
     def __call__(self, /, *args, **kwargs):
         if self._call is not None:
@@ -259,13 +269,6 @@ class Function(Products):
         if build is not None:
             self._building(build, program, shapes)
         return program.plan
-
-    def export(self, /, *shapes, to: str = "stablehlo", dtype: str = "float64") -> str:
-        """The program for these argument shapes (tuples of ints) lowered through JAX, as
-        StableHLO text (`to="stablehlo"`) any XLA runtime can serve (docs/jax-executor.md)."""
-        from .export import export
-
-        return export(self, *shapes, to=to, dtype=dtype)
 
     def benchmark(self, /, *args, optimize=None, repeat: int = 5, **kwargs):
         """Time this function for each path optimiser in `optimize` (by default auto, greedy,

@@ -76,6 +76,8 @@ def _member(args):
     if model not in module.models:
         return None
     cls = module.model(model)
+    if not hasattr(cls, "_model"):
+        raise UsageError(f"{model} is a Frame model: it reads a file, and has no member that runs")
     given = dict(parse_shape(s) for s in args.shape)
     values = dict(_named_value(v) for v in args.value)
     constructor = {p: values.pop(p) for p in cls._model.params if p in values}
@@ -165,13 +167,19 @@ def _shapes(given: list[str], function, name: str) -> list[tuple[int, ...]]:
 
 
 def _export(args) -> int:
-    """`hilbert export FILE FN --shape … [--to stablehlo] [--dtype D] [-o OUT]`: the program
-    FN runs for those shapes as text (hilbert/export.py), on stdout or in OUT."""
+    """`hilbert export FILE FN --shape … [--to stablehlo|onnx] [--dtype D] [-o OUT]`: the
+    program FN runs for those shapes as text (hilbert/export.py), on stdout or in OUT; an
+    ONNX model's bytes in OUT (not on a terminal's stdout)."""
     from .export import export
 
-    function = _function(args.file, args.function, "jax")
+    function = _function(args.file, args.function, args.to.replace("stablehlo", "jax"))
     text = export(function, *_shapes(args.shape, function, args.function), to=args.to,
                   dtype=args.dtype)
+    if isinstance(text, bytes):
+        if args.output is None:
+            raise UsageError("--to onnx writes a binary model: give -o OUT")
+        _write_text(args.output, text)
+        return EXIT_OK
     text = text if text.endswith("\n") else text + "\n"
     if args.output is None:
         sys.stdout.write(text)

@@ -77,12 +77,14 @@ def _parser() -> argparse.ArgumentParser:
 
 def _executor_option(parser: argparse.ArgumentParser, every: bool = False,
                      text: str = "what runs the code: numba (compiled, the default), reference "
-                     "(the NumPy interpreter), dask (blocks, on a cluster: the dask extra) or jax "
-                     "(XLA, on JAX's device: the jax extra)") -> None:
-    choices = ["numba", "reference", "dask", "jax"] if every else ["numba", "reference"]
+                     "(the NumPy interpreter), dask (blocks, on a cluster: the dask extra), jax "
+                     "(XLA, on JAX's device: the jax extra) or onnx (onnxruntime: the onnx "
+                     "extra)") -> None:
+    choices = ["numba", "reference", "dask", "jax", "onnx"] if every else ["numba", "reference"]
     if not every:
-        text = text.replace(", dask (blocks, on a cluster: the dask extra) or jax (XLA, on "
-                            "JAX's device: the jax extra)", "").replace(
+        text = text.replace(", dask (blocks, on a cluster: the dask extra), jax (XLA, on "
+                            "JAX's device: the jax extra) or onnx (onnxruntime: the onnx extra)",
+                            "").replace(
             "the default), reference", "the default) or reference")
     parser.add_argument("--executor", default="numba", choices=choices, help=text)
 
@@ -97,14 +99,16 @@ def _export_parser(sub) -> None:
     from .export import FORMATS
 
     export = sub.add_parser(
-        "export", help="write a function's program for given shapes as StableHLO",
+        "export", help="write a function's program for given shapes as StableHLO or ONNX",
         description="Write the program a function runs for given argument shapes, through JAX "
-                    "(the jax extra), as StableHLO text: to OUT, or to stdout.")
+                    "(the jax extra), as StableHLO text: to OUT, or to stdout; or as an ONNX "
+                    "model (the onnx extra) to OUT.")
     export.add_argument("file", type=Path, metavar="FILE", help="the .hb file")
     export.add_argument("function", metavar="FN", help="a function or definition of FILE")
     _shape_option(export, "a parameter's shape (omit for a scalar)")
     export.add_argument("--to", default="stablehlo", choices=list(FORMATS),
-                        help="the format: stablehlo (an MLIR module, text; the default)")
+                        help="the format: stablehlo (an MLIR module, text; the default) or "
+                             "onnx (an ONNX model, binary: needs -o)")
     export.add_argument("--dtype", default="float64", choices=list(NAMES),
                         help="what the program computes in (default float64)")
     export.add_argument("-o", "--output", type=Path, metavar="OUT",

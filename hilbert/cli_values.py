@@ -130,8 +130,12 @@ def _named_value(text: str) -> tuple[str, object]:
     return name, parse_value(value)
 
 
-def _write_text(path: Path, text: str) -> None:
+def _write_text(path: Path, text: str | bytes) -> None:
+    """`text` written to `path` (UTF-8; bytes as they are), or an OutputError."""
     try:
-        path.write_text(text, encoding="utf-8")
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(text, encoding="utf-8")
     except OSError as err:
         raise OutputError(f"cannot write {path}: {err.strerror or err}") from None

@@ -171,6 +171,20 @@ class PathInfo:
 
     __repr__ = __str__
 
+    def _repr_html_(self) -> str:
+        """The path as a notebook shows it: each step with its FLOPs, the peak memory
+        (hilbert/display.py)."""
+        from .display import path_info_html
+
+        return path_info_html(self)
+
+    def draw(self, figure=None):
+        """The path's contraction tree as a matplotlib Figure: each step with its FLOPs
+        (compiler/plan/drawing.py)."""
+        from hilbert.compiler.plan.drawing import draw
+
+        return draw(self, figure)
+
 
 def describe_expression(subscripts: str, shapes: tuple, constants: tuple[int, ...],
                         plan_steps: list[Step]) -> tuple[str, str]:

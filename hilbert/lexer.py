@@ -64,9 +64,12 @@ class HilbertLexer(RegexLexer):
             (rf"(like)(\s+)({NAME})", bygroups(Keyword, Whitespace, Name.Variable)),
             (words(KEYWORDS, suffix=_END), Keyword),
             # (a match's arm words are keywords only where an arm starts: names elsewhere)
-            (r"when(?=\s*[−\-]?[\d.])", Keyword),
+            (r"when(?=\s*(?:[−\-]?[\d.]|\"))", Keyword),
             (r"other(?=\s*(?:↦|\|->))", Keyword),
-            (words(("Learner", "Tensor"), suffix=_END), Keyword.Type),
+            # (a Frame's `fill c with …`: keywords only there)
+            (rf"(fill)(\s+)({NAME})(\s+)(with)\b",
+             bygroups(Keyword, Whitespace, Name.Variable, Whitespace, Keyword)),
+            (words(("Learner", "Tensor", "Frame", "Scalar", "Text"), suffix=_END), Keyword.Type),
             (words(PRIMITIVES, suffix=_END), Name.Builtin),
             (r'"[^"\n]*"', String),
             (NUMBER, Number.Float),

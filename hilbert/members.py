@@ -7,6 +7,7 @@ import inspect
 import math
 import numbers
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -14,9 +15,16 @@ import numpy as np
 from hilbert.compiler.driver import CompiledModule
 from hilbert.compiler.models import STEPS, CompiledModel, Member
 from hilbert.compiler.results import scalar
-from hilbert.grammar.errors import HilbertError, RuntimeHilbertError, internal_error
+from hilbert.grammar.errors import (
+    ArgumentError,
+    HilbertError,
+    RuntimeHilbertError,
+    internal_error,
+)
+from hilbert.grammar.source import nowhere
 
 from .api import Function, maths_options
+from .history import History, every_count
 from .progress import run_in_chunks
 from .weights import _private
 
@@ -65,25 +73,69 @@ def _method(model: CompiledModel, member: Member):
 
 def _train_method(model: CompiledModel, member: Member):
     def train(self: Learner, *args, steps=1, **kwargs) -> None:
-        own = self._bind(member, args, kwargs)
-        count = _step_count(model, member, steps)
-        with self._lock:  # read, step and write as one: calls from two threads both count
-            state, weights = self._state(), len(model.weights)
-
-            def run(chunk: int) -> None:  # `chunk` steps from `state`; its weights move on
-                nonlocal state
-                count = np.array(chunk, dtype=np.float64)  # (counted exactly in every dtype)
-                final = self._execute(member, state + own + (count,))
-                state = tuple(_private(w, self.dtype) for w in final[1:1 + weights]) + \
-                    state[weights:]
-
-            run_in_chunks(count, run, f"{model.name}.{member.name}")  # progress between chunks
-            new = {w.name: state[position]
-                   for position, w in enumerate(model.weights) if w.name in member.assigned}
-            self._weights = self._weights | new  # replaced whole, never changed in place
+        _train(self, member, args, kwargs, steps)
 
     steps = inspect.Parameter(STEPS, inspect.Parameter.KEYWORD_ONLY, default=1)
     return _Described(_dressed(train, model, member, [steps]), member)
+
+
+def _train(net: Learner, member: Member, args: tuple, kwargs: dict, steps,
+           watched: Callable[[int], None] | None = None, every: int = 1) -> None:
+    """Run train block `member` `steps` times on `net`'s weights, as one compiled loop (a few
+    in a row while a progress bar shows); `watched`: called with the steps run so far before
+    the first step and after every `every` steps, the weights then as the steps left them."""
+    model = net._model
+    own = net._bind(member, args, kwargs)
+    count = _step_count(model, member, steps)
+    with net._lock:  # read, step and write as one: calls from two threads both count
+        state, weights = net._state(), len(model.weights)
+
+        def run(chunk: int) -> None:  # `chunk` steps from `state`; its weights move on
+            nonlocal state
+            count = np.array(chunk, dtype=np.float64)  # (counted exactly in every dtype)
+            final = net._execute(member, state + own + (count,))
+            state = tuple(_private(w, net.dtype) for w in final[1:1 + weights]) + \
+                state[weights:]
+
+        def keep() -> None:  # the weights as the steps so far left them
+            new = {w.name: state[position]
+                   for position, w in enumerate(model.weights) if w.name in member.assigned}
+            net._weights = net._weights | new  # replaced whole, never changed in place
+
+        if watched is None:
+            run_in_chunks(count, run, f"{model.name}.{member.name}")  # progress between chunks
+            keep()
+            return
+        watched(0)
+        for done in range(0, count, every):
+            run(min(every, count - done))
+            keep()
+            watched(min(done + every, count))
+
+
+class Watched:
+    """`net.train.watched(watch, every=…)`: the train block, which, called as it is (its
+    arguments, `steps=`), also calls `watch()` before the first step and after every `every`
+    steps (by default about a hundredth of the run), and returns a History of what it gave:
+
+        net.train.watched(lambda: net.loss(x, y))(x, y, 0.5, steps=500).plot()
+    """
+
+    def __init__(self, bound: BoundMember, watch: Callable[[], object], every):
+        if not callable(watch):
+            raise ArgumentError("E600", f"{bound.__func__.__qualname__}.watched takes a "
+                                f"function of no arguments (lambda: net.loss(x, y)), not "
+                                f"{type(watch).__name__}", nowhere("hilbert.watched"))
+        self._bound, self._watch, self._every = bound, watch, every
+
+    def __call__(self, *args, steps=1, **kwargs) -> History:
+        net, member = self._bound.__self__, self._bound._member
+        label = self._bound.__func__.__qualname__
+        history = History(label)
+        every = every_count(self._every, _step_count(net._model, member, steps), label)
+        _train(net, member, args, kwargs, steps,
+               lambda done: history.add(done, self._watch()), every)
+        return history
 
 
 class _Described:
@@ -124,8 +176,31 @@ class BoundMember:
         (hilbert.Function.build): the next call runs compiled code at once."""
         return self._function().build(*self._values(args, kwargs))
 
+    def onnx(self, /, *args, dtype: str = "float64", **kwargs):
+        """The ONNX model (docs/onnx.md) of a call with these arguments (values, as the
+        member takes them): the model's weights and parameters, as they are now, are its
+        initializers; its inputs are the member's own parameters (and a train block's step
+        count), shaped as these arguments are."""
+        from .export import onnx
+
+        values = self._values(args, kwargs)
+        with self.__self__._lock:
+            fixed = len(self.__self__._state())
+        return onnx(self._function(), *[np.shape(v) for v in values], dtype=dtype,
+                    fixed=values[:fixed])
+
     def _function(self) -> Function:
         return self.__self__._functions[self._member.name]
+
+    def watched(self, watch: Callable[[], object], every: int | None = None) -> Watched:
+        """This train block, recording `watch()` (a function of no arguments: `lambda:
+        net.loss(x, y)`) before its first step and after every `every` steps: called with the
+        block's arguments and `steps=`, it returns the History, which `.plot()` draws."""
+        if self._member.kind != "train":
+            raise ArgumentError("E600", f"{self.__func__.__qualname__} is a method, not a train "
+                                "block: only a train block's steps can be watched",
+                                nowhere("hilbert.watched"))
+        return Watched(self, watch, every)
 
     def _values(self, args: tuple, kwargs: dict) -> tuple:
         """The entry's arguments: the weights and model parameters, the member's own, and a

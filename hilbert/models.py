@@ -310,6 +310,13 @@ class Learner:
                             for n, v in self._weights.items())
         return f"<{self._model.name}({arguments}): {weights or 'no weights'}>"
 
+    def _repr_html_(self) -> str:
+        """The model as a notebook shows it: its weights' names, shapes and dtypes, its tier
+        (hilbert/display.py)."""
+        from .display import model_html
+
+        return model_html(self)
+
 
 # -- pickling: a model carries its source ----------------------------------------------------
 

@@ -70,7 +70,11 @@ class Module:
         """The Python class of model `name`, made once per module (so isinstance works)."""
         from .models import model_class  # (hilbert.models is imported when a model is used)
 
-        if name not in self._compiled.models:
+        if name in self._compiled.frames and name not in self._models:
+            from .frames import frame_class
+
+            self._models[name] = self._bound(name, frame_class(self._compiled.frames[name]))
+        if name not in self._compiled.models and name not in self._compiled.frames:
             raise self._missing("model", name, self.models)
         if name not in self._models:
             self._models[name] = self._bound(name, model_class(
@@ -91,7 +95,7 @@ class Module:
     def __getattr__(self, name: str) -> Function | type:
         if name.startswith("_"):  # (pickle and copy ask for __getstate__ and the like)
             raise AttributeError(name)
-        if name in self._compiled.models:
+        if name in self._compiled.models or name in self._compiled.frames:
             return self.model(name)
         if name not in self._compiled.exported:
             raise self._missing("function or model", name, self.names)
@@ -120,16 +124,22 @@ class Module:
 
     @property
     def models(self) -> tuple[str, ...]:
-        """The model declarations of the module."""
-        return tuple(self._compiled.models)
+        """The model declarations of the module (Learners, then Frames)."""
+        return tuple(self._compiled.models) + tuple(self._compiled.frames)
 
     @property
     def names(self) -> tuple[str, ...]:
         """The names this module exports: its functions, then its models."""
-        return self._compiled.exported + tuple(self._compiled.models)
+        return self._compiled.exported + self.models
 
     def __repr__(self) -> str:
         return f"<hilbert module {self._compiled.key}: {', '.join(self.names)}>"
+
+    def _repr_html_(self) -> str:
+        """The module as a notebook shows it: its functions and models (hilbert/display.py)."""
+        from .display import module_html
+
+        return module_html(self)
 
 
 def load(path: str | Path, search_path: str | Path | list[str | Path] | None = None,

@@ -1,8 +1,9 @@
 """Progress bars on stderr (tqdm): the benchmark suite, `hilbert bench`, long training runs, and
 builds of compiled code a call waits for.
 
-A bar is drawn when stderr is a terminal; `HILBERT_PROGRESS=0` never draws one and
-`HILBERT_PROGRESS=1` draws one into any stream (a log file, a notebook's stderr).
+A bar is drawn when stderr is a terminal or a Jupyter kernel's output (there through
+`tqdm.auto`: a widget where ipywidgets is installed, text otherwise); `HILBERT_PROGRESS=0`
+never draws one and `HILBERT_PROGRESS=1` draws one into any stream (a log file).
 
 >>> progress = Progress(3, unit="case")            # doctest: +SKIP
 >>> progress.item(0, "attention"); progress.step("timing numpy (1/5)")   # doctest: +SKIP
@@ -18,10 +19,11 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from hilbert.compiler import terminal
+from hilbert.compiler import settings, terminal
 from hilbert.compiler.terminal import ENVIRONMENT, wanted
 
-__all__ = ["ENVIRONMENT", "Progress", "compiling", "run_in_chunks", "wanted"]
+__all__ = ["ENVIRONMENT", "Progress", "bar", "compiling", "drawn", "in_notebook", "run_in_chunks",
+           "wanted"]
 
 #: A training run shows its bar only once it has lasted this long (short runs stay silent).
 TRAIN_BAR_DELAY_S = 1.0
@@ -30,6 +32,31 @@ TRAIN_BAR_DELAY_S = 1.0
 CHUNK_S = 0.2
 #: A chunk is at most this many times the one before (a fast first chunk can mislead).
 MOST_GROWTH = 16
+
+
+def drawn(stream: TextIO) -> bool:
+    """Whether to draw a bar on `stream`: as HILBERT_PROGRESS says, else on a terminal or in
+    a notebook (a Jupyter kernel's output stream)."""
+    return wanted(stream) or (in_notebook(stream) and settings.text(ENVIRONMENT) != "0")
+
+
+def in_notebook(stream: TextIO) -> bool:
+    """Whether `stream` is a Jupyter kernel's output (ipykernel's stream; the kernel is
+    imported already if so, so asking imports nothing)."""
+    return type(stream).__module__.startswith("ipykernel.")
+
+
+def bar(stream: TextIO, **options) -> tqdm:
+    """A tqdm bar on `stream`: in a notebook tqdm.auto's (a widget where ipywidgets is
+    installed, else text: no warning that it is missing), elsewhere the terminal's."""
+    if not in_notebook(stream):
+        return tqdm(file=stream, dynamic_ncols=True, **options)
+    import warnings
+
+    with warnings.catch_warnings():  # (tqdm warns once when ipywidgets is missing)
+        warnings.simplefilter("ignore")
+        from tqdm.auto import tqdm as auto
+    return auto(file=stream, **options)
 
 
 class Progress:
@@ -43,9 +70,8 @@ class Progress:
         self.total, self.unit, self.quiet = total, unit, quiet
         self.name = ""
         self.begun = time.perf_counter()
-        draw = wanted(self.stream) if enabled is None else enabled
-        self.bar = tqdm(total=total, file=self.stream, unit=unit, dynamic_ncols=True,
-                        leave=False) if draw else None
+        draw = drawn(self.stream) if enabled is None else enabled
+        self.bar = bar(self.stream, total=total, unit=unit, leave=False) if draw else None
 
     def item(self, index: int, name: str) -> None:
         """Item `index` (from 0), called `name`, begins."""
@@ -83,12 +109,12 @@ def compiling(label: str, total: int, stream: TextIO | None = None):
     >>> with compiling("f for 4×3", 2) as advance: advance(); advance()   # doctest: +SKIP
     """
     stream = stream or sys.stderr
-    if total < 1 or not wanted(stream):
+    if total < 1 or not drawn(stream):
         yield lambda: None
         return
-    with tqdm(total=total, file=stream, unit="function", desc=f"compiling {label}",
-              delay=terminal.BUILD_LINE_DELAY_S, dynamic_ncols=True, leave=False) as bar:
-        yield lambda: bar.update(1)
+    with bar(stream, total=total, unit="function", desc=f"compiling {label}",
+             delay=terminal.BUILD_LINE_DELAY_S, leave=False) as shown:
+        yield lambda: shown.update(1)
 
 
 def run_in_chunks(total: int, run: Callable[[int], None], label: str,
@@ -100,11 +126,10 @@ def run_in_chunks(total: int, run: Callable[[int], None], label: str,
     >>> run_in_chunks(500, lambda k: None, "Perceptron.train")    # doctest: +SKIP
     """
     stream = stream or sys.stderr
-    if total <= 1 or not wanted(stream):
+    if total <= 1 or not drawn(stream):
         run(total)
         return
-    with tqdm(total=total, file=stream, unit="step", desc=label, delay=TRAIN_BAR_DELAY_S,
-              dynamic_ncols=True) as bar:
+    with bar(stream, total=total, unit="step", desc=label, delay=TRAIN_BAR_DELAY_S) as shown:
         done, size = 0, 1  # a first chunk of one step: it may include compilation
         while done < total:
             chunk = min(size, total - done)
@@ -112,5 +137,5 @@ def run_in_chunks(total: int, run: Callable[[int], None], label: str,
             run(chunk)
             spent = time.perf_counter() - begun
             done += chunk
-            bar.update(chunk)
+            shown.update(chunk)
             size = max(1, min(chunk * MOST_GROWTH, int(chunk * CHUNK_S / max(spent, 1e-9))))

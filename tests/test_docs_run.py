@@ -32,7 +32,8 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
          ROOT / "benchmarks" / "README.md"]
 RUN, SKIP = {"python", "hb"}, {"text", "sh"}
 #: Pages whose blocks need optional packages: without them the page is skipped.
-NEEDS = {"interop.md": ("torch", "jax"), "jax-executor.md": ("jax",)}
+NEEDS = {"interop.md": ("torch", "jax"), "jax-executor.md": ("jax",), "frames.md": ("pyarrow",),
+         "onnx.md": ("onnx", "onnxruntime")}
 _FENCE = re.compile(r"^( *)```(\S*)\s*$")
 _ERROR = re.compile(r"^-- error: (E\d{3}) at (\d+):(\d+)\s*$", re.M)
 _CALL = re.compile(r"^-- call: (\S+)((?: \S+)*)\s*$", re.M)

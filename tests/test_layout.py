@@ -1,4 +1,4 @@
-"""Layout planning of pairwise products (executor/codegen/layout.py): which operand is copied, which
+"""Layout planning of pairwise products (compiler/plan/layout.py): which operand is copied, which
 letters are looped over, and that every layout computes what numpy.einsum and the reference
 executor compute, compiled and on the host, on finite data and on inf and NaN."""
 
@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 from conftest import assert_agree
-from hilbert.executor.codegen import layout as layouts
-from hilbert.executor.codegen.layout import layout
+from hilbert.compiler.plan import layout as layouts
+from hilbert.compiler.plan.layout import layout
 
 import hilbert
 

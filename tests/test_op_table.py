@@ -1,18 +1,21 @@
 """The op table (compiler/ops/primitives.py) is complete and closed: every row that reaches an
 executor has every column an executor reads (shape and axes rules, derivative and tangent
 rules, its NumPy, dask and JAX meanings, its role in compiled code and, for a reduction
-compiled there, how it combines and starts), checked without the optional packages (JAX's
-meanings by name); and the sets passes use are the traits', each derived here from what the
-rows say or do rather than listed."""
+compiled there, how it combines and starts, and the code generator's lowering of its form),
+checked without the optional packages (JAX's meanings by name); and the sets passes use are
+the traits', each derived here from what the rows say or do rather than listed."""
 
 import ast
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hilbert.compiler import ir
-from hilbert.compiler.ops.primitives import BY_OP, FROM_FUNCTION, ROLES, TRAITS, having
+from hilbert.compiler.ops.primitives import BY_OP, FORMS, FROM_FUNCTION, ROLES, TRAITS, having
+from hilbert.executor.codegen import control, forms
 from hilbert.grammar.errors import CheckError
 from hilbert.grammar.source import Source, Span
 
@@ -51,8 +54,8 @@ def test_every_row_an_executor_meets_has_every_column(op):
     assert row.meaning is not None  # (the NumPy meaning: reference executor, host tier)
     assert row.dask is not None or "lazy" in row.traits
     assert row.jax is not None
-    assert (row.role is not None) == ("compiled" in row.traits)
-    assert row.role is None or row.role in ROLES
+    assert (row.form is not None) == ("compiled" in row.traits)
+    assert row.form is None or (row.form in FORMS and row.role in ROLES)
 
 
 @pytest.mark.parametrize("op", sorted(op for op, row in RUN.items() if row.jax))
@@ -127,6 +130,78 @@ def test_axes_rules_agree_with_shape_rules(op):
 def test_every_op_with_code_is_compiled_as_a_member_and_entrywise():
     assert {op for op, row in BY_OP.items() if row.code is not None} == having("entrywise")
     assert all(BY_OP[op].role == "member" for op in having("entrywise"))
+
+
+COMPILED = sorted(having("compiled"))
+
+
+@pytest.mark.parametrize("op", COMPILED)
+def test_every_compiled_row_has_a_lowering_of_its_form(op):
+    """The code generator writes an op by its form's lowering (executor/codegen/forms.py),
+    which has the part the form's role needs: a value at an index, a fold, or a unit's code."""
+    row = BY_OP[op]
+    lowering = forms.LOWERINGS.get(row.form)
+    assert lowering is not None, f"{op}: no lowering registered for the form {row.form!r}"
+    assert getattr(lowering, forms.part_for(row.role)) is not None, (op, row.form)
+
+
+def test_every_registered_lowering_is_of_a_compiled_form():
+    assert set(forms.LOWERINGS) == {BY_OP[op].form for op in COMPILED}
+
+
+def test_every_draw_has_a_kind_of_the_draw_kernel():
+    assert set(control.DRAWS) == {op for op in COMPILED if BY_OP[op].form == "draw"}
+    assert len(set(control.DRAWS.values())) == len(control.DRAWS)
+
+
+def test_the_lowerings_load_without_the_optional_packages():
+    """Importing the code generator registers every lowering with JAX, dask, torch and
+    cotengra unimportable (a fresh process, so nothing else imported them first)."""
+    script = ("import sys\n"
+              "for name in ('jax', 'dask', 'torch', 'cotengra'):\n"
+              "    sys.modules[name] = None\n"
+              "from hilbert.compiler.ops.primitives import BY_OP, having\n"
+              "from hilbert.executor.codegen import forms\n"
+              "missing = [op for op in having('compiled') if getattr(forms.LOWERINGS.get("
+              "BY_OP[op].form), forms.part_for(BY_OP[op].role), None) is None]\n"
+              "assert not missing, missing\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+#: An example call of each form whose rows read some arguments for their shapes only: its
+#: attributes and arguments.
+_SHAPE_READERS = {
+    "size": ((), [np.arange(6.0).reshape(2, 3)]),
+    "position": ((0,), [np.arange(5.0)]),
+    "draw": ((), [np.float64(7.0), np.float64(3.0), np.arange(5.0)]),
+    "shifted": ((0, (1.0,), 0.0), [np.arange(5.0), np.arange(3.0)]),
+}
+
+
+@pytest.mark.parametrize("op", sorted(op for op, row in RUN.items() if row.values is not None))
+def test_arguments_past_the_values_an_op_reads_give_only_their_shapes(op):
+    """An op whose row reads the values of its first `values` arguments only (fusion and the
+    scheduler read no others' values) means the same whatever the others hold."""
+    row = BY_OP[op]
+    attrs, base = _SHAPE_READERS[row.form]
+    node = ir.Prim(op, (), attrs, SPAN)
+    found = []
+    for fill in (np.nan, 1.0, -math.inf):
+        args = base[:row.values] + [np.full(np.shape(a), fill) for a in base[row.values:]]
+        found.append(np.asarray(row.meaning(node, args)))
+    assert all(np.array_equal(found[0], f) for f in found[1:]), op
+
+
+def test_shapes_only_ops_read_no_argument_values():
+    assert having("shapes_only") == {op for op, row in BY_OP.items() if row.values == 0}
+
+
+def test_a_view_of_one_position_has_the_axes_its_shape_rule_gives():
+    row = BY_OP["index"]
+    node = ir.Prim("index", (ir.Param(0, "x", SPAN), ir.Const(1.0, SPAN)), (), SPAN)
+    assert row.axes(((2, 3, 4), ()), ()) == row.shape(node, [(2, 3, 4), ()], {})
 
 
 def _node(op: str, axis: int) -> ir.Prim:

@@ -301,7 +301,7 @@ def test_a_name_may_hold_other_digits_after_its_first_letter():
     ("def f(x : Frame(path)) ≔ x", "no type annotations such as `x : T`", 9),
     ("def f(a, x : T) ≔ x", "no type annotations such as `x : T`", 12),
     ("def f(x) : T ≔ x", "no type annotations such as `x : T`", 10),
-    ("model M(n) : Frame(path) { }", "no type Frame(…): after `:` a model names its base", 14),
+    ("model M(n) : Table(path) { }", "no type Table(…): after `:` a model names its base", 14),
     ("model M(n) : Learner {\n  weight w : Frame(path) from 0\n}", "no type Frame(…)", 14),
 ])
 def test_constructs_of_other_languages_say_what_to_write_instead(text, says, at):

@@ -7,12 +7,14 @@ import pytest
 import hilbert
 
 
-@pytest.mark.parametrize("name", ["reference", "numba", "dask", "jax"])
+@pytest.mark.parametrize("name", ["reference", "numba", "dask", "jax", "onnx"])
 def test_every_executor_and_its_programs_keep_the_protocols(name):
     from hilbert.executor import Executor, Program, get_executor
 
     if name == "jax":
         pytest.importorskip("jax")  # (an optional extra; dask is installed by make test)
+    if name == "onnx":
+        pytest.importorskip("onnxruntime")  # (the onnx extra)
 
     executor = get_executor(name)
     assert isinstance(executor, Executor)

@@ -2,7 +2,7 @@
 generated code runs (fused nests, contraction steps, loops; the same before a build as after:
 test_plan_before_build.py), which nests run as one loop over rows and which on threads, and
 the code follows the plan's contraction paths. The
-schedule is decided (executor/codegen/scheduler.py) before code is written, and written once.
+schedule is decided (compiler/plan/scheduler.py) before code is written, and written once.
 Each is checked against the generated source itself, or against a figure written here."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import re
 
 import numpy as np
 import pytest
-from hilbert.executor import fusion
-from hilbert.executor.codegen import emitter, layout, scheduler
+from hilbert.compiler.plan import fusion, layout, scheduler
+from hilbert.executor.codegen import emitter
 
 import hilbert
 

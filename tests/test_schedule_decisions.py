@@ -11,10 +11,11 @@ import re
 
 import numpy as np
 import pytest
+from hilbert.compiler.plan import layout, scheduler
 from hilbert.compiler.plan import threads as plan_threads
 from hilbert.compiler.plan.schedule import RowLoop, Unit, in_row_loops
 from hilbert.executor import threads
-from hilbert.executor.codegen import emitter, layout, rows, scheduler
+from hilbert.executor.codegen import emitter, rows
 from hilbert.executor.codegen.loops import Assign, For, Store, Sub, Var, call, sizes
 
 import hilbert
@@ -54,7 +55,7 @@ def test_nests_are_written_on_threads_as_the_plan_s_rule_says(monkeypatch):
     what it answers: a rule that gives every nest threads makes a 30×7 layer norm's one row
     loop a prange, and the schedule says so; while the code is written, nothing asks how many
     threads there are."""
-    monkeypatch.setattr(scheduler, "_threads", lambda: 4)
+    monkeypatch.setattr(emitter, "machine", lambda: scheduler.Machine(threads=4))
     asked = []
 
     def always(nest, count):
@@ -119,8 +120,7 @@ def test_a_shared_product_s_blocks_are_the_scheduler_s(monkeypatch, m, k, n):
     """A product of a function that shares its products out among hilbert's threads: the
     scheduler records how (Step.shared: by rows when it has at least as many rows as columns,
     from 2²⁶ multiply-adds), and the code shares it so."""
-    monkeypatch.setattr(scheduler, "_splits", lambda: True)
-    monkeypatch.setattr(scheduler, "_threads", lambda: 4)
+    monkeypatch.setattr(emitter, "machine", lambda: scheduler.Machine(threads=4, splits=True))
     decided = []
     decide = scheduler.decide
     monkeypatch.setattr(scheduler, "decide", lambda *a, **k: decided.append(decide(*a, **k))

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
+from hilbert.compiler.plan.layout import SPLIT_PRODUCT
 from hilbert.executor import blas_threads, threads
-from hilbert.executor.codegen.layout import SPLIT_PRODUCT
 
 import hilbert
 

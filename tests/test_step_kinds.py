@@ -1,4 +1,4 @@
-"""How each contraction step runs (executor/codegen/scheduler.py's `_step`, layout.py's cost
+"""How each contraction step runs (compiler/plan/scheduler.py's `_step`, layout.py's cost
 model, nest_steps.py): a product where BLAS or the register tiles pay, one loop nest where a
 product would copy a whole operand or make thousands of thin products (issue 47, item 19:
 einsum_benchmark's tree of 60 tensors, whose first step "n,hlmnopq->hlmopq" copied a
@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 import pytest
 from conftest import assert_agree
-from hilbert.executor.codegen import layout, scheduler
+from hilbert.compiler.plan import layout, scheduler
 
 import hilbert
 

@@ -30,6 +30,15 @@ def without_axis(args: tuple[tuple, ...], attrs: tuple) -> tuple:
     return x[:axis] + x[axis + 1:]
 
 
+def after_first(args: tuple[tuple, ...], attrs: tuple) -> tuple:
+    """x's axes after its first (x[t], one slice along the first axis).
+
+    >>> after_first((("n", "m"), ()), ())
+    ('m',)
+    """
+    return args[0][1:]
+
+
 def axis_alone(args: tuple[tuple, ...], attrs: tuple) -> tuple:
     """Axis attrs[0] of x alone (positions along it)."""
     return (args[0][attrs[0]],)

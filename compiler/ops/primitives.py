@@ -3,8 +3,9 @@ everything the compiler and the executors know of it: its arity and axis argumen
 rule (compiler/ops/shape_rules.py) and axes rule (compiler/ops/axes.py), its derivative rule
 (compiler/ops/derivative_rules.py) and tangent rule (compiler/ops/tangent_rules.py), its NumPy
 meaning and dask meaning (compiler/ops/meanings.py), its JAX meaning's name
-(executor/jax/meanings.py), its code in generated loops, its role there (executor/fusion.py)
-and, for a reduction, how compiled loops combine it and start it, and its traits. Every set of
+(executor/jax/meanings.py), its code in generated loops, the form compiled code writes it in
+(the code generator's lowering of each form: executor/codegen/forms.py) and, for a reduction,
+how compiled loops combine it and start it, and its traits. Every set of
 ops a pass needs is derived from the traits here (`having`); a new primitive is one row
 (docs/architecture.md, "The op table"), and tests/test_op_table.py checks every column of
 every row."""
@@ -33,11 +34,25 @@ from .derivative_rules import c, p
 #: static - known from shapes when its arguments are (slice bounds, class counts);
 #: lazy - its NumPy meaning works on dask arrays as it is (no `dask` meaning needed).
 TRAITS = frozenset({"entrywise", "movable", "shapes_only", "compiled", "static", "lazy"})
-#: What compiled code makes of an op (executor/fusion.py's role): `member`, a value computed
-#: at each index of a loop nest (a scalar statement where it has no axes); `tail`, a reduction
-#: folded into the nest that computes its argument; `generator`, a value of its index alone,
-#: inlined where read; `size`, `view` (x[t], x[a:b]), `onehot` and `random` their own code.
-ROLES = frozenset({"member", "tail", "generator", "size", "view", "onehot", "random"})
+#: How compiled code writes an op (its row's `form`), each with the role that form plays there
+#: (compiler/plan/fusion.py's): `member`, a value computed at each index of a loop nest (a scalar
+#: statement where it has no axes); `tail`, a reduction folded into the nest that computes its
+#: argument; `generator`, a value of its index alone, inlined where read; `size`, `view` (x[t],
+#: x[a:b]), `onehot` and `random` their own code. The code generator registers one lowering
+#: per form (executor/codegen/forms.py), so an op of a form already here is one row.
+FORMS: dict[str, str] = {
+    "code": "member",  # the row's `code` (`host_code`, `fast_code`) applied to its arguments
+    "shifted": "member",  # x read at positions made from the new indices (shift)
+    "taken": "member",  # x read at the position a scalar names (take)
+    "fold": "tail",  # entries folded by the row's `combine` from its `start`
+    "position": "generator",  # the index along an axis (positions)
+    "size": "size",  # one of x's axis sizes
+    "indexed": "view",  # x[t], checked
+    "sliced": "view",  # x[a:b]
+    "onehot": "onehot",  # oneHot(labels, k), labels checked
+    "draw": "random",  # counter-based draws by the draw kernel
+}
+ROLES = frozenset(FORMS.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +80,7 @@ class Primitive:
     meaning: m.Meaning | None = None
     dask: m.LazyMeaning | None = None  # on dask arrays, where the NumPy meaning is not lazy
     jax: str | None = None
-    role: str | None = None  # in compiled code (one of ROLES; None: not compiled)
+    form: str | None = None  # how compiled code writes it (one of FORMS; None: not compiled)
     axes: ax.AxesRule = ax.first_shaped
     combine: str | None = None
     start: float | None = None
@@ -80,6 +95,14 @@ class Primitive:
     # (a position, a draw's key and step), never rounded to the call's dtype
     whole: tuple[int, ...] | None = None
     counts: tuple[int, ...] = ()
+    # how many leading arguments' values it reads (None: every argument's); the rest give only
+    # their shapes (a draw's x, a shift's windows; 0: a size, positions)
+    values: int | None = None
+
+    @property
+    def role(self) -> str | None:
+        """What compiled code makes of it (one of ROLES; None: not compiled): its form's."""
+        return None if self.form is None else FORMS[self.form]
 
 
 def _along(node, args: list, shapes: dict):
@@ -91,14 +114,16 @@ def _along(node, args: list, shapes: dict):
 @dataclass(frozen=True, slots=True)
 class _Family:
     """A family's defaults: traits, shape rule, the meaning made from a row's NumPy function,
-    the tangent rule made from its derivative rule, and its role and axes in compiled code."""
+    the tangent rule made from its derivative rule, its form and axes in compiled code, and how
+    many leading arguments' values it reads."""
 
     traits: frozenset[str] = frozenset()
     shape: Callable | None = None
     meaning: Callable[[Callable], m.Meaning] | None = None
     tangent: Callable[[d.Rule], t.TangentRule] | None = None
-    role: str | None = None
+    form: str | None = None
     axes: ax.AxesRule = ax.first_shaped
+    values: int | None = None
 
 
 _ENTRYWISE = frozenset({"entrywise", "movable", "compiled", "lazy"})
@@ -111,28 +136,32 @@ def _always(rule: t.TangentRule) -> Callable[[d.Rule], t.TangentRule]:
 
 #: Each family's defaults, by kind (a row of a kind not here takes _Family()'s).
 _KINDS: dict[str, _Family] = {
-    "unary": _Family(_ENTRYWISE, sh.same, m.entrywise, t.entrywise, "member"),
-    "binary": _Family(_ENTRYWISE, sh.pair, m.entrywise, t.entrywise, "member"),
-    "compare": _Family(_ENTRYWISE, sh.pair, m.compared, _always(t.flat), "member"),
+    "unary": _Family(_ENTRYWISE, sh.same, m.entrywise, t.entrywise, "code"),
+    "binary": _Family(_ENTRYWISE, sh.pair, m.entrywise, t.entrywise, "code"),
+    "compare": _Family(_ENTRYWISE, sh.pair, m.compared, _always(t.flat), "code"),
     "reduce": _Family(frozenset({"movable", "compiled", "lazy"}), sh.reduce, m.reduced,
-                      t.through_adjoint, "tail", ax.without_axis),
+                      t.through_adjoint, "fold", ax.without_axis),
     "scan": _Family(frozenset({"movable", "lazy"}), _along, m.reduced),
     "argreduce": _Family(frozenset({"movable"}), tangent=_always(t.flat)),
-    "size": _Family(_MEASURED, sh.size, tangent=_always(t.flat), role="size", axes=ax.no_axes),
-    "positions": _Family(_MEASURED, sh.positions, tangent=_always(t.flat), role="generator",
-                         axes=ax.axis_alone),
+    "size": _Family(_MEASURED, sh.size, tangent=_always(t.flat), form="size", axes=ax.no_axes,
+                    values=0),
+    "positions": _Family(_MEASURED, sh.positions, tangent=_always(t.flat), form="position",
+                         axes=ax.axis_alone, values=0),
     "onehot": _Family(frozenset({"compiled"}), sh.onehot, tangent=_always(t.flat),
-                      role="onehot"),
+                      form="onehot"),
     "concat": _Family(frozenset({"movable"}), sh.concat, tangent=_always(t.joined)),
     "draw": _Family(frozenset(), sh.draw, tangent=_always(t.flat)),
     # (not movable: a bad key raises E512, so a draw stays in the loop that makes it)
-    "random": _Family(frozenset({"compiled"}), sh.keyed, tangent=_always(t.flat), role="random"),
+    "random": _Family(frozenset({"compiled"}), sh.keyed, tangent=_always(t.flat), form="draw",
+                      values=2),
     "shift": _Family(frozenset({"movable", "compiled"}), sh.shift, tangent=_always(t.linear),
-                     role="member", axes=ax.shifted),
+                     form="shifted", axes=ax.shifted, values=1),
     "take": _Family(frozenset({"movable", "compiled"}), sh.take, tangent=_always(t.linear),
-                    role="member", axes=ax.without_axis),
-    "index": _Family(frozenset({"compiled"}), sh.index, tangent=_always(t.linear), role="view"),
-    "slice": _Family(frozenset({"compiled"}), sh.slice_, tangent=_always(t.linear), role="view"),
+                    form="taken", axes=ax.without_axis),
+    "index": _Family(frozenset({"compiled"}), sh.index, tangent=_always(t.linear),
+                     form="indexed", axes=ax.after_first),
+    "slice": _Family(frozenset({"compiled"}), sh.slice_, tangent=_always(t.linear),
+                     form="sliced"),
     "coordinate": _Family(tangent=_always(t.flat)),
 }
 #: The families whose rows' NumPy meanings (and JAX meanings named `jnp.…`) are made from the
@@ -144,8 +173,8 @@ def _row(name: str, arity: int, kind: str, numpy: Callable | None = None, *,
          traits: frozenset[str] = frozenset(), meaning: m.Meaning | None = None,
          shape: Callable | None = None, axis_arg: int | None = None,
          tangent: t.TangentRule | None = None, **fields) -> Primitive:
-    """A row, its traits, shape rule, meanings, tangent rule, role and axes completed from its
-    family's defaults (a row that is never differentiated has tangent zero)."""
+    """A row, its traits, shape rule, meanings, tangent rule, form, axes and values read
+    completed from its family's defaults (a row that is never differentiated has tangent zero)."""
     family = _KINDS.get(kind, _Family())
     if meaning is None and family.meaning is not None and numpy is not None:
         meaning = family.meaning(numpy)
@@ -155,8 +184,9 @@ def _row(name: str, arity: int, kind: str, numpy: Callable | None = None, *,
                    family.tangent(derivative) if family.tangent is not None else None)
     if axis_arg is not None:
         fields.setdefault("attrs", 1)
-    fields.setdefault("role", family.role)
+    fields.setdefault("form", family.form)
     fields.setdefault("axes", family.axes)
+    fields.setdefault("values", family.values)
     return Primitive(name, arity, kind, numpy, axis_arg=axis_arg, traits=family.traits | traits,
                      meaning=meaning, shape=shape or family.shape, tangent=tangent, **fields)
 

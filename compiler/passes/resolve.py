@@ -185,6 +185,10 @@ class Lowering:
         match e:
             case s.Number(value=v):
                 return ir.Const(v, e.span)
+            case s.Compare(right=s.String(text=text) as string):
+                raise CheckError("E316", f'a text such as "{text}" is compared (or matched) '
+                                 "only with a Text column of a Frame model; here it meets a "
+                                 "number: compare numbers with numbers", string.span)
             case s.String():
                 raise CheckError("E316", "a string can only be the first argument of einsum",
                                  e.span)

@@ -103,6 +103,13 @@ class Plan:
         data["schedule"] = [asdict(region) for region in self.schedule.regions]
         return data
 
+    def draw(self, figure=None):
+        """Its einsums' contraction trees drawn with matplotlib, one panel each, every step's
+        FLOPs and result size at its node (compiler/plan/drawing.py): the figure."""
+        from .drawing import draw
+
+        return draw(self, figure)
+
     def __str__(self) -> str:
         from .text import render_plan
 

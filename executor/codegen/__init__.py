@@ -1,10 +1,13 @@
 """Code generation: a region of fused, shape-checked IR -> the Python source of one function.
 
-    scheduler.py    decides the function's schedule before anything is written: each block's
-                    units, stored axis orders, contraction layouts, compiled or not, threads
-    emitter.py      writes that schedule block by block and builds the function's loop IR, handing
-                    each unit to entrywise.py (loop nests, scalars), products.py (contractions,
-                    laid out by layout.py) or control.py (loops, branches, views, oneHot)
+    emitter.py      writes the function's schedule (compiler/plan/scheduler.py, decided before
+                    anything is written: each block's units, stored axis orders, contraction
+                    layouts, compiled or not, threads) block by block and builds its loop IR,
+                    handing each unit to entrywise.py (loop nests, scalars), products.py
+                    (contractions, laid out as compiler/plan/layout.py decided) or control.py
+                    (loops, branches, views, oneHot)
+    forms.py        the lowering of each form of op (the op table's `form`), registered by
+                    the modules above; the emitter dispatches on a row's form, never its name
     writer.py       the statement builder it writes through (blocks, nests, Python's limits)
     loops.py        the loop IR: statements and expressions, as data; every literal typed
     division.py     rewrite: division by a row's divisor without dividing (in emit_group)

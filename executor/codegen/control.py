@@ -6,13 +6,14 @@ from __future__ import annotations
 from ...compiler import ir
 from ...compiler.counting import EXACT
 from ...compiler.ops.primitives import spoken
-from .. import fusion
-from . import scheduler
+from ...compiler.plan import fusion, scheduler
+from . import forms
 from .frame import Frame
 from .loops import (
     Assign,
     Break,
     Do,
+    Expr,
     Fmt,
     Pick,
     Raise,
@@ -170,26 +171,49 @@ def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[i
         em.out.add(Update(left.name, "-=", whole(1)))
 
 
-def emit_view(em, node: ir.Prim) -> None:
-    """x[t] (checked: a whole number in range, before the read) or x[a:b], as a view of x;
-    nothing may then write over x's buffer, which the view shares."""
+def _view(em, node: ir.Prim, rows: Expr) -> None:
+    """`node` bound to a view of x at `rows` along its first axis; nothing may then write over
+    x's buffer, which the view shares."""
     x = node.args[0]
     em.frame.owned.pop(x, None)
     name = em.fresh("v")
-    if node.op == "index":
-        t = em.value(node.args[1])
-        size = em.dims_of(x)[0]
-        number_ = len(em.reads)
-        em.reads.append(node)
-        with em.out.if_(_not_whole(em, t, size)):
-            em.out.add(Raise(call("K.PositionError", whole(number_), t, size)))
-        em.out.add(Assign((name,), (Sub(em.value(x), (call("int", t),)),)))
-    else:
-        start, stop = (call("int", em.value(a)) for a in node.args[1:])
-        em.out.add(Assign((name,), (Sub(em.value(x), (fmt("{}:{}", start, stop),)),)))
+    em.out.add(Assign((name,), (Sub(em.value(x), (rows,)),)))
     em.bind(node, Var(name))
 
 
+@forms.lowers("indexed", "alone")
+def emit_index(em, node: ir.Prim) -> None:
+    """x[t], checked before the read: a whole number in range."""
+    t = em.value(node.args[1])
+    size = em.dims_of(node.args[0])[0]
+    number_ = len(em.reads)
+    em.reads.append(node)
+    with em.out.if_(_not_whole(em, t, size)):
+        em.out.add(Raise(call("K.PositionError", whole(number_), t, size)))
+    _view(em, node, call("int", t))
+
+
+@forms.lowers("sliced", "alone")
+def emit_slice(em, node: ir.Prim) -> None:
+    """x[a:b], a view of x."""
+    start, stop = (call("int", em.value(a)) for a in node.args[1:])
+    _view(em, node, fmt("{}:{}", start, stop))
+
+
+# (a class count and a slice's bounds are known from shapes alone: their numbers, not the
+# values computed from them, which a buffer made before a loop would read before the loop
+# computes them)
+@forms.lowers("sliced", "dims")
+def _slice_dims(node: ir.Prim, dims: dict, shapes: dict) -> tuple[Expr, ...]:
+    return (whole(shapes[node][0]),) + dims[node.args[0]][1:]
+
+
+@forms.lowers("onehot", "dims")
+def _one_hot_dims(node: ir.Prim, dims: dict, shapes: dict) -> tuple[Expr, ...]:
+    return dims[node.args[0]] + (whole(shapes[node][-1]),)
+
+
+@forms.lowers("onehot", "alone")
 def emit_one_hot(em, node: ir.Prim) -> None:
     """oneHot(labels, k): every label checked to be a whole number 0 … k − 1 (or the
     reference executor's E511 is raised), then a row of zeros with one 1 per label."""
@@ -215,10 +239,12 @@ def emit_one_hot(em, node: ir.Prim) -> None:
     em.bind(node, out)
 
 
-#: The kernel's kind of each counter-based draw (executor/numba/kernels.py, keyed_draws).
-_DRAWS = {"keyeduniform": 0, "keyedgaussian": 1, "permutation": 2}
+#: The kernel's kind of each counter-based draw (executor/numba/kernels.py, keyed_draws): a
+#: registry keyed by the op table, checked by tests/test_op_table.py.
+DRAWS = {"keyeduniform": 0, "keyedgaussian": 1, "permutation": 2}
 
 
+@forms.lowers("draw", "alone")
 def emit_draw(em, node: ir.Prim) -> None:
     """uniform(key, step, x), gaussian(…) or permutation(…): drawn by the kernel into a fresh
     buffer (the same Philox-4x32-10 bits as the host's); a key or step that is not a whole
@@ -230,7 +256,7 @@ def emit_draw(em, node: ir.Prim) -> None:
     out = em.alloc(node, em.dims_of(node))
     status = Var(em.fresh("s"))
     k, s = em.value(key), em.value(step)
-    em.out.add(Assign((status.name,), (call("K.keyed_draws", whole(_DRAWS[node.op]), k, s,
+    em.out.add(Assign((status.name,), (call("K.keyed_draws", whole(DRAWS[node.op]), k, s,
                                             out),)))
     with em.out.if_(fmt("{} != 0", status)):
         em.out.add(Raise(call("K.DrawError", whole(number_), k, s)))

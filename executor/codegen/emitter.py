@@ -22,17 +22,17 @@ from ...compiler.counting import NOTHING, Counting
 from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
 from ...compiler.passes.shapes import Scope, ShapeTable
-from ...compiler.plan import label
+from ...compiler.plan import fusion, label, scheduler
 from ...compiler.plan.schedule import Unit, in_row_loops
-from .. import fusion
+from ...compiler.plan.scheduler import BlockPlan, Decisions
 from . import (
     control,
     entrywise,
+    forms,
     precision,
     products,
     render,
     rows,
-    scheduler,
     tidy,
     verify_loops,
 )
@@ -54,7 +54,6 @@ from .loops import (
     statements,
     whole,
 )
-from .scheduler import BlockPlan, Decisions
 from .writer import Writer
 
 
@@ -289,9 +288,6 @@ class Emitter(CountedValues):
         match fusion.role(node, self.frame.shapes):
             case "scalar":
                 entrywise.emit_scalar(self, node)
-            case "size":
-                prim = BY_OP[node.op]
-                self.bind(node, self.counted_number(self.dims_of(node.args[0])[prim.axis]))
             case "generator":
                 entrywise.emit_group(self, fusion.Group(node, [node], [], {node}))
             case "contraction":
@@ -302,17 +298,18 @@ class Emitter(CountedValues):
                 control.emit_loop(self, node)
             case "project":
                 self.bind(node, Var(self.frame.states[node.loop][node.index]))
-            case "view":
-                control.emit_view(self, node)
-            case "onehot":
-                control.emit_one_hot(self, node)
-            case "random":
-                control.emit_draw(self, node)
             case "tuple":
                 self.bind(node, sizes([self.value(i) for i in node.items]))
-            case other:
-                raise AssertionError(f"code generation: cannot emit a {other} alone")
+            case other:  # (a size, view, oneHot or draw: its form's lowering)
+                assert isinstance(node, ir.Prim), f"code generation: cannot emit a {other} alone"
+                forms.lowering(node, "alone")(self, node)
 
+
+
+@forms.lowers("size", "alone")
+def _measured(em: Emitter, node: ir.Prim) -> None:
+    """rows(x), columns(x): the axis of x its row names, a counted number."""
+    em.bind(node, em.counted_number(em.dims_of(node.args[0])[BY_OP[node.op].axis]))
 
 
 def dims_rule(node: ir.Node, dims: dict, shapes: dict) -> tuple[Expr, ...]:
@@ -325,15 +322,8 @@ def dims_rule(node: ir.Node, dims: dict, shapes: dict) -> tuple[Expr, ...]:
             return dims[node.then]
         case ir.Project():
             return dims[node.loop.init[node.index]]
-        case ir.Prim(op="index", args=(x, _)):
-            return dims[x][1:]
-        # (a class count and a slice's bounds are known from shapes alone: their numbers,
-        # not the values computed from them, which a buffer made before a loop would read
-        # before the loop computes them)
-        case ir.Prim(op="oneHot", args=(labels, _)):
-            return dims[labels] + (whole(shapes[node][-1]),)
-        case ir.Prim(op="slice", args=(x, _, _)):
-            return (whole(shapes[node][0]),) + dims[x][1:]
+        case ir.Prim() if forms.dims(node) is not None:
+            return forms.dims(node)(node, dims, shapes)
         case ir.Einsum(spec=spec):
             parsed = parse_spec(spec)
             known = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)
@@ -364,8 +354,18 @@ def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = Fal
     (compiler/counting.py), float64 in float32 code."""
     exact = exact and bool(table.states) and is_tiny(table)
     decided = scheduler.decide(region.root, region.inputs, region.scope, table, optimize, exact,
-                               paths or {}, fast)
+                               paths or {}, fast, machine())
     return Emitter(table, decided, dtype, counted).function(region)
+
+
+def machine() -> scheduler.Machine:
+    """This machine as the scheduler needs it: hilbert's threads (executor/threads.py) and
+    whether products may be shared out among them (executor/blas_threads.py)."""
+    from .. import blas_threads, threads
+
+    count = threads.count()
+    return scheduler.Machine(count, count >= 2 and threads.layer() == "workqueue"
+                             and blas_threads.controllable())
 
 
 def is_tiny(table: ShapeTable) -> bool:

@@ -13,9 +13,8 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
-from ...compiler.plan import threads
-from .. import fusion
-from . import division, loops, rows, sums
+from ...compiler.plan import fusion, threads
+from . import division, forms, loops, rows, sums
 from .division import Division
 from .loops import (
     ACCUMULATOR,
@@ -59,17 +58,33 @@ def emit_scalar(em, node: ir.Prim) -> None:
 
 
 def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
-    """An expression for `node`'s value at `index` (its own axes), reading inputs there."""
+    """An expression for `node`'s value at `index` (its own axes), reading inputs there: an
+    op's by the lowering of its row's form (forms.py), an einsum's as the product of its
+    operands."""
     match node:
-        case ir.Prim(op="positions"):
-            return em.counted_number(index[0])
-        case ir.Prim(op="shift"):
-            return _shifted(em, node, index, temps)
-        case ir.Prim(op="take"):
-            return _taken(em, node, index, temps)
+        case ir.Prim():
+            return forms.lowering(node, "value")(em, node, index, temps)
+        case ir.Einsum(spec=spec):
+            parsed = parse_spec(spec)
+            where = dict(zip(parsed.output, index, strict=True))
+            factors = [operand(em, node, k, [where[ch] for ch in term], temps)
+                       for k, term in enumerate(parsed.inputs)]
+            if len(factors) == 1:
+                return factors[0]
+            return Fmt("(" + " * ".join("{}" for _ in factors) + ")", tuple(factors))
+    raise AssertionError(f"code generation: no entrywise form for {node!r}")
+
+
+@forms.lowers("code", "value")
+def coded(em, node: ir.Prim, index: list, temps: dict) -> Expr:
+    """An entrywise op: its row's code applied to its arguments at `index`. x ^ 0 is 1 and
+    x ^ 2 is x · x (fusion.is_ones, is_square: facts of one op's exponent, not of a row); a
+    division is split for division.py's rewrite where the nest makes one (that rewrite is of
+    division itself)."""
+    match node:
         case ir.Prim() if fusion.is_ones(node):
             return number(1.0, em.dtype)
-        case ir.Prim(op="pow", args=(_, ir.Const(value=2.0))):
+        case ir.Prim() if fusion.is_square(node):
             x = operand(em, node, 0, index, temps)
             return fmt("({} * {})", x, x)
         case ir.Prim(op="div") if em.divisions is not None:
@@ -87,15 +102,13 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
                 template = (em.decided.fast and row.fast_code) or row.code
             return loops.template(template, tuple(operand(em, node, k, index, temps)
                                                   for k in range(len(args))), em.dtype)
-        case ir.Einsum(spec=spec, args=args):
-            parsed = parse_spec(spec)
-            where = dict(zip(parsed.output, index, strict=True))
-            factors = [operand(em, node, k, [where[ch] for ch in term], temps)
-                       for k, term in enumerate(parsed.inputs)]
-            if len(factors) == 1:
-                return factors[0]
-            return Fmt("(" + " * ".join("{}" for _ in factors) + ")", tuple(factors))
-    raise AssertionError(f"code generation: no entrywise form for {node!r}")
+    raise AssertionError(f"code generation: {node.op} has no code")
+
+
+@forms.lowers("position", "value")
+def _position(em, node: ir.Prim, index: list, temps: dict) -> Expr:
+    """positions(x, k): the index along its one axis, a counted number."""
+    return em.counted_number(index[0])
 
 
 def operand(em, node: ir.Node, position: int, index: list, temps: dict) -> Expr:
@@ -132,6 +145,7 @@ def at(em, node: ir.Node, index: list, temps: dict) -> Expr:
     return Sub(em.value(node), placed(index, em.frame.layouts.get(node)))
 
 
+@forms.lowers("shifted", "value")
 def _shifted(em, node: ir.Prim, index: list, temps: dict) -> Expr:
     """shift: x read along `axis` at const + Σ coefs·(new indices), zero outside x."""
     axis, coefs, const = node.attrs
@@ -157,6 +171,7 @@ def _shifted(em, node: ir.Prim, index: list, temps: dict) -> Expr:
                Var(name), size, number(0.0, em.dtype))
 
 
+@forms.lowers("taken", "value")
 def _taken(em, node: ir.Prim, index: list, temps: dict) -> Expr:
     """take: x read along `axis` at the s with coef·s + const = t, zero when there is none
     (s not whole, out of range, NaN): the mask's own test, on scalars only, so LLVM makes
@@ -366,14 +381,20 @@ def _reduced(tail: ir.Node, rank: int) -> tuple[str, str, list[int]]:
     """A reduction's combining code (a sum's `+`; the op table's `combine` op's code for the
     rest), its start, and the axes it keeps."""
     if isinstance(tail, ir.Prim):
-        row = BY_OP[tail.op]
-        assert row.combine is not None and row.start is not None, f"{tail.op} is not a tail"
-        combine = BY_OP[row.combine].code
-        assert combine is not None, f"{row.combine} has no code"
-        start = number(row.start, "float64").text.removeprefix("(").removesuffix(")")  # (`-np.inf`)
-        return combine, start, [k for k in range(rank) if k != tail.attrs[0]]
+        return forms.lowering(tail, "fold")(tail, rank)
     parsed = parse_spec(tail.spec)
     return "+", "0.0", [parsed.inputs[0].index(ch) for ch in parsed.output]
+
+
+@forms.lowers("fold", "fold")
+def _folded(tail: ir.Prim, rank: int) -> tuple[str, str, list[int]]:
+    """A reduction of the table: its `combine` op's code, its `start`, the axes it keeps."""
+    row = BY_OP[tail.op]
+    assert row.combine is not None and row.start is not None, f"{tail.op} is not a tail"
+    combine = BY_OP[row.combine].code
+    assert combine is not None, f"{row.combine} has no code"
+    start = number(row.start, "float64").text.removeprefix("(").removesuffix(")")  # (`-np.inf`)
+    return combine, start, [k for k in range(rank) if k != tail.attrs[0]]
 
 
 def _local(em, kept: list[int], rank: int) -> bool:

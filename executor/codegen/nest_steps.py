@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .layout import merged_groups
+from ...compiler.plan.layout import merged_groups
 from .loops import (
     Assign,
     Do,

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from ...compiler import ir
 from ...compiler.ops.einsum_spec import numpy_spec, parse_spec
-from .layout import SMALL_PRODUCT, Layout
+from ...compiler.plan.layout import SMALL_PRODUCT, Layout
+from ...compiler.plan.scheduler import Step
 from .loops import (
     Assign,
     Do,
@@ -32,7 +33,6 @@ from .loops import (
     whole,
 )
 from .nest_steps import Operand, loop_nest
-from .scheduler import Step
 
 
 def emit_einsum(em, node: ir.Einsum) -> None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from ...compiler import ir
-from ...compiler.ops.einsum_spec import NUMPY_LETTERS, parse_spec
-from ...compiler.passes.shapes import Scope, ShapeTable
-from ...compiler.plan import contraction
-from .. import fusion
+from .. import ir
+from ..ops.einsum_spec import NUMPY_LETTERS, parse_spec
+from ..passes.shapes import Scope, ShapeTable
+from . import fusion
 from .layout import SMALL_PRODUCT, Layout, layout, nest
+from .paths import contraction
 
 #: A loop nest that replaced a product (`Step.replaces`) makes a function compiled that
 #: NumPy calls would otherwise run only where the model says it saves this much a call: a
@@ -185,13 +185,16 @@ class _Scheduler:
             case "generator":
                 self.compiles = self.other_code = True
             case "contraction":
+                assert isinstance(node, ir.Einsum)
                 made.contractions[node] = self._contraction(node, frame.shapes, host=False)
                 self.contractions.append((made, node, frame.shapes))
                 self.products = True
             case "cond":
+                assert isinstance(node, ir.Cond)
                 made.branches[node] = (self._branch(frame, scope, node.then),
                                        self._branch(frame, scope, node.orelse))
             case "loop":
+                assert isinstance(node, ir.Loop)
                 self.compiles = self.serial = self.other_code = True
                 made.loops[node] = self._loop(scope, node)
         bound.add(node)
@@ -358,36 +361,32 @@ def sliced(order: list[ir.Node], read_later: set, shapes) -> dict[ir.Node, int]:
     return found
 
 
+@dataclass(frozen=True)
+class Machine:
+    """What the executor tells the scheduler of the machine it runs on: how many `threads` a
+    compiled function's nests may use (executor/threads.py), and whether a loop-free
+    function's products may be shared out among them (`splits`: there are threads, on a layer
+    whose idle threads sleep, and a BLAS whose threads can be set for the call)."""
+
+    threads: int = 1
+    splits: bool = False
+
+
 def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: ShapeTable,
-           optimize: str, exact: bool, paths: dict, fast: bool = False) -> Decisions:
+           optimize: str, exact: bool, paths: dict, fast: bool = False,
+           machine: Machine = Machine()) -> Decisions:
     """The schedule of the function computing `root` in `scope` from `inputs` (`fast`:
-    under math="fast")."""
+    under math="fast") on `machine`."""
     scheduler = _Scheduler(table, optimize, paths)
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
     if scheduler.compiled():
         scheduler.compiles = True
     else:
         scheduler.as_host()
-    split = scheduler.products and not scheduler.serial and _splits()
+    split = scheduler.products and not scheduler.serial and machine.splits
     serial = scheduler.serial or scheduler.products and not split
     if split:
         scheduler.share_out()
     return Decisions(top, scheduler.compiles, serial, exact and scheduler.compiles,
                      fast and scheduler.compiles, split,
-                     _threads() if scheduler.compiles and not serial else 1)
-
-
-def _threads() -> int:
-    """How many threads a compiled function's nests may use (executor/threads.py)."""
-    from .. import threads
-
-    return threads.count()
-
-
-def _splits() -> bool:
-    """Whether a loop-free function's products may be shared out by hilbert's threads: there
-    are threads, on workqueue (whose idle threads sleep), and NumPy's BLAS is an OpenBLAS
-    whose threads can be set for the call."""
-    from .. import blas_threads, threads
-
-    return threads.count() >= 2 and threads.layer() == "workqueue" and blas_threads.controllable()
+                     machine.threads if scheduler.compiles and not serial else 1)

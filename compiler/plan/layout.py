@@ -218,7 +218,7 @@ def _runs(term: str, looped: set[str], first: tuple[str, ...], second: tuple[str
     view BLAS accepts; else None. Each side's letters must be adjacent (to merge into one
     axis) and, when both sides have letters, one of them must hold the last, unit-stride axis
     (a side with no letters is a unit axis, whose stride does not matter)."""
-    orders = []
+    orders: list[tuple[str, ...]] = []
     for group in (first, second):
         if not group:
             orders.append(())

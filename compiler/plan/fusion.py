@@ -14,11 +14,9 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from ..compiler import ir
-from ..compiler.ops.einsum_spec import parse_spec
-from ..compiler.ops.primitives import BY_OP, having
-
-_SHAPES_ONLY = having("shapes_only")
+from .. import ir
+from ..ops.einsum_spec import parse_spec
+from ..ops.primitives import BY_OP
 
 
 def is_ones(node: ir.Node) -> bool:
@@ -27,11 +25,17 @@ def is_ones(node: ir.Node) -> bool:
             and node.args[1].value == 0.0)
 
 
+def is_square(node: ir.Node) -> bool:
+    """`x ^ 2`: written as x · x, one multiplication (so cheap to recompute where read)."""
+    return (isinstance(node, ir.Prim) and node.op == "pow" and isinstance(node.args[1], ir.Const)
+            and node.args[1].value == 2.0)
+
+
 def is_generator(node: ir.Node, shapes: dict) -> bool:
     """A value computed from its index alone (positions, ones): inlined wherever it is read."""
     if not shapes[node]:
         return False
-    return is_ones(node) or (isinstance(node, ir.Prim) and node.op == "positions")
+    return is_ones(node) or (isinstance(node, ir.Prim) and BY_OP[node.op].role == "generator")
 
 
 def broadcasting(spec: str) -> bool:
@@ -74,7 +78,8 @@ def role(node: ir.Node, shapes: dict) -> str:
         case ir.Prim(op=op) if BY_OP[op].role is not None:
             if is_generator(node, shapes):  # (x ^ 0 is a member's op, positions one itself)
                 return "generator"
-            given = BY_OP[op].role  # (the op table's: executor/codegen writes each)
+            given = BY_OP[op].role  # (its form's: executor/codegen/forms.py writes each)
+            assert given is not None
             if given == "member":  # a scalar one (a read of a vector, say) is one statement
                 return "member" if shapes[node] else "scalar"
             return given
@@ -82,30 +87,28 @@ def role(node: ir.Node, shapes: dict) -> str:
 
 
 def value_kids(node: ir.Node) -> tuple[ir.Node, ...]:
-    """The nodes whose *values* `node` reads (sizes, positions and ones read only shapes;
-    an `if` reads its condition first and one branch later)."""
+    """The nodes whose *values* `node` reads (an op's leading arguments its row's `values`
+    counts: sizes and positions read only shapes, a draw its key and step; ones read only
+    shapes too; an `if` reads its condition first and one branch later)."""
     match node:
         case ir.Cond():
             return (node.cond,)
         case ir.Prim(op=op):
-            if op in _SHAPES_ONLY or is_ones(node):
+            if is_ones(node):
                 return ()
-            if BY_OP[op].kind == "random":  # key and step; x gives only its shape
-                return node.args[:2]
-            if op == "shift":
-                return node.args[:1]
+            return node.args[:BY_OP[op].values]
     return ir.children(node)
 
 
 def reads(node: ir.Node, shapes: dict) -> list[tuple[ir.Node, bool]]:
-    """Each value a member or tail reads, with whether it reads it at its own index."""
+    """Each value a member or tail reads, with whether it reads it at its own index (an
+    entrywise op reads its arguments there; a shift or take reads x elsewhere)."""
     match node:
-        case ir.Prim(op="shift" | "take"):
-            return [(node.args[0], False)]
         case ir.Prim(op=op) if BY_OP[op].role == "tail":
             return [(node.args[0], True)]
-        case ir.Prim():
-            return [(a, True) for a in node.args if shapes[a]]
+        case ir.Prim(op=op):
+            row = BY_OP[op]
+            return [(a, "entrywise" in row.traits) for a in node.args[:row.values] if shapes[a]]
         case ir.Einsum(spec=spec):
             parsed = parse_spec(spec)
             if summing(spec):
@@ -236,8 +239,9 @@ def slice_axis(reader: ir.Node, node: ir.Node) -> int | None:
     a `shift` with no new axes: what masks.py makes of `gate(z, k)`), or None."""
     if not (isinstance(reader, ir.Prim) and reader.args[0] == node):
         return None
-    constant = ((reader.op == "take" and isinstance(reader.args[1], ir.Const))
-                or (reader.op == "shift" and not reader.attrs[1]))
+    form = BY_OP[reader.op].form  # (of these forms' attributes: their reads of x)
+    constant = ((form == "taken" and isinstance(reader.args[1], ir.Const))
+                or (form == "shifted" and not reader.attrs[1]))
     return reader.attrs[0] if constant else None
 
 
@@ -249,10 +253,8 @@ def _middle_slice(reader: ir.Node, node: ir.Node, shapes: dict) -> bool:
 
 def _cheap(node: ir.Node) -> bool:
     match node:
-        case ir.Prim(op="pow", args=(_, ir.Const(value=2.0))):
-            return True
         case ir.Prim(op=op):
-            return op in CHEAP
+            return is_square(node) or op in CHEAP
         case ir.Einsum():
             return True  # a broadcasting product
     return False
@@ -279,8 +281,8 @@ def _form_groups(order: list[ir.Node], shapes: dict, needs) -> dict[ir.Node, Gro
             continue
         candidates = list(dict.fromkeys(of[k] for k in identity_kids(node, shapes)
                                         if k in of and k in of[k].members))
-        if kind == "tail" and node.args[0] in sources:
-            candidates.append(sources[node.args[0]])
+        if kind == "tail" and _reduced(node) in sources:
+            candidates.append(sources[_reduced(node)])
         joinable = [g for g in candidates if not _cycle(node, g, of, shapes, inside, needs)]
         if joinable:
             group = joinable[0]
@@ -288,7 +290,7 @@ def _form_groups(order: list[ir.Node], shapes: dict, needs) -> dict[ir.Node, Gro
                 if _mergeable(group, other, of, inside, needs):
                     _merge(group, other, of, sources)
         else:
-            space = node.args[0] if kind == "tail" else node
+            space = _reduced(node) if kind == "tail" else node
             group = Group(space)
             if kind == "tail" and space not in of:
                 sources[space] = group
@@ -405,8 +407,16 @@ def _ordered_units(order: list[ir.Node], shapes: dict, of: dict[ir.Node, Group],
     return result
 
 
+def _reduced(tail: ir.Node) -> ir.Node:
+    """What a reduction (a node of role `tail`: a reducing op or einsum) reduces: its first
+    argument."""
+    assert isinstance(tail, (ir.Prim, ir.Einsum))
+    return tail.args[0]
+
+
 def unit_nodes(unit: Unit) -> list[ir.Node]:
     """The IR nodes one unit computes."""
     if unit.group is not None:
         return unit.group.members + unit.group.tails
+    assert unit.node is not None
     return [unit.node]
