@@ -179,11 +179,11 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
         if verify.enabled():
             verify.verify(body, "specialised", shapes, table)
         return body, table, make_plan(entry.name, entry.params, body, table, shapes, optimize,
-                                      executor, values, limit, keeps_all=keeps, dtype=dtype)
+                                      executor, values, limit, keeps_all=keeps, dtype=dtype,
+                                      laws=entry.definition.laws)
 
     def guarded(found: tuple) -> None:
-        body, table, plan = found
-        guard(plan, body, table, limit)
+        guard(found[2], found[0], found[1], limit)               # (found: body, table, plan)
 
     # (plans from values hold trip counts, and one over the limit raises: neither is kept)
     # (a path optimiser object has no lasting name to keep its plans by on disk)

@@ -26,6 +26,7 @@ from ..grammar.source import Span
 from . import groups, ir
 from .entry import Entry, build_entry
 from .kept import kept_entry
+from .laws.scope import rules, simplified
 from .modules import SourceModule
 from .passes.inline import Inliner
 from .passes.recursion import check_recursion
@@ -242,9 +243,10 @@ class _ModelCompiler:
                                                       params), w.span)
 
     def method_definition(self, m: s.Definition) -> Definition:
-        body = self.lowering(m.params).expr(m.body)
+        written, fired = simplified(m.body, rules(self.scope.laws))  # the module's laws
+        body = self.lowering(m.params).expr(written)
         return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
-                          self.state + m.params, body, m.span, m.doc)
+                          self.state + m.params, body, m.span, m.doc, fired)
 
     @staticmethod
     def assigned(lowering: Lowering, a: s.Assign) -> ir.Node:

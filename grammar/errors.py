@@ -11,6 +11,8 @@ CODES: dict[str, str] = {
     "E102": "number too large",
     "E103": "digit other than 0–9",
     "E104": "construct that .hb does not have",
+    "E120": "law that does not hold",
+    "E121": "law that cannot be checked",
     "E200": "unknown name",
     "E201": "wrong number of arguments",
     "E202": "ambiguous name",

@@ -24,6 +24,14 @@ FOREIGN_WORDS = {
     "and": "comparisons give 1 or 0, so multiply them: (a > 0) · (b > 0)",
     "or": "comparisons give 1 or 0, so take their max: max(a > 0, b > 0)",
     "not": "comparisons give 1 or 0, so subtract from 1: 1 − (a > 0)",
+    # the original Hilbert's other dialects: its logic theories (.hs) and its processes
+    "theory": "theories and their queries belong to the original Hilbert's logic files (.hs), "
+              "which hilbert does not read; state an identity as a law, law name = lhs = rhs, "
+              "in a module or in model Name { law … }",
+    "query": "queries belong to the original Hilbert's logic theories (.hs), which hilbert "
+             "does not read; a .hb file declares fn, def, model and law",
+    "process": "a process is not part of hilbert's .hb; a step repeated over time is a "
+               "definition that calls itself in tail position, or a model's def step(…) { … }",
 }
 
 #: Other languages' operators that .hb spells otherwise, by their characters, and what to

@@ -18,6 +18,7 @@ from lark.exceptions import (
 )
 
 from .confusables import skeleton, spelled
+from .constructs import ConstructBuilder, number_value, token_span
 from .errors import ArgumentError, ParseError, warn
 from .foreign import FOREIGN_OPERATORS, FOREIGN_WORDS
 from .frames import FrameBuilder
@@ -53,8 +54,10 @@ _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else
              "grad", "match"}
 #: Words that are keywords only where a model's member starts (`state`, `group`), inside
 #: `state … like g`, between two operands (`t mod n`, `t div n`), where a match's arm
-#: starts (`when`, `other`) or in a Frame's `fill col with …`; elsewhere they are names.
-_MEMBER_WORDS = {"state", "like", "group", "mod", "div", "when", "other", "fill", "with"}
+#: starts (`when`, `other`), in a Frame's `fill col with …`, or where a law or its condition
+#: starts (`law`, `where`); elsewhere they are names.
+_MEMBER_WORDS = {"state", "like", "group", "mod", "div", "when", "other", "fill", "with", "law",
+                 "where"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close. A
@@ -71,7 +74,8 @@ _GROUPS = {"PLUS": "sum", "MINUS": "sum", "TIMES": "product", "DIVIDE": "product
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
     grammar = resources.files("hilbert.grammar").joinpath("hb.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True,
+                start=["start", "expression"])
 
 
 def _doc_above(source: Source, line: int) -> str:
@@ -87,7 +91,7 @@ def _doc_above(source: Source, line: int) -> str:
 
 
 @v_args(meta=True)
-class _Builder(FrameBuilder):
+class _Builder(ConstructBuilder, FrameBuilder):
     """Turns Lark's parse tree into syntax-tree dataclasses; no semantic checks here. Walked
     without recursion: a chain of operators may be thousands long."""
 
@@ -161,7 +165,7 @@ class _Builder(FrameBuilder):
         return str(children[0])
 
     def dim_number(self, meta, children):
-        return _number_value(children[0])
+        return number_value(children[0])
 
     def train_decl(self, meta, children):
         name, params, *assigns = children
@@ -178,38 +182,11 @@ class _Builder(FrameBuilder):
         name, _define, value = children
         return Assign(str(name), value, self._span(meta))
 
+    def expression(self, meta, children):
+        return children[0]
+
     def if_expr(self, meta, children):
         return If(*children, self._span(meta))
-
-    def match_expr(self, meta, children):
-        """`match x { when 1 ↦ a  when 2 | 3 ↦ b  other ↦ c }` as the ifs it means: `if x = 1
-        then a else if x = 2 then b else if x = 3 then b else c` (each test spanning its
-        literal, each if its arm), so it is checked, compiled and differentiated as they are."""
-        subject, *arms = children
-        span = self._span(meta)
-        *whens, last = arms
-        misplaced = [arm for arm in whens if arm[0] is None]
-        if misplaced or last[0] is not None:
-            raise ParseError("E100", "a match ends with one `other ↦ …` arm, after its `when` "
-                             "arms: the value when no literal matches",
-                             (misplaced or [last])[0][2])
-        value = last[1]
-        for patterns, then, arm_span in reversed(whens):
-            for pattern in reversed(patterns):
-                test = Compare("=", subject, pattern, pattern.span)
-                value = If(test, then, value, arm_span)
-        return replace(value, span=span) if isinstance(value, If) else value
-
-    def when_arm(self, meta, children):
-        *patterns, _mapsto, value = children
-        return (tuple(patterns), value, self._span(meta))
-
-    def other_arm(self, meta, children):
-        _mapsto, value = children
-        return (None, value, self._span(meta))
-
-    def negative_number(self, meta, children):
-        return Number(-_number_value(children[1]), self._span(meta))
 
     def let_expr(self, meta, children):
         *bindings, body = children
@@ -254,7 +231,7 @@ class _Builder(FrameBuilder):
         return Binary("^", children[0], Number(2.0, span), span)
 
     def number(self, meta, children):
-        return Number(_number_value(children[0]), self._span(meta))
+        return Number(number_value(children[0]), self._span(meta))
 
     def string(self, meta, children):
         return String(str(children[0])[1:-1], self._span(meta))
@@ -272,10 +249,6 @@ class _Builder(FrameBuilder):
     def qualified_call(self, meta, children):
         module, name, *args = children
         return Call(str(name), str(module), tuple(a for a in args if a is not None), self._span(meta))
-
-
-def _number_value(token: Token) -> float:
-    return float(str(token).replace("−", "-"))
 
 
 def _describe(token: Token | None) -> str:
@@ -302,7 +275,7 @@ def _syntax_error(source: Source, err: UnexpectedInput) -> ParseError:
     if found is None:
         return error
     advice, word = found
-    return ParseError("E104", advice, _token_span(source, word))
+    return ParseError("E104", advice, token_span(source, word))
 
 
 def _foreign_digit(char: str) -> bool:
@@ -387,7 +360,7 @@ _TERMINAL_NAMES = {
     "STRING": "a string", "LPAR": "(", "RPAR": ")", "COMMA": ",", "LBRACE": "{", "RBRACE": "}",
     "LSQB": "[", "RSQB": "]", "COLON": ":", "DOT": ".", "$END": "the end of the text",
     "PLUS": "+", "MINUS": "−", "TIMES": "·", "DIVIDE": "/", "POW": "^", "CMP": "a comparison",
-    "PARTIAL": "∂", "SQUARE": "²", "VBAR": "|",
+    "PARTIAL": "∂", "SQUARE": "²", "VBAR": "|", "IFF": "⇔ (or <=>)", "NOTIN": "∉",
 }
 
 
@@ -406,15 +379,25 @@ def parse(text: str, name: str = "<string>") -> Module:
     return parse_counting(text, name)[0]
 
 
-def parse_counting(text: str, name: str = "<string>") -> tuple[Module, int]:
-    """`parse`, and how many warnings (W100) the parse gave."""
+def parse_expression(text: str, name: str = "<expression>"):
+    """Parse the text of one expression (`x · 1 + 0`, or an equation `2 · x + 3 = 7`).
+
+    >>> parse_expression("x · 1").op
+    '*'
+    """
+    return parse_counting(text, name, "expression")[0]
+
+
+def parse_counting(text: str, name: str = "<string>", start: str = "start") -> tuple[Module, int]:
+    """`parse` (or, with start "expression", `parse_expression`), and how many warnings (W100)
+    the parse gave."""
     if not isinstance(text, str):
         raise ArgumentError("E600", f".hb source must be text (a str), but it is a "
                             f"{type(text).__name__}", Span(Source(name, ""), 1, 1, 1, 1))
     text = text.removeprefix("\ufeff")  # a byte-order mark some editors write: not text
     source = Source(name, text)
     try:
-        tree = _lark().parse(text)
+        tree = _lark().parse(text, start=start)
     except UnexpectedInput as err:
         raise _syntax_error(source, err) from None
     except LarkError as err:  # anything else Lark may raise is still the user's text
@@ -445,12 +428,12 @@ def _check_tree(source: Source, tree: Tree) -> list[Token]:
         for index, child in enumerate(node.children):
             if isinstance(child, Tree):
                 pending.append((child, depth if _continues(node, index, child) else depth + 1))
-            elif isinstance(child, Token) and child.type == "NUMBER" and _number_value(child) == math.inf:
+            elif isinstance(child, Token) and child.type == "NUMBER" and number_value(child) == math.inf:
                 raise ParseError("E102", f"the number {child} is too large: numbers are float64, "
-                                 "whose largest is about 1.8e308", _token_span(source, child))
+                                 "whose largest is about 1.8e308", token_span(source, child))
             elif isinstance(child, Token) and child.type == "NAME":
                 if _foreign_digit(child[0]):
-                    raise ParseError("E103", _digit_message(child[0]), _token_span(source, child))
+                    raise ParseError("E103", _digit_message(child[0]), token_span(source, child))
                 names.append(child)
     return names
 
@@ -485,12 +468,9 @@ def _warn_look_alikes(source: Source, names: list[Token]) -> int:
             if not (other.isascii() and str(token).isascii()):
                 warn("W100", f"the names {spelled(other)} at {seen.line}:{seen.column} and "
                      f"{spelled(str(token))} look alike but are different names; rename one",
-                     _token_span(source, token))
+                     token_span(source, token))
                 warned += 1
         alike[str(token)] = token
     return warned
 
 
-def _token_span(source: Source, token: Token) -> Span:
-    return Span(source, token.line or 1, token.column or 1, token.end_line or 1,
-                token.end_column or 1)

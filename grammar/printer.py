@@ -15,11 +15,14 @@ from .syntax import (
     Frame,
     If,
     Index,
+    Law,
+    LawModel,
     Let,
     Model,
     Module,
     Name,
     Negate,
+    NotIn,
     Number,
     Open,
     Slice,
@@ -130,7 +133,24 @@ def _params(params: tuple[str, ...]) -> str:
     return f"({', '.join(params)})" if params else ""
 
 
-def _decl(d: Open | Definition | Model | Frame, unicode: bool) -> str:
+def print_law(law: Law, unicode: bool = False) -> str:
+    """A law's declaration: `law name = lhs = rhs [⇔ l' = r'] [where …]`."""
+    text = f"law {law.name} = {print_expr(law.lhs, unicode)} = {print_expr(law.rhs, unicode)}"
+    if law.solved is not None:
+        iff = "⇔" if unicode else "<=>"
+        text += f" {iff} {print_expr(law.solved[0], unicode)} = {print_expr(law.solved[1], unicode)}"
+    if law.conditions:
+        text += " where " + ", ".join(_condition(c, unicode) for c in law.conditions)
+    return text
+
+
+def _condition(c: NotIn | Compare, unicode: bool) -> str:
+    if isinstance(c, NotIn):
+        return f"{c.name} ∉ {_wrap(c.term, 3, unicode)}"
+    return print_expr(c, unicode)
+
+
+def _decl(d: Open | Definition | Model | Frame | Law | LawModel, unicode: bool) -> str:
     define = _spell(":=", unicode)
     match d:
         case Open(path=p):
@@ -142,6 +162,10 @@ def _decl(d: Open | Definition | Model | Frame, unicode: bool) -> str:
             return _model(d, unicode)
         case Frame():
             return print_frame(d, unicode, print_expr)
+        case Law():
+            return print_law(d, unicode)
+        case LawModel(name=n, laws=laws):
+            return "\n".join([f"model {n} {{", *(f"  {print_law(x, unicode)}" for x in laws), "}"])
     raise AssertionError(f"unknown declaration {d!r}")
 
 
@@ -175,4 +199,4 @@ def print_module(module: Module, unicode: bool = False) -> str:
     return "\n".join(_decl(d, unicode) for d in module.decls) + "\n"
 
 
-__all__ = ["print_expr", "print_module", "Assign", "Train", "Weight"]
+__all__ = ["print_expr", "print_law", "print_module", "Assign", "Train", "Weight"]

@@ -2,7 +2,12 @@
 
 Grammar of the tree (what the parser builds):
 
-    Module     ::= decls: (Open | Definition | Model | Frame)*
+    Module     ::= decls: (Open | Definition | Model | Frame | Law | LawModel)*
+    Law        ::= name, lhs: Expr, rhs: Expr, solved: (Expr, Expr)?, conditions: Condition*
+                   (`law n = lhs = rhs`; an equation law `law n = l = r ⇔ l' = r'` has lhs l,
+                   rhs r and solved (l', r'))
+    Condition  ::= NotIn (`x ∉ u`) | Compare (`x > 0`: where the law holds)
+    LawModel   ::= name, laws: Law*                     (`model OneLaw { law … }`)
     Open       ::= path: name+
     Definition ::= kind: 'def' | 'fn' | 'method', name, params: name*, body: Expr, doc
     Model      ::= name, params, base, weights: Weight*, trains: Train*, methods: Definition*,
@@ -264,6 +269,38 @@ class Frame:
 
 
 @dataclass(frozen=True, slots=True)
+class NotIn:
+    """`x ∉ u`: the term x stands for does not occur in the term u stands for."""
+
+    name: str
+    term: Expr
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Law:
+    """`law name = lhs = rhs`, used from lhs to rhs where that shrinks a term; an equation
+    law `law name = lhs = rhs ⇔ l' = r'` rewrites an equation lhs = rhs to `solved`. The
+    conditions say where it applies: `x ∉ u` guards, comparisons the domain it holds on."""
+
+    name: str
+    lhs: Expr
+    rhs: Expr
+    solved: tuple[Expr, Expr] | None
+    conditions: tuple[NotIn | Compare, ...]
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LawModel:
+    """`model Name { law … }`: a model with no parameters and no base, a bag of laws."""
+
+    name: str
+    laws: tuple[Law, ...]
+    span: Span = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Module:
-    decls: tuple[Open | Definition | Model | Frame, ...]
+    decls: tuple[Open | Definition | Model | Frame | Law | LawModel, ...]
     span: Span = field(compare=False, repr=False)

@@ -20,13 +20,15 @@ from hilbert.grammar.errors import (
 
 from .api import Function
 from .contract import contract_expression, contract_path, einsum, einsum_path, load_path
+from .derivations import Derivation, equivalent, simplify, solve, substitute
 from .module import Module, compile_source, load, open
 
 __all__ = [
-    "ArgumentError", "CheckError", "Function", "HilbertError", "HilbertWarning", "Hyper",
+    "ArgumentError", "CheckError", "Derivation", "Function", "HilbertError", "HilbertWarning", "Hyper",
     "MissingNameError", "Module", "ModelError",
     "NameResolutionError", "ParseError", "RuntimeHilbertError", "compile_source",
-    "contract_expression", "contract_path", "einsum", "einsum_path", "load", "load_path", "open",
+    "contract_expression", "contract_path", "einsum", "einsum_path", "equivalent", "load",
+    "load_path", "open", "simplify", "solve", "substitute",
 ]
 
 

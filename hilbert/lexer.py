@@ -57,6 +57,8 @@ class HilbertLexer(RegexLexer):
              bygroups(Keyword.Namespace, Whitespace, Name.Namespace)),
             (rf"(def|fn)(\s+)({NAME})", bygroups(Keyword.Declaration, Whitespace, Name.Function)),
             (rf"(model)(\s+)({NAME})", bygroups(Keyword.Declaration, Whitespace, Name.Class)),
+            (rf"(law)(\s+)({NAME})", bygroups(Keyword.Declaration, Whitespace, Name.Function)),
+            (r"where(?=\s)", Keyword),  # (a keyword only where a law's conditions start)
             (rf"(weight|state|group)(\s+)({NAME})",
              bygroups(Keyword.Declaration, Whitespace, Name.Variable)),
             (rf"(like)(\s+)({NAME})", bygroups(Keyword, Whitespace, Name.Variable)),
@@ -71,7 +73,7 @@ class HilbertLexer(RegexLexer):
             (words(PRIMITIVES, suffix=_END), Name.Builtin),
             (r'"[^"\n]*"', String),
             (NUMBER, Number.Float),
-            (r"≔|:=|↦|\|->|!=|<=|>=|[+\-−·*/^²=≠<>≤≥∂|]", Operator),
+            (r"≔|:=|↦|\|->|<=>|!=|<=|>=|[+\-−·*/^²=≠<>≤≥∂|⇔∉]", Operator),
             (r"[()\[\]{},:.]", Punctuation),
             (NAME, Name),
         ],

@@ -11,6 +11,7 @@ from ...grammar.errors import CheckError, NameResolutionError
 from ...grammar.foreign import ATTRIBUTES, FOREIGN_WORDS, PYTHON_MODULES
 from ...grammar.source import Span
 from .. import ir
+from ..laws.scope import own_laws, rules, simplified, visible
 from ..modules import Loader, SourceModule, prelude_index
 from ..ops.einsum_spec import check_spec
 from ..ops.primitives import KEYED, OPERATORS, PRIMITIVES, arg_extreme
@@ -32,15 +33,18 @@ class Definition:
     body: ir.Node
     span: Span = field(compare=False)
     doc: str = field(default="", compare=False)
+    laws: tuple[str, ...] = ()  # the laws that rewrote its body, as they first fired
 
 
 @dataclass
 class ModuleScope:
-    """The names one module sees: its own definitions, and the modules it opens."""
+    """The names one module sees: its own definitions, and the modules it opens; the laws it
+    sees (its own, then those of the modules it opens)."""
 
     module: SourceModule
     own: dict[str, str] = field(default_factory=dict)  # name -> definition key
     opened: list[ModuleScope] = field(default_factory=list)
+    laws: tuple[s.Law, ...] = ()
 
 
 @dataclass
@@ -92,12 +96,15 @@ def _scope(loader: Loader, module: SourceModule, resolved: Resolved,
             key = definition_key(module, decl.name)
             scope.own[decl.name] = key
             resolved.syntax[key] = decl
+    scope.laws = visible(own_laws(module.syntax), [o.laws for o in scope.opened])
+    laws = rules(scope.laws)
     for decl in module.syntax.decls:
         if isinstance(decl, s.Definition):
             key = scope.own[decl.name]
-            body = Lowering(scope, resolved, decl.params).expr(decl.body)
+            written, fired = simplified(decl.body, laws)     # the open laws, before lowering
+            body = Lowering(scope, resolved, decl.params).expr(written)
             resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
-                                                   decl.params, body, decl.span, decl.doc)
+                                                   decl.params, body, decl.span, decl.doc, fired)
     opening.pop()
     return scope
 

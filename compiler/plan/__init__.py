@@ -81,6 +81,7 @@ class Plan:
     # what the generated code runs and the executor's account of it (none: nothing generated)
     schedule: Schedule = field(default_factory=Schedule, compare=False)
     dtype: str = dtypes.DEFAULT  # what the call computes in (compiler/dtypes.py)
+    laws: tuple[str, ...] = ()  # the laws that rewrote the definition's body, as they fired
 
     @property
     def item_bytes(self) -> int:
@@ -362,11 +363,13 @@ def _reads_only_shapes(root: ir.Node) -> bool:
 def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: ShapeTable,
               signature: tuple[Shape, ...], optimize: str = "auto", executor: str = "numba",
               values: tuple | None = None, limit: int | None = None,
-              keeps_all: bool = False, dtype: str = dtypes.DEFAULT) -> Plan:
+              keeps_all: bool = False, dtype: str = dtypes.DEFAULT,
+              laws: tuple[str, ...] = ()) -> Plan:
     """Requires shape-checked IR (what `executor` will run); ensures a Plan within the memory
     limit, or raises E700. The arguments count towards the peak; `keeps_all`: the executor
     holds every value it computes in a scope until the scope ends (a host walk), rather than
-    freeing each after its last reader (compiled code). Bytes are counted in `dtype`'s."""
+    freeing each after its last reader (compiled code). Bytes are counted in `dtype`'s.
+    `laws` name the laws that rewrote the definition's body (the plan lists them)."""
     item = dtypes.itemsize(dtype)
     planner = _Planner(table, signature, optimize, values, keeps_all, item)
     call = planner.call(root)
@@ -374,7 +377,7 @@ def make_plan(function: str, params: tuple[str, ...], root: ir.Node, table: Shap
     plan = Plan(function, signature, params, tuple(planner.einsums), tuple(planner.loops),
                 call.flops if call.complete else None, planner.largest * item,
                 arguments + call.peak, executor, optimiser_name(optimize), planner.paths,
-                _mask_notes(root), dtype=dtype)
+                _mask_notes(root), dtype=dtype, laws=laws)
     guard(plan, root, table, limit if limit is not None else memory_limit())
     return plan
 

@@ -45,7 +45,10 @@ def render_plan(plan) -> str:
     """The plan as text (what `print(fn.plan(...))` and `hilbert plan` show)."""
     args = ", ".join(f"{p}: {shape_text(s)}" for p, s in zip(plan.params, plan.signature, strict=True))
     lines = [f"plan of {plan.function}({args})",
-             f"  executor {plan.executor} · {plan.dtype} · path optimiser {plan.optimize}", ""]
+             f"  executor {plan.executor} · {plan.dtype} · path optimiser {plan.optimize}"]
+    if plan.laws:
+        lines.append(f"  laws applied to the body: {', '.join(plan.laws)}")
+    lines.append("")
     for number, e in enumerate(plan.einsums, 1):
         lines.append(f"einsum {number}  \"{e.spec}\"  on {', '.join(shape_text(s) for s in e.shapes)}"
                      f"  [{e.scope}]  {e.where}")
