@@ -96,6 +96,19 @@ def test_a_false_law_is_refused_with_a_counterexample_numpy_confirms():
     assert f"x / 2 is {x / 2!r} but x is {x!r}" in err.message
 
 
+def test_a_law_is_checked_in_float32_too():
+    """(x + 10⁴) − 10⁴ = x holds in float64 to far below its tolerance, but float32 rounds x
+    to the spacing of 10⁴ (about 0.001): a rewrite would change float32 results by far more
+    than their rounding, so the law is refused with a float32 counterexample."""
+    err = _refusal("law around = (x + 10000) − 10000 = x")
+    assert err.code == "E120" and "does not hold in float32" in err.message
+    x = np.float32(err.message.split("at x = ")[1].split(",")[0])
+    shifted = (x + np.float32(10000)) - np.float32(10000)  # NumPy's float32, independently
+    assert abs(float(shifted) - float(x)) > 1e-4 * max(1.0, abs(float(x)))
+    wide = (np.float64(x) + 10000.0) - 10000.0
+    assert abs(wide - float(x)) <= 1e-9 * max(1.0, abs(float(x)))  # float64 alone would pass
+
+
 def test_a_law_without_names_is_checked_too():
     assert hilbert.simplify("1 + 1 + y", laws="law two = 1 + 1 = 2").result == "2 + y"
     err = _refusal("law three = 1 + 1 = 3")

@@ -1,5 +1,5 @@
-"""A law is checked before it is used: both sides evaluated with NumPy (float64) on random
-inputs of several magnitudes and on special values, restricted to where the law's `where`
+"""A law is checked before it is used: both sides evaluated with NumPy, in float64 and in
+float32, on random inputs of several magnitudes and on special values, restricted to where the law's `where`
 comparisons hold; a law whose sides differ beyond rounding is refused (E120) with a
 counterexample, one the check cannot evaluate is refused too (E121)."""
 
@@ -17,9 +17,10 @@ from ..ops import meanings
 from ..ops.primitives import OPERATORS, PRIMITIVES
 from .terms import names
 
-#: How far apart the sides may be, relative to the larger of them (and at least this much
-#: absolutely): rounding in a few float64 operations is far below it, a false law far above.
-TOLERANCE = 1e-9
+#: How far apart the sides may be in each dtype, relative to the larger of them (and at least
+#: this much absolutely): rounding in a few operations of the dtype is far below it (float32's
+#: unit roundoff is 6e-8, float64's 1e-16), a false law far above.
+TOLERANCES = {"float64": 1e-9, "float32": 1e-4}
 #: The magnitudes random inputs are drawn at (uniformly in ±m), SAMPLES of each.
 MAGNITUDES = (1e-6, 1e-3, 1.0, 1e3, 1e6)
 SAMPLES = 64
@@ -36,27 +37,28 @@ class Unevaluable(Exception):
     what."""
 
 
-def evaluate(term, values: dict[str, np.ndarray]):
-    """The term's value from its names' values (NumPy float64, entrywise), or Unevaluable."""
+def evaluate(term, values: dict[str, np.ndarray], dtype: str = "float64"):
+    """The term's value from its names' values (NumPy, entrywise, its numbers in `dtype`), or
+    Unevaluable."""
     match term:
         case s.Number(value=v):
-            return np.float64(v)
+            return np.dtype(dtype).type(v)
         case s.Name(name=n, module=None) if n in values:
             return values[n]
         case s.Binary(op="^", left=a, right=b):
-            return meanings.power(evaluate(a, values), evaluate(b, values))
+            return meanings.power(evaluate(a, values, dtype), evaluate(b, values, dtype))
         case s.Binary(op=op, left=a, right=b) | s.Compare(op=op, left=a, right=b):
             function = OPERATORS[op].numpy
             assert function is not None, op
-            return (function(evaluate(a, values), evaluate(b, values)) * 1.0)
+            return (function(evaluate(a, values, dtype), evaluate(b, values, dtype)) * 1.0)
         case s.Negate(operand=a):
-            return np.negative(evaluate(a, values))
+            return np.negative(evaluate(a, values, dtype))
         case s.If(cond=c, then=t, orelse=o):
-            return np.where(evaluate(c, values) != 0, evaluate(t, values), evaluate(o, values))
+            return np.where(evaluate(c, values, dtype) != 0, evaluate(t, values, dtype), evaluate(o, values, dtype))
         case s.Call(name=n, args=args) if _entrywise(n, len(args)):
             function = PRIMITIVES[n].numpy
             assert function is not None, n
-            return function(*(evaluate(a, values) for a in args))
+            return function(*(evaluate(a, values, dtype) for a in args))
     raise Unevaluable(_unevaluable(term))
 
 
@@ -96,27 +98,33 @@ def check_law(law: s.Law) -> None:
 @lru_cache(maxsize=1024)
 def _checked(law: s.Law) -> bool:  # (equal laws, wherever written, are checked once)
     _known_names(law)
-    left, right, values = _sides(law)
+    for dtype in TOLERANCES:
+        _checked_in(law, dtype)
+    return True
+
+
+def _checked_in(law: s.Law, dtype: str) -> None:
+    """The check in one dtype: the inputs rounded to it, every number and operation in it."""
+    left, right, values = _sides(law, dtype)
     with np.errstate(all="ignore"):
         keep = np.ones(INPUTS, dtype=bool)
         for condition in law.conditions:
             if isinstance(condition, s.Compare):
-                keep &= np.broadcast_to(_value(condition, values, law) != 0, keep.shape)
+                keep &= np.broadcast_to(_value(condition, values, law, dtype) != 0, keep.shape)
         if int(keep.sum()) < ENOUGH:
             raise CheckError("E121", f"law {law.name} cannot be checked: its where conditions "
                              "leave almost no inputs to try it on", law.span)
-        l_value = np.broadcast_to(_value(left, values, law), keep.shape)
-        r_value = np.broadcast_to(_value(right, values, law), keep.shape)
+        l_value = np.broadcast_to(_value(left, values, law, dtype), keep.shape)
+        r_value = np.broadcast_to(_value(right, values, law, dtype), keep.shape)
         scale = np.maximum(1.0, np.maximum(np.abs(l_value), np.abs(r_value)))
         agree = ((l_value == r_value) | (np.isnan(l_value) & np.isnan(r_value))
-                 | (np.abs(l_value - r_value) <= TOLERANCE * scale))
+                 | (np.abs(l_value - r_value) <= TOLERANCES[dtype] * scale))
     wrong = np.flatnonzero(keep & ~agree)
     if wrong.size:
         at = int(wrong[0])
         raise CheckError("E120", _counterexample(law, left, right, values, at,
-                                                 float(l_value[at]), float(r_value[at])),
+                                                 float(l_value[at]), float(r_value[at]), dtype),
                          law.span)
-    return True
 
 
 def _known_names(law: s.Law) -> None:
@@ -135,11 +143,11 @@ def _known_names(law: s.Law) -> None:
                          "side does not: a rewrite would not know what it stands for", law.span)
 
 
-def _sides(law: s.Law):
+def _sides(law: s.Law, dtype: str):
     """The two terms to compare and the inputs: a term law's sides; for an equation law
     l = r ⇔ v = e, l and r with v taken to be e (the solved form solves the equation)."""
     values = _inputs(sorted(names(law.lhs) | names(law.rhs)
-                            | (names(law.solved[1]) if law.solved else set())))
+                            | (names(law.solved[1]) if law.solved else set())), dtype)
     if law.solved is None:
         return law.lhs, law.rhs, values
     target, solution = law.solved
@@ -147,34 +155,35 @@ def _sides(law: s.Law):
         raise CheckError("E121", f"law {law.name} cannot be checked: its solved equation "
                          "must have one name on its left (as b = c / a)", law.span)
     with np.errstate(all="ignore"):
-        values[target.name] = _value(solution, values, law)
+        values[target.name] = _value(solution, values, law, dtype)
     return law.lhs, law.rhs, values
 
 
-def _inputs(variables: list[str]) -> dict[str, np.ndarray]:
-    """Each variable's inputs: 2·SAMPLES draws of SPECIAL, then SAMPLES at each magnitude."""
+def _inputs(variables: list[str], dtype: str) -> dict[str, np.ndarray]:
+    """Each variable's inputs: 2·SAMPLES draws of SPECIAL, then SAMPLES at each magnitude,
+    rounded to `dtype`."""
     rng = np.random.default_rng(52)
     values = {}
     for name in variables:
         drawn = [rng.choice(np.array(SPECIAL), 2 * SAMPLES)]  # (first: the plainest examples)
         drawn += [rng.uniform(-m, m, SAMPLES) for m in MAGNITUDES]
-        values[name] = np.concatenate(drawn)
+        values[name] = np.concatenate(drawn).astype(dtype)
         assert values[name].size == INPUTS
     return values
 
 
-def _value(term, values, law: s.Law):
+def _value(term, values, law: s.Law, dtype: str):
     try:
-        return np.asarray(evaluate(term, values), dtype=np.float64)
+        return np.asarray(evaluate(term, values, dtype), dtype=dtype)
     except Unevaluable as why:
         raise CheckError("E121", f"law {law.name} cannot be checked: {why}; a law's sides "
                          "are arithmetic and entrywise primitives on its names", law.span) from None
 
 
 def _counterexample(law: s.Law, left, right, values, at: int, l_value: float,
-                    r_value: float) -> str:
+                    r_value: float, dtype: str) -> str:
     where = ", ".join(f"{n} = {float(v[at])!r}" for n, v in values.items()) or "every input"
     hint = ("" if any(isinstance(c, s.Compare) for c in law.conditions) else
             "; a law true only on part of the numbers says where, as law name = … where x > 0")
-    return (f"law {law.name} does not hold: at {where}, {print_expr(left, True)} is "
+    return (f"law {law.name} does not hold in {dtype}: at {where}, {print_expr(left, True)} is "
             f"{l_value!r} but {print_expr(right, True)} is {r_value!r}{hint}")
