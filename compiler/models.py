@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from ..grammar import syntax as s
@@ -262,14 +262,19 @@ class _ModelCompiler:
         full = self.state + t.params
         lowering = self.lowering(t.params)
         name = f"{self.decl.name}.{t.name}"
-        lowered = {a.name: self.assigned(lowering, a) for a in t.assigns}
+        laws, fired = rules(self.scope.laws), dict[str, None]()  # (as a method's body)
+        lowered = {}
+        for a in t.assigns:
+            written, steps = simplified(a.value, laws)
+            fired |= dict.fromkeys(steps)
+            lowered[a.name] = self.assigned(lowering, replace(a, value=written))
 
         def build() -> Entry:
             with self.building:
                 new = {w: inliner.expand(value, name) for w, value in lowered.items()}
                 d = Definition(self.key(t.name), name, self.scope.module.key, "train",
                                full + (STEPS,), _counted_loop(name, full, new, t.span), t.span,
-                               t.doc)
+                               t.doc, tuple(fired))
                 inliner.definitions[d.key] = d  # (what build_entry reads it by)
                 return build_entry(d, inliner)
 

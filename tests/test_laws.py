@@ -190,6 +190,20 @@ def test_a_model_s_methods_are_rewritten_by_the_module_s_laws():
     assert wave.eval.plan(0.5).laws == ("pythagorean",)
 
 
+def test_a_model_s_train_blocks_are_rewritten_by_the_module_s_laws():
+    m = hilbert.compile_source("open Prelude.Trigonometry\nmodel Grow(n) : Learner {\n"
+                               "  weight k : Tensor[] from n\n"
+                               "  def train(x) { k ≔ k · (sin(x)² + cos(x)²) + 1 }\n}")
+    grow = m.Grow(2.0)
+    drift = 2.0  # the same steps as written, in NumPy: sin² + cos² is not exactly 1 in doubles
+    for _ in range(3):
+        drift = drift * (np.sin(0.017) ** 2 + np.cos(0.017) ** 2) + 1
+    assert drift != 5.0
+    grow.train(0.017, steps=3)
+    assert grow.k == 5.0  # each step k · 1 + 1, exactly
+    assert grow.train.plan(0.017, steps=3).laws == ("pythagorean",)
+
+
 def test_a_law_with_a_domain_rewrites_only_where_it_sees_the_domain():
     m = hilbert.compile_source("open Prelude.Laws\nfn f(x) ↦ x / x\nfn g(x) ↦ x · (2 / 2)")
     assert np.isnan(m.f(0.0))  # not rewritten: x might be 0
