@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..grammar import syntax
 from ..grammar.errors import HilbertError
 from ..grammar.source import Span
 from . import dtypes, ir, passes, settings
@@ -18,6 +19,7 @@ from .ir import verify
 from .kept import kept_entry, kept_plan
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
+from .passes.axes import check_axes, check_sizes
 from .passes.inline import Inliner
 from .passes.monomorphise import monomorphise
 from .passes.realness import check_complex
@@ -89,6 +91,8 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
     """Compile `root` and the modules it opens into inlined entries, or raise HilbertError."""
     dump("parse", root.syntax)
     resolved = resolve(loader, root)                          # names, arity, einsum specs
+    declared = tuple(d for d in root.syntax.decls if isinstance(d, syntax.Model))
+    check_axes(resolved, root.key, declared)                  # named axes agree (E330)
     loops = check_recursion(resolved.definitions)             # tail self-calls only
     inliner = Inliner(resolved.definitions, loops)            # definitions -> one DAG each
     for key in sorted(loops):
@@ -104,6 +108,7 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
 def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:
     """Infer every shape of `entry` as written for these argument shapes (the shape rules are
     enforced here, so an error names what the user wrote)."""
+    check_sizes(entry.definition, shapes)                    # each named axis one size (E331)
     return infer_shapes(entry.body, shapes)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from ..grammar import syntax as s
@@ -243,8 +243,9 @@ class _ModelCompiler:
 
     def method_definition(self, m: s.Definition) -> Definition:
         body = self.lowering(m.params).expr(m.body)
+        axes = m.axes and replace(m.axes, params=(None,) * len(self.state) + m.axes.params)
         return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
-                          self.state + m.params, body, m.span, m.doc)
+                          self.state + m.params, body, m.span, m.doc, axes)
 
     @staticmethod
     def assigned(lowering: Lowering, a: s.Assign) -> ir.Node:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from .axes import print_shape, print_signature
 from .frames import print_frame
 from .syntax import (
     Assign,
+    Axes,
     Binary,
     Binding,
     Call,
@@ -22,6 +24,7 @@ from .syntax import (
     Negate,
     Number,
     Open,
+    Rename,
     Slice,
     String,
     Train,
@@ -93,6 +96,11 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
             if unicode:
                 return f"∂ {_wrap(o, 6, unicode)} / ∂ {wrt}"
             return f"grad({print_expr(o, unicode)}, {wrt})"
+        case Rename(operand=o, pairs=pairs):
+            arrow = "→" if unicode else "->"
+            shown = [print_shape(Axes((a,), ()), unicode) + f" {arrow} "
+                     + print_shape(Axes((b,), ()), unicode) for a, b in pairs]
+            return f"rename({print_expr(o, unicode)}, {', '.join(shown)})"
     raise AssertionError(f"unknown syntax node {e!r}")
 
 
@@ -135,9 +143,10 @@ def _decl(d: Open | Definition | Model | Frame, unicode: bool) -> str:
     match d:
         case Open(path=p):
             return "open " + ".".join(p)
-        case Definition(kind=kind, name=n, params=ps, body=b):
+        case Definition(kind=kind, name=n, params=ps, body=b, axes=axes):
             keyword, arrow = ("fn", _spell("|->", unicode)) if kind == "fn" else ("def", define)
-            return f"{keyword} {n}{_params(ps)} {arrow} {print_expr(b, unicode)}"
+            signature = print_signature(ps, axes, unicode)
+            return f"{keyword} {n}{signature} {arrow} {print_expr(b, unicode)}"
         case Model():
             return _model(d, unicode)
         case Frame():
@@ -160,7 +169,8 @@ def _model(m: Model, unicode: bool) -> str:
         lines += [f"    {_assign(group, define, unicode)}" for group in statements(t.assigns)]
         lines.append("  }")
     for d in m.methods:
-        lines.append(f"  def {d.name}{_params(d.params)} {define} {print_expr(d.body, unicode)}")
+        signature = print_signature(d.params, d.axes, unicode)
+        lines.append(f"  def {d.name}{signature} {define} {print_expr(d.body, unicode)}")
     lines.append("}")
     return "\n".join(lines)
 

@@ -32,6 +32,7 @@ class Definition:
     body: ir.Node
     span: Span = field(compare=False)
     doc: str = field(default="", compare=False)
+    axes: s.Declared | None = field(default=None, compare=False)  # named axes, where declared
 
 
 @dataclass
@@ -97,7 +98,8 @@ def _scope(loader: Loader, module: SourceModule, resolved: Resolved,
             key = scope.own[decl.name]
             body = Lowering(scope, resolved, decl.params).expr(decl.body)
             resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
-                                                   decl.params, body, decl.span, decl.doc)
+                                                   decl.params, body, decl.span, decl.doc,
+                                                   decl.axes)
     opening.pop()
     return scope
 
@@ -205,6 +207,8 @@ class Lowering:
                 return ir.Prim("index", (self.expr(x), self.expr(i)), (), e.span)
             case s.Slice(target=x, start=a, stop=b):
                 return ir.Prim("slice", (self.expr(x), self.expr(a), self.expr(b)), (), e.span)
+            case s.Rename(operand=o):  # names only: compiler/passes/axes.py checks them
+                return self.expr(o)
             case s.Derivative(of=of, wrt=wrt, many=many):
                 return self.derivative(of, tuple((n, e.span) for n in wrt), many, e.span)
         raise AssertionError(f"unknown syntax node {e!r}")
