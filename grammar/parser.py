@@ -51,12 +51,11 @@ from .syntax import (
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
-             "grad", "match"}
+             "grad", "match", "rename"}
 #: Words that are keywords only where a model's member starts (`state`, `group`), inside
 #: `state … like g`, between two operands (`t mod n`, `t div n`), where a match's arm
 #: starts (`when`, `other`) or in a Frame's `fill col with …`; elsewhere they are names.
-_MEMBER_WORDS = {"state", "like", "group", "mod", "div", "when", "other", "fill", "with",
-                 "rename"}
+_MEMBER_WORDS = {"state", "like", "group", "mod", "div", "when", "other", "fill", "with"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close. A

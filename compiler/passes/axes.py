@@ -82,16 +82,21 @@ def _shown(value: tuple[Axis, ...]) -> str:
     return "×".join(a.name or "?" for a in value) or "a scalar"
 
 
-def _at(axis: Axis) -> str:
-    return f" (named at {axis.span})" if axis.span is not None else ""
+def _at(axis: Axis, span: Span) -> str:
+    """Where `axis` was named, as line:column when in the same file as the error (`span`)."""
+    if axis.span is None:
+        return ""
+    if axis.span.source.name == span.source.name:
+        return f" (named at {axis.span.line}:{axis.span.column})"
+    return f" (named at {axis.span})"
 
 
 def _differ(what: str, a: Axis, b: Axis, span: Span) -> CheckError:
     """E330: `what` joins axis a with axis b."""
-    return CheckError("E330", f"{what} joins axis {a.name}{_at(a)} with axis {b.name}{_at(b)}: "
-                      "they are different coordinate sets, even where their sizes agree; if "
-                      f"they are meant to be one, say so with rename(…, {a.name} → {b.name})",
-                      span)
+    return CheckError("E330", f"{what} joins axis {a.name}{_at(a, span)} with axis "
+                      f"{b.name}{_at(b, span)}: they are different coordinate sets, even where "
+                      "their sizes agree; if they are meant to be one, say so with "
+                      f"rename(…, {a.name} → {b.name})", span)
 
 
 class _Checker:
@@ -117,9 +122,10 @@ class _Checker:
         for g, w in zip(got, want, strict=True):
             if g.name is not None and g.name != w.name:
                 raise CheckError("E330", f"{d.name} is declared to give {_shown(want)}, but its "
-                                 f"body gives {_shown(got)}: axis {g.name}{_at(g)} where axis "
-                                 f"{w.name}{_at(w)} is declared; they are different coordinate "
-                                 "sets, even where their sizes agree", d.body.span)
+                                 f"body gives {_shown(got)}: axis {g.name}"
+                                 f"{_at(g, d.body.span)} where axis {w.name}"
+                                 f"{_at(w, d.body.span)} is declared; they are different "
+                                 "coordinate sets, even where their sizes agree", d.body.span)
 
     def expr(self, e: s.Expr, env: dict[str, Value]) -> Value:
         match e:
