@@ -11,11 +11,9 @@ from lark import v_args
 from lark.visitors import Transformer_NonRecursive
 
 from .errors import ParseError
+from .signature import SCALAR
 from .source import Span
 from .syntax import Axes, Declared, Rename
-
-#: The shape with no axes, as a declaration writes it.
-SCALAR = "Scalar"
 
 #: A parameter as the builder's `params` gives it: its name, and its axes where declared.
 Param = str | tuple[str, Axes]
@@ -77,22 +75,3 @@ class AxesBuilder(Transformer_NonRecursive):
                                  "theirs, as `weight w : Tensor[E, R]`)", p[1].spans[0]
                                  if p[1].spans else span)
         return tuple(p for p in params or () if isinstance(p, str))
-
-
-def print_shape(axes: Axes, unicode: bool = True) -> str:
-    """`B×T′`, `B*T'` in ASCII, or `Scalar` for no axes."""
-    if not axes.names:
-        return SCALAR
-    shown = "×".join(axes.names)
-    return shown if unicode else shown.replace("×", "*").replace("′", "'")
-
-
-def print_signature(params: tuple[str, ...], declared: Declared | None,
-                    unicode: bool = True) -> str:
-    """`(x : B×E, w)` and ` : B×R`, as the definition declares them (`(x, w)` where it does not)."""
-    if declared is None:
-        return f"({', '.join(params)})" if params else ""
-    shown = [p if a is None else f"{p} : {print_shape(a, unicode)}"
-             for p, a in zip(params, declared.params, strict=True)]
-    result = "" if declared.result is None else f" : {print_shape(declared.result, unicode)}"
-    return (f"({', '.join(shown)})" if params else "") + result

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .axes import print_shape, print_signature
 from .frames import print_frame
+from .signature import print_shape, print_signature
 from .syntax import (
     Assign,
     Axes,

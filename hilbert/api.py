@@ -24,6 +24,7 @@ from hilbert.grammar.errors import (
     HilbertError,
     internal_error,
 )
+from hilbert.grammar.signature import print_signature
 
 from .autodiff import Products
 from .carried import ModuleSource, compiled_from, module_source
@@ -110,12 +111,12 @@ class Function(Products):
 
     def _docstring(self) -> str:
         d = self.entry.definition
-        head = f"{d.name}({', '.join(d.params)})  [{d.kind} at {d.span}]"
+        head = f"{d.name}{print_signature(d.params, d.axes, bare=False)}  [{d.kind} at {d.span}]"
         return f"{head}\n\n{d.doc}" if d.doc else head
 
     def __repr__(self) -> str:
         d = self.entry.definition
-        return f"<hilbert {d.kind} {d.name}({', '.join(d.params)}) at {d.span}>"
+        return f"<hilbert {d.kind} {d.name}{print_signature(d.params, d.axes, bare=False)} at {d.span}>"
 
     _repr_html_ = _html  # as a notebook shows it
 

@@ -174,3 +174,15 @@ fn slope(x : B×E, w : E×R) : E×R ↦ ∂ loss(x, w) / ∂ w
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
     np.testing.assert_allclose(module.slope(x, w), 2 * x.T @ (x @ w), rtol=1e-10)
+
+
+# Shown where users look
+
+
+def test_help_repr_and_plans_show_the_named_shapes():
+    module = hilbert.compile_source(DENSE.format("er") + "\nfn plain(x, w) ↦ x")
+    assert module.layer.__doc__.startswith("layer(x : B×E, w : E×R) : B×R  [fn at")
+    assert repr(module.layer).startswith("<hilbert fn layer(x : B×E, w : E×R) : B×R at")
+    assert str(module.layer.plan((2, 3), (3, 4))).startswith(
+        "plan of layer(x: B×E = 2×3, w: E×R = 3×4)")
+    assert str(module.plain.plan((2, 3), (3, 4))).startswith("plan of plain(x: 2×3, w: 3×4)")

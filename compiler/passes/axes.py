@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 from ...grammar import syntax as s
 from ...grammar.errors import CheckError
+from ...grammar.signature import print_shape
 from ...grammar.source import Span
+from ..modules import SourceModule
 from ..ops.einsum_spec import check_spec, parse_spec
 from ..ops.primitives import PRIMITIVES, having
 from .resolve import Definition, ModuleScope, Resolved
@@ -39,17 +41,18 @@ _UNKNOWN = Axis(None)
 _ENTRYWISE = having("entrywise") & set(PRIMITIVES)
 
 
-def check_axes(resolved: Resolved, root_key: str, models: tuple[s.Model, ...]) -> None:
-    """Check every definition of every module resolved, and `models` (root's), as above.
+def check_axes(resolved: Resolved, root: SourceModule) -> None:
+    """Check every definition of every module resolved, and root's models, as above.
 
-    >>> check_axes(resolve(loader, root), root.key, ())  # or CheckError E330
+    >>> check_axes(resolve(loader, root), root)  # or CheckError E330
     """
+    models = [d for d in root.syntax.decls if isinstance(d, s.Model)]
     for key, d in sorted(resolved.syntax.items()):
         scope = resolved.scopes.get(resolved.definitions[key].module) if (
             key in resolved.definitions) else None
         if d.axes is not None or _renames(d.body):
             _Checker(resolved, scope, {}).definition(d)
-    scope = resolved.scopes.get(root_key)
+    scope = resolved.scopes.get(root.key)
     for model in models:
         weights = {w.name: _weight(w) for w in model.weights}
         for method in model.methods:
@@ -289,7 +292,7 @@ def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> 
             whole = (Span(axes.spans[0].source, axes.spans[0].line, axes.spans[0].column,
                           axes.spans[-1].end_line, axes.spans[-1].end_column)
                      if axes.spans else definition.span)
-            raise CheckError("E331", f"{name} is declared {'×'.join(axes.names) or 'Scalar'}, "
+            raise CheckError("E331", f"{name} is declared {print_shape(axes)}, "
                              f"{_count(len(axes.names))}, but this call gives it "
                              f"{_count(len(shape))} (shape {_sized(shape)})", whole)
         for axis, size, span in zip(axes.names, shape, axes.spans, strict=True):

@@ -81,6 +81,7 @@ class Plan:
     # what the generated code runs and the executor's account of it (none: nothing generated)
     schedule: Schedule = field(default_factory=Schedule, compare=False)
     dtype: str = dtypes.DEFAULT  # what the call computes in (compiler/dtypes.py)
+    axes: tuple[str, ...] = ()  # each parameter's declared named axes ("" where none)
 
     @property
     def item_bytes(self) -> int:
