@@ -4,6 +4,8 @@ per call (E331), and declared code computing exactly what its undeclared form do
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hilbert.grammar.errors import CheckError, ParseError
@@ -186,3 +188,88 @@ def test_help_repr_and_plans_show_the_named_shapes():
     assert str(module.layer.plan((2, 3), (3, 4))).startswith(
         "plan of layer(x: B×E = 2×3, w: E×R = 3×4)")
     assert str(module.plain.plan((2, 3), (3, 4))).startswith("plan of plain(x: 2×3, w: 3×4)")
+
+
+# The seed's models in named axes (tests/programs/SeedNamedAxes.hb)
+
+SEED = Path(__file__).parent / "programs" / "SeedNamedAxes.hb"
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return hilbert.load(SEED)
+
+
+def test_the_seeds_parameter_counts_come_from_the_declared_shapes(seed):
+    assert seed.Peephole(512, 768, 768, 0).parameters() == 3_937_536
+    assert seed.ChoGRU(512, 768, 768, 0).parameters() == 2_951_424
+    assert seed.TorchGRU(512, 768, 768, 0).parameters() == 2_953_728
+    assert seed.Head(768, 64, 64, 0).parameters() == 147_456
+    heads = seed.Heads(12, 768, 64, 64, 768, 0)
+    assert heads.weights["wo"].size == 589_824
+    assert heads.parameters() - heads.weights["wo"].size == 1_769_472
+
+
+def sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def test_the_named_cells_compute_the_papers_formulas(seed):
+    rng = np.random.default_rng(4)
+    x, h, c = rng.standard_normal((2, 3)), rng.standard_normal((2, 4)), \
+        rng.standard_normal((2, 4))
+    lstm = seed.Peephole(3, 4, 4, 1)
+    w = lstm.weights
+    a = {g: x @ w[f"w{g}"] + h @ w[f"u{g}"] + w[f"b{g}"] for g in "ifco"}
+    c2 = sigmoid(a["f"] + w["pf"] * c) * c + sigmoid(a["i"] + w["pi"] * c) * np.tanh(a["c"])
+    h2 = sigmoid(a["o"] + w["po"] * c2) * np.tanh(c2)
+    np.testing.assert_allclose(lstm.memory(x, h, c), c2, rtol=1e-12)
+    np.testing.assert_allclose(lstm.state(x, h, c), h2, rtol=1e-12)
+    cho, torch_like = seed.ChoGRU(3, 4, 4, 2), seed.TorchGRU(3, 4, 4, 3)
+    w = cho.weights
+    r, z = (sigmoid(x @ w[f"w{g}"] + h @ w[f"u{g}"] + w[f"b{g}"]) for g in "rz")
+    n = np.tanh(x @ w["wn"] + (r * h) @ w["un"] + w["bn"])
+    np.testing.assert_allclose(cho.state(x, h), z * h + (1 - z) * n, rtol=1e-12)
+    w = torch_like.weights
+    r, z = (sigmoid(x @ w[f"w{g}"] + w[f"b{g}"] + h @ w[f"u{g}"] + w[f"c{g}"]) for g in "rz")
+    n = np.tanh(x @ w["wn"] + w["bn"] + r * (h @ w["un"] + w["cn"]))
+    np.testing.assert_allclose(torch_like.state(x, h), (1 - z) * n + z * h, rtol=1e-12)
+
+
+def softmax_last(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_the_named_attention_computes_the_papers_formula(seed):
+    rng = np.random.default_rng(5)
+    x, xs = rng.standard_normal((2, 3, 6)), rng.standard_normal((2, 5, 6))
+    head = seed.Head(6, 4, 4, 1)
+    w = head.weights
+    q, k, v = x @ w["wq"], xs @ w["wk"], xs @ w["wv"]
+    expected = softmax_last(q @ k.transpose(0, 2, 1) / 2.0) @ v
+    np.testing.assert_allclose(head.attend(x, xs), expected, rtol=1e-12)
+    heads = seed.Heads(2, 6, 4, 3, 6, 2)
+    w = heads.weights
+    q, k, v = (np.einsum("btm,nmf->bntf", x, w[n]) for n in ("wq", "wk", "wv"))
+    attended = softmax_last(np.einsum("bntf,bnsf->bnts", q, k) / 2.0) @ v
+    expected = x + np.einsum("bntl,nlo->bto", attended, w["wo"])
+    np.testing.assert_allclose(heads.block(x), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("written, mistaken", [
+    ('einsum("bd,dr->br", h, u)', 'einsum("bd,rd->br", h, u)'),  # U read transposed
+    # the scores' positions swapped, so the values' T′ is contracted with the queries' T
+    ('einsum("btf,bsf->bts", q, k)', 'einsum("bsf,btf->bts", q, k)'),
+    ('x + rename(einsum("bnts,bnsl,nlo->bto", a, v, wo), O → M)',
+     'x + einsum("bnts,bnsl,nlo->bto", a, v, wo)'),  # a residual over M′ (O)
+])
+def test_each_mistake_in_the_seeds_models_is_refused(written, mistaken, tmp_path):
+    """The seed's models with one mistake each, which sizes alone cannot see: all refused."""
+    text = SEED.read_text(encoding="utf-8")
+    assert written in text
+    wrong = tmp_path / "Seed.hb"
+    wrong.write_text(text.replace(written, mistaken), encoding="utf-8")
+    with pytest.raises(CheckError) as err:
+        hilbert.load(wrong)
+    assert err.value.code == "E330"
