@@ -13,7 +13,7 @@ from lark.visitors import Transformer_NonRecursive
 from .errors import ParseError
 from .signature import SCALAR
 from .source import Span
-from .syntax import Axes, Declared, Rename
+from .syntax import Axes, Binding, Declared, Rename
 
 #: A parameter as the builder's `params` gives it: its name, and its axes where declared.
 Param = str | tuple[str, Axes]
@@ -46,6 +46,10 @@ class AxesBuilder(Transformer_NonRecursive):
     def axis(self, meta, children) -> tuple[str, Span]:
         name, *primes = children
         return str(name) + "′" * len(primes), self._span(meta)
+
+    def bind_declared(self, meta, children) -> Binding:
+        name, axes, _define, value = children
+        return Binding((str(name),), False, value, self._span(meta), axes)
 
     def renaming(self, meta, children):
         old, _arrow, new = children

@@ -106,6 +106,8 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
 
 def _binding(b: Binding, unicode: bool) -> str:
     names = f"({', '.join(b.names)})" if b.pattern else b.names[0]
+    if b.axes is not None:
+        names += f" : {print_shape(b.axes, unicode)}"
     return f"{names} {_spell(':=', unicode)} {print_expr(b.value, unicode)}"
 
 

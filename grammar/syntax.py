@@ -20,7 +20,8 @@ Grammar of the tree (what the parser builds):
     Expr       ::= Number | String | Name | Call | Binary | Negate | Compare | If
                  | Let | Tuple | Index | Slice | Derivative | Rename
     Let        ::= bindings: Binding+, body: Expr        (each binding sees those before it)
-    Binding    ::= names: name+, pattern: bool, value: Expr  (pattern: `(a, b) ≔ e`)
+    Binding    ::= names: name+, pattern: bool, value: Expr, axes: Axes?
+                   (pattern: `(a, b) ≔ e`; axes: `y : B×R ≔ e`)
     Derivative ::= of: Expr, wrt: name+, many: bool     (`∂ e / ∂ x`, `∂ e / ∂ (x, y)`)
     Rename     ::= operand: Expr, pairs: (old, new)+    (`rename(x, D → R)`: x, its axis renamed)
 
@@ -97,6 +98,7 @@ class Binding:
     pattern: bool  # True for `(a, b) ≔ e`, which takes a tuple apart
     value: Expr
     span: Span = field(compare=False, repr=False)
+    axes: Axes | None = None  # `y : B×R ≔ e`: its named axes, where declared
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,8 @@ def test_parameters_and_results_declare_named_axes_and_print_back():
     assert g.body.pairs == (("D", "R"),)
     for unicode in (True, False):
         assert parse(print_module(module, unicode)) == module
+    let = parse("fn f(x) ↦ let y : B×R ≔ x, (a, b) ≔ (x, x) in y").decls[0]
+    assert [b.axes and b.axes.names for b in let.body.bindings] == [("B", "R"), None]
     ascii_text = "def h(x : B*T') : T' := rename(x, B -> A)"
     assert parse(ascii_text).decls[0].axes.params[0].names == ("B", "T′")
 
@@ -113,6 +115,10 @@ def test_a_residual_over_m_prime_is_refused_and_a_rename_allows_it():
      "fn two(x : B×E, w : E×R, u : D×R) ↦ step(step(x, w), u)",
      "step's axis E joins axis R"),
     ("fn f(x : B×E) ↦ let y ≔ x in y + rename(x, E → R)", "joins axis E"),
+    ("fn f(x) ↦ let y : B×E ≔ x, z : B×R ≔ y in z",
+     "z is declared B×R, but its value gives B×E"),
+    ('fn f(x, w) ↦ let y : B×R ≔ einsum("be,er->br", x, w) in y + rename(y, R → D)',
+     "the operator + joins axis R"),
     ('model M(E, R) : Learner {\n  weight w : Tensor[E, R] from 0\n'
      '  def apply(x : B×R) ≔ einsum("be,er->br", x, w)\n}', "einsum letter e joins axis R"),
 ])

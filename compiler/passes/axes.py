@@ -2,14 +2,15 @@
 the declared ones, agree wherever two values meet (E330).
 
 Requires `resolve` to have run (names bound, einsum specifications valid). Ensures, for every
-definition that declares named axes (`def f(x : B×E, w : E×R) : B×R ≔ …`), uses `rename`, or
-is a model's method (whose weights' dims name their axes, `weight w : Tensor[E, R]`): no
-entrywise operation, if-branch or einsum letter joins two different axes (D with R, T with
-T′), no call gives a declared definition's axis two different axes, and the body's axes are
-its declared result's. An axis is a coordinate set, not a size: equal sizes do not make two
-axes one; `rename(x, D → R)` does, explicitly. Sizes are still checked at calls. What is not
-known (an undeclared parameter, an undeclared definition's result) agrees with everything, so
-undeclared code is checked as before, which is to say not here."""
+definition that declares named axes (`def f(x : B×E, w : E×R) : B×R ≔ …`, or a let's,
+`let y : B×R ≔ …`), uses `rename`, or is a model's method (whose weights' dims name their
+axes, `weight w : Tensor[E, R]`): no entrywise operation, if-branch or einsum letter joins two
+different axes (D with R, T with T′), no call gives a declared definition's axis two different
+axes, and every value declared (a body, a let) has its declared axes. An axis is a coordinate
+set, not a size: equal sizes do not make two axes one; `rename(x, D → R)` does, explicitly.
+Sizes are checked at calls (`check_sizes`, E331). What is not known (an undeclared parameter,
+an undeclared definition's result) agrees with everything, so undeclared code is checked as
+before, which is to say not here."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def check_axes(resolved: Resolved, root: SourceModule) -> None:
     for key, d in sorted(resolved.syntax.items()):
         scope = resolved.scopes.get(resolved.definitions[key].module) if (
             key in resolved.definitions) else None
-        if d.axes is not None or _renames(d.body):
+        if d.axes is not None or _names_axes(d.body):
             _Checker(resolved, scope, {}).definition(d)
     scope = resolved.scopes.get(root.key)
     for model in models:
@@ -67,12 +68,13 @@ def _declared(axes: s.Axes) -> tuple[Axis, ...]:
     return tuple(Axis(n, sp) for n, sp in zip(axes.names, axes.spans, strict=True))
 
 
-def _renames(e: object) -> bool:
-    """Whether `e` holds a rename (walked without recursion: chains may be long)."""
+def _names_axes(e: object) -> bool:
+    """Whether `e` renames an axis or declares a let's (walked without recursion: chains may
+    be long)."""
     pending = [e]
     while pending:
         node = pending.pop()
-        if isinstance(node, s.Rename):
+        if isinstance(node, s.Rename) or isinstance(node, s.Binding) and node.axes is not None:
             return True
         if isinstance(node, tuple):
             pending.extend(node)
@@ -102,6 +104,22 @@ def _differ(what: str, a: Axis, b: Axis, span: Span) -> CheckError:
                       f"rename(…, {a.name} → {b.name})", span)
 
 
+def _conforms(declared: str, gives: str, got: Value, axes: s.Axes, span: Span) -> Value:
+    """The declared axes, where `got` (a value's inferred axes) agrees with them; else E330."""
+    want = _declared(axes)
+    if got is None:
+        return want
+    if len(got) != len(want):
+        raise CheckError("E330", f"{declared} {_shown(want)}, but {gives} {_shown(got)}", span)
+    for g, w in zip(got, want, strict=True):
+        if g.name is not None and g.name != w.name:
+            raise CheckError("E330", f"{declared} {_shown(want)}, but {gives} {_shown(got)}: "
+                             f"axis {g.name}{_at(g, span)} where axis {w.name}{_at(w, span)} "
+                             "is declared; they are different coordinate sets, even where "
+                             "their sizes agree", span)
+    return want
+
+
 class _Checker:
     """Infers the axes of one body's values (`env`: the names in scope and their axes)."""
 
@@ -116,19 +134,9 @@ class _Checker:
         for name, axes in zip(d.params, declared, strict=True):
             env[name] = _declared(axes) if axes is not None else None
         got = self.expr(d.body, env)
-        if d.axes is None or d.axes.result is None or got is None:
-            return
-        want = _declared(d.axes.result)
-        if len(got) != len(want):
-            raise CheckError("E330", f"{d.name} is declared to give {_shown(want)}, but its "
-                             f"body gives {_shown(got)}", d.body.span)
-        for g, w in zip(got, want, strict=True):
-            if g.name is not None and g.name != w.name:
-                raise CheckError("E330", f"{d.name} is declared to give {_shown(want)}, but its "
-                                 f"body gives {_shown(got)}: axis {g.name}"
-                                 f"{_at(g, d.body.span)} where axis {w.name}"
-                                 f"{_at(w, d.body.span)} is declared; they are different "
-                                 "coordinate sets, even where their sizes agree", d.body.span)
+        if d.axes is not None and d.axes.result is not None:
+            _conforms(f"{d.name} is declared to give", "its body gives", got, d.axes.result,
+                      d.body.span)
 
     def expr(self, e: s.Expr, env: dict[str, Value]) -> Value:
         match e:
@@ -148,6 +156,9 @@ class _Checker:
                 env = dict(env)
                 for b in bindings:
                     value = self.expr(b.value, env)
+                    if b.axes is not None:
+                        value = _conforms(f"{b.names[0]} is declared", "its value gives", value,
+                                          b.axes, b.value.span)
                     env.update({n: None if b.pattern else value for n in b.names})
                 return self.expr(body, env)
             case s.Rename():
