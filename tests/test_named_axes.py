@@ -115,6 +115,8 @@ def test_a_residual_over_m_prime_is_refused_and_a_rename_allows_it():
      "fn two(x : B×E, w : E×R, u : D×R) ↦ step(step(x, w), u)",
      "step's axis E joins axis R"),
     ("fn f(x : B×E) ↦ let y ≔ x in y + rename(x, E → R)", "joins axis E"),
+    ("fn f(x : T×B×E, h : B×D) ↦ x[0] + h", "the operator + joins axis E"),  # x[t]: B×E
+    ("fn f(x : B×R, b : R) ↦ x + b", "joins B×R with R: nothing broadcasts but a scalar"),
     ("fn f(x) ↦ let y : B×E ≔ x, z : B×R ≔ y in z",
      "z is declared B×R, but its value gives B×E"),
     ('fn f(x, w) ↦ let y : B×R ≔ einsum("be,er->br", x, w) in y + rename(y, R → D)',
@@ -124,6 +126,11 @@ def test_a_residual_over_m_prime_is_refused_and_a_rename_allows_it():
 ])
 def test_each_disagreement_of_names_is_refused(text, says):
     assert says in refusal(text).message
+
+
+def test_reads_keep_the_axes_they_leave():
+    hilbert.compile_source("fn f(x : T×B×E, h : B×E) : B×E ↦ x[0] + h")
+    hilbert.compile_source("fn f(x : T×B, y : T×B) : T×B ↦ x[1 : 3] + y[0 : 2]")
 
 
 def test_a_long_chain_of_operators_is_checked_without_recursion():

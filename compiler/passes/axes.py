@@ -167,6 +167,14 @@ class _Checker:
                 return self.einsum(spec, [self.expr(x, env) for x in operands], e.span)
             case s.Call(name=n, module=m, args=args):
                 return self.call(n, m, [self.expr(x, env) for x in args], e.span)
+            case s.Index(target=x, index=i):  # x[t]: x without its first axis
+                self.expr(i, env)
+                value = self.expr(x, env)
+                return value[1:] if value else None
+            case s.Slice(target=x, start=a, stop=b):  # x[a : b]: some of its first axis's
+                self.expr(a, env), self.expr(b, env)
+                value = self.expr(x, env)
+                return (_UNKNOWN, *value[1:]) if value else None
             case s.Derivative(of=of, wrt=(name,), many=False):
                 self.expr(of, env)
                 return env.get(name)
@@ -194,8 +202,10 @@ class _Checker:
             return known if known else None  # (one scalar: the other decides, not known)
         if not a or not b:
             return a or b
-        if len(a) != len(b):
-            return None  # a rank mismatch: the call's shape check says so
+        if len(a) != len(b):  # (nothing broadcasts but a scalar: E310 at any call)
+            raise CheckError("E330", f"{what} joins {_shown(a)} with {_shown(b)}: nothing "
+                             "broadcasts but a scalar; to repeat a value along an axis, say "
+                             "so with einsum", span)
         for x, y in zip(a, b, strict=True):
             if x.name is not None and y.name is not None and x.name != y.name:
                 raise _differ(what, x, y, span)
@@ -277,10 +287,6 @@ def _children(e: s.Expr) -> list[s.Expr]:
     match e:
         case s.Call(args=args) | s.Tuple(items=args):
             return list(args)
-        case s.Index(target=x, index=i):
-            return [x, i]
-        case s.Slice(target=x, start=a, stop=b):
-            return [x, a, b]
         case s.Derivative(of=of):
             return [of]
     return []
