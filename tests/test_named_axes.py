@@ -128,6 +128,18 @@ def test_each_disagreement_of_names_is_refused(text, says):
     assert says in refusal(text).message
 
 
+def test_calls_of_undeclared_definitions_are_followed_through_their_bodies():
+    err = refusal("open Prelude.Networks\nfn f(x : B×E, w : R×E) ↦ dense(x, w)")
+    assert err.span.source.name.endswith("Networks.hb")  # the einsum inside dense
+    assert "einsum letter p joins axis E" in err.message
+    assert err.notes[0] == "dense called with these axes at <string>:2:26"
+    refusal("open Prelude.Arithmetic\nfn f(a : B×R, c : B×D) ↦ sigmoid(a) + c")
+    loop = hilbert.compile_source(  # a loop's own result is not known, its other branch is
+        "def count(t, x) ≔ if t = 0 then x else count(t − 1, x + 1)\n"
+        "fn f(x : B×E) : B×E ↦ count(3, x)")
+    np.testing.assert_array_equal(loop.f(np.zeros((2, 3))), np.full((2, 3), 3.0))
+
+
 def test_reads_keep_the_axes_they_leave():
     hilbert.compile_source("fn f(x : T×B×E, h : B×E) : B×E ↦ x[0] + h")
     hilbert.compile_source("fn f(x : T×B, y : T×B) : T×B ↦ x[1 : 3] + y[0 : 2]")

@@ -8,13 +8,14 @@ axes, `weight w : Tensor[E, R]`): no entrywise operation, if-branch or einsum le
 different axes (D with R, T with T′), no call gives a declared definition's axis two different
 axes, and every value declared (a body, a let) has its declared axes. An axis is a coordinate
 set, not a size: equal sizes do not make two axes one; `rename(x, D → R)` does, explicitly.
-Sizes are checked at calls (`check_sizes`, E331). What is not known (an undeclared parameter,
-an undeclared definition's result) agrees with everything, so undeclared code is checked as
-before, which is to say not here."""
+Sizes are checked at calls (`check_sizes`, E331). A call of an undeclared definition is
+followed through its body with the arguments' axes. What is not known (an undeclared
+parameter, a loop's result) agrees with everything, so undeclared code is checked as before,
+which is to say not here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...grammar import syntax as s
 from ...grammar.errors import CheckError
@@ -48,16 +49,17 @@ def check_axes(resolved: Resolved, root: SourceModule) -> None:
     >>> check_axes(resolve(loader, root), root)  # or CheckError E330
     """
     models = [d for d in root.syntax.decls if isinstance(d, s.Model)]
+    calls = _Calls()
     for key, d in sorted(resolved.syntax.items()):
         scope = resolved.scopes.get(resolved.definitions[key].module) if (
             key in resolved.definitions) else None
         if d.axes is not None or _names_axes(d.body):
-            _Checker(resolved, scope, {}).definition(d)
+            _Checker(resolved, scope, {}, calls).definition(d)
     scope = resolved.scopes.get(root.key)
     for model in models:
         weights = {w.name: _weight(w) for w in model.weights}
         for method in model.methods:
-            _Checker(resolved, scope, weights).definition(method)
+            _Checker(resolved, scope, weights, calls).definition(method)
 
 
 def _weight(w: s.Weight) -> Value:
@@ -120,13 +122,24 @@ def _conforms(declared: str, gives: str, got: Value, axes: s.Axes, span: Span) -
     return want
 
 
+@dataclass
+class _Calls:
+    """What the checkers of one module share: each undeclared callee's result by the axes it
+    was called with, and the callees being walked (a loop calls itself: not known there)."""
+
+    results: dict[tuple, Value] = field(default_factory=dict)
+    walking: set[str] = field(default_factory=set)
+
+
 class _Checker:
     """Infers the axes of one body's values (`env`: the names in scope and their axes)."""
 
-    def __init__(self, resolved: Resolved, scope: ModuleScope | None, env: dict[str, Value]):
+    def __init__(self, resolved: Resolved, scope: ModuleScope | None, env: dict[str, Value],
+                 calls: _Calls):
         self.resolved = resolved
         self.scope = scope
         self.env = env
+        self.calls = calls
 
     def definition(self, d: s.Definition) -> None:
         env = dict(self.env)
@@ -249,19 +262,43 @@ class _Checker:
             for other in args[1:]:
                 value = self.join(f"{name}(…)", value, other, span)
             return value
-        callee = self.callee(name, module)
-        if callee is None or callee.axes is None or len(args) != len(callee.params):
+        key = self.callee(name, module)
+        callee = self.resolved.syntax.get(key or "")
+        if key is None or callee is None or len(args) != len(callee.params):
             return None
-        return _instantiate(callee, args, span)
+        if callee.axes is not None:
+            return _instantiate(callee, args, span)
+        return self.through(key, callee, args, span)
 
-    def callee(self, name: str, module: str | None) -> s.Definition | None:
-        """The definition a plain call names, as resolve finds it (own, then opened modules)."""
+    def callee(self, name: str, module: str | None) -> str | None:
+        """The key of the definition a plain call names, as resolve finds it (own, then opened
+        modules)."""
         if module is not None or self.scope is None:
             return None
         for scope in (self.scope, *self.scope.opened):
             if name in scope.own:
-                return self.resolved.syntax.get(scope.own[name])
+                return scope.own[name]
         return None
+
+    def through(self, key: str, callee: s.Definition, args: list[Value], span: Span) -> Value:
+        """An undeclared callee's result: its body walked with the arguments' axes, once per
+        callee and axes (a callee already being walked, a loop, gives an unknown result)."""
+        if all(a is None for a in args) or key in self.calls.walking:
+            return None
+        memo = (key, tuple(a if a is None else tuple(x.name for x in a) for a in args))
+        if memo not in self.calls.results:
+            resolved = self.resolved.definitions.get(key)
+            scope = self.resolved.scopes.get(resolved.module) if resolved is not None else None
+            env = dict(zip(callee.params, args, strict=True))
+            self.calls.walking.add(key)
+            try:
+                value = _Checker(self.resolved, scope, env, self.calls).expr(callee.body, env)
+            except CheckError as err:
+                raise err.with_note(f"{callee.name} called with these axes at {span}") from None
+            finally:
+                self.calls.walking.discard(key)
+            self.calls.results[memo] = value
+        return self.calls.results[memo]
 
 
 def _instantiate(callee: s.Definition, args: list[Value], span: Span) -> Value:
