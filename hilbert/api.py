@@ -24,7 +24,7 @@ from hilbert.grammar.errors import (
     HilbertError,
     internal_error,
 )
-from hilbert.grammar.signature import print_signature
+from hilbert.grammar.signature import named_shapes, print_signature
 
 from .autodiff import Products
 from .carried import ModuleSource, compiled_from, module_source
@@ -291,8 +291,9 @@ class Function(Products):
         return benchmark(self, args, kwargs, optimize, repeat)
 
     def _shape_note(self, shapes) -> str:
-        parts = ", ".join(f"{p}: {'×'.join(map(str, s)) or 'scalar'}"
-                          for p, s in zip(self.entry.params, shapes, strict=True))
+        named = named_shapes(self.entry.definition.axes, len(shapes)) or ("",) * len(shapes)
+        parts = ", ".join(f"{p}: {n + ' = ' if n else ''}{'×'.join(map(str, s)) or 'scalar'}"
+                          for p, n, s in zip(self.entry.params, named, shapes, strict=True))
         return f"while specialising {self.entry.name}({parts}) for a call from Python"
 
     def _call_note(self, values) -> str:

@@ -168,6 +168,7 @@ def test_one_axis_has_one_size_in_a_call():
         module.layer(np.ones((2, 3)), np.ones((4, 3)))
     assert err.value.code == "E331"
     assert "axis E has 3 entries in x but 4 in w" in err.value.message
+    assert "while specialising layer(x: B×E = 2×3, w: E×R = 4×3)" in str(err.value)
     with pytest.raises(CheckError) as err:
         module.layer(np.ones(3), np.ones((3, 3)))
     assert err.value.code == "E331" and "x is declared B×E, 2 axes" in err.value.message
