@@ -184,8 +184,9 @@ fn plain(q, k, d) ↦ attentionScores(q, k, d)
 '''
 
 
-@pytest.mark.parametrize("executor", ["reference", "numba"])
+@pytest.mark.parametrize("executor", ["reference", "numba", "dask", "jax"])
 def test_a_declared_prelude_definition_equals_its_undeclared_form(executor):
+    pytest.importorskip({"dask": "dask", "jax": "jax"}.get(executor, "numpy"))
     module = hilbert.compile_source(SCORES)
     rng = np.random.default_rng(2)
     q, k = rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
