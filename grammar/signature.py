@@ -35,5 +35,5 @@ def named_shapes(declared: Declared | None, count: int) -> tuple[str, ...]:
     """Each of `count` parameters' declared shape (`B×E`), "" where undeclared; () for none."""
     if declared is None:
         return ()
-    padded = (None,) * (count - len(declared.params)) + declared.params  # (a model's state)
-    return tuple("" if a is None else print_shape(a) for a in padded[-count:])
+    padded = declared.params + (None,) * count  # (a vjp's cotangents follow the parameters)
+    return tuple("" if a is None else print_shape(a) for a in padded[:count])

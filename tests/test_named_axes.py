@@ -215,6 +215,8 @@ def test_help_repr_and_plans_show_the_named_shapes():
     assert str(module.layer.plan((2, 3), (3, 4))).startswith(
         "plan of layer(x: B×E = 2×3, w: E×R = 3×4)")
     assert str(module.plain.plan((2, 3), (3, 4))).startswith("plan of plain(x: 2×3, w: 3×4)")
+    assert str(module.layer.product("vjp").plan((2, 3), (3, 4), (2, 4))).startswith(
+        "plan of vjp of layer(x: B×E = 2×3, w: E×R = 3×4, cotangent: 2×4)")
 
 
 # The seed's models in named axes (tests/programs/SeedNamedAxes.hb)
