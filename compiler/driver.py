@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..grammar.errors import HilbertError
+from ..grammar.signature import named_shapes
 from ..grammar.source import Span
 from . import dtypes, ir, passes, settings
 from .debug import dump
@@ -18,6 +19,7 @@ from .ir import verify
 from .kept import kept_entry, kept_plan
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
+from .passes.axes import check_axes, check_sizes
 from .passes.inline import Inliner
 from .passes.monomorphise import monomorphise
 from .passes.realness import check_complex
@@ -89,6 +91,7 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
     """Compile `root` and the modules it opens into inlined entries, or raise HilbertError."""
     dump("parse", root.syntax)
     resolved = resolve(loader, root)                          # names, arity, einsum specs
+    check_axes(resolved, root)                                # named axes agree (E330)
     loops = check_recursion(resolved.definitions)             # tail self-calls only
     inliner = Inliner(resolved.definitions, loops)            # definitions -> one DAG each
     for key in sorted(loops):
@@ -104,6 +107,7 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
 def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:
     """Infer every shape of `entry` as written for these argument shapes (the shape rules are
     enforced here, so an error names what the user wrote)."""
+    check_sizes(entry.definition, shapes)                    # each named axis one size (E331)
     return infer_shapes(entry.body, shapes)
 
 
@@ -191,13 +195,18 @@ def plan_entry(entry: Entry, shapes: tuple[Shape, ...], optimize: str = "auto",
     body, table, plan = made() if values is not None or not lasting else \
         kept_plan(entry, key[1:], made, guarded)
     dump("plan", plan)
-    ready = Specialised(body, table, plan)
+    ready = Specialised(body, table, _named(plan, entry))
     if values is None:
         with _plans_lock:
             _plans[key] = (entry, ready)
             while len(_plans) > PLANS_KEPT:
                 _plans.popitem(last=False)
     return ready
+
+
+def _named(plan: Plan, entry: Entry) -> Plan:
+    """`plan`, showing each parameter's declared named axes (kept plans are shared by name)."""
+    return replace(plan, axes=named_shapes(entry.definition.axes, len(plan.params)))
 
 
 def forget_plans() -> None:

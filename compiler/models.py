@@ -245,8 +245,9 @@ class _ModelCompiler:
     def method_definition(self, m: s.Definition) -> Definition:
         written, fired = simplified(m.body, rules(self.scope.laws))  # the module's laws
         body = self.lowering(m.params).expr(written)
+        axes = m.axes and replace(m.axes, params=(None,) * len(self.state) + m.axes.params)
         return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
-                          self.state + m.params, body, m.span, m.doc, fired)
+                          self.state + m.params, body, m.span, m.doc, fired, axes)
 
     @staticmethod
     def assigned(lowering: Lowering, a: s.Assign) -> ir.Node:

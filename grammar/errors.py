@@ -48,6 +48,8 @@ CODES: dict[str, str] = {
     "E324": "concat of tensors that do not fit together",
     "E325": "complex value where a real number is needed",
     "E326": "Jacobian-vector product through an op with no forward rule",
+    "E330": "two different named axes joined",
+    "E331": "argument that does not fit its declared axes",
     "E400": "self-call not in tail position",
     "E401": "mutual recursion",
     "E402": "loop that never ends",

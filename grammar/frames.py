@@ -31,6 +31,9 @@ class FrameBuilder(Transformer_NonRecursive):
     def _doc(self, span: Span) -> str:
         raise NotImplementedError
 
+    def _plain(self, params, span: Span) -> tuple[str, ...]:
+        raise NotImplementedError
+
     def frame_decl(self, meta, children):
         name, params, base, path, *members = children
         span = self._span(meta)
@@ -42,7 +45,7 @@ class FrameBuilder(Transformer_NonRecursive):
         if len(path) != 1:
             raise ParseError("E100", f"a Frame model names the one parameter that is its file's "
                              f"path, as `model {name}(path) : {FRAME}(path)`", span)
-        return Frame(str(name), params or (), path[0],
+        return Frame(str(name), self._plain(params, span), path[0],
                      tuple(m for m in members if isinstance(m, Column)),
                      tuple(m for m in members if isinstance(m, Fill)),
                      tuple(m for m in members if isinstance(m, Definition)), span,

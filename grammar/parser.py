@@ -17,6 +17,7 @@ from lark.exceptions import (
     VisitError,
 )
 
+from .axes import AxesBuilder
 from .confusables import skeleton, spelled
 from .constructs import ConstructBuilder, number_value, token_span
 from .errors import ArgumentError, ParseError, warn
@@ -51,7 +52,7 @@ from .syntax import (
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
-             "grad", "match"}
+             "grad", "match", "rename"}
 #: Words that are keywords only where a model's member starts (`state`, `group`), inside
 #: `state … like g`, between two operands (`t mod n`, `t div n`), where a match's arm
 #: starts (`when`, `other`), in a Frame's `fill col with …`, or where a law or its condition
@@ -91,7 +92,7 @@ def _doc_above(source: Source, line: int) -> str:
 
 
 @v_args(meta=True)
-class _Builder(ConstructBuilder, FrameBuilder):
+class _Builder(AxesBuilder, ConstructBuilder, FrameBuilder):
     """Turns Lark's parse tree into syntax-tree dataclasses; no semantic checks here. Walked
     without recursion: a chain of operators may be thousands long."""
 
@@ -113,16 +114,14 @@ class _Builder(ConstructBuilder, FrameBuilder):
     def qualname(self, meta, names):
         return tuple(str(n) for n in names)
 
-    def params(self, meta, names):
-        return tuple(str(n) for n in names if n is not None)
-
     def open_decl(self, meta, children):
         return Open(children[0], self._span(meta))
 
     def _definition(self, kind, meta, children):
-        name, params, _arrow, body = children
+        name, params, result, _arrow, body = children
         span = self._span(meta)
-        return Definition(kind, str(name), params or (), body, span, _doc_above(self.source, span.line))
+        names, axes = self._declared(params, result)
+        return Definition(kind, str(name), names, body, span, self._doc(span), axes)
 
     def def_decl(self, meta, children):
         return self._definition("def", meta, children)
@@ -141,7 +140,7 @@ class _Builder(ConstructBuilder, FrameBuilder):
         methods = tuple(m for m in members if isinstance(m, Definition))
         groups = tuple(m for m in members if isinstance(m, Group))
         states = tuple(m for m in members if isinstance(m, StateLike))
-        return Model(str(name), params or (), str(base), weights, trains, methods, span,
+        return Model(str(name), self._plain(params, span), str(base), weights, trains, methods, span,
                      _doc_above(self.source, span.line), groups, states)
 
     def weight_decl(self, meta, children):
@@ -171,7 +170,8 @@ class _Builder(ConstructBuilder, FrameBuilder):
         name, params, *assigns = children
         span = self._span(meta)
         flat = tuple(a for group in assigns for a in (group if isinstance(group, tuple) else (group,)))
-        return Train(str(name), params or (), flat, span, _doc_above(self.source, span.line))
+        return Train(str(name), self._plain(params, span), flat, span,
+                     _doc_above(self.source, span.line))
 
     def assign_tuple(self, meta, children):
         *names, _define, value = children
@@ -306,10 +306,12 @@ def _foreign_construct(source: Source, token: Token | None) -> tuple[str, Token]
         return f".hb has no **: {FOREIGN_OPERATORS['**']}", stars
     if token.type == "COLON" and _annotates(before):
         return (".hb has no type annotations such as `x : T`: a value's shape comes from the "
-                "arguments, so write the name alone, as def f(x) ≔ …"), token
+                "arguments; only a definition's parameters and result may name their axes, as "
+                "def f(x : B×E) : B ≔ …"), token
     if token.type == "LPAR" and [t.type for t in before[-2:]] == ["COLON", "NAME"]:
         return (f".hb has no type {before[-1]}(…): after `:` a model names its base, "
-                "`: Learner` or `: Frame(path)`, and a weight its shape, `: Tensor[d1, d2, …]`"
+                "`: Learner` or `: Frame(path)`, a weight its shape, `: Tensor[d1, d2, …]`, and a "
+                "parameter its named axes, `x : B×E`"
                 ), before[-1]
     return None
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from .frames import print_frame
+from .signature import print_shape, print_signature
 from .syntax import (
     Assign,
+    Axes,
     Binary,
     Binding,
     Call,
@@ -25,6 +27,7 @@ from .syntax import (
     NotIn,
     Number,
     Open,
+    Rename,
     Slice,
     String,
     Train,
@@ -96,11 +99,18 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
             if unicode:
                 return f"∂ {_wrap(o, 6, unicode)} / ∂ {wrt}"
             return f"grad({print_expr(o, unicode)}, {wrt})"
+        case Rename(operand=o, pairs=pairs):
+            arrow = "→" if unicode else "->"
+            shown = [print_shape(Axes((a,), ()), unicode) + f" {arrow} "
+                     + print_shape(Axes((b,), ()), unicode) for a, b in pairs]
+            return f"rename({print_expr(o, unicode)}, {', '.join(shown)})"
     raise AssertionError(f"unknown syntax node {e!r}")
 
 
 def _binding(b: Binding, unicode: bool) -> str:
     names = f"({', '.join(b.names)})" if b.pattern else b.names[0]
+    if b.axes is not None:
+        names += f" : {print_shape(b.axes, unicode)}"
     return f"{names} {_spell(':=', unicode)} {print_expr(b.value, unicode)}"
 
 
@@ -155,9 +165,10 @@ def _decl(d: Open | Definition | Model | Frame | Law | LawModel, unicode: bool) 
     match d:
         case Open(path=p):
             return "open " + ".".join(p)
-        case Definition(kind=kind, name=n, params=ps, body=b):
+        case Definition(kind=kind, name=n, params=ps, body=b, axes=axes):
             keyword, arrow = ("fn", _spell("|->", unicode)) if kind == "fn" else ("def", define)
-            return f"{keyword} {n}{_params(ps)} {arrow} {print_expr(b, unicode)}"
+            signature = print_signature(ps, axes, unicode)
+            return f"{keyword} {n}{signature} {arrow} {print_expr(b, unicode)}"
         case Model():
             return _model(d, unicode)
         case Frame():
@@ -184,7 +195,8 @@ def _model(m: Model, unicode: bool) -> str:
         lines += [f"    {_assign(group, define, unicode)}" for group in statements(t.assigns)]
         lines.append("  }")
     for d in m.methods:
-        lines.append(f"  def {d.name}{_params(d.params)} {define} {print_expr(d.body, unicode)}")
+        signature = print_signature(d.params, d.axes, unicode)
+        lines.append(f"  def {d.name}{signature} {define} {print_expr(d.body, unicode)}")
     lines.append("}")
     return "\n".join(lines)
 

@@ -9,7 +9,8 @@ Grammar of the tree (what the parser builds):
     Condition  ::= NotIn (`x ∉ u`) | Compare (`x > 0`: where the law holds)
     LawModel   ::= name, laws: Law*                     (`model OneLaw { law … }`)
     Open       ::= path: name+
-    Definition ::= kind: 'def' | 'fn' | 'method', name, params: name*, body: Expr, doc
+    Definition ::= kind: 'def' | 'fn' | 'method', name, params: name*, body: Expr, doc,
+                   axes: Declared?   (`def f(x : B×E) : B ≔ …`: each parameter's Axes, the result's)
     Model      ::= name, params, base, weights: Weight*, trains: Train*, methods: Definition*,
                    groups: Group*, states: StateLike*
     Frame      ::= name, params, path: name, columns: Column*, fills: Fill*,
@@ -22,10 +23,12 @@ Grammar of the tree (what the parser builds):
     Train      ::= name, params, assigns: Assign*
     Assign     ::= name, value: Expr, index, count   (`(a, b) ≔ e`: one per name)
     Expr       ::= Number | String | Name | Call | Binary | Negate | Compare | If
-                 | Let | Tuple | Index | Slice | Derivative
+                 | Let | Tuple | Index | Slice | Derivative | Rename
     Let        ::= bindings: Binding+, body: Expr        (each binding sees those before it)
-    Binding    ::= names: name+, pattern: bool, value: Expr  (pattern: `(a, b) ≔ e`)
+    Binding    ::= names: name+, pattern: bool, value: Expr, axes: Axes?
+                   (pattern: `(a, b) ≔ e`; axes: `y : B×R ≔ e`)
     Derivative ::= of: Expr, wrt: name+, many: bool     (`∂ e / ∂ x`, `∂ e / ∂ (x, y)`)
+    Rename     ::= operand: Expr, pairs: (old, new)+    (`rename(x, D → R)`: x, its axis renamed)
 
 Operators are stored in their ASCII spelling, so Unicode and ASCII sources give equal trees.
 """
@@ -100,6 +103,7 @@ class Binding:
     pattern: bool  # True for `(a, b) ≔ e`, which takes a tuple apart
     value: Expr
     span: Span = field(compare=False, repr=False)
+    axes: Axes | None = None  # `y : B×R ≔ e`: its named axes, where declared
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +142,35 @@ class Derivative:
     span: Span = field(compare=False, repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Axes:
+    """A shape declared in named axes (`B×E`; `Scalar` has none): each axis names a coordinate
+    set, and `spans` says where each name is written."""
+
+    names: tuple[str, ...]
+    spans: tuple[Span, ...] = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """A definition's named axes: each parameter's (None where undeclared), and its result's."""
+
+    params: tuple[Axes | None, ...]
+    result: Axes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Rename:
+    """`rename(x, D → R)`: x itself, its axis D named R from here on (each pair old, new)."""
+
+    operand: Expr
+    pairs: tuple[tuple[str, str], ...]
+    span: Span = field(compare=False, repr=False)
+    spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
 Expr = (Number | String | Name | Call | Binary | Negate | Compare | If | Let | Tuple | Index
-        | Slice | Derivative)
+        | Slice | Derivative | Rename)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +187,7 @@ class Definition:
     body: Expr
     span: Span = field(compare=False, repr=False)
     doc: str = field(default="", compare=False, repr=False)
+    axes: Declared | None = None  # named axes (`def f(x : B×E) : B ≔ …`), where declared
 
 
 @dataclass(frozen=True, slots=True)

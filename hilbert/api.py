@@ -24,6 +24,7 @@ from hilbert.grammar.errors import (
     HilbertError,
     internal_error,
 )
+from hilbert.grammar.signature import named_shapes, print_signature
 
 from .autodiff import Products
 from .carried import ModuleSource, compiled_from, module_source
@@ -111,12 +112,12 @@ class Function(Products, Exports):
 
     def _docstring(self) -> str:
         d = self.entry.definition
-        head = f"{d.name}({', '.join(d.params)})  [{d.kind} at {d.span}]"
+        head = f"{d.name}{print_signature(d.params, d.axes, bare=False)}  [{d.kind} at {d.span}]"
         return f"{head}\n\n{d.doc}" if d.doc else head
 
     def __repr__(self) -> str:
         d = self.entry.definition
-        return f"<hilbert {d.kind} {d.name}({', '.join(d.params)}) at {d.span}>"
+        return f"<hilbert {d.kind} {d.name}{print_signature(d.params, d.axes, bare=False)} at {d.span}>"
 
     _repr_html_ = _html  # as a notebook shows it
 
@@ -284,8 +285,9 @@ class Function(Products, Exports):
         return benchmark(self, args, kwargs, optimize, repeat)
 
     def _shape_note(self, shapes) -> str:
-        parts = ", ".join(f"{p}: {'×'.join(map(str, s)) or 'scalar'}"
-                          for p, s in zip(self.entry.params, shapes, strict=True))
+        named = named_shapes(self.entry.definition.axes, len(shapes)) or ("",) * len(shapes)
+        parts = ", ".join(f"{p}: {n + ' = ' if n else ''}{'×'.join(map(str, s)) or 'scalar'}"
+                          for p, n, s in zip(self.entry.params, named, shapes, strict=True))
         return f"while specialising {self.entry.name}({parts}) for a call from Python"
 
     def _call_note(self, values) -> str:

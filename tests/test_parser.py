@@ -298,9 +298,8 @@ def test_a_name_may_hold_other_digits_after_its_first_letter():
     ("class Model:", "no class: a trainable model is model Name(…) : Learner", 1),
     ("fn f(x) ↦ x\nreturn x", "no return: a definition's body is its value", 1),
     ("fn f(x) ↦ if x > 0 and x < 1 then 1 else 0", "no and: comparisons give 1 or 0", 20),
-    ("def f(x : Frame(path)) ≔ x", "no type annotations such as `x : T`", 9),
-    ("def f(a, x : T) ≔ x", "no type annotations such as `x : T`", 12),
-    ("def f(x) : T ≔ x", "no type annotations such as `x : T`", 10),
+    ("def f(x : Frame(path)) ≔ x", "a parameter its named axes, `x : B×E`", 11),
+    ("fn g(y) ↦ f(y : T)", "no type annotations such as `x : T`", 15),
     ("model M(n) : Table(path) { }", "no type Table(…): after `:` a model names its base", 14),
     ("model M(n) : Learner {\n  weight w : Frame(path) from 0\n}", "no type Frame(…)", 14),
 ])

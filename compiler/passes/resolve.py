@@ -34,6 +34,7 @@ class Definition:
     span: Span = field(compare=False)
     doc: str = field(default="", compare=False)
     laws: tuple[str, ...] = ()  # the laws that rewrote its body, as they first fired
+    axes: s.Declared | None = field(default=None, compare=False)  # named axes, where declared
 
 
 @dataclass
@@ -104,7 +105,8 @@ def _scope(loader: Loader, module: SourceModule, resolved: Resolved,
             written, fired = simplified(decl.body, laws)     # the open laws, before lowering
             body = Lowering(scope, resolved, decl.params).expr(written)
             resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
-                                                   decl.params, body, decl.span, decl.doc, fired)
+                                                   decl.params, body, decl.span, decl.doc, fired,
+                                                   decl.axes)
     opening.pop()
     return scope
 
@@ -212,6 +214,8 @@ class Lowering:
                 return ir.Prim("index", (self.expr(x), self.expr(i)), (), e.span)
             case s.Slice(target=x, start=a, stop=b):
                 return ir.Prim("slice", (self.expr(x), self.expr(a), self.expr(b)), (), e.span)
+            case s.Rename(operand=o):  # names only: compiler/passes/axes.py checks them
+                return self.expr(o)
             case s.Derivative(of=of, wrt=wrt, many=many):
                 return self.derivative(of, tuple((n, e.span) for n in wrt), many, e.span)
         raise AssertionError(f"unknown syntax node {e!r}")

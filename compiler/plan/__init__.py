@@ -82,6 +82,7 @@ class Plan:
     schedule: Schedule = field(default_factory=Schedule, compare=False)
     dtype: str = dtypes.DEFAULT  # what the call computes in (compiler/dtypes.py)
     laws: tuple[str, ...] = ()  # the laws that rewrote the definition's body, as they fired
+    axes: tuple[str, ...] = ()  # each parameter's declared named axes ("" where none)
 
     @property
     def item_bytes(self) -> int:

@@ -43,7 +43,9 @@ def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
 
 def render_plan(plan) -> str:
     """The plan as text (what `print(fn.plan(...))` and `hilbert plan` show)."""
-    args = ", ".join(f"{p}: {shape_text(s)}" for p, s in zip(plan.params, plan.signature, strict=True))
+    named = plan.axes or ("",) * len(plan.params)
+    args = ", ".join(f"{p}: {n + ' = ' if n else ''}{shape_text(s)}"
+                     for p, n, s in zip(plan.params, named, plan.signature, strict=True))
     lines = [f"plan of {plan.function}({args})",
              f"  executor {plan.executor} · {plan.dtype} · path optimiser {plan.optimize}"]
     if plan.laws:

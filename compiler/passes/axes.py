@@ -1,0 +1,365 @@
+"""Checks named axes before anything runs: every value's axes, inferred through a body from
+the declared ones, agree wherever two values meet (E330).
+
+Requires `resolve` to have run (names bound, einsum specifications valid). Ensures, for every
+definition that declares named axes (`def f(x : B×E, w : E×R) : B×R ≔ …`, or a let's,
+`let y : B×R ≔ …`), uses `rename`, or is a model's method (whose weights' dims name their
+axes, `weight w : Tensor[E, R]`): no entrywise operation, if-branch or einsum letter joins two
+different axes (D with R, T with T′), no call gives a declared definition's axis two different
+axes, and every value declared (a body, a let) has its declared axes. An axis is a coordinate
+set, not a size: equal sizes do not make two axes one; `rename(x, D → R)` does, explicitly.
+Sizes are checked at calls (`check_sizes`, E331). A call of an undeclared definition is
+followed through its body with the arguments' axes. What is not known (an undeclared
+parameter, a loop's result) agrees with everything, so undeclared code is checked as before,
+which is to say not here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...grammar import syntax as s
+from ...grammar.errors import CheckError
+from ...grammar.signature import print_shape
+from ...grammar.source import Span
+from ..modules import SourceModule
+from ..ops.einsum_spec import check_spec, parse_spec
+from ..ops.primitives import PRIMITIVES, having
+from .resolve import Definition, ModuleScope, Resolved
+
+
+@dataclass(frozen=True, slots=True)
+class Axis:
+    """One axis of a value: the coordinate set it ranges over (None: not known), and where
+    that name was written (a declaration, a weight, a rename)."""
+
+    name: str | None
+    span: Span | None = None
+
+
+#: A value's axes, in order; None where not even its rank is known.
+Value = tuple[Axis, ...] | None
+
+_UNKNOWN = Axis(None)
+_ENTRYWISE = having("entrywise") & set(PRIMITIVES)
+
+
+def check_axes(resolved: Resolved, root: SourceModule) -> None:
+    """Check every definition of every module resolved, and root's models, as above.
+
+    >>> check_axes(resolve(loader, root), root)  # or CheckError E330
+    """
+    models = [d for d in root.syntax.decls if isinstance(d, s.Model)]
+    calls = _Calls()
+    for key, d in sorted(resolved.syntax.items()):
+        scope = resolved.scopes.get(resolved.definitions[key].module) if (
+            key in resolved.definitions) else None
+        if d.axes is not None or _names_axes(d.body):
+            _Checker(resolved, scope, {}, calls).definition(d)
+    scope = resolved.scopes.get(root.key)
+    for model in models:
+        weights = {w.name: _weight(w) for w in model.weights}
+        for method in model.methods:
+            _Checker(resolved, scope, weights, calls).definition(method)
+
+
+def _weight(w: s.Weight) -> Value:
+    return tuple(Axis(d, w.span) if isinstance(d, str) else _UNKNOWN for d in w.dims)
+
+
+def _declared(axes: s.Axes) -> tuple[Axis, ...]:
+    return tuple(Axis(n, sp) for n, sp in zip(axes.names, axes.spans, strict=True))
+
+
+def _names_axes(e: object) -> bool:
+    """Whether `e` renames an axis or declares a let's (walked without recursion: chains may
+    be long)."""
+    pending = [e]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, s.Rename) or isinstance(node, s.Binding) and node.axes is not None:
+            return True
+        if isinstance(node, tuple):
+            pending.extend(node)
+        elif hasattr(node, "__dataclass_fields__") and not isinstance(node, (s.Axes, Span)):
+            pending.extend(getattr(node, f) for f in node.__dataclass_fields__)
+    return False
+
+
+def _shown(value: tuple[Axis, ...]) -> str:
+    return "×".join(a.name or "?" for a in value) or "a scalar"
+
+
+def _at(axis: Axis, span: Span) -> str:
+    """Where `axis` was named, as line:column when in the same file as the error (`span`)."""
+    if axis.span is None:
+        return ""
+    if axis.span.source.name == span.source.name:
+        return f" (named at {axis.span.line}:{axis.span.column})"
+    return f" (named at {axis.span})"
+
+
+def _differ(what: str, a: Axis, b: Axis, span: Span) -> CheckError:
+    """E330: `what` joins axis a with axis b."""
+    return CheckError("E330", f"{what} joins axis {a.name}{_at(a, span)} with axis "
+                      f"{b.name}{_at(b, span)}: they are different coordinate sets, even where "
+                      "their sizes agree; if they are meant to be one, say so with "
+                      f"rename(…, {a.name} → {b.name})", span)
+
+
+def _conforms(declared: str, gives: str, got: Value, axes: s.Axes, span: Span) -> Value:
+    """The declared axes, where `got` (a value's inferred axes) agrees with them; else E330."""
+    want = _declared(axes)
+    if got is None:
+        return want
+    if len(got) != len(want):
+        raise CheckError("E330", f"{declared} {_shown(want)}, but {gives} {_shown(got)}", span)
+    for g, w in zip(got, want, strict=True):
+        if g.name is not None and g.name != w.name:
+            raise CheckError("E330", f"{declared} {_shown(want)}, but {gives} {_shown(got)}: "
+                             f"axis {g.name}{_at(g, span)} where axis {w.name}{_at(w, span)} "
+                             "is declared; they are different coordinate sets, even where "
+                             "their sizes agree", span)
+    return want
+
+
+@dataclass
+class _Calls:
+    """What the checkers of one module share: each undeclared callee's result by the axes it
+    was called with, and the callees being walked (a loop calls itself: not known there)."""
+
+    results: dict[tuple, Value] = field(default_factory=dict)
+    walking: set[str] = field(default_factory=set)
+
+
+class _Checker:
+    """Infers the axes of one body's values (`env`: the names in scope and their axes)."""
+
+    def __init__(self, resolved: Resolved, scope: ModuleScope | None, env: dict[str, Value],
+                 calls: _Calls):
+        self.resolved = resolved
+        self.scope = scope
+        self.env = env
+        self.calls = calls
+
+    def definition(self, d: s.Definition) -> None:
+        env = dict(self.env)
+        declared = d.axes.params if d.axes is not None else (None,) * len(d.params)
+        for name, axes in zip(d.params, declared, strict=True):
+            env[name] = _declared(axes) if axes is not None else None
+        got = self.expr(d.body, env)
+        if d.axes is not None and d.axes.result is not None:
+            _conforms(f"{d.name} is declared to give", "its body gives", got, d.axes.result,
+                      d.body.span)
+
+    def expr(self, e: s.Expr, env: dict[str, Value]) -> Value:
+        match e:
+            case s.Number():
+                return ()
+            case s.Name(name=n, module=None) if n in env:
+                return env[n]
+            case s.Binary() | s.Compare():
+                return self.chain(e, env)
+            case s.Negate(operand=o):
+                return self.expr(o, env)
+            case s.If(cond=c, then=t, orelse=o):
+                self.expr(c, env)
+                return self.join("if … then … else", self.expr(t, env), self.expr(o, env),
+                                 e.span)
+            case s.Let(bindings=bindings, body=body):
+                env = dict(env)
+                for b in bindings:
+                    value = self.expr(b.value, env)
+                    if b.axes is not None:
+                        value = _conforms(f"{b.names[0]} is declared", "its value gives", value,
+                                          b.axes, b.value.span)
+                    env.update({n: None if b.pattern else value for n in b.names})
+                return self.expr(body, env)
+            case s.Rename():
+                return self.rename(e, self.expr(e.operand, env))
+            case s.Call(name="einsum", module=None, args=(s.String(text=spec), *operands)):
+                return self.einsum(spec, [self.expr(x, env) for x in operands], e.span)
+            case s.Call(name=n, module=m, args=args):
+                return self.call(n, m, [self.expr(x, env) for x in args], e.span)
+            case s.Index(target=x, index=i):  # x[t]: x without its first axis
+                self.expr(i, env)
+                value = self.expr(x, env)
+                return value[1:] if value else None
+            case s.Slice(target=x, start=a, stop=b):  # x[a : b]: some of its first axis's
+                self.expr(a, env), self.expr(b, env)
+                value = self.expr(x, env)
+                return (_UNKNOWN, *value[1:]) if value else None
+            case s.Derivative(of=of, wrt=(name,), many=False):
+                self.expr(of, env)
+                return env.get(name)
+        for child in _children(e):
+            self.expr(child, env)
+        return None
+
+    def chain(self, e: s.Binary | s.Compare, env: dict[str, Value]) -> Value:
+        """A chain of operators, left operands walked in a loop (it may be thousands long)."""
+        links: list[s.Binary | s.Compare] = []
+        node: s.Expr = e
+        while isinstance(node, (s.Binary, s.Compare)):
+            links.append(node)
+            node = node.left
+        value = self.expr(node, env)
+        for link in reversed(links):
+            value = self.join(f"the operator {link.op}", value, self.expr(link.right, env),
+                              link.span)
+        return value
+
+    def join(self, what: str, a: Value, b: Value, span: Span) -> Value:
+        """The axes of an entrywise result: equal axes, or either a scalar."""
+        if a is None or b is None:
+            known = a if a is not None else b
+            return known if known else None  # (one scalar: the other decides, not known)
+        if not a or not b:
+            return a or b
+        if len(a) != len(b):  # (nothing broadcasts but a scalar: E310 at any call)
+            raise CheckError("E330", f"{what} joins {_shown(a)} with {_shown(b)}: nothing "
+                             "broadcasts but a scalar; to repeat a value along an axis, say "
+                             "so with einsum", span)
+        for x, y in zip(a, b, strict=True):
+            if x.name is not None and y.name is not None and x.name != y.name:
+                raise _differ(what, x, y, span)
+        return tuple(x if x.name is not None else y for x, y in zip(a, b, strict=True))
+
+    def rename(self, e: s.Rename, value: Value) -> Value:
+        if value is None:
+            return None
+        axes = list(value)
+        for (old, new), span in zip(e.pairs, e.spans, strict=True):
+            where = [i for i, a in enumerate(axes) if a.name == old]
+            if not where:
+                if any(a.name is None for a in axes):
+                    return None
+                raise CheckError("E330", f"rename(…, {old} → {new}) names an axis {old}, but "
+                                 f"the value's axes are {_shown(tuple(axes))}", span)
+            for i in where:
+                axes[i] = Axis(new, span)
+        return tuple(axes)
+
+    def einsum(self, spec: str, operands: list[Value], span: Span) -> Value:
+        """An einsum's letters each stand for one axis: where a letter meets two, E330."""
+        terms = parse_spec(check_spec(spec, len(operands), span))
+        if "..." in str(terms):
+            return None
+        bound: dict[str, Axis] = {}
+        for term, value in zip(terms.inputs, operands, strict=True):
+            if value is None or len(value) != len(term):
+                continue
+            for letter, axis in zip(term, value, strict=True):
+                seen = bound.get(letter)
+                if seen is not None and axis.name is not None and seen.name != axis.name:
+                    raise _differ(f"einsum letter {letter}", seen, axis, span)
+                if seen is None and axis.name is not None:
+                    bound[letter] = axis
+        return tuple(bound.get(letter, _UNKNOWN) for letter in terms.output)
+
+    def call(self, name: str, module: str | None, args: list[Value], span: Span) -> Value:
+        if module is None and name in _ENTRYWISE and len(args) == PRIMITIVES[name].arity:
+            value = args[0]
+            for other in args[1:]:
+                value = self.join(f"{name}(…)", value, other, span)
+            return value
+        key = self.callee(name, module)
+        callee = self.resolved.syntax.get(key or "")
+        if key is None or callee is None or len(args) != len(callee.params):
+            return None
+        if callee.axes is not None:
+            return _instantiate(callee, args, span)
+        return self.through(key, callee, args, span)
+
+    def callee(self, name: str, module: str | None) -> str | None:
+        """The key of the definition a plain call names, as resolve finds it (own, then opened
+        modules)."""
+        if module is not None or self.scope is None:
+            return None
+        for scope in (self.scope, *self.scope.opened):
+            if name in scope.own:
+                return scope.own[name]
+        return None
+
+    def through(self, key: str, callee: s.Definition, args: list[Value], span: Span) -> Value:
+        """An undeclared callee's result: its body walked with the arguments' axes, once per
+        callee and axes (a callee already being walked, a loop, gives an unknown result)."""
+        if all(a is None for a in args) or key in self.calls.walking:
+            return None
+        memo = (key, tuple(a if a is None else tuple(x.name for x in a) for a in args))
+        if memo not in self.calls.results:
+            resolved = self.resolved.definitions.get(key)
+            scope = self.resolved.scopes.get(resolved.module) if resolved is not None else None
+            env = dict(zip(callee.params, args, strict=True))
+            self.calls.walking.add(key)
+            try:
+                value = _Checker(self.resolved, scope, env, self.calls).expr(callee.body, env)
+            except CheckError as err:
+                raise err.with_note(f"{callee.name} called with these axes at {span}") from None
+            finally:
+                self.calls.walking.discard(key)
+            self.calls.results[memo] = value
+        return self.calls.results[memo]
+
+
+def _instantiate(callee: s.Definition, args: list[Value], span: Span) -> Value:
+    """A declared definition's result at a call: its axis names stand for the arguments'
+    axes, one axis each (its E must be one axis in every argument that has an E)."""
+    assert callee.axes is not None
+    meaning: dict[str, Axis] = {}
+    for declared, value in zip(callee.axes.params, args, strict=True):
+        if declared is None or value is None or len(value) != len(declared.names):
+            continue
+        for name, axis in zip(declared.names, value, strict=True):
+            seen = meaning.get(name)
+            if seen is not None and axis.name is not None and seen.name != axis.name:
+                raise _differ(f"{callee.name}'s axis {name}", seen, axis, span)
+            if seen is None and axis.name is not None:
+                meaning[name] = axis
+    if callee.axes.result is None:
+        return None
+    return tuple(meaning.get(n, _UNKNOWN) for n in callee.axes.result.names)
+
+
+def _children(e: s.Expr) -> list[s.Expr]:
+    match e:
+        case s.Call(args=args) | s.Tuple(items=args):
+            return list(args)
+        case s.Derivative(of=of):
+            return [of]
+    return []
+
+
+def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> None:
+    """E331 where a call's arguments do not fit `definition`'s declared axes: an argument of
+    another rank, or one axis name given two sizes (an axis's size is bound once per call).
+
+    >>> check_sizes(step, ((4, 3), (3, 2)))  # x : B×E, w : E×R: B=4, E=3, R=2
+    """
+    if definition.axes is None:
+        return
+    sizes: dict[str, tuple[int, str]] = {}
+    # (zip stops at the declared parameters: a vjp's or jvp's entry has more after them)
+    for name, axes, shape in zip(definition.params, definition.axes.params, shapes, strict=False):
+        if axes is None:
+            continue
+        if len(shape) != len(axes.names):
+            whole = (Span(axes.spans[0].source, axes.spans[0].line, axes.spans[0].column,
+                          axes.spans[-1].end_line, axes.spans[-1].end_column)
+                     if axes.spans else definition.span)
+            raise CheckError("E331", f"{name} is declared {print_shape(axes)}, "
+                             f"{_count(len(axes.names))}, but this call gives it "
+                             f"{_count(len(shape))} (shape {_sized(shape)})", whole)
+        for axis, size, span in zip(axes.names, shape, axes.spans, strict=True):
+            first = sizes.setdefault(axis, (size, name))
+            if first[0] != size:
+                raise CheckError("E331", f"axis {axis} has {first[0]} entries in {first[1]} "
+                                 f"but {size} in {name}: an axis has one size in a call",
+                                 span)
+
+
+def _count(axes: int) -> str:
+    return f"{axes} axis" if axes == 1 else f"{axes} axes"
+
+
+def _sized(shape: tuple[int, ...]) -> str:
+    return "×".join(map(str, shape)) or "() (a scalar)"
