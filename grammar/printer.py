@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from .frames import print_frame
 from .signature import print_shape, print_signature
 from .syntax import (
     Assign,
@@ -172,6 +171,8 @@ def _decl(d: Open | Definition | Model | Frame | Law | LawModel, unicode: bool) 
         case Model():
             return _model(d, unicode)
         case Frame():
+            from .frames import print_frame  # (with the Frame builder, which needs Lark)
+
             return print_frame(d, unicode, print_expr)
         case Law():
             return print_law(d, unicode)

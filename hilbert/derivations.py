@@ -13,7 +13,6 @@ from hilbert.compiler.modules import Loader
 from hilbert.compiler.passes.resolve import resolve
 from hilbert.grammar import syntax as s
 from hilbert.grammar.errors import ArgumentError
-from hilbert.grammar.parser import parse_expression
 from hilbert.grammar.printer import print_expr
 from hilbert.grammar.source import nowhere
 
@@ -58,6 +57,8 @@ def _term(text: str, what: str):
     if not isinstance(text, str):
         raise ArgumentError("E600", f"{what} must be .hb text, but it is a "
                             f"{type(text).__name__}", nowhere(what))
+    from hilbert.grammar.parser import parse_expression  # (Lark, loaded only when deriving)
+
     return parse_expression(text, f"<{what}>")
 
 

@@ -36,7 +36,7 @@ _END = r"(?![^\W²])"  # a keyword or primitive ends where a name could not go o
 #: Every primitive a .hb program can call by name: the op table's (compiler/ops/primitives.py),
 #: the contraction, and grad, the ASCII spelling of ∂.
 PRIMITIVES = ("einsum", "grad", *OP_TABLE)
-KEYWORDS = ("if", "then", "else", "let", "in", "from", "match")
+KEYWORDS = ("if", "then", "else", "let", "in", "from", "match", "rename")
 NUMBER = r"(\d+(\.\d+)?|\.\d+)([eE][+\-−]?\d+)?"
 
 
@@ -73,7 +73,7 @@ class HilbertLexer(RegexLexer):
             (words(PRIMITIVES, suffix=_END), Name.Builtin),
             (r'"[^"\n]*"', String),
             (NUMBER, Number.Float),
-            (r"≔|:=|↦|\|->|<=>|!=|<=|>=|[+\-−·*/^²=≠<>≤≥∂|⇔∉]", Operator),
+            (r"≔|:=|↦|\|->|<=>|->|!=|<=|>=|[+\-−·*/^²=≠<>≤≥∂|⇔∉×′→]", Operator),
             (r"[()\[\]{},:.]", Punctuation),
             (NAME, Name),
         ],
