@@ -664,6 +664,8 @@ TABLE: dict[str, dict[str, Case | Excluded | tuple[Case, ...]]] = {
     "Policies": POLICIES,
     "Temporal": TEMPORAL,
     "Fields": FIELDS,
+    "Laws": {},  # (laws only: no definitions, nothing to differentiate)
+    "Trigonometry": {},
 }
 
 #: The models of the Prelude: each one's methods call a definition the table checks.
