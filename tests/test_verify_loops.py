@@ -11,7 +11,8 @@ import tokenize
 
 import pytest
 from conftest import ROOT, golden_recorder
-from hilbert.executor.codegen import verify_loops
+from hilbert.compiler.ops import loop_code
+from hilbert.executor.codegen import spelling, verify_loops
 from hilbert.executor.codegen.loops import (
     Assign,
     Delete,
@@ -145,3 +146,11 @@ def test_precision_rewrites_no_printed_code():
                 for alias in node.names} | {node.module for node in ast.walk(tree)
                                              if isinstance(node, ast.ImportFrom)}
     assert not imported & {"re", "regex"}
+
+
+def test_every_function_of_the_op_lowerings_is_spelled_in_every_tier():
+    """Each function a lowering may apply (compiler/ops/loop_code.FUNCTIONS) has a spelling
+    in compiled, host and fast code, and the tables name no other."""
+    for tier, table in spelling.TIERS.items():
+        assert set(table) == set(loop_code.FUNCTIONS), tier
+    assert set(spelling.HOST) | set(spelling.FAST) <= set(spelling.COMPILED)

@@ -1,9 +1,8 @@
 """Entrywise code: fused loop nests (fusion.Group), their reductions, and scalar values.
 
-Each entrywise op's expression is its row's `code` in the op table (exp, ln and tanh are
-executor/numba/vmath.py's: arithmetic LLVM vectorises, not calls to libm), or its `host_code` in
-uncompiled code (NumPy's own: a compiled function called from Python costs more, and NumPy
-float64 scalars already give x ^ y and x / 0 their meaning).
+Each entrywise op's expression is its row's `code` in the op table, a lowering as data
+(compiler/ops/loop_code.py), made loop IR typed by the dtype it computes in (op_code.py) and
+spelled per tier (spelling.py: vmath's exp in compiled code, NumPy's in host code).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from ...compiler import ir
 from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
 from .. import fusion, threads
-from . import division, loops, rows, sums
+from . import division, rows, sums
 from .division import Division
 from .loops import (
     ACCUMULATOR,
@@ -25,6 +24,7 @@ from .loops import (
     Expr,
     Fmt,
     Num,
+    Op,
     Stmt,
     Store,
     Sub,
@@ -34,8 +34,8 @@ from .loops import (
     fmt,
     kernel_calls,
     number,
-    template,
 )
+from .op_code import lowered, tier
 
 #: Shift coefficients and offsets below this are written as integers when whole.
 WHOLE = 2.0 ** 31
@@ -80,7 +80,7 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
             return number(1.0, em.dtype)
         case ir.Prim(op="pow", args=(_, ir.Const(value=2.0))):
             x = operand(em, node, 0, index, temps)
-            return fmt("({} * {})", x, x)
+            return Op("mul", (x, x), _computes_in(em, node), tier(em))
         case ir.Prim(op="div") if em.divisions is not None:
             numerator, divisor = (operand(em, node, k, index, temps) for k in (0, 1))
             split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")), em.dtype)
@@ -89,13 +89,9 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
             em.divisions.append(split)
             return Var(split.quotient)
         case ir.Prim(op=op, args=args) if BY_OP[op].code is not None:
-            row = BY_OP[op]
-            if em.host:
-                template = row.host_code or row.code
-            else:
-                template = (em.decided.fast and row.fast_code) or row.code
-            return loops.template(template, tuple(operand(em, node, k, index, temps)
-                                                  for k in range(len(args))), em.dtype)
+            return lowered(BY_OP[op].code, tuple(operand(em, node, k, index, temps)
+                                                 for k in range(len(args))),
+                           _computes_in(em, node), tier(em), em.dtype)
         case ir.Einsum(spec=spec, args=args):
             parsed = parse_spec(spec)
             where = dict(zip(parsed.output, index, strict=True))
@@ -105,6 +101,12 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
                 return factors[0]
             return Fmt("(" + " * ".join("{}" for _ in factors) + ")", tuple(factors))
     raise AssertionError(f"code generation: no entrywise form for {node!r}")
+
+
+def _computes_in(em, node: ir.Node) -> str:
+    """The dtype `node`'s op computes in: float64 for a counted value (compiler/counting.py),
+    else the code's."""
+    return ACCUMULATOR if em.counts(node) else em.dtype
 
 
 def operand(em, node: ir.Node, position: int, index: list, temps: dict) -> Expr:
@@ -346,7 +348,7 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
         start_dtype = ACCUMULATOR if combine == "+" else em.dtype
         before[depth].append(Assign((acc.name,), (Num(start, start_dtype),)))
         body.append(Assign((acc.name,), (call("K.add_any_order", acc, x) if combine == "+" else
-                                         template(combine, (acc, x), em.dtype),)))
+                                         _combined(combine, acc, x, em.dtype),)))
         found = sums.long(acc.name, depth, em.shape(tail.args[0])) if (
             combine == "+" and sums.pairwise_locals(em)) else None
         if found is not None:
@@ -367,18 +369,25 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
         before[0].append(Do(fmt("{}.fill({})", out, Num(start, em.dtype))))
         target = Sub(out, tuple(index[k] for k in kept))
         body.append(Store(target, x, add=True) if combine == "+" else
-                    Store(target, template(combine, (target, x), em.dtype)))
+                    Store(target, _combined(combine, target, x, em.dtype)))
     em.bind(tail, out)
 
 
+def _combined(combine: str, acc: Expr, x: Expr, dtype: str) -> Expr:
+    """`x` folded into `acc` by the op `combine` (the op table's lowering, as compiled code
+    spells it in every tier)."""
+    code = BY_OP[combine].code
+    assert code is not None, f"{combine} has no code"
+    return lowered(code, (acc, x), dtype, "compiled")
+
+
 def _reduced(tail: ir.Node, rank: int) -> tuple[str, str, list[int]]:
-    """A reduction's combining code (a sum's `+`; the op table's `combine` op's code for the
-    rest), its start, and the axes it keeps."""
+    """A reduction's combining op (a sum's `+`; the op table's `combine` op for the rest), its
+    start, and the axes it keeps."""
     if isinstance(tail, ir.Prim):
         row = BY_OP[tail.op]
         assert row.combine is not None and row.start is not None, f"{tail.op} is not a tail"
-        combine = BY_OP[row.combine].code
-        assert combine is not None, f"{row.combine} has no code"
+        combine = row.combine
         start = number(row.start, "float64").text.removeprefix("(").removesuffix(")")  # (`-np.inf`)
         return combine, start, [k for k in range(rank) if k != tail.attrs[0]]
     parsed = parse_spec(tail.spec)
