@@ -80,7 +80,7 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
             return number(1.0, em.dtype)
         case ir.Prim(op="pow", args=(_, ir.Const(value=2.0))):
             x = operand(em, node, 0, index, temps)
-            return Op("mul", (x, x), _computes_in(em, node), tier(em))
+            return Op("mul", (x, x), em.dtype, tier(em))
         case ir.Prim(op="div") if em.divisions is not None:
             numerator, divisor = (operand(em, node, k, index, temps) for k in (0, 1))
             split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")), em.dtype)
@@ -90,8 +90,7 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
             return Var(split.quotient)
         case ir.Prim(op=op, args=args) if BY_OP[op].code is not None:
             return lowered(BY_OP[op].code, tuple(operand(em, node, k, index, temps)
-                                                 for k in range(len(args))),
-                           _computes_in(em, node), tier(em), em.dtype)
+                                                 for k in range(len(args))), em.dtype, tier(em))
         case ir.Einsum(spec=spec, args=args):
             parsed = parse_spec(spec)
             where = dict(zip(parsed.output, index, strict=True))
@@ -101,12 +100,6 @@ def expr(em, node: ir.Node, index: list, temps: dict) -> Expr:
                 return factors[0]
             return Fmt("(" + " * ".join("{}" for _ in factors) + ")", tuple(factors))
     raise AssertionError(f"code generation: no entrywise form for {node!r}")
-
-
-def _computes_in(em, node: ir.Node) -> str:
-    """The dtype `node`'s op computes in: float64 for a counted value (compiler/counting.py),
-    else the code's."""
-    return ACCUMULATOR if em.counts(node) else em.dtype
 
 
 def operand(em, node: ir.Node, position: int, index: list, temps: dict) -> Expr:

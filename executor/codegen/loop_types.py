@@ -1,0 +1,334 @@
+"""The loop IR's types: each expression's and each local's dtype and rank.
+
+A function's locals are typed in a table (`locals_of`: name → Type), filled in order from
+what sets each one: an argument's type as the emitter declares it (its input's dtype and
+rank, `stop` a flag array), a loop's index int64, and an assignment's value's type. An
+expression's type (`of`) comes from its typed leaves: a literal's dtype (loops.Num), an op
+table's lowering's (Op, Select: the dtype it computes in; Compare: a bool), a local's from the
+table, an element of an array its array's dtype with an axis fewer for each whole-number
+index, a view its base's dtype, a call's by the rule of the function it calls (CALLS), and a
+form of the generator's own (Fmt) by its operators where they are arithmetic, comparisons or
+a shape's entry. What none of these types is None: untyped (`untyped` lists them; for a
+back end that writes machine code these are what remains to type, docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from .loops import (
+    OTHER,
+    Assign,
+    Call,
+    Compare,
+    Do,
+    Expr,
+    Fmt,
+    For,
+    If,
+    Num,
+    Op,
+    Pick,
+    Raise,
+    Return,
+    Select,
+    Stmt,
+    Store,
+    Sub,
+    Update,
+    Var,
+    View,
+    While,
+    statements,
+)
+
+
+@dataclass(frozen=True)
+class Type:
+    """A value's dtype (loops.DTYPES: a float dtype, int64, bool, or OTHER for what is no
+    number: a tuple, an error, a string) and rank (0: a scalar; n: an array of n axes)."""
+
+    dtype: str
+    rank: int = 0
+
+
+INT = Type("int64")
+BOOL = Type("bool")
+#: The `stop` argument of a function with loops: a one-entry int64 array (Ctrl-C's flag).
+STOP = Type("int64", 1)
+
+
+def _same(args: list[Type | None]) -> Type | None:
+    return args[0] if args else None
+
+
+def _scalar(dtype: str) -> Callable[[list[Type | None]], Type | None]:
+    return lambda args: Type(dtype)
+
+
+def _converted(dtype: str) -> Callable[[list[Type | None]], Type | None]:
+    """np.float64(x), np.float32(x): x's rank in `dtype`."""
+    return lambda args: Type(dtype, args[0].rank if args and args[0] else 0)
+
+
+def _product(args: list[Type | None]) -> Type | None:
+    """np.dot(a, b) (and K.shared_product, its compiled twin): the last axis of a summed
+    against b's last but one."""
+    if len(args) < 2 or args[0] is None or args[1] is None:
+        return None
+    return Type(widest([args[0].dtype, args[1].dtype]), max(args[0].rank + args[1].rank - 2, 0))
+
+
+def _stacked(args: list[Type | None]) -> Type | None:
+    """np.matmul over stacks of matrices: the stack's axes and a matrix's."""
+    if not args or any(a is None for a in args):
+        return None
+    return Type(widest([a.dtype for a in args if a]), max(a.rank for a in args if a))
+
+
+def _filled(args: list[Type | None]) -> Type | None:
+    """np.full(n, x): a vector of x's dtype."""
+    return Type(args[1].dtype, 1) if len(args) == 2 and args[1] else None
+
+
+#: The result type of each function a Call calls, from its arguments' types. Allocations
+#: (K.empty, K.partials, K.counted_empty) are typed where the call is (`of`: their rank is
+#: their shape tuple's length), and calls run only for their effect (Do) need none.
+CALLS: dict[str, Callable[[list[Type | None]], Type | None]] = {
+    "int": _scalar("int64"), "min": _scalar("int64"), "K.levels": _scalar("int64"),
+    "np.float64": _converted("float64"), "np.float32": _converted("float32"),
+    "K.add_any_order": _same, "K.quotient": _same, "np.ascontiguousarray": _same,
+    "K.contiguous": _same, "K.transposed": _same, "np.dot": _product,
+    "K.shared_product": _product, "np.matmul": _stacked, "np.full": _filled,
+    "K.divisor_unsafe": _scalar("int64"), "K.quotient_unsafe": _scalar("int64"),
+    "K.stop_requested": _scalar("bool"), "K.keyed_draws": _scalar("int64"),
+    "K.StepCountError": _scalar(OTHER), "K.PositionError": _scalar(OTHER),
+    "K.LabelError": _scalar(OTHER), "K.DrawError": _scalar(OTHER),
+}
+#: Allocations: a new array of the code's dtype (float64 for K.counted_empty and a sum's
+#: partial sums), of as many axes as its shape tuple has entries.
+ALLOCATIONS = {"K.empty": None, "K.counted_empty": "float64", "K.partials": "float64"}
+#: What Fmt forms are typed by: arithmetic on numbers of one type gives that type, a
+#: comparison or a test a bool.
+_ARITHMETIC = set("{}()+-*/% ")
+_TESTS = ("==", "!=", "<", ">", " and ", " or ", "not ")
+
+
+def of(expr: Expr, table: dict[str, Type | None], code: str) -> Type | None:
+    """`expr`'s type in code of dtype `code` whose locals are typed by `table`."""
+    match expr:
+        case Var(name=name):
+            return table.get(name)
+        case Num(dtype=dtype):
+            return Type(dtype)
+        case Op(args=args):
+            return _computed([of(a, table, code) for a in args])
+        case Select(a=a, b=b):
+            return _computed([of(a, table, code), of(b, table, code)])
+        case Compare():
+            return BOOL
+        case Sub(base=base, index=index):
+            return _element(of(base, table, code), index, table, code)
+        case View(base=base, form=form, args=args):
+            return _view(of(base, table, code), form, args)
+        case Pick(a=a, b=b):
+            kinds = {of(a, table, code), of(b, table, code)}
+            return kinds.pop() if len(kinds) == 1 else None
+        case Call(fn=fn, args=args):
+            if fn in ALLOCATIONS:  # (of a shape, or of a size: a vector)
+                rank = 1 if args and of(args[0], table, code) == INT else \
+                    _length(args[0]) if args else None
+                return None if rank is None else Type(ALLOCATIONS[fn] or code, rank)
+            rule = CALLS.get(fn)
+            return rule([of(a, table, code) for a in args]) if rule else None
+        case Fmt(template=template, args=args):
+            return _form(template, [of(a, table, code) for a in args])
+    return None
+
+
+def _computed(kinds: list[Type | None]) -> Type | None:
+    """What an op of the op table's lowerings gives: a number of the widest of its operands'
+    dtypes (None where one is untyped or no number)."""
+    if any(k is None or k.rank or k.dtype not in ORDER for k in kinds):
+        return None
+    return Type(widest([k.dtype for k in kinds if k]))
+
+
+def _element(base: Type | None, index: tuple[Expr, ...], table, code: str) -> Type | None:
+    """An element or a slice of an array of type `base`: an axis fewer for each index that is
+    a whole number."""
+    if base is None:
+        return None
+    dropped = sum(of(i, table, code) == INT for i in index)
+    kept = sum(isinstance(i, Num) and i.text == ":" for i in index)
+    if dropped + kept != len(index) or dropped > base.rank:
+        return None
+    return Type(base.dtype, base.rank - dropped)
+
+
+def _view(base: Type | None, form: str, args: tuple[Expr, ...]) -> Type | None:
+    """A view of an array of type `base`: its dtype; its rank a transpose's or a slice's
+    (the same, and one more for each new axis), or a reshape's (its shape's entries)."""
+    if base is None:
+        return None
+    if form == "{0}.T" or form.startswith("{0}.transpose("):
+        return base
+    if form.startswith("{0}[") and form.endswith("]"):  # (slices keep an axis, None adds one)
+        entries = [e.strip() for e in form[4:-1].split(",") if e.strip()]
+        if all(":" in e or e == "None" for e in entries):
+            return Type(base.dtype, base.rank + entries.count("None"))
+    if form.startswith("{0}.reshape(("):
+        return Type(base.dtype, len(args))
+    if form == "{0}.reshape({1})":
+        rank = _length(args[0])
+        return None if rank is None else Type(base.dtype, rank)
+    return None
+
+
+def _length(shape: Expr) -> int | None:
+    """How many entries a shape tuple (loops.sizes: `(n1, n2, )`) has."""
+    if isinstance(shape, Fmt) and shape.template.startswith("(") and not \
+            shape.template.replace("{}", "").strip("(), "):
+        return len(shape.args)
+    return None
+
+
+def _form(template: str, args: list[Type | None]) -> Type | None:
+    """A form of the generator's own: `{}.shape[k]` an int64; a test a bool; arithmetic on
+    scalars of one type that type."""
+    if template.startswith("{}.shape[") and template.endswith("]"):
+        return INT
+    if template.startswith("{}.astype(np.") and template.endswith(")") and args[0]:
+        return Type(template[len("{}.astype(np."):-1], args[0].rank)
+    if template.startswith("({} if ") and template.endswith(" else {})"):
+        kinds = {args[0], args[-1]}  # (a value, or another where a test fails)
+        return kinds.pop() if len(kinds) == 1 else None
+    if any(test in template for test in _TESTS):
+        return BOOL
+    bare = template.replace("//", "/")
+    if not set(bare) - set("0123456789") <= _ARITHMETIC:
+        return None
+    if not args:  # (a whole number written as it is: `2`)
+        return INT if bare.strip("() ").isdigit() else None
+    if any(kind is None or kind.rank for kind in args):
+        return None
+    return Type(widest([kind.dtype for kind in args if kind is not None]))
+
+
+#: The numbers' dtypes, narrowest first: arithmetic on several gives the widest (as NumPy's
+#: scalars and Numba do: a float32 and a float64 make a float64).
+ORDER = ("bool", "int64", "float32", "float64")
+
+
+def widest(dtypes: list[str]) -> str:
+    """The dtype arithmetic on numbers of `dtypes` gives (OTHER where one is no number)."""
+    if any(d not in ORDER for d in dtypes):
+        return OTHER
+    return max(dtypes, key=ORDER.index)
+
+
+def locals_of(body: list[Stmt], params: dict[str, Type], code: str,
+              clashes: list[tuple[str, Type, Type]] | None = None) -> dict[str, Type | None]:
+    """Every local of a function (its statements `body`, its arguments typed by `params`)
+    with its type: None where what sets it is untyped. A local set to numbers of several
+    dtypes is of the widest (as Numba unifies them: a float32 start of a float64 minimum);
+    one set to values of another rank or kind is added to `clashes` (name, type, the other),
+    where given. Repeated until nothing changes (a loop's body reads what it sets)."""
+    table: dict[str, Type | None] = dict(params)
+    for _ in range(8):
+        before = dict(table)
+        found: list[tuple[str, Type, Type]] = []
+        for stmt in statements(body):
+            match stmt:
+                case For(index=index):
+                    table[index] = INT
+                case Assign(targets=targets, values=values):
+                    for target, value in zip(targets, values, strict=True):
+                        _set(table, target, of(value, table, code), found)
+        if table == before:
+            break
+    if clashes is not None:
+        clashes.extend(found)
+    return table
+
+
+def _set(table: dict[str, Type | None], name: str, kind: Type | None,
+         clashes: list[tuple[str, Type, Type]]) -> None:
+    known = table.get(name)
+    if known is None or kind is None or kind == known:
+        table[name] = known or kind
+    elif kind.rank == known.rank and {kind.dtype, known.dtype} <= set(ORDER):
+        table[name] = Type(widest([kind.dtype, known.dtype]), kind.rank)
+    else:
+        clashes.append((name, known, kind))
+
+
+def untyped(table: dict[str, Type | None]) -> list[str]:
+    """The locals of `table` whose type is not known, in order."""
+    return [name for name, kind in table.items() if kind is None]
+
+
+def typed(body: list[Stmt], params: dict[str, Type], code: str) -> list[Stmt]:
+    """`body` with each op of the op table's lowerings (Op, Compare, Select) given the dtype it
+    computes in: the widest of its operands' (`widest`), what Python and Numba compute it in.
+    The generator types the leaves (literals, arguments, allocations); this derives the rest
+    (`of`, over the locals' table). Run once, after emitting: the rewrites after it keep
+    types."""
+    table = locals_of(body, params, code)
+    return [_statement(stmt, table, code) for stmt in body]
+
+
+def _statement(stmt: Stmt, table: dict[str, Type | None], code: str) -> Stmt:
+    def typing(expr: Expr) -> Expr:
+        return _expr(expr, table, code)
+
+    def block(body: list[Stmt]) -> list[Stmt]:
+        return [_statement(inner, table, code) for inner in body]
+
+    match stmt:
+        case Assign(values=values):
+            return replace(stmt, values=tuple(typing(v) for v in values))
+        case For(size=size, body=inside):
+            return replace(stmt, size=typing(size), body=block(inside))
+        case If(test=test, body=inside, orelse=orelse):
+            return replace(stmt, test=typing(test), body=block(inside), orelse=block(orelse))
+        case While(body=inside):
+            return replace(stmt, body=block(inside))
+        case Store(target=target, value=value):
+            return replace(stmt, target=typing(target), value=typing(value))
+        case Update(value=value) | Return(value=value):
+            return replace(stmt, value=typing(value))
+        case Do(expr=value):
+            return replace(stmt, expr=typing(value))
+        case Raise(error=value):
+            return replace(stmt, error=typing(value))
+    return stmt
+
+
+def _expr(expr: Expr, table: dict[str, Type | None], code: str) -> Expr:
+    def typing(kids: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return tuple(_expr(kid, table, code) for kid in kids)
+
+    match expr:
+        case Sub(base=base, index=index):
+            return Sub(_expr(base, table, code), typing(index))
+        case View(base=base, args=args):
+            return replace(expr, base=_expr(base, table, code), args=typing(args))
+        case Pick(a=a, test=test, b=b):
+            return Pick(*typing((a, test, b)))
+        case Call(args=args) | Fmt(args=args):
+            return replace(expr, args=typing(args))
+        case Op(args=args, dtype=dtype):
+            found = replace(expr, args=typing(args))
+        case Compare(left=left, right=right, dtype=dtype):
+            left, right = typing((left, right))
+            kind = _computed([of(left, table, code), of(right, table, code)])
+            return replace(expr, left=left, right=right, dtype=kind.dtype if kind else dtype)
+        case Select(test=test, a=a, b=b, dtype=dtype):
+            test, a, b = typing((test, a, b))
+            found = Select(test, a, b, dtype)  # type: ignore[arg-type]
+        case _:
+            return expr
+    kind = of(found, table, code)
+    return replace(found, dtype=kind.dtype if kind else dtype)
