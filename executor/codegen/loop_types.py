@@ -122,10 +122,8 @@ def of(expr: Expr, table: dict[str, Type | None], code: str) -> Type | None:
             return table.get(name)
         case Num(dtype=dtype):
             return Type(dtype)
-        case Op(args=args):
-            return _computed([of(a, table, code) for a in args])
-        case Select(a=a, b=b):
-            return _computed([of(a, table, code), of(b, table, code)])
+        case Op(dtype=dtype) | Select(dtype=dtype):  # (as `typed` wrote it)
+            return Type(dtype)
         case Compare():
             return BOOL
         case Sub(base=base, index=index):
@@ -157,11 +155,12 @@ def _computed(kinds: list[Type | None]) -> Type | None:
 
 def _element(base: Type | None, index: tuple[Expr, ...], table, code: str) -> Type | None:
     """An element or a slice of an array of type `base`: an axis fewer for each index that is
-    a whole number."""
+    a whole number, the same for each slice (`:`, `a:b`)."""
     if base is None:
         return None
     dropped = sum(of(i, table, code) == INT for i in index)
-    kept = sum(isinstance(i, Num) and i.text == ":" for i in index)
+    kept = sum(isinstance(i, Num) and i.text == ":" or isinstance(i, Fmt) and i.template == "{}:{}"
+               for i in index)
     if dropped + kept != len(index) or dropped > base.rank:
         return None
     return Type(base.dtype, base.rank - dropped)
@@ -230,38 +229,38 @@ def widest(dtypes: list[str]) -> str:
 
 def locals_of(body: list[Stmt], params: dict[str, Type], code: str,
               clashes: list[tuple[str, Type, Type]] | None = None) -> dict[str, Type | None]:
-    """Every local of a function (its statements `body`, its arguments typed by `params`)
-    with its type: None where what sets it is untyped. A local set to numbers of several
-    dtypes is of the widest (as Numba unifies them: a float32 start of a float64 minimum);
-    one set to values of another rank or kind is added to `clashes` (name, type, the other),
-    where given. Repeated until nothing changes (a loop's body reads what it sets)."""
+    """Every local of a typed function (its statements `body`, as `typed` left them, and its
+    arguments typed by `params`) with its type: None where what sets it is untyped. A local
+    set to numbers of several dtypes is of the widest (as Numba unifies them: a float32 start
+    of a float64 minimum); one set to values of another rank or kind is added to `clashes`
+    (name, type, the other), where given."""
     table: dict[str, Type | None] = dict(params)
-    for _ in range(8):
-        before = dict(table)
-        found: list[tuple[str, Type, Type]] = []
-        for stmt in statements(body):
-            match stmt:
-                case For(index=index):
-                    table[index] = INT
-                case Assign(targets=targets, values=values):
-                    for target, value in zip(targets, values, strict=True):
-                        _set(table, target, of(value, table, code), found)
-        if table == before:
-            break
+    found: list[tuple[str, Type, Type]] = []
+    for stmt in statements(body):
+        match stmt:
+            case For(index=index):
+                table[index] = INT
+            case Assign(targets=targets, values=values):
+                for target, value in zip(targets, values, strict=True):
+                    _set(table, target, of(value, table, code), found)
     if clashes is not None:
         clashes.extend(found)
     return table
 
 
 def _set(table: dict[str, Type | None], name: str, kind: Type | None,
-         clashes: list[tuple[str, Type, Type]]) -> None:
+         clashes: list[tuple[str, Type, Type]]) -> bool:
+    """`name` set to a value of `kind`: its type, or the wider of it and the one it had;
+    whether it was widened."""
     known = table.get(name)
     if known is None or kind is None or kind == known:
         table[name] = known or kind
     elif kind.rank == known.rank and {kind.dtype, known.dtype} <= set(ORDER):
         table[name] = Type(widest([kind.dtype, known.dtype]), kind.rank)
+        return table[name] != known
     else:
         clashes.append((name, known, kind))
+    return False
 
 
 def untyped(table: dict[str, Type | None]) -> list[str]:
@@ -272,63 +271,118 @@ def untyped(table: dict[str, Type | None]) -> list[str]:
 def typed(body: list[Stmt], params: dict[str, Type], code: str) -> list[Stmt]:
     """`body` with each op of the op table's lowerings (Op, Compare, Select) given the dtype it
     computes in: the widest of its operands' (`widest`), what Python and Numba compute it in.
-    The generator types the leaves (literals, arguments, allocations); this derives the rest
-    (`of`, over the locals' table). Run once, after emitting: the rewrites after it keep
-    types."""
-    table = locals_of(body, params, code)
-    return [_statement(stmt, table, code) for stmt in body]
+    The generator types the leaves (literals, arguments, allocations); this derives the rest,
+    bottom up, each local's type from what sets it, in the statements' order (each local is
+    set before it is read). Where a local is widened after it was read (a float32 start of a
+    float64 minimum), once more with every local's final type. Run once, after emitting: the
+    rewrites after it keep types."""
+    typer = _Typer(dict(params), code)
+    out = [typer.statement(stmt) for stmt in body]
+    if typer.widened:
+        typer.fixed = True
+        out = [typer.statement(stmt) for stmt in out]
+    return out
 
 
-def _statement(stmt: Stmt, table: dict[str, Type | None], code: str) -> Stmt:
-    def typing(expr: Expr) -> Expr:
-        return _expr(expr, table, code)
+class _Typer:
+    def __init__(self, table: dict[str, Type | None], code: str) -> None:
+        self.table, self.code = table, code
+        self.widened = self.fixed = False
 
-    def block(body: list[Stmt]) -> list[Stmt]:
-        return [_statement(inner, table, code) for inner in body]
+    def set(self, name: str, kind: Type | None) -> None:
+        if not self.fixed:
+            self.widened |= _set(self.table, name, kind, [])
 
-    match stmt:
-        case Assign(values=values):
-            return replace(stmt, values=tuple(typing(v) for v in values))
-        case For(size=size, body=inside):
-            return replace(stmt, size=typing(size), body=block(inside))
-        case If(test=test, body=inside, orelse=orelse):
-            return replace(stmt, test=typing(test), body=block(inside), orelse=block(orelse))
-        case While(body=inside):
-            return replace(stmt, body=block(inside))
-        case Store(target=target, value=value):
-            return replace(stmt, target=typing(target), value=typing(value))
-        case Update(value=value) | Return(value=value):
-            return replace(stmt, value=typing(value))
-        case Do(expr=value):
-            return replace(stmt, expr=typing(value))
-        case Raise(error=value):
-            return replace(stmt, error=typing(value))
-    return stmt
+    def statement(self, stmt: Stmt) -> Stmt:
+        """`stmt` with its ops typed (itself where nothing changes: most ops are of the code's
+        dtype, as the generator made them)."""
+        match stmt:
+            case Assign(targets=targets, values=values):
+                typed_values = self.all(values)
+                for target, value in zip(targets, typed_values, strict=True):
+                    self.set(target, of(value, self.table, self.code))
+                return stmt if typed_values is values else replace(stmt, values=typed_values)
+            case For(index=index, size=size, body=inside):
+                self.set(index, INT)
+                size_, inside_ = self.expr(size), self.block(inside)
+                return stmt if size_ is size and inside_ is inside else \
+                    replace(stmt, size=size_, body=inside_)
+            case If(test=test, body=inside, orelse=orelse):
+                test_, inside_, orelse_ = self.expr(test), self.block(inside), self.block(orelse)
+                return stmt if test_ is test and inside_ is inside and orelse_ is orelse else \
+                    replace(stmt, test=test_, body=inside_, orelse=orelse_)
+            case While(body=inside):
+                inside_ = self.block(inside)
+                return stmt if inside_ is inside else replace(stmt, body=inside_)
+            case Store(target=target, value=value):
+                target_, value_ = self.expr(target), self.expr(value)
+                return stmt if target_ is target and value_ is value else \
+                    replace(stmt, target=target_, value=value_)
+            case Update(value=value) | Return(value=value):
+                value_ = self.expr(value)
+                return stmt if value_ is value else replace(stmt, value=value_)
+            case Do(expr=value):
+                value_ = self.expr(value)
+                return stmt if value_ is value else replace(stmt, expr=value_)
+            case Raise(error=value):
+                value_ = self.expr(value)
+                return stmt if value_ is value else replace(stmt, error=value_)
+        return stmt
+
+    def block(self, body: list[Stmt]) -> list[Stmt]:
+        """`body` typed (the same list where no statement changes)."""
+        out = [self.statement(stmt) for stmt in body]
+        return body if all(a is b for a, b in zip(out, body, strict=True)) else out
+
+    def all(self, exprs: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        """`exprs` typed (the same tuple where none changes)."""
+        out = tuple(self.expr(e) for e in exprs)
+        return exprs if all(a is b for a, b in zip(out, exprs, strict=True)) else out
+
+    def kinds(self, exprs: tuple[Expr, ...]) -> list[Type | None]:
+        return [of(e, self.table, self.code) for e in exprs]
+
+    def expr(self, expr: Expr) -> Expr:
+        """`expr` with its ops typed, operands first (each op's type is then read from its
+        operands' fields, not computed again); itself where nothing changes."""
+        match expr:
+            case Var() | Num():
+                return expr
+            case Sub(base=base, index=index):
+                base_, index_ = self.expr(base), self.all(index)
+                return expr if base_ is base and index_ is index else Sub(base_, index_)
+            case View(base=base, args=args):
+                base_, args_ = self.expr(base), self.all(args)
+                return expr if base_ is base and args_ is args else \
+                    replace(expr, base=base_, args=args_)
+            case Pick(a=a, test=test, b=b):
+                kids = (a, test, b)
+                kids_ = self.all(kids)
+                return expr if kids_ is kids else Pick(*kids_)
+            case Call(args=args) | Fmt(args=args):
+                args_ = self.all(args)
+                return expr if args_ is args else replace(expr, args=args_)
+            case Op(args=args, dtype=dtype):
+                args_ = self.all(args)
+                found = _dtype(self.kinds(args_), dtype)
+                return expr if args_ is args and found == dtype else \
+                    replace(expr, args=args_, dtype=found)
+            case Compare(left=left, right=right, dtype=dtype):
+                kids = (left, right)
+                kids_ = self.all(kids)
+                found = _dtype(self.kinds(kids_), dtype)
+                return expr if kids_ is kids and found == dtype else \
+                    Compare(expr.op, kids_[0], kids_[1], found)
+            case Select(test=test, a=a, b=b, dtype=dtype):
+                kids = (test, a, b)
+                kids_ = self.all(kids)
+                found = _dtype(self.kinds(kids_[1:]), dtype)
+                return expr if kids_ is kids and found == dtype else \
+                    Select(kids_[0], kids_[1], kids_[2], found)  # type: ignore[arg-type]
+        return expr
 
 
-def _expr(expr: Expr, table: dict[str, Type | None], code: str) -> Expr:
-    def typing(kids: tuple[Expr, ...]) -> tuple[Expr, ...]:
-        return tuple(_expr(kid, table, code) for kid in kids)
-
-    match expr:
-        case Sub(base=base, index=index):
-            return Sub(_expr(base, table, code), typing(index))
-        case View(base=base, args=args):
-            return replace(expr, base=_expr(base, table, code), args=typing(args))
-        case Pick(a=a, test=test, b=b):
-            return Pick(*typing((a, test, b)))
-        case Call(args=args) | Fmt(args=args):
-            return replace(expr, args=typing(args))
-        case Op(args=args, dtype=dtype):
-            found = replace(expr, args=typing(args))
-        case Compare(left=left, right=right, dtype=dtype):
-            left, right = typing((left, right))
-            kind = _computed([of(left, table, code), of(right, table, code)])
-            return replace(expr, left=left, right=right, dtype=kind.dtype if kind else dtype)
-        case Select(test=test, a=a, b=b, dtype=dtype):
-            test, a, b = typing((test, a, b))
-            found = Select(test, a, b, dtype)  # type: ignore[arg-type]
-        case _:
-            return expr
-    kind = of(found, table, code)
-    return replace(found, dtype=kind.dtype if kind else dtype)
+def _dtype(kinds: list[Type | None], given: str) -> str:
+    """The dtype an op over operands of `kinds` computes in (`given` where one is untyped)."""
+    found = _computed(kinds)
+    return found.dtype if found else given
