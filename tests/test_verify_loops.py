@@ -21,6 +21,7 @@ from hilbert.executor.codegen.loops import (
     Call,
     Compare,
     Delete,
+    Do,
     Fmt,
     For,
     Num,
@@ -207,7 +208,10 @@ def test_each_op_is_typed_as_numpy_computes_it():
                                      "float32"), number(0.5, "float32"),
                              number(1.0, "float32"), "float32"),))], "comparison '<>'"),
     # a local set by a call of no known type, then read
-    ([Assign(("t",), (Call("K.mystery", ()),)), Assign(("u",), (Var("t"),))], "t read untyped"),
+    ([Assign(("t",), (Call("K.mystery", ()),)), Assign(("u",), (Var("t"),))],
+     "K.mystery\\(\\) untyped"),
+    # a call of a function of no known type, run for its effect
+    ([Do(Call("K.mystery", (number(0.5, "float32"),)))], "K.mystery.* untyped"),
     # a local that is an array and a number
     ([Assign(("t",), (Var("a0"),)), Assign(("t",), (number(0.5, "float32"),))],
      "t set to a .*rank=1.* and to a .*rank=0"),

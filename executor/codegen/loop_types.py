@@ -55,6 +55,8 @@ class Type:
 
 INT = Type("int64")
 BOOL = Type("bool")
+#: What is no number: a tuple (a shape, a loop's state), a kernel's effect, an error.
+NOTHING = Type(OTHER)
 #: The `stop` argument of a function with loops: a one-entry int64 array (Ctrl-C's flag).
 STOP = Type("int64", 1)
 
@@ -92,6 +94,10 @@ def _filled(args: list[Type | None]) -> Type | None:
     return Type(args[1].dtype, 1) if len(args) == 2 and args[1] else None
 
 
+#: Kernels called for their effect (Do): their value is none (OTHER).
+_EFFECTS = ("K.gemm", "K.gemm_beta", "K.small_product_into", "K.small_product_beta",
+            "K.arranged_into", "K.copy_into", "K.push_rows", "K.total_rows", "K.wide_vectors")
+
 #: The result type of each function a Call calls, from its arguments' types. Allocations
 #: (K.empty, K.partials, K.counted_empty) are typed where the call is (`of`: their rank is
 #: their shape tuple's length), and calls run only for their effect (Do) need none.
@@ -105,6 +111,7 @@ CALLS: dict[str, Callable[[list[Type | None]], Type | None]] = {
     "K.stop_requested": _scalar("bool"), "K.keyed_draws": _scalar("int64"),
     "K.StepCountError": _scalar(OTHER), "K.PositionError": _scalar(OTHER),
     "K.LabelError": _scalar(OTHER), "K.DrawError": _scalar(OTHER),
+    **{fn: _scalar(OTHER) for fn in _EFFECTS},
 }
 #: Allocations: a new array of the code's dtype (float64 for K.counted_empty and a sum's
 #: partial sums), of as many axes as its shape tuple has entries.
@@ -200,9 +207,13 @@ def _form(template: str, args: list[Type | None]) -> Type | None:
         return INT
     if template.startswith("{}.astype(np.") and template.endswith(")") and args[0]:
         return Type(template[len("{}.astype(np."):-1], args[0].rank)
-    if template.startswith("({} if ") and template.endswith(" else {})"):
+    bare = template.removeprefix("(").removesuffix(")")
+    if bare.startswith("{} if ") and bare.endswith(" else {}"):
         kinds = {args[0], args[-1]}  # (a value, or another where a test fails)
         return kinds.pop() if len(kinds) == 1 else None
+    if template == "{}.fill({})" or "," in template and not template.replace("{}", "").strip(
+            "(), "):
+        return NOTHING  # (an array filled; a tuple: a shape, a loop's state, a result)
     if any(test in template for test in _TESTS):
         return BOOL
     bare = template.replace("//", "/")

@@ -130,6 +130,13 @@ class _Checker:
             self.fail(stmt, f"operands of dtypes {sorted(kinds)} combined")
 
 
+def _printed(expr: Expr) -> str:
+    try:
+        return render.expr(expr)
+    except KeyError:
+        return repr(expr)[:300]
+
+
 def _shown(stmt: Stmt) -> str:
     """The statement's first lines as printed (as data where it cannot be printed: an op of
     no known spelling)."""
@@ -161,8 +168,8 @@ def _kind(text: str) -> type | None:
 
 
 class _TypeChecker:
-    """The types (loop_types.py): every local typed (one type, or numbers of one rank that
-    widen), every op of the op table's lowerings well formed and of the dtype its operands
+    """The types (loop_types.py): every expression and every local typed (a local of one type,
+    or numbers of one rank that widen), every op of the op table's lowerings well formed and of the dtype its operands
     make (the widest of theirs), and every store's value a number its array holds."""
 
     def __init__(self, dtype: str, after: str) -> None:
@@ -186,7 +193,7 @@ class _TypeChecker:
     def type(self, stmt: Stmt, expr: Expr) -> Type:
         found = of(expr, self.table, self.dtype)
         if found is None:
-            self.fail(stmt, f"{render.expr(expr)} untyped")
+            self.fail(stmt, f"{_printed(expr)} untyped")
         assert found is not None
         return found
 
@@ -194,6 +201,8 @@ class _TypeChecker:
         match node:
             case Var(name=name) if self.table.get(name) is None:
                 self.fail(stmt, f"{name} read untyped")
+            case _ if of(node, self.table, self.dtype) is None:
+                self.fail(stmt, f"{_printed(node)} untyped")
             case Op(fn=fn, args=args, tier=tier) if FUNCTIONS.get(fn) != len(args) or \
                     tier not in spelling.TIERS:
                 self.fail(stmt, f"{fn} of {len(args)} argument(s) in tier {tier!r}")
