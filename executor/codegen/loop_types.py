@@ -1,15 +1,18 @@
 """The loop IR's types: each expression's and each local's dtype and rank.
 
-A function's locals are typed in a table (`locals_of`: name → Type), filled in order from
-what sets each one: an argument's type as the emitter declares it (its input's dtype and
-rank, `stop` a flag array), a loop's index int64, and an assignment's value's type. An
-expression's type (`of`) comes from its typed leaves: a literal's dtype (loops.Num), an op
-table's lowering's (Op, Select: the dtype it computes in; Compare: a bool), a local's from the
-table, an element of an array its array's dtype with an axis fewer for each whole-number
-index, a view its base's dtype, a call's by the rule of the function it calls (CALLS), and a
-form of the generator's own (Fmt) by its operators where they are arithmetic, comparisons or
-a shape's entry. What none of these types is None: untyped (`untyped` lists them; for a
-back end that writes machine code these are what remains to type, docs/architecture.md).
+The emitter declares its arguments' types (their inputs' dtypes and ranks; `stop` a flag
+array); everything else is derived from them and from the typed leaves, once, by `typed`
+after emitting, which writes the dtype of each op of the op table's lowerings (Op, Compare,
+Select) into the node: the widest of its operands' dtypes, as NumPy's scalars and Numba
+compute it. Then `locals_of` is the function's table of locals (name → Type: a loop's index
+int64, an assignment its value's type, a local set to numbers of two dtypes the wider) and
+`of` any expression's type: a literal's dtype (loops.Num), an op's as `typed` wrote it (a
+comparison a bool), a local's from the table, an element of an array its dtype with an axis
+fewer for each whole-number index, a view its base's, a call's by the rule of the function
+it calls (CALLS, ALLOCATIONS), and a form of the generator's own (Fmt) by its operators
+(arithmetic, a test, a shape's entry, a choice, a tuple). What is no number (a tuple, a
+kernel's effect, an error) is of dtype OTHER; None is untyped, which the verifier refuses
+(verify_loops.py). A back end that writes machine code reads its types here.
 """
 
 from __future__ import annotations
@@ -272,11 +275,6 @@ def _set(table: dict[str, Type | None], name: str, kind: Type | None,
     else:
         clashes.append((name, known, kind))
     return False
-
-
-def untyped(table: dict[str, Type | None]) -> list[str]:
-    """The locals of `table` whose type is not known, in order."""
-    return [name for name, kind in table.items() if kind is None]
 
 
 def typed(body: list[Stmt], params: dict[str, Type], code: str) -> list[Stmt]:
