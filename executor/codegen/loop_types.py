@@ -214,9 +214,9 @@ def _form(template: str, args: list[Type | None]) -> Type | None:
     if bare.startswith("{} if ") and bare.endswith(" else {}"):
         kinds = {args[0], args[-1]}  # (a value, or another where a test fails)
         return kinds.pop() if len(kinds) == 1 else None
-    if template == "{}.fill({})" or "," in template and not template.replace("{}", "").strip(
+    if template in ("{}.fill({})", "{}:{}") or "," in template and not template.replace("{}", "").strip(
             "(), "):
-        return NOTHING  # (an array filled; a tuple: a shape, a loop's state, a result)
+        return NOTHING  # (an array filled; a slice; a tuple: a shape, a loop's state, a result)
     if any(test in template for test in _TESTS):
         return BOOL
     bare = template.replace("//", "/")
