@@ -97,9 +97,13 @@ def _filled(args: list[Type | None]) -> Type | None:
     return Type(args[1].dtype, 1) if len(args) == 2 and args[1] else None
 
 
-#: Kernels called for their effect (Do): their value is none (OTHER).
-_EFFECTS = ("K.gemm", "K.gemm_beta", "K.small_product_into", "K.small_product_beta",
-            "K.arranged_into", "K.copy_into", "K.push_rows", "K.total_rows", "K.wide_vectors")
+def _into(position: int) -> Callable[[list[Type | None]], Type | None]:
+    """A kernel that writes into its argument `position` and hands it back."""
+    return lambda args: args[position] if len(args) > position else None
+
+
+#: Kernels called for their effect alone (Do): their value is none (OTHER).
+_EFFECTS = ("K.total_rows", "K.wide_vectors")
 
 #: The result type of each function a Call calls, from its arguments' types. Allocations
 #: (K.empty, K.partials, K.counted_empty) are typed where the call is (`of`: their rank is
@@ -114,6 +118,9 @@ CALLS: dict[str, Callable[[list[Type | None]], Type | None]] = {
     "K.stop_requested": _scalar("bool"), "K.keyed_draws": _scalar("int64"),
     "K.StepCountError": _scalar(OTHER), "K.PositionError": _scalar(OTHER),
     "K.LabelError": _scalar(OTHER), "K.DrawError": _scalar(OTHER),
+    "K.gemm": _into(2), "K.gemm_beta": _into(2), "K.small_product_into": _into(2),
+    "K.small_product_beta": _into(2), "K.arranged_into": _into(1), "K.copy_into": _into(0),
+    "K.push_rows": _scalar("int64"),  # (the count of sums on the stack)
     **{fn: _scalar(OTHER) for fn in _EFFECTS},
 }
 #: Allocations: a new array of the code's dtype (float64 for K.counted_empty and a sum's
