@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hilbert.compiler import ir
+from hilbert.compiler.ops import loop_code as lc
 from hilbert.compiler.ops.primitives import BY_OP, FORMS, FROM_FUNCTION, ROLES, TRAITS, having
 from hilbert.executor.codegen import control, forms
 from hilbert.grammar.errors import CheckError
@@ -255,3 +256,45 @@ def test_entrywise_and_compiled_reductions_are_movable():
     assert having("movable") >= having("entrywise") | {
         op for op, row in BY_OP.items() if row.role == "tail"}
     assert not having("movable") & {op for op, row in BY_OP.items() if row.kind == "random"}
+
+
+#: The functions of the op table's lowerings (compiler/ops/loop_code.py), as NumPy computes
+#: them, written here independently of the rows' own NumPy functions.
+_BY_NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+             "mod": np.mod, "floordiv": np.floor_divide, "pow": np.power, "fmax": np.fmax,
+             "fmin": np.fmin, "neg": np.negative, "real": np.real, "exp": np.exp, "log": np.log,
+             "sqrt": np.sqrt, "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+             "abs": np.abs, "floor": np.floor, "erf": np.vectorize(math.erf)}
+_COMPARED = {"==": np.equal, "!=": np.not_equal, "<": np.less, ">": np.greater,
+             "<=": np.less_equal, ">=": np.greater_equal}
+
+
+def _evaluate(form, args):
+    """A lowering (loop_code's data) computed on NumPy arrays."""
+    match form:
+        case lc.Arg(position=k):
+            return args[k]
+        case lc.Const(value=value):
+            return np.full_like(args[0], value)
+        case lc.Apply(fn=fn, args=parts):
+            return _BY_NUMPY[fn](*(_evaluate(p, args) for p in parts))
+        case lc.Select(test=test, then=then, otherwise=otherwise):
+            held = _COMPARED[test.op](_evaluate(test.left, args), _evaluate(test.right, args))
+            return np.where(held, _evaluate(then, args), _evaluate(otherwise, args))
+    raise AssertionError(form)
+
+
+@pytest.mark.parametrize("op", sorted(op for op, row in BY_OP.items() if row.code is not None))
+def test_every_ops_lowering_is_data_that_computes_its_numpy_meaning(op):
+    """A row's code is a lowering as data (no text): well formed, reading only its arguments,
+    and, computed by the interpreter above, its NumPy function's values, to the bit."""
+    row = BY_OP[op]
+    assert isinstance(row.code, lc.Apply | lc.Select | lc.Const | lc.Arg)
+    assert lc.well_formed(row.code) and lc.read(row.code) <= set(range(row.arity))
+    rng = np.random.default_rng(7)
+    positive = op in ("ln", "sqrt")
+    args = [rng.uniform(0.1 if positive else -3.0, 3.0, size=64).round(1) for _ in range(row.arity)]
+    if op == "pow":
+        args[0] = np.abs(args[0])
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(_evaluate(row.code, args), row.numpy(*args))

@@ -21,6 +21,7 @@ import numpy as np
 from . import axes as ax
 from . import derivative_rules as d
 from . import draws, lowering, table
+from . import loop_code as lc
 from . import meanings as m
 from . import shape_rules as sh
 from . import tangent_rules as t
@@ -41,7 +42,7 @@ TRAITS = frozenset({"entrywise", "movable", "shapes_only", "compiled", "static",
 #: x[a:b]), `onehot` and `random` their own code. The code generator registers one lowering
 #: per form (executor/codegen/forms.py), so an op of a form already here is one row.
 FORMS: dict[str, str] = {
-    "code": "member",  # the row's `code` (`host_code`, `fast_code`) applied to its arguments
+    "code": "member",  # the row's `code` (spelled per tier) applied to its arguments
     "shifted": "member",  # x read at positions made from the new indices (shift)
     "taken": "member",  # x read at the position a scalar names (take)
     "fold": "tail",  # entries folded by the row's `combine` from its `start`
@@ -58,9 +59,9 @@ ROLES = frozenset(FORMS.values())
 @dataclass(frozen=True, slots=True)
 class Primitive:
     """One row of the table. `kind` names the family the row's defaults come from (_KINDS);
-    `code` is the row's expression in compiled loops (`{}` for each argument), `host_code` the
-    same in uncompiled generated code where it differs, `fast_code` in compiled loops under
-    math="fast" where it differs (within 4 ulp of NumPy, for less work). A reduction compiled
+    `code` is the row's lowering in generated loops, as data (compiler/ops/loop_code.py: an
+    expression over its arguments, of any float dtype; the code generator spells each of its
+    functions per tier, compiled, host or fast maths). A reduction compiled
     as a `tail` folds each entry into its accumulator with the entrywise op `combine`, from
     `start`. `jax` names the row's JAX meaning: `jnp.…` or `lax.…`, the twin of its NumPy
     function, made a meaning as its family makes the NumPy one; a bare name, a meaning of
@@ -85,9 +86,7 @@ class Primitive:
     combine: str | None = None
     start: float | None = None
     empty: float | None = None  # a reduction's value over nothing (None: undefined, E317)
-    code: str | None = None
-    host_code: str | None = None
-    fast_code: str | None = None
+    code: lc.Form | None = None
     lower: Callable | None = None  # once shapes are known, written as einsums (lowering.py)
     # counting (compiler/counting.py): `whole` names the arguments whose being whole numbers
     # makes the value one, counted exactly in float64 in every call (() for a value always
@@ -262,44 +261,44 @@ _LAZY = frozenset({"lazy"})
 #: The primitives a .hb program calls by name.
 PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
     _row("exp", 1, "unary", np.exp, jax="jnp.exp", derivative=_slope(lambda n, x: n),
-         code="K.exp({})", host_code="np.exp({})", fast_code="K.exp_fast({})"),
+         code=lc.unary("exp")),
     _row("ln", 1, "unary", np.log, jax="jnp.log",
          derivative=_slope(lambda n, x: p(n, "div", c(n, 1.0), x)),
-         code="K.log({})", host_code="np.log({})"),
+         code=lc.unary("log")),
     _row("sqrt", 1, "unary", np.sqrt, jax="jnp.sqrt",
-         derivative=_slope(lambda n, x: p(n, "div", c(n, 0.5), n)), code="np.sqrt({})"),
+         derivative=_slope(lambda n, x: p(n, "div", c(n, 0.5), n)), code=lc.unary("sqrt")),
     _row("tanh", 1, "unary", np.tanh, jax="jnp.tanh",
          derivative=_slope(lambda n, x: p(n, "sub", c(n, 1.0), p(n, "pow", n, c(n, 2.0)))),
-         code="K.tanh({})", host_code="np.tanh({})", fast_code="K.tanh_fast({})"),
+         code=lc.unary("tanh")),
     _row("sin", 1, "unary", np.sin, jax="jnp.sin",
-         derivative=_slope(lambda n, x: p(n, "cos", x)), code="np.sin({})"),
+         derivative=_slope(lambda n, x: p(n, "cos", x)), code=lc.unary("sin")),
     _row("cos", 1, "unary", np.cos, jax="jnp.cos",
-         derivative=_slope(lambda n, x: p(n, "neg", p(n, "sin", x))), code="np.cos({})"),
+         derivative=_slope(lambda n, x: p(n, "neg", p(n, "sin", x))), code=lc.unary("cos")),
     _row("tan", 1, "unary", np.tan, jax="jnp.tan",
          derivative=_slope(lambda n, x: p(n, "add", c(n, 1.0), p(n, "pow", n, c(n, 2.0)))),
-         code="np.tan({})"),
+         code=lc.unary("tan")),
     _row("abs", 1, "unary", np.abs, jax="jnp.abs",
          derivative=_slope(lambda n, x: p(n, "sub", p(n, "gt", x, c(n, 0.0)),
                                           p(n, "lt", x, c(n, 0.0)))),
-         code="np.abs({})", whole=(0,)),
+         code=lc.unary("abs"), whole=(0,)),
     # conj, re and im: on a real value (what compiled code computes: it is float64) the
     # value, the value and 0; on complex values NumPy's, on every host
     _row("conj", 1, "unary", np.conj, jax="jnp.conj",
-         derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
+         derivative=_slope(lambda n, x: c(n, 1.0)), code=lc.unary("real")),
     _row("re", 1, "unary", np.real, jax="jnp.real",
-         derivative=_slope(lambda n, x: c(n, 1.0)), code="({})"),
-    _row("im", 1, "unary", np.imag, jax="jnp.imag", derivative=d.zero, code="0.0"),
+         derivative=_slope(lambda n, x: c(n, 1.0)), code=lc.unary("real")),
+    _row("im", 1, "unary", np.imag, jax="jnp.imag", derivative=d.zero, code=lc.Const(0.0)),
     _row("floor", 1, "unary", np.floor, jax="jnp.floor", traits=_STATIC, derivative=d.zero,
-         code="np.floor({})", whole=(0,)),
+         code=lc.unary("floor"), whole=(0,)),
     _row("erf", 1, "unary", _erf, jax="erf",
          derivative=_slope(lambda n, x: p(n, "mul", c(n, 2.0 / math.sqrt(math.pi)),
                                           p(n, "exp", p(n, "neg", p(n, "pow", x, c(n, 2.0)))))),
-         code="K.erf({})"),
+         code=lc.unary("erf")),
     _row("max", 2, "binary", np.maximum, jax="jnp.maximum", traits=_STATIC,
-         derivative=d.extreme("max"), code="K.fmax({}, {})", host_code="np.maximum({}, {})",
+         derivative=d.extreme("max"), code=lc.binary("fmax"),
          whole=(0, 1)),
     _row("min", 2, "binary", np.minimum, jax="jnp.minimum", traits=_STATIC,
-         derivative=d.extreme("min"), code="K.fmin({}, {})", host_code="np.minimum({}, {})",
+         derivative=d.extreme("min"), code=lc.binary("fmin"),
          whole=(0, 1)),
     _row("maximum", 2, "reduce", np.max, jax="jnp.max", axis_arg=1, derivative=d.reduce_extreme,
          tangent=t.extreme, combine="max", start=-math.inf, whole=(0,)),
@@ -340,30 +339,29 @@ PRIMITIVES: dict[str, Primitive] = {row.name: row for row in [
 #: Operators, by their ASCII spelling in the syntax tree, as primitive ops of the IR.
 OPERATORS: dict[str, Primitive] = {
     "+": _row("add", 2, "binary", np.add, jax="jnp.add", traits=_STATIC, derivative=d.add,
-              code="({} + {})", whole=(0, 1)),
+              code=lc.binary("add"), whole=(0, 1)),
     "-": _row("sub", 2, "binary", np.subtract, jax="jnp.subtract", traits=_STATIC,
-              derivative=d.sub, code="({} - {})", whole=(0, 1)),
+              derivative=d.sub, code=lc.binary("sub"), whole=(0, 1)),
     "*": _row("mul", 2, "binary", np.multiply, jax="jnp.multiply", traits=_STATIC,
-              derivative=d.mul, code="({} * {})", whole=(0, 1)),
+              derivative=d.mul, code=lc.binary("mul"), whole=(0, 1)),
     # uncompiled code computes on NumPy float64 scalars, which are IEEE (x/0 is inf); Python
     # floats would raise ZeroDivisionError instead
     "/": _row("div", 2, "binary", np.divide, jax="jnp.true_divide", traits=_STATIC,
-              derivative=d.div, code="({} / {})", host_code="np.true_divide({}, {})"),
+              derivative=d.div, code=lc.binary("div")),
     # x ^ y is np.power of each pair of scalars (meanings.power), K.power in compiled code
     "^": _row("pow", 2, "binary", np.power, jax="raised", traits=_STATIC, meaning=m.raised,
-              dask=m.lazy_power, derivative=d.pow_, code="K.power({}, {})",
-              host_code="np.power({}, {})"),
+              dask=m.lazy_power, derivative=d.pow_, code=lc.binary("pow")),
     # a mod b = a − b⌊a/b⌋ (the sign of b, as NumPy's and Python's %) and a div b = ⌊a/b⌋,
     # exact for whole numbers (fmod underneath, never a rounded quotient)
     "mod": _row("mod", 2, "binary", np.mod, jax="remainder", traits=_STATIC, derivative=d.modulo,
-                code="({} % {})", host_code="np.mod({}, {})", whole=(0, 1)),
+                code=lc.binary("mod"), whole=(0, 1)),
     "div": _row("floordiv", 2, "binary", np.floor_divide, jax="floor_quotient", traits=_STATIC,
-                derivative=d.zero, code="({} // {})", host_code="np.floor_divide({}, {})",
+                derivative=d.zero, code=lc.binary("floordiv"),
                 whole=(0, 1)),
     "neg": _row("neg", 1, "unary", np.negative, jax="jnp.negative", traits=_STATIC,
-                derivative=d.negate, code="(-{})", whole=(0,)),
+                derivative=d.negate, code=lc.unary("neg"), whole=(0,)),
     **{symbol: _row(name, 2, "compare", function, jax=f"jnp.{function.__name__}",
-                    derivative=d.zero, code=f"(1.0 if {{}} {python} {{}} else 0.0)", whole=())
+                    derivative=d.zero, code=lc.marks(python), whole=())
        for symbol, name, function, python in [
            ("=", "eq", np.equal, "=="), ("!=", "ne", np.not_equal, "!="),
            ("<", "lt", np.less, "<"), (">", "gt", np.greater, ">"),

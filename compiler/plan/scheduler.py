@@ -107,7 +107,7 @@ class Decisions:
     core to them: an MLP fit, whose steps alternate products and nests, ran ten times slower
     so, with torch imported, whose OpenMP settings then hold), or products whose BLAS threads
     hilbert cannot set; `exact`: written for the table's own sizes (a tiny program); `fast`:
-    math="fast" (the op table's fast_code, and division by a reciprocal: division.py);
+    math="fast" (spelling.FAST, and division by a reciprocal: division.py);
     `split`: a loop-free function with products, whose large products hilbert's threads share
     out by blocks of rows or columns, NumPy's BLAS on one thread for the call (products.py,
     executor/blas_threads.py), so its nests may use threads too; `threads`: how many threads

@@ -10,6 +10,9 @@
                     the modules above; the emitter dispatches on a row's form, never its name
     writer.py       the statement builder it writes through (blocks, nests, Python's limits)
     loops.py        the loop IR: statements and expressions, as data; every literal typed
+    op_code.py      the op table's lowerings (compiler/ops/loop_code.py) as loop IR
+    spelling.py     how generated Python spells each function of the lowerings, per tier
+    loop_types.py   every local's and expression's dtype and rank; ops typed after emitting
     division.py     rewrite: division by a row's divisor without dividing (in emit_group)
     sums.py         long sums added pairwise above blocks (in emit_group)
     rows.py         rewrite: consecutive nests over the same rows run as one loop

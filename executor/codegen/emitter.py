@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from ...compiler import ir
-from ...compiler.counting import NOTHING, Counting
+from ...compiler.counting import COUNTED, NOTHING, Counting
 from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
 from ...compiler.passes.shapes import Scope, ShapeTable
@@ -29,6 +29,7 @@ from . import (
     control,
     entrywise,
     forms,
+    loop_types,
     precision,
     products,
     render,
@@ -39,6 +40,7 @@ from . import (
 from .counted import CountedValues
 from .division import Division
 from .frame import Frame
+from .loop_types import STOP, Type
 from .loops import (
     Assign,
     Call,
@@ -139,6 +141,12 @@ class Emitter(CountedValues):
     def function(self, region: Region) -> Generated:
         args = [f"a{k}" for k in range(len(region.inputs))]
         self.frame = Frame(self.table.scopes[region.scope], region.scope)
+        # (the arguments' types, which the loop IR's types start from: loop_types.py; a
+        # counted input is float64, as numba/regions.py passes it)
+        self.params = {name: Type(COUNTED if self.counts(node) else self.dtype,
+                                  len(self.frame.shapes[node]))
+                       for name, node in zip(args, region.inputs, strict=True)}
+        self.params["stop"] = STOP
         self.out.add(Assign(("steps",), (whole(0),)))
         for name, node in zip(args, region.inputs, strict=True):
             self.bind(node, Var(name))
@@ -159,7 +167,9 @@ class Emitter(CountedValues):
         self.out.add(Return(Fmt("{}, {}", (value, Var("steps")))))
         if self.loops:  # loops leave when stop[0] is set (executor/numba/interrupt.py: Ctrl-C)
             args.append("stop")
-        body = self._checked(self.out.body, args, "emitting")  # (division.py's rewrites too)
+        # (each op typed by its operands: loop_types.py; division.py's rewrites are in already)
+        body = self._checked(loop_types.typed(self.out.body, self.params, self.dtype), args,
+                             "emitting")
         if not self.host:  # which nests run as one loop over rows: decided, recorded, performed
             joins = rows.decide(body)
             self.units = list(in_row_loops(tuple(self.units), joins))
@@ -182,7 +192,7 @@ class Emitter(CountedValues):
     def _checked(self, body: list, args: list[str], after: str) -> list:
         """`body`, verified (verify_loops.py) when HILBERT_VERIFY asks for it."""
         if verify_loops.enabled():
-            verify_loops.verify(body, self.dtype, args, after)
+            verify_loops.verify(body, self.dtype, args, after, self.params)
         return body
 
     def record(self, kind: str, shape, what: str, how: str = "", parallel: bool = False) -> int:

@@ -1,9 +1,8 @@
 """Entrywise code: fused loop nests (fusion.Group), their reductions, and scalar values.
 
-Each entrywise op's expression is its row's `code` in the op table (exp, ln and tanh are
-executor/numba/vmath.py's: arithmetic LLVM vectorises, not calls to libm), or its `host_code` in
-uncompiled code (NumPy's own: a compiled function called from Python costs more, and NumPy
-float64 scalars already give x ^ y and x / 0 their meaning).
+Each entrywise op's expression is its row's `code` in the op table, a lowering as data
+(compiler/ops/loop_code.py), made loop IR typed by the dtype it computes in (op_code.py) and
+spelled per tier (spelling.py: vmath's exp in compiled code, NumPy's in host code).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from ...compiler import ir
 from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
 from ...compiler.plan import fusion, threads
-from . import division, forms, loops, rows, sums
+from . import division, forms, rows, sums
 from .division import Division
 from .loops import (
     ACCUMULATOR,
@@ -23,6 +22,7 @@ from .loops import (
     Expr,
     Fmt,
     Num,
+    Op,
     Stmt,
     Store,
     Sub,
@@ -32,8 +32,8 @@ from .loops import (
     fmt,
     kernel_calls,
     number,
-    template,
 )
+from .op_code import lowered, tier
 
 #: Shift coefficients and offsets below this are written as integers when whole.
 WHOLE = 2.0 ** 31
@@ -86,7 +86,7 @@ def coded(em, node: ir.Prim, index: list, temps: dict) -> Expr:
             return number(1.0, em.dtype)
         case ir.Prim() if fusion.is_square(node):
             x = operand(em, node, 0, index, temps)
-            return fmt("({} * {})", x, x)
+            return Op("mul", (x, x), em.dtype, tier(em))
         case ir.Prim(op="div") if em.divisions is not None:
             numerator, divisor = (operand(em, node, k, index, temps) for k in (0, 1))
             split = Division(*(em.fresh(p) for p in ("quo", "num", "den", "rec")), em.dtype)
@@ -95,13 +95,8 @@ def coded(em, node: ir.Prim, index: list, temps: dict) -> Expr:
             em.divisions.append(split)
             return Var(split.quotient)
         case ir.Prim(op=op, args=args) if BY_OP[op].code is not None:
-            row = BY_OP[op]
-            if em.host:
-                template = row.host_code or row.code
-            else:
-                template = (em.decided.fast and row.fast_code) or row.code
-            return loops.template(template, tuple(operand(em, node, k, index, temps)
-                                                  for k in range(len(args))), em.dtype)
+            return lowered(BY_OP[op].code, tuple(operand(em, node, k, index, temps)
+                                                 for k in range(len(args))), em.dtype, tier(em))
     raise AssertionError(f"code generation: {node.op} has no code")
 
 
@@ -352,7 +347,7 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
         start_dtype = ACCUMULATOR if combine == "+" else em.dtype
         before[depth].append(Assign((acc.name,), (Num(start, start_dtype),)))
         body.append(Assign((acc.name,), (call("K.add_any_order", acc, x) if combine == "+" else
-                                         template(combine, (acc, x), em.dtype),)))
+                                         _combined(combine, acc, x, em.dtype),)))
         found = sums.long(acc.name, depth, em.shape(tail.args[0])) if (
             combine == "+" and sums.pairwise_locals(em)) else None
         if found is not None:
@@ -373,13 +368,21 @@ def _accumulate(em, tail: ir.Node, index: list, temps: dict, before: list, after
         before[0].append(Do(fmt("{}.fill({})", out, Num(start, em.dtype))))
         target = Sub(out, tuple(index[k] for k in kept))
         body.append(Store(target, x, add=True) if combine == "+" else
-                    Store(target, template(combine, (target, x), em.dtype)))
+                    Store(target, _combined(combine, target, x, em.dtype)))
     em.bind(tail, out)
 
 
+def _combined(combine: str, acc: Expr, x: Expr, dtype: str) -> Expr:
+    """`x` folded into `acc` by the op `combine` (the op table's lowering, as compiled code
+    spells it in every tier)."""
+    code = BY_OP[combine].code
+    assert code is not None, f"{combine} has no code"
+    return lowered(code, (acc, x), dtype, "compiled")
+
+
 def _reduced(tail: ir.Node, rank: int) -> tuple[str, str, list[int]]:
-    """A reduction's combining code (a sum's `+`; the op table's `combine` op's code for the
-    rest), its start, and the axes it keeps."""
+    """A reduction's combining op (a sum's `+`; the op table's `combine` op for the rest), its
+    start, and the axes it keeps."""
     if isinstance(tail, ir.Prim):
         return forms.lowering(tail, "fold")(tail, rank)
     parsed = parse_spec(tail.spec)
@@ -388,11 +391,10 @@ def _reduced(tail: ir.Node, rank: int) -> tuple[str, str, list[int]]:
 
 @forms.lowers("fold", "fold")
 def _folded(tail: ir.Prim, rank: int) -> tuple[str, str, list[int]]:
-    """A reduction of the table: its `combine` op's code, its `start`, the axes it keeps."""
+    """A reduction of the table: its `combine` op, its `start`, the axes it keeps."""
     row = BY_OP[tail.op]
     assert row.combine is not None and row.start is not None, f"{tail.op} is not a tail"
-    combine = BY_OP[row.combine].code
-    assert combine is not None, f"{row.combine} has no code"
+    combine = row.combine
     start = number(row.start, "float64").text.removeprefix("(").removesuffix(")")  # (`-np.inf`)
     return combine, start, [k for k in range(rank) if k != tail.attrs[0]]
 

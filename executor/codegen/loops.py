@@ -9,13 +9,16 @@ lists the generator fills as it goes (a loop's body is complete once the loop is
 Expressions: Var (a local), Num (a literal, or a constant of np or K, naming no local), Sub
 (an element or a slice: base[index]), View (what may share base's memory: base.T, a reshape, a
 slice), Pick (a if test else b, either of which it may be), Call (fn(args); fn is np's, K's or
-a builtin) and Fmt (an op-table template, or a form of its own, filled with expressions).
+a builtin), Fmt (a form of the generator's own, filled with expressions: index arithmetic, a
+shape), and the op table's lowerings (compiler/ops/loop_code.py, made loop IR by op_code.py):
+Op (a function of loop_code.FUNCTIONS, spelled per tier by spelling.py), Compare and Select,
+each typed by the dtype it computes in.
 
 Every literal carries its dtype, set when the generator builds it (DTYPES): a number of the
 code's dtype (float32 code's are float32), an accumulator's start float64, a count or a size
-int64. No template holds a number of its own: its numbers are typed Num arguments (`template`
-types an op table's), so render.py writes each number as its dtype's literal
-(precision.literal) and nothing rewrites printed code. verify_loops.py checks all this.
+int64. No Fmt holds a number of its own: its numbers are typed Num arguments, so render.py
+writes each number as its dtype's literal (precision.literal) and nothing rewrites printed
+code. verify_loops.py checks all this.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import tokenize
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import lru_cache
+
+from . import spelling
 
 # ------------------------------------------------------------------------------ expressions
 
@@ -98,7 +103,39 @@ class Fmt:
     args: tuple[Expr, ...]
 
 
-Expr = Var | Num | Sub | View | Pick | Call | Fmt
+@dataclass(frozen=True)
+class Op:
+    """A function of the op table's lowerings (compiler/ops/loop_code.py: FUNCTIONS, `exp`,
+    `mul`, `fmax`…) applied to `args`, giving `dtype`. `tier` names how it is spelled
+    (spelling.py): "compiled", "host" (NumPy's, in uncompiled code) or "fast" (math="fast")."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    dtype: str
+    tier: str = "compiled"
+
+
+@dataclass(frozen=True)
+class Compare:
+    """`left op right` (op of loop_code.COMPARISONS) over two values of `dtype`: a bool."""
+
+    op: str
+    left: Expr
+    right: Expr
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Select:
+    """`a` where `test` holds, else `b`: a value of `dtype` (not an array's: `Pick` is)."""
+
+    test: Compare
+    a: Expr
+    b: Expr
+    dtype: str
+
+
+Expr = Var | Num | Sub | View | Pick | Call | Fmt | Op | Compare | Select
 
 #: Vector-maths calls of executor/numba/vmath.py (emitter: they ask for wider vectors).
 VECTOR_MATHS = ("K.exp(", "K.log(", "K.tanh(")
@@ -149,31 +186,6 @@ def _is_float(literal: str) -> bool:
     return not lowered.startswith("0x") and ("." in lowered or "e" in lowered)
 
 
-@cache
-def _split(template: str) -> tuple[str, tuple[tuple[int, str], ...]]:
-    """`template` with each float literal made a `{}` field, and each one's field number and
-    text."""
-    found = floats(template)
-    out, fields, last = [], [], 0
-    for start, end, _ in found:
-        out.append(template[last:start])
-        fields.append((sum(part.count("{}") for part in out), template[start:end]))
-        out.append("{}")
-        last = end
-    out.append(template[last:])
-    return "".join(out), tuple(fields)
-
-
-def template(text: str, args: tuple[Expr, ...], dtype: str) -> Fmt:
-    """An op table's code filled with `args`, its own numbers typed Num arguments of `dtype`:
-    `template("(1.0 if {} > {} else 0.0)", (x, y), "float32")`."""
-    bare, fields = _split(text)
-    filled = list(args)
-    for position, literal in fields:
-        filled.insert(position, Num(literal, dtype))
-    return Fmt(bare, tuple(filled))
-
-
 def fmt(template: str, *args: Expr) -> Fmt:
     return Fmt(template, args)
 
@@ -204,6 +216,10 @@ def kids(expr: Expr) -> tuple[Expr, ...]:
         return (expr.base, *expr.args)  # type: ignore[union-attr]
     if kind is Pick:
         return (expr.a, expr.test, expr.b)  # type: ignore[union-attr]
+    if kind is Compare:
+        return (expr.left, expr.right)  # type: ignore[union-attr]
+    if kind is Select:
+        return (expr.test, expr.a, expr.b)  # type: ignore[union-attr]
     return expr.args  # type: ignore[union-attr]
 
 
@@ -233,19 +249,30 @@ def aliases(expr: Expr) -> set[str]:
     return set()
 
 
+def called(node: Expr) -> str | None:
+    """The function a Call or an Op calls, as printed (`K.exp`, `np.sqrt`), if it calls one."""
+    if isinstance(node, Call):
+        return node.fn
+    if isinstance(node, Op):
+        form, name = spelling.spelled(node.fn, node.tier)
+        return name if form == spelling.CALL else None
+    return None
+
+
 def kernel_calls(expr: Expr, but: str = "") -> int:
     """How many calls of hilbert's kernels (K.…) `expr` makes, not counting `but`'s."""
     count = 0
     for node in walk(expr):
-        if isinstance(node, Call):
-            count += node.fn.startswith("K.") and node.fn != but
+        fn = called(node)
+        if fn is not None:
+            count += fn.startswith("K.") and fn != but
         elif isinstance(node, Fmt):
             count += node.template.count("K.") - (node.template.count(but + "(") if but else 0)
     return count
 
 
 def calls_vector_maths(expr: Expr) -> bool:
-    return any(isinstance(n, Call) and f"{n.fn}(" in VECTOR_MATHS
+    return any(f"{called(n)}(" in VECTOR_MATHS
                or isinstance(n, Fmt) and any(f in n.template for f in VECTOR_MATHS)
                for n in walk(expr))
 

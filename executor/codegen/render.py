@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from . import precision
+from . import precision, spelling
 from .loops import (
     Assign,
     Break,
     Call,
+    Compare,
     Delete,
     Do,
     Expr,
@@ -14,9 +15,11 @@ from .loops import (
     For,
     If,
     Num,
+    Op,
     Pick,
     Raise,
     Return,
+    Select,
     Stmt,
     Store,
     Sub,
@@ -45,6 +48,12 @@ def expr(e: Expr) -> str:
             return f"{fn}({', '.join(expr(a) for a in args)})"
         case Fmt(template=template, args=args):
             return template.format(*(expr(a) for a in args))
+        case Op(fn=fn, args=args, tier=tier):
+            return spelling.written(fn, tier, [expr(a) for a in args])
+        case Compare(op=op, left=left, right=right):
+            return f"{expr(left)} {op} {expr(right)}"
+        case Select(test=test, a=a, b=b):
+            return f"({expr(a)} if {expr(test)} else {expr(b)})"
     raise AssertionError(f"code generation: cannot print {e!r}")
 
 

@@ -1,4 +1,4 @@
-"""The loop IR's verifier: `verify(body, dtype, args, after)` checks a generated function's
+"""The loop IR's verifier: `verify(body, dtype, args, after, params)` checks a generated function's
 statements (loops.py) between the rewrites (the emitter runs it when HILBERT_VERIFY is set, as
 the test suite does, after emitting, rows.py and tidy.py).
 
@@ -7,12 +7,17 @@ dtype); that no template, view form or call holds a number of its own (its numbe
 arguments); that the numbers an expression combines are of the code's dtype (one of another
 dtype only as an accumulator's start, a whole assignment: loops.ACCUMULATOR); that every
 statement is well formed; and that every local is set (an argument, an assignment, a loop's
-index) before it is read and not read after it is deleted."""
+index) before it is read and not read after it is deleted. Then the types (loop_types.py, from
+the arguments' types the emitter declares): every local read is typed, none is set to values
+of two ranks or kinds, every op of the op table's lowerings is a known function of its arity
+and of the dtype its operands make, and every store's value is a number its array holds."""
 
 from __future__ import annotations
 
 from ...compiler.ir.verify import enabled
-from . import render
+from ...compiler.ops.loop_code import COMPARISONS, FUNCTIONS
+from . import render, spelling
+from .loop_types import ORDER, Type, locals_of, of, widest
 from .loops import (
     ACCUMULATOR,
     DTYPES,
@@ -20,12 +25,16 @@ from .loops import (
     OTHER,
     Assign,
     Call,
+    Compare,
     Delete,
     Expr,
     Fmt,
     For,
     Num,
+    Op,
+    Select,
     Stmt,
+    Store,
     Update,
     Var,
     View,
@@ -33,6 +42,7 @@ from .loops import (
     exprs,
     floats,
     kids,
+    statements,
     walk,
 )
 
@@ -43,10 +53,13 @@ class LoopVerifyError(AssertionError):
     """Loop IR that breaks its rules: a code generator's bug, never a user's error."""
 
 
-def verify(body: list[Stmt], dtype: str, args: list[str], after: str) -> None:
-    """Check `body`, a function of `args` whose numbers are of `dtype`, as `after` (the step
-    that made it) left it. Raises LoopVerifyError naming the statement and what is wrong."""
+def verify(body: list[Stmt], dtype: str, args: list[str], after: str,
+           params: dict[str, Type]) -> None:
+    """Check `body`, a function of `args` (typed by `params`) whose numbers are of `dtype`,
+    as `after` (the step that made it) left it. Raises LoopVerifyError naming the statement
+    and what is wrong."""
     _Checker(dtype, set(args), after).block(body)
+    _TypeChecker(dtype, after).check(body, {name: params[name] for name in args})
 
 
 class _Checker:
@@ -54,8 +67,7 @@ class _Checker:
         self.dtype, self.defined, self.after = dtype, defined, after
 
     def fail(self, stmt: Stmt, what: str) -> None:
-        shown = "\n".join(render.lines([stmt], 0)[:6])
-        raise LoopVerifyError(f"loop IR after {self.after}: {what}, in\n{shown}")
+        raise LoopVerifyError(f"loop IR after {self.after}: {what}, in\n{_shown(stmt)}")
 
     def block(self, body: list[Stmt]) -> None:
         for stmt in body:
@@ -118,6 +130,22 @@ class _Checker:
             self.fail(stmt, f"operands of dtypes {sorted(kinds)} combined")
 
 
+def _printed(expr: Expr) -> str:
+    try:
+        return render.expr(expr)
+    except KeyError:
+        return repr(expr)[:300]
+
+
+def _shown(stmt: Stmt) -> str:
+    """The statement's first lines as printed (as data where it cannot be printed: an op of
+    no known spelling)."""
+    try:
+        return "\n".join(render.lines([stmt], 0)[:6])
+    except KeyError:
+        return repr(stmt)[:600]
+
+
 def _starts(stmt: Stmt, expr: Expr) -> bool:
     """Whether `expr` is a whole value a local starts at (an accumulator's start)."""
     return isinstance(stmt, Assign) and expr in stmt.values
@@ -137,3 +165,74 @@ def _kind(text: str) -> type | None:
         return int
     found = floats(bare)
     return float if len(found) == 1 and found[0][:2] == (0, len(bare)) else None
+
+
+class _TypeChecker:
+    """The types (loop_types.py): every expression and every local typed (a local of one type,
+    or numbers of one rank that widen), every op of the op table's lowerings well formed and of the dtype its operands
+    make (the widest of theirs), and every store's value a number its array holds."""
+
+    def __init__(self, dtype: str, after: str) -> None:
+        self.dtype, self.after = dtype, after
+
+    def fail(self, stmt: Stmt, what: str) -> None:
+        raise LoopVerifyError(f"loop IR after {self.after}: {what}, in\n{_shown(stmt)}")
+
+    def check(self, body: list[Stmt], params: dict[str, Type]) -> None:
+        clashes: list = []
+        self.table = locals_of(body, params, self.dtype, clashes)
+        for name, kind, other in clashes:
+            self.fail(body[0], f"{name} set to a {kind} and to a {other}")
+        for stmt in statements(body):
+            for expr in exprs(stmt):
+                for node in walk(expr):
+                    self.node(stmt, node)
+            if isinstance(stmt, Store):
+                self.store(stmt)
+
+    def type(self, stmt: Stmt, expr: Expr) -> Type:
+        found = of(expr, self.table, self.dtype)
+        if found is None:
+            self.fail(stmt, f"{_printed(expr)} untyped")
+        assert found is not None
+        return found
+
+    def node(self, stmt: Stmt, node: Expr) -> None:
+        match node:
+            case Var(name=name) if self.table.get(name) is None:
+                self.fail(stmt, f"{name} read untyped")
+            case _ if of(node, self.table, self.dtype) is None:
+                self.fail(stmt, f"{_printed(node)} untyped")
+            case Op(fn=fn, args=args, tier=tier) if FUNCTIONS.get(fn) != len(args) or \
+                    tier not in spelling.TIERS:
+                self.fail(stmt, f"{fn} of {len(args)} argument(s) in tier {tier!r}")
+            case Op(args=args, dtype=dtype):
+                self.operands(stmt, args, dtype, node)
+            case Compare(op=op) if op not in COMPARISONS:
+                self.fail(stmt, f"the comparison {op!r}")
+            case Compare(left=left, right=right, dtype=dtype):
+                self.operands(stmt, (left, right), dtype, node)
+            case Select(test=test) if not isinstance(test, Compare):
+                self.fail(stmt, "a choice by something other than a comparison")
+            case Select(a=a, b=b, dtype=dtype):
+                self.operands(stmt, (a, b), dtype, node)
+
+    def operands(self, stmt: Stmt, args: tuple[Expr, ...], dtype: str, node: Expr) -> None:
+        """Each operand a typed number, and the node's dtype the widest of theirs (what it
+        computes in: loop_types.widest)."""
+        kinds = [self.type(stmt, arg) for arg in args]
+        if any(k.rank or k.dtype not in ORDER for k in kinds):
+            self.fail(stmt, f"an operand of {kinds} in a {type(node).__name__}")
+        if dtype != widest([k.dtype for k in kinds]):
+            self.fail(stmt, f"a {dtype} {type(node).__name__} of {render.expr(node)} over "
+                            f"operands of {sorted({k.dtype for k in kinds})}")
+
+    def store(self, stmt: Store) -> None:
+        """The value stored is a number, converted to its array's dtype where they differ: a
+        widening (exact), or a float64 accumulator's value rounded once to the code's dtype."""
+        target, value = self.type(stmt, stmt.target), self.type(stmt, stmt.value)
+        if value.dtype not in ORDER or target.dtype not in ORDER:
+            self.fail(stmt, f"a {value.dtype} value stored into an array of {target.dtype}")
+        narrowed = ORDER.index(value.dtype) > ORDER.index(target.dtype)
+        if narrowed and (value.dtype, target.dtype) != (ACCUMULATOR, self.dtype):
+            self.fail(stmt, f"a {value.dtype} value stored into an array of {target.dtype}")

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from ..codegen.loops import Call, Expr, Fmt, Num, Pick, Sub, Var
+from ..codegen.loops import Call, Compare, Expr, Fmt, Num, Op, Pick, Select, Sub, Var
+from ..codegen.spelling import INFIX, PREFIX, WRAP, spelled
 from . import runtime
 from .runtime import I64, LLVM
 from .scalars import binary_value, cast, constant
@@ -97,7 +98,30 @@ class Expressions:
                 return self._call(fn, [self.value(a) for a in args])
             case Fmt(template=template, args=args):
                 return self._tree(parsed(template), [self.value(a) for a in args])
+            case Op(fn=fn, args=args, tier=tier):
+                return self._op(fn, tier, [self.value(a) for a in args])
+            case Compare(op=op, left=left, right=right):
+                return self._binary(op, self.value(left), self.value(right))
+            case Select(test=test, a=a, b=other):
+                return self._pick(self.value(test), self.value(a), self.value(other))
         raise Unsupported(f"the expression {type(expr).__name__}")
+
+    def _op(self, fn: str, tier: str, args: list[tuple]) -> tuple:
+        """(value, type) of the op table's function `fn` of `args`, as `tier` spells it
+        (executor/codegen/spelling.py): an operator as the operator, a call as the call."""
+        form, name = spelled(fn, tier)
+        if form == INFIX:
+            return self._binary(name, *args)
+        if form == PREFIX:
+            return self._negated(args[0])
+        if form == WRAP:
+            return args[0]
+        return self._call(name, args)
+
+    def _negated(self, operand: tuple) -> tuple:
+        value, t = operand
+        value, t = self.cast(value, t, number(t)), number(t)
+        return (self.builder.fneg(value) if t != "int64" else self.builder.neg(value)), t
 
     def _address(self, sub: Sub) -> tuple[ArrayValue, ir.Value]:
         array, t = self.value(sub.base)
@@ -160,10 +184,7 @@ class Expressions:
             case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in COMPARISONS:
                 return self._binary(COMPARISONS[type(op)], of(left), of(right))
             case ast.UnaryOp(op=ast.USub(), operand=operand):
-                value, t = of(operand)
-                value, t = self.cast(value, t, number(t)), number(t)
-                return (self.builder.fneg(value) if t != "int64"
-                        else self.builder.neg(value)), t
+                return self._negated(of(operand))
             case ast.UnaryOp(op=ast.UAdd(), operand=operand):
                 return of(operand)
             case ast.UnaryOp(op=ast.Not(), operand=operand):

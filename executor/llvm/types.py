@@ -10,7 +10,22 @@ import ast
 from dataclasses import dataclass
 
 from ..codegen import loops
-from ..codegen.loops import Assign, Call, Expr, Fmt, For, Num, Pick, Sub, Update, Var
+from ..codegen.loops import (
+    Assign,
+    Call,
+    Compare,
+    Expr,
+    Fmt,
+    For,
+    Num,
+    Op,
+    Pick,
+    Select,
+    Sub,
+    Update,
+    Var,
+)
+from ..codegen.spelling import INFIX, PREFIX, WRAP, spelled
 from .templates import dotted, field, parsed
 from .unsupported import Unsupported
 
@@ -157,11 +172,29 @@ class Inference:
                 return call_type(fn, tuple(self.of(a) for a in args), self.code)
             case Fmt(template=template, args=args):
                 return self._tree(parsed(template), tuple(self.of(a) for a in args))
+            case Op(fn=fn, args=args, tier=tier):
+                return op_type(fn, tier, tuple(self.of(a) for a in args), self.code)
+            case Compare(op=op, left=left, right=right):
+                return binary(op, self.of(left), self.of(right))
+            case Select(test=test, a=a, b=b):
+                self.of(test)
+                return unify(self.of(a), self.of(b))
         raise Unsupported(f"the expression {type(expr).__name__}")
 
     def _tree(self, node: ast.expr, fields: tuple[Type, ...]) -> Type:
         """The type of a template's tree whose fields have types `fields`."""
         return tree_type(node, fields, lambda n: self._tree(n, fields), self.code)
+
+
+def op_type(fn: str, tier: str, args: tuple[Type, ...], code: str) -> Type:
+    """The type of the op table's function `fn` of `args`, spelled as `tier` writes it
+    (executor/codegen/spelling.py): an operator's as the operator's, a call's as the call's."""
+    form, name = spelled(fn, tier)
+    if form == INFIX:
+        return binary(name, *args)
+    if form in (PREFIX, WRAP):
+        return number(args[0])
+    return call_type(name, args, code)
 
 
 def element(base: Type, index: list[Type]) -> Type:
