@@ -100,16 +100,25 @@ def shift(x: np.ndarray, sizes: list[int], axis: int, coefs: tuple, const: float
     zero where that index falls outside x."""
     if const >= 0 and all(float(c).is_integer() and c > 0 for c in coefs):
         return _sliding(x, sizes, axis, [int(c) for c in coefs], int(const))
-    index = np.full(sizes, const)
-    for d, c in enumerate(coefs):
-        shape = [1] * len(sizes)
-        shape[d] = sizes[d]
-        index = index + c * np.arange(sizes[d]).reshape(shape)
-    valid = (index >= 0) & (index < x.shape[axis])
-    taken = np.take(x, np.where(valid, index, 0).astype(np.intp), axis=axis)
+    index, valid = shift_positions(sizes, x.shape[axis], coefs, const)
+    taken = np.take(x, index, axis=axis)
     taken = np.moveaxis(taken, list(range(axis, axis + len(sizes))),
                         list(range(taken.ndim - len(sizes), taken.ndim)))
     return np.where(valid, taken, 0.0)  # not taken · valid: outside x is 0 even where x is inf
+
+
+def shift_positions(sizes: list[int], length: int, coefs, const) -> tuple[np.ndarray, np.ndarray]:
+    """Where shift reads x along its axis of `length` entries, at each entry of the new axes of
+    `sizes`: the positions const + Σ coefs·index (0 where outside x) and whether each is
+    inside x. Known from shapes: every executor's shift reads by these (NumPy's, JAX's as
+    constants, ONNX's as a Gather's indices)."""
+    index = np.full(sizes, float(const))
+    for d, c in enumerate(coefs):
+        shape = [1] * len(sizes)
+        shape[d] = sizes[d]
+        index = index + c * np.arange(sizes[d], dtype=np.float64).reshape(shape)
+    valid = (index >= 0) & (index < length)
+    return np.where(valid, index, 0).astype(np.int64), valid
 
 
 def _sliding(x: np.ndarray, sizes: list[int], axis: int, coefs: list[int], const: int):

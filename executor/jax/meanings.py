@@ -180,13 +180,8 @@ def shifted(node, args, run):
     x = jnp.asarray(args[0])
     sizes = [np.shape(w)[0] for w in args[1:]]
     axis, coefs, const = node.attrs
-    index = jnp.full(sizes, float(const))
-    for d, c in enumerate(coefs):
-        shape = [1] * len(sizes)
-        shape[d] = sizes[d]
-        index = index + c * jnp.arange(sizes[d], dtype=jnp.float64).reshape(shape)
-    valid = (index >= 0) & (index < x.shape[axis])
-    taken = jnp.take(x, jnp.where(valid, index, 0).astype(jnp.int64), axis=axis)
+    index, valid = host.shift_positions(sizes, x.shape[axis], coefs, const)
+    taken = jnp.take(x, index, axis=axis)
     taken = jnp.moveaxis(taken, list(range(axis, axis + len(sizes))),
                          list(range(taken.ndim - len(sizes), taken.ndim)))
     return jnp.where(valid, taken, jnp.zeros((), x.dtype))

@@ -229,15 +229,9 @@ def shifted(node, args, run):
     g, x = run.graph, run.graph.tensor(args[0])
     sizes = [np.shape(w)[0] for w in args[1:]]
     axis, coefs, const = node.attrs
-    index = np.full(sizes, float(const))
-    for d, c in enumerate(coefs):
-        shape = [1] * len(sizes)
-        shape[d] = sizes[d]
-        index = index + c * np.arange(sizes[d], dtype=np.float64).reshape(shape)
-    valid = (index >= 0) & (index < x.shape[axis])
+    index, valid = host.shift_positions(sizes, x.shape[axis], coefs, const)
     read_shape = x.shape[:axis] + tuple(sizes) + x.shape[axis + 1:]
-    read = g.emit("Gather", [x, np.where(valid, index, 0).astype(_I64)], read_shape, x.dtype,
-                  axis=axis)
+    read = g.emit("Gather", [x, index.astype(_I64)], read_shape, x.dtype, axis=axis)
     news = list(range(axis, axis + len(sizes)))
     order = [d for d in range(len(read_shape)) if d not in news] + news
     if order != sorted(order):
