@@ -211,8 +211,17 @@ class InternalError(HilbertError):
     is its `__cause__`."""
 
 
-def internal_error(err: BaseException, span: Span, doing: str) -> InternalError:
-    """`err`, raised while `doing` (e.g. "compiling f"), as an InternalError at `span`."""
+def internal_error(err: BaseException, span: Span, doing: str) -> InternalError | KeyboardInterrupt:
+    """`err`, raised while `doing` (e.g. "compiling f"), as an InternalError at `span`; a
+    Ctrl-C that reached it from inside a library (Numba loading compiled code from the disk
+    cache turns one into a SystemError) stays a KeyboardInterrupt."""
+    cause: BaseException | None = err
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return KeyboardInterrupt()
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
     return InternalError("E900", f"internal error while {doing}: {type(err).__name__}: "
                          f"{first_line(err)} (hilbert {version()}; this is a bug in hilbert, "
                          "not in your program: please report it with the .hb source and the "

@@ -200,3 +200,28 @@ def test_the_suite_passes_started_with_sigint_ignored():
                          preexec_fn=_ignore_sigint, timeout=500)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "3 passed" in run.stdout
+
+
+def test_a_ctrl_c_inside_a_library_is_a_keyboardinterrupt_not_an_internal_error(monkeypatch):
+    """Numba, loading compiled code from the disk cache at a call, turns a Ctrl-C that lands
+    there into a SystemError (its dispatcher "returned a result with an exception set"): the
+    call raises KeyboardInterrupt, as a Ctrl-C anywhere else does, never E900."""
+    f = hilbert.compile_source("fn f(x) ↦ x + 1").f
+    f(np.ones(3))
+    program = f.program(((3,),))
+
+    def interrupted(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as ctrl_c:
+            raise SystemError("returned a result with an exception set") from ctrl_c
+
+    monkeypatch.setattr(type(program), "__call__", lambda self, args: interrupted(args))
+    with pytest.raises(KeyboardInterrupt):
+        f(np.ones(3))
+    monkeypatch.undo()
+    with pytest.raises(hilbert.HilbertError) as err:  # (anything else stays a bug: E900)
+        monkeypatch.setattr(type(program), "__call__",
+                            lambda self, args: (_ for _ in ()).throw(SystemError("other")))
+        f(np.ones(3))
+    assert err.value.code == "E900"
