@@ -129,6 +129,36 @@ class Graph:
             found = self._constants[key] = Tensor(name, array.shape, array.dtype, self)
         return found
 
+    def expand(self, value: Tensor, shape) -> Tensor:
+        """`value` broadcast to `shape` (an Expand): 1 in its shape where the value already
+        has the size, so a size the value carries is not written into the graph (a dynamic
+        axis stays one: executor/onnx/dynamic.py)."""
+        shape = tuple(shape)
+        if value.shape == shape:
+            return value
+        lead = len(shape) - value.ndim
+        written = [1 if k >= lead and value.shape[k - lead] == n else n
+                   for k, n in enumerate(shape)]
+        return self.emit("Expand", [value, self.tensor(written, np.int64)], shape, value.dtype)
+
+    def reshape(self, value: Tensor, shape) -> Tensor:
+        """`value` reshaped to `shape`: 0 (copy the input's size) for the leading sizes it
+        keeps and -1 (what is left) for the first other, so that what the input carries is
+        not written into the graph; a shape with an empty axis is written as it is."""
+        shape = tuple(int(n) for n in shape)
+        if shape == value.shape:
+            return value
+        if 0 in shape:
+            return self.emit("Reshape", [value, self.tensor(shape, np.int64)], shape,
+                             value.dtype, allowzero=1)
+        kept = 0
+        while kept < min(len(shape), value.ndim) and shape[kept] == value.shape[kept]:
+            kept += 1
+        written = [0] * kept + list(shape[kept:])
+        if kept < len(shape):
+            written[kept] = -1
+        return self.emit("Reshape", [value, self.tensor(written, np.int64)], shape, value.dtype)
+
     def cast(self, value: Tensor, kind: np.dtype) -> Tensor:
         return value if value.dtype == kind else self.emit(
             "Cast", [value], value.shape, kind, to=ELEMENTS[np.dtype(kind)])

@@ -260,7 +260,7 @@ def spread(node, args, run):
     x, axis = g.tensor(args[0]), node.attrs[0]
     wide = g.emit("Unsqueeze", [x, g.tensor([axis], _I64)],
                   x.shape[:axis] + (1,) + x.shape[axis:], x.dtype)
-    return g.emit("Expand", [wide, g.tensor(shape, _I64)], shape, x.dtype)
+    return g.expand(wide, shape)
 
 
 def placed(node, args, run):
