@@ -125,6 +125,25 @@ def test_each_einsum_step_of_the_plans_path_is_a_product_where_it_is_one(module)
         np.testing.assert_allclose(run(model, *args), np.einsum(spec, *args), rtol=1e-12)
 
 
+def test_broadcasting_ones_are_not_computed_and_a_row_sum_is_reducesum():
+    """Attention: softmaxRows lifts each row's maximum and sum to the scores' shape as an
+    einsum with ones (m ^ 0, docs/onnx.md): written as an Expand to the scores' Shape, no
+    Pow and no ones computed; the row sum a ReduceSum; no constant left unread. Equal to the
+    softmax written in NumPy."""
+    layers = hilbert.load(str(ROOT / "examples" / "Layers.hb"))
+    model = checked(layers.attend.onnx((6, 4), (5, 4), (5, 3), ()))
+    assert ops(model) == ["Gemm", "Sqrt", "Div", "Shape", "ReduceMax", "Unsqueeze", "Expand",
+                          "Sub", "Exp", "ReduceSum", "Unsqueeze", "Expand", "Div", "Gemm"]
+    read = {name for node in model.graph.node for name in node.input}
+    assert {i.name for i in model.graph.initializer} <= read
+    rng = np.random.default_rng(2)
+    q, k, v = rng.normal(size=(6, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
+    s = q @ k.T / 2.0
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(run(model, q, k, v, 4.0), e / e.sum(axis=1, keepdims=True) @ v,
+                               rtol=1e-12)
+
+
 @pytest.mark.parametrize("dtype, rtol", [("float64", 1e-12), ("float32", 1e-5)])
 def test_entrywise_ops_reductions_concat_slices_and_positions(module, dtype, rtol):
     rng = np.random.default_rng(2)

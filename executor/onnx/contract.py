@@ -48,10 +48,19 @@ def _step(graph: Graph, terms: list[str], inputs: list[Tensor], out: str, sizes:
     shape = tuple(sizes[ch] for ch in out)
     if len(terms) == 1 and terms[0] == out:
         return inputs[0]
+    if len(terms) == 1 and _is_sum(terms[0], out):
+        axes = [k for k, ch in enumerate(terms[0]) if ch not in out]
+        return graph.emit("ReduceSum", [inputs[0], graph.tensor(axes, "int64")], shape,
+                          inputs[0].dtype, keepdims=0)
     if len(terms) == 2 and _is_product(*terms, out):
         gemm = _gemm(graph, terms, inputs, out, shape)
         return gemm if gemm is not None else _matmul(graph, terms, inputs, out, sizes)
     return _einsum(graph, terms, inputs, out, shape, span)
+
+
+def _is_sum(term: str, out: str) -> bool:
+    """True where `term->out` sums some axes and keeps the others in their order."""
+    return len(set(term)) == len(term) and [ch for ch in term if ch in out] == list(out)
 
 
 def _is_product(a: str, b: str, out: str) -> bool:

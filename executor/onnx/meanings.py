@@ -79,6 +79,8 @@ def raised(node, args, run):
     ½ and 2 are 1/x, √x and x·x (C's pow otherwise)."""
     g, (x, y) = run.graph, args
     if not isinstance(y, Tensor) and np.ndim(y) == 0:  # a constant exponent: one way
+        if float(y) == 0.0 and isinstance(x, Tensor):
+            return g.ones_like(x, _kind(args))  # (x ^ 0 is 1 for every x, NaN included)
         ways = {2.0: lambda: _op(g, "Mul", [x, x]), 0.5: lambda: _op(g, "Sqrt", [x]),
                 -1.0: lambda: _op(g, "Div", [np.ones((), _kind(args)), x])}
         return ways.get(float(y), lambda: _op(g, "Pow", [x, y]))()
