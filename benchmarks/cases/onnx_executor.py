@@ -208,17 +208,27 @@ def _along(spec: str, ops: list, path):
     """`build(torch)` contracting `spec` pairwise along `path` with torch.einsum."""
     import opt_einsum
 
-    steps = opt_einsum.contract_path(spec, *ops, optimize=path)[1].contraction_list
+    steps = [(positions, _lettered(equation)) for positions, _, equation, *_ in
+             opt_einsum.contract_path(spec, *ops, optimize=path)[1].contraction_list]
 
     def build(torch):
         def run(*tensors):
             left = list(tensors)
-            for positions, _, equation, *_ in steps:
+            for positions, equation in steps:
                 taken = [left.pop(i) for i in sorted(positions, reverse=True)]
                 left.append(torch.einsum(equation, *taken))
             return left[0]
         return run
     return build
+
+
+def _lettered(equation: str) -> str:
+    """`equation` with its symbols renamed a, b, c… (torch.einsum reads only [a-zA-Z]; a
+    long chain's equations use opt_einsum's symbols beyond them)."""
+    symbols = dict.fromkeys(ch for ch in equation if ch not in ",->")
+    letters = dict(zip(symbols, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+                       strict=False))
+    return "".join(letters.get(ch, ch) for ch in equation)
 
 
 def mps_norm(config: Config) -> Setup:
