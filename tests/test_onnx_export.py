@@ -144,6 +144,32 @@ def test_broadcasting_ones_are_not_computed_and_a_row_sum_is_reducesum():
                                rtol=1e-12)
 
 
+def test_an_lstms_step_reads_its_gates_without_masks_or_powers():
+    """Sequences.lstm's gates are shifts of the gate axis whose positions are all inside it
+    (a Gather, no Where against a mask of ones) and its bias is lifted without computing
+    ones (no Pow), in the Loop's body too; equal to the reference executor."""
+    lstm = hilbert.open("Prelude.Sequences").function("lstm")
+    shapes = ((3, 2, 4), (2, 5), (2, 5), (4, 5, 4), (5, 5, 4), (5, 4))
+    model = checked(lstm.onnx(*shapes))
+
+    def every(graph):
+        for node in graph.node:
+            yield node.op_type
+            for attribute in node.attribute:
+                if attribute.HasField("g"):
+                    yield from every(attribute.g)
+    found = list(every(model.graph))
+    assert "Loop" in found and "Where" not in found and "Pow" not in found
+    rng = np.random.default_rng(3)
+    args = [rng.normal(size=s) for s in shapes]
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    got = session.run(None, dict(zip(lstm.entry.params, args, strict=True)))
+    want = hilbert.open("Prelude.Sequences", executor="reference").function("lstm")(*args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
 @pytest.mark.parametrize("dtype, rtol", [("float64", 1e-12), ("float32", 1e-5)])
 def test_entrywise_ops_reductions_concat_slices_and_positions(module, dtype, rtol):
     rng = np.random.default_rng(2)

@@ -244,6 +244,8 @@ def shifted(node, args, run):
     order = [d for d in range(len(read_shape)) if d not in news] + news
     if order != sorted(order):
         read = g.emit("Transpose", [read], [read_shape[d] for d in order], x.dtype, perm=order)
+    if valid.all():  # (every position inside x: nothing to zero)
+        return read
     mask = valid.reshape((1,) * (read.ndim - len(sizes)) + valid.shape)
     return _where(g, g.tensor(mask), read, np.zeros((), x.dtype))
 
