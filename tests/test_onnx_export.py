@@ -305,6 +305,14 @@ def test_the_command_writes_the_model(write_hb, tmp_path, capsys, module):
     assert ops(checked(onnx.load(str(out)))) == ["Gemm", "Max", "Gemm"]
     assert main(["export", str(path), "mlp", *shapes, "--to", "onnx"]) == EXIT_USAGE
     assert "give -o OUT" in capsys.readouterr().err
+    dynamic = ["--dynamic", "x:0=batch"]
+    assert main(["export", str(path), "mlp", *shapes, "--to", "onnx", *dynamic, "-o",
+                 str(out)]) == EXIT_OK
+    assert out.read_bytes() == module.mlp.export(*MLP, to="onnx", dynamic={"x": {0: "batch"}})
+    assert onnx.load(str(out)).graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert main(["export", str(path), "mlp", *shapes, "--to", "onnx", "--dynamic", "x=batch",
+                 "-o", str(out)]) == EXIT_USAGE
+    assert "write NAME:AXIS=SIZE" in capsys.readouterr().err
 
 
 #: A process that loads the model with onnxruntime alone and fails if hilbert was imported.
