@@ -128,12 +128,14 @@ def test_each_einsum_step_of_the_plans_path_is_a_product_where_it_is_one(module)
 def test_broadcasting_ones_are_not_computed_and_a_row_sum_is_reducesum():
     """Attention: softmaxRows lifts each row's maximum and sum to the scores' shape as an
     einsum with ones (m ^ 0, docs/onnx.md): written as an Expand to the scores' Shape, no
-    Pow and no ones computed; the row sum a ReduceSum; no constant left unread. Equal to the
-    softmax written in NumPy."""
+    Pow and no ones computed; the row sum a ReduceSum; no constant left unread (the row
+    maximum is NaN where the row holds one: the test below). Equal to the softmax written in
+    NumPy."""
     layers = hilbert.load(str(ROOT / "examples" / "Layers.hb"))
     model = checked(layers.attend.onnx((6, 4), (5, 4), (5, 3), ()))
-    assert ops(model) == ["Gemm", "Sqrt", "Div", "Shape", "ReduceMax", "Unsqueeze", "Expand",
-                          "Sub", "Exp", "ReduceSum", "Unsqueeze", "Expand", "Div", "Gemm"]
+    assert ops(model) == ["Gemm", "Sqrt", "Div", "Shape", "ReduceMax", "IsNaN", "Cast",
+                          "ReduceMax", "Greater", "Where", "Unsqueeze", "Expand", "Sub", "Exp",
+                          "ReduceSum", "Unsqueeze", "Expand", "Div", "Gemm"]
     read = {name for node in model.graph.node for name in node.input}
     assert {i.name for i in model.graph.initializer} <= read
     rng = np.random.default_rng(2)
@@ -168,6 +170,20 @@ def test_an_lstms_step_reads_its_gates_without_masks_or_powers():
     want = hilbert.open("Prelude.Sequences", executor="reference").function("lstm")(*args)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_maximum_or_minimum_of_values_holding_nan_is_nan_as_numpys(dtype):
+    """onnxruntime's ReduceMax and ReduceMin skip NaN; NumPy's maximum and minimum (the
+    reference executor's) give NaN, and so does the exported graph."""
+    f = hilbert.compile_source("""
+fn highs(x) ↦ maximum(x, 1)
+fn lows(x) ↦ minimum(x, 0)
+""")
+    x = np.array([[1.0, np.nan, 3.0], [-np.inf, 1.0, 2.0], [4.0, 2.0, np.inf]], dtype)
+    for function, want in ((f.highs, np.max(x, axis=1)), (f.lows, np.min(x, axis=0))):
+        model = checked(function.onnx((3, 3), dtype=dtype))
+        np.testing.assert_array_equal(run(model, x), want)
 
 
 @pytest.mark.parametrize("dtype, rtol", [("float64", 1e-12), ("float32", 1e-5)])

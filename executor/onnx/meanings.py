@@ -130,11 +130,20 @@ def _compared(name: str, negated: bool = False) -> Meaning:
 
 
 def _reduced(name: str) -> Meaning:
+    """A reduction along the op's axis; ReduceMax and ReduceMin give NaN where the values
+    reduced hold one, as NumPy's maximum and minimum do (onnxruntime's skip it)."""
     def meaning(node, args, run):
-        x, axis = run.graph.tensor(args[0]), node.attrs[0]
+        g = run.graph
+        x, axis = g.tensor(args[0]), node.attrs[0]
         shape = x.shape[:axis] + x.shape[axis + 1:]
-        return run.graph.emit(name, [x, run.graph.tensor([axis], _I64)], shape, x.dtype,
-                              keepdims=0)
+        axes = g.tensor([axis], _I64)
+        value = g.emit(name, [x, axes], shape, x.dtype, keepdims=0)
+        if name not in ("ReduceMax", "ReduceMin"):
+            return value
+        holes = g.emit("ReduceMax", [g.cast(g.emit("IsNaN", [x], x.shape, np.bool_), x.dtype),
+                                     axes], shape, x.dtype, keepdims=0)
+        return _where(g, _test(g, "Greater", [holes, np.zeros((), x.dtype)]),
+                      np.asarray(np.nan, x.dtype), value)
     return meaning
 
 
