@@ -20,7 +20,7 @@ from hilbert.bench_machine import blas_record, cpu_vectors, pin_record, widest_l
 from hilbert.timing import time_repeat
 
 LIBRARIES = ("numpy", "opt_einsum", "numba", "scipy", "lark", "torch", "jax", "jaxlib",
-             "matplotlib", "einsum_benchmark", "threadpoolctl", "hilbert")
+             "matplotlib", "einsum_benchmark", "threadpoolctl", "onnx", "onnxruntime", "hilbert")
 
 
 def machine_info() -> dict:

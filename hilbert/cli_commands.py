@@ -174,7 +174,7 @@ def _export(args) -> int:
 
     function = _function(args.file, args.function, args.to.replace("stablehlo", "jax"))
     text = export(function, *_shapes(args.shape, function, args.function), to=args.to,
-                  dtype=args.dtype)
+                  dtype=args.dtype, dynamic=_dynamic(args.dynamic))
     if isinstance(text, bytes):
         if args.output is None:
             raise UsageError("--to onnx writes a binary model: give -o OUT")
@@ -186,6 +186,18 @@ def _export(args) -> int:
     else:
         _write_text(args.output, text)
     return EXIT_OK
+
+
+def _dynamic(given: list[str]) -> dict | None:
+    """--dynamic NAME:AXIS=SIZE, repeatable, as export's {NAME: {AXIS: SIZE}}."""
+    named: dict[str, dict[int, str]] = {}
+    for text in given:
+        where, _, size = text.partition("=")
+        name, _, axis = where.rpartition(":")
+        if not (name and size and axis.isdigit() and len(axis) < 4):
+            raise UsageError(f"--dynamic {text!r:.40}: write NAME:AXIS=SIZE, such as x:0=batch")
+        named.setdefault(name, {})[int(axis)] = size
+    return named or None
 
 
 def _chunks(given: list[str], executor: str):

@@ -111,6 +111,10 @@ def _export_parser(sub) -> None:
                              "onnx (an ONNX model, binary: needs -o)")
     export.add_argument("--dtype", default="float64", choices=list(NAMES),
                         help="what the program computes in (default float64)")
+    export.add_argument("--dynamic", action="append", default=[], metavar="NAME:AXIS=SIZE",
+                        help="ONNX: write axis AXIS (from 0) of parameter NAME as the size "
+                             "SIZE (x:0=batch), where the graph does not depend on it; "
+                             "repeatable")
     export.add_argument("-o", "--output", type=Path, metavar="OUT",
                         help="write the text to OUT instead of stdout")
 

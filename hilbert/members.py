@@ -176,18 +176,19 @@ class BoundMember:
         (hilbert.Function.build): the next call runs compiled code at once."""
         return self._function().build(*self._values(args, kwargs))
 
-    def onnx(self, /, *args, dtype: str = "float64", **kwargs):
+    def onnx(self, /, *args, dtype: str = "float64", dynamic: dict | None = None, **kwargs):
         """The ONNX model (docs/onnx.md) of a call with these arguments (values, as the
         member takes them): the model's weights and parameters, as they are now, are its
         initializers; its inputs are the member's own parameters (and a train block's step
-        count), shaped as these arguments are."""
+        count), shaped as these arguments are, `dynamic`'s axes ({parameter: {axis: name}})
+        written as named sizes where the graph allows."""
         from .export import onnx
 
         values = self._values(args, kwargs)
         with self.__self__._lock:
             fixed = len(self.__self__._state())
         return onnx(self._function(), *[np.shape(v) for v in values], dtype=dtype,
-                    fixed=values[:fixed])
+                    fixed=values[:fixed], dynamic=dynamic)
 
     def _function(self) -> Function:
         return self.__self__._functions[self._member.name]

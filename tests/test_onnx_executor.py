@@ -163,3 +163,46 @@ def test_without_onnx_the_executor_is_a_coded_error(monkeypatch):
         get_executor("onnx")
     assert raised.value.code == "E600"
     assert "pip install 'hilbert[onnx]'" in raised.value.message
+
+
+def test_a_contiguous_input_of_the_calls_dtype_is_bound_not_copied():
+    """The session reads the caller's own buffer: an array changed after it was bound (and
+    before the run) is read as changed. An array that must be converted first (float32 into
+    a float64 program, a Fortran-ordered array) is bound as its copy, which the change misses. The
+    output is written straight into the array the call returns."""
+    f = hilbert.compile_source("fn f(a, w) ↦ einsum(\"np,pq->nq\", a, w) · 2",
+                               executor="onnx").f
+    rng = np.random.default_rng(1)
+    a, w = rng.normal(size=(3, 4)), rng.normal(size=(4, 2))
+    program = f.program(((3, 4), (4, 2)))
+    session = program.session()
+    arrays = program.arrays((a, w))
+    assert arrays[0] is a and arrays[1] is w
+    binding, outputs = program.bound(session, arrays)
+    a[0, 0] += 1.0  # (after binding: read only where the buffer itself is bound)
+    session.run_with_iobinding(binding)
+    np.testing.assert_allclose(outputs[0], 2 * (a @ w), rtol=1e-12)
+
+    for converted in (a.astype(np.float32), np.asfortranarray(a)):
+        arrays = program.arrays((converted, w))
+        assert arrays[0] is not converted
+        binding, outputs = program.bound(session, arrays)
+        before = 2 * (np.asarray(converted, np.float64) @ w)
+        converted[0, 0] += 1.0
+        session.run_with_iobinding(binding)
+        np.testing.assert_allclose(outputs[0], before, rtol=1e-12)
+
+
+def test_bound_calls_give_the_same_results_as_numpy():
+    """Through the binding: a tuple of results, a scalar argument and result, float32."""
+    module = hilbert.compile_source("""
+fn pair(x, s) ↦ (x · s, einsum("ij->", x))
+fn half(x) ↦ x / 2
+""", executor="onnx")
+    x = np.arange(6.0).reshape(2, 3)
+    got = module.pair(x, 3.0)
+    np.testing.assert_array_equal(got[0], x * 3)
+    assert np.asarray(got[1]).shape == () and float(got[1]) == 15.0
+    single = module.half(x.astype(np.float32))
+    assert single.dtype == np.float32
+    np.testing.assert_array_equal(single, x.astype(np.float32) / 2)

@@ -125,6 +125,67 @@ def test_each_einsum_step_of_the_plans_path_is_a_product_where_it_is_one(module)
         np.testing.assert_allclose(run(model, *args), np.einsum(spec, *args), rtol=1e-12)
 
 
+def test_broadcasting_ones_are_not_computed_and_a_row_sum_is_reducesum():
+    """Attention: softmaxRows lifts each row's maximum and sum to the scores' shape as an
+    einsum with ones (m ^ 0, docs/onnx.md): written as an Expand to the scores' Shape, no
+    Pow and no ones computed; the row sum a ReduceSum; no constant left unread (the row
+    maximum is NaN where the row holds one: the test below). Equal to the softmax written in
+    NumPy."""
+    layers = hilbert.load(str(ROOT / "examples" / "Layers.hb"))
+    model = checked(layers.attend.onnx((6, 4), (5, 4), (5, 3), ()))
+    assert ops(model) == ["Gemm", "Sqrt", "Div", "Shape", "ReduceMax", "IsNaN", "Cast",
+                          "ReduceMax", "Greater", "Where", "Unsqueeze", "Expand", "Sub", "Exp",
+                          "ReduceSum", "Unsqueeze", "Expand", "Div", "Gemm"]
+    read = {name for node in model.graph.node for name in node.input}
+    assert {i.name for i in model.graph.initializer} <= read
+    rng = np.random.default_rng(2)
+    q, k, v = rng.normal(size=(6, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
+    s = q @ k.T / 2.0
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(run(model, q, k, v, 4.0), e / e.sum(axis=1, keepdims=True) @ v,
+                               rtol=1e-12)
+
+
+def test_an_lstms_step_reads_its_gates_without_masks_or_powers():
+    """Sequences.lstm's gates are shifts of the gate axis whose positions are all inside it
+    (a Gather, no Where against a mask of ones) and its bias is lifted without computing
+    ones (no Pow), in the Loop's body too; equal to the reference executor."""
+    lstm = hilbert.open("Prelude.Sequences").function("lstm")
+    shapes = ((3, 2, 4), (2, 5), (2, 5), (4, 5, 4), (5, 5, 4), (5, 4))
+    model = checked(lstm.onnx(*shapes))
+
+    def every(graph):
+        for node in graph.node:
+            yield node.op_type
+            for attribute in node.attribute:
+                if attribute.HasField("g"):
+                    yield from every(attribute.g)
+    found = list(every(model.graph))
+    assert "Loop" in found and "Where" not in found and "Pow" not in found
+    rng = np.random.default_rng(3)
+    args = [rng.normal(size=s) for s in shapes]
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    got = session.run(None, dict(zip(lstm.entry.params, args, strict=True)))
+    want = hilbert.open("Prelude.Sequences", executor="reference").function("lstm")(*args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_maximum_or_minimum_of_values_holding_nan_is_nan_as_numpys(dtype):
+    """onnxruntime's ReduceMax and ReduceMin skip NaN; NumPy's maximum and minimum (the
+    reference executor's) give NaN, and so does the exported graph."""
+    f = hilbert.compile_source("""
+fn highs(x) ↦ maximum(x, 1)
+fn lows(x) ↦ minimum(x, 0)
+""")
+    x = np.array([[1.0, np.nan, 3.0], [-np.inf, 1.0, 2.0], [4.0, 2.0, np.inf]], dtype)
+    for function, want in ((f.highs, np.max(x, axis=1)), (f.lows, np.min(x, axis=0))):
+        model = checked(function.onnx((3, 3), dtype=dtype))
+        np.testing.assert_array_equal(run(model, x), want)
+
+
 @pytest.mark.parametrize("dtype, rtol", [("float64", 1e-12), ("float32", 1e-5)])
 def test_entrywise_ops_reductions_concat_slices_and_positions(module, dtype, rtol):
     rng = np.random.default_rng(2)
@@ -260,6 +321,14 @@ def test_the_command_writes_the_model(write_hb, tmp_path, capsys, module):
     assert ops(checked(onnx.load(str(out)))) == ["Gemm", "Max", "Gemm"]
     assert main(["export", str(path), "mlp", *shapes, "--to", "onnx"]) == EXIT_USAGE
     assert "give -o OUT" in capsys.readouterr().err
+    dynamic = ["--dynamic", "x:0=batch"]
+    assert main(["export", str(path), "mlp", *shapes, "--to", "onnx", *dynamic, "-o",
+                 str(out)]) == EXIT_OK
+    assert out.read_bytes() == module.mlp.export(*MLP, to="onnx", dynamic={"x": {0: "batch"}})
+    assert onnx.load(str(out)).graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert main(["export", str(path), "mlp", *shapes, "--to", "onnx", "--dynamic", "x=batch",
+                 "-o", str(out)]) == EXIT_USAGE
+    assert "write NAME:AXIS=SIZE" in capsys.readouterr().err
 
 
 #: A process that loads the model with onnxruntime alone and fails if hilbert was imported.

@@ -13,6 +13,7 @@ from benchmarks.cases import (
     models,
     multi,
     networks,
+    onnx_executor,
     sequences,
     startup,
     steps,
@@ -24,7 +25,8 @@ from benchmarks.cases.base import Case, Config, Setup, Skip, Target
 ALL: tuple[Case, ...] = (*design.CASES, *workloads.CASES, *entrywise.CASES, *gradients.CASES,
                          *sequences.CASES, *multi.CASES, *networks.CASES, *steps.CASES,
                          *models.CASES,
-                         *threads.CASES, *startup.CASES, *jax_executor.CASES, *bridges.CASES)
+                         *threads.CASES, *startup.CASES, *jax_executor.CASES,
+                         *onnx_executor.CASES, *bridges.CASES)
 BY_NAME = {case.name: case for case in ALL}
 GROUPS = tuple(dict.fromkeys(case.group for case in ALL))
 

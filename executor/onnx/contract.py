@@ -48,10 +48,19 @@ def _step(graph: Graph, terms: list[str], inputs: list[Tensor], out: str, sizes:
     shape = tuple(sizes[ch] for ch in out)
     if len(terms) == 1 and terms[0] == out:
         return inputs[0]
+    if len(terms) == 1 and _is_sum(terms[0], out):
+        axes = [k for k, ch in enumerate(terms[0]) if ch not in out]
+        return graph.emit("ReduceSum", [inputs[0], graph.tensor(axes, "int64")], shape,
+                          inputs[0].dtype, keepdims=0)
     if len(terms) == 2 and _is_product(*terms, out):
         gemm = _gemm(graph, terms, inputs, out, shape)
         return gemm if gemm is not None else _matmul(graph, terms, inputs, out, sizes)
     return _einsum(graph, terms, inputs, out, shape, span)
+
+
+def _is_sum(term: str, out: str) -> bool:
+    """True where `term->out` sums some axes and keeps the others in their order."""
+    return len(set(term)) == len(term) and [ch for ch in term if ch in out] == list(out)
 
 
 def _is_product(a: str, b: str, out: str) -> bool:
@@ -80,15 +89,22 @@ def _gemm(graph: Graph, terms: list[str], inputs: list[Tensor], out: str, shape)
 
 def _matmul(graph: Graph, terms: list[str], inputs: list[Tensor], out: str, sizes) -> Tensor:
     """A batched product as MatMul: a to (batch, left, summed), b to (batch, summed, right),
-    each run of letters merged into one axis, the product split and put in `out`'s order."""
+    each run of letters merged into one axis, the product split and put in `out`'s order.
+    Without batch letters a's left letters stay axes of their own (MatMul broadcasts b over
+    them), so their sizes are read from a, not written in the graph (a dynamic axis)."""
     a, b = terms
     batch = [ch for ch in a if ch in b and ch in out]
     summed = [ch for ch in a if ch in b and ch not in out]
     left = [ch for ch in a if ch not in b]
     right = [ch for ch in b if ch not in a]
-    x = _arranged(graph, inputs[0], a, [batch, left, summed], sizes)
+    if batch:
+        x = _arranged(graph, inputs[0], a, [batch, left, summed], sizes)
+        lead = [sizes[ch] for ch in batch] + [_size(left, sizes)]
+    else:
+        x = _arranged(graph, inputs[0], a, [left, summed], sizes)
+        lead = [sizes[ch] for ch in left]
     y = _arranged(graph, inputs[1], b, [batch, summed, right], sizes)
-    merged = [sizes[ch] for ch in batch] + [_size(left, sizes), _size(right, sizes)]
+    merged = lead + [_size(right, sizes)]
     product = graph.emit("MatMul", [x, y], merged, x.dtype)
     order = batch + left + right
     return _arranged(graph, product, order, [[ch] for ch in out], sizes, merged=False)
@@ -100,7 +116,7 @@ def _arranged(graph: Graph, value: Tensor, term, groups: list[list[str]], sizes,
     groups after the batch's each merged into one axis (`merged`), else split to letters."""
     order = [ch for group in groups for ch in group]
     if not merged:  # (a product's result: first split, then transposed)
-        value = _reshaped(graph, value, [sizes[ch] for ch in term])
+        value = graph.reshape(value, [sizes[ch] for ch in term])
         perm = [list(term).index(ch) for ch in order]
         if perm != sorted(perm):
             value = graph.emit("Transpose", [value], [sizes[ch] for ch in order], value.dtype,
@@ -111,13 +127,7 @@ def _arranged(graph: Graph, value: Tensor, term, groups: list[list[str]], sizes,
         value = graph.emit("Transpose", [value], [sizes[ch] for ch in order], value.dtype,
                            perm=perm)
     shape = [sizes[ch] for ch in groups[0]] + [_size(g, sizes) for g in groups[1:]]
-    return _reshaped(graph, value, shape)
-
-
-def _reshaped(graph: Graph, value: Tensor, shape: list[int]) -> Tensor:
-    if tuple(shape) == value.shape:
-        return value
-    return graph.emit("Reshape", [value, graph.tensor(shape, "int64")], shape, value.dtype)
+    return graph.reshape(value, shape)
 
 
 def _size(letters: list[str], sizes: dict) -> int:

@@ -40,8 +40,7 @@ class Control:
         for value, nodes in traced:
             with g.scope(nodes):
                 value = g.tensor(value, kind)
-                if value.shape != shape:
-                    value = g.emit("Expand", [value, g.tensor(shape, _I64)], shape, kind)
+                value = g.expand(value, shape)
             graphs.append(g.subgraph(nodes, [], [value], "branch"))
         test = g.emit("Not", [g.emit("Equal", [memo[node.cond], g.tensor(
             np.zeros((), memo[node.cond].dtype))], (), _BOOL)], (), _BOOL)
@@ -100,8 +99,7 @@ class Control:
         g, memo = self.graph, {}
         after = [g.tensor(body(loop.step[i], memo, leaves), s.dtype)
                  for i, s in zip(moving, start, strict=True)]
-        return [g.emit("Expand", [a, g.tensor(s.shape, _I64)], s.shape, s.dtype)
-                if a.shape != s.shape else a for a, s in zip(after, start, strict=True)]
+        return [g.expand(a, s.shape) for a, s in zip(after, start, strict=True)]
 
     def loop_grad(self, node: ir.LoopGrad, init: tuple, seeds: tuple):
         """The adjoints of a loop run backwards: the loop forward keeping each step's state

@@ -25,6 +25,7 @@ from ...compiler.plan import Plan
 from ...grammar.errors import ArgumentError, HilbertError
 from ...grammar.source import Span
 from ..numerics import quietly
+from .graph import ELEMENTS
 from .tracing import input_dtypes, onnx_model
 
 #: The options `Function.using(executor="onnx", …)` takes.
@@ -44,6 +45,12 @@ def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str
     chosen = resolve_provider(provider, entry.definition.span)
     model = onnx_model(ready, entry.name, tuple(entry.params), optimize)
     return OnnxProgram(ready, model, chosen, optimize)
+
+
+def session_options():
+    """The options of every session the executor opens (onnxruntime's defaults: all graph
+    optimisations, its own thread pools); the benchmarks open torch's models with them too."""
+    return onnxruntime.SessionOptions()
 
 
 def check_options(options: dict, span: Span) -> None:
@@ -105,23 +112,51 @@ class OnnxProgram:
     def _opened(self):
         try:
             return onnxruntime.InferenceSession(self.model.SerializeToString(),
+                                                sess_options=session_options(),
                                                 providers=[self.provider])
         except Exception as err:  # (onnxruntime's own exception types: a message, no op)
             raise ArgumentError("E600", f"onnxruntime cannot run {self.name}'s ONNX graph on "
                                 f"{self.provider}: {_first_line(err)}", self.span) from None
 
     def __call__(self, values):
-        # (np.require keeps a scalar's 0 axes, where np.ascontiguousarray would make it 1)
-        feed = {name: np.require(v, d, "C")
-                for name, v, d in zip(self.inputs, values, self.dtypes, strict=True)}
+        arrays = self.arrays(values)
         session = self.session()
         try:
-            out = session.run(None, feed)
+            binding, outputs = self.bound(session, arrays)
+            session.run_with_iobinding(binding)
         except Exception as err:  # (onnxruntime's own exception types: a message)
-            self._raise_as_the_host(tuple(feed.values()))
+            self._raise_as_the_host(arrays)
             raise ArgumentError("E600", f"onnxruntime could not run {self.name}: "
                                 f"{_first_line(err)}", self.span) from None
+        out = [made if made is not None else got
+               for made, got in zip(outputs, _read_back(binding, outputs), strict=True)]
         return out[0] if len(out) == 1 else tuple(out)
+
+    def arrays(self, values) -> tuple:
+        """The arguments as the session reads them: each its input's dtype, C-contiguous (an
+        array already so is itself, not a copy; np.require keeps a scalar's 0 axes, where
+        np.ascontiguousarray would make it 1)."""
+        return tuple(np.require(v, d, "C") for v, d in zip(values, self.dtypes, strict=True))
+
+    def bound(self, session, arrays: tuple):
+        """An onnxruntime IOBinding of one call: each input an OrtValue over its array's own
+        buffer (no copy), each output of a shape known here written straight into an array
+        made for it (those arrays, None where onnxruntime allocates the output)."""
+        binding = session.io_binding()
+        for name, array in zip(self.inputs, arrays, strict=True):
+            binding.bind_ortvalue_input(name, onnxruntime.OrtValue.ortvalue_from_numpy(array))
+        outputs = []
+        for info in self.model.graph.output:
+            shape = _static_shape(info)
+            if shape is None:
+                binding.bind_output(info.name, "cpu")
+                outputs.append(None)
+                continue
+            made = np.empty(shape, _ELEMENT_DTYPES[info.type.tensor_type.elem_type])
+            binding.bind_output(info.name, "cpu", 0, made.dtype, list(made.shape),
+                                made.ctypes.data)
+            outputs.append(made)
+        return binding, outputs
 
     def _raise_as_the_host(self, values: tuple) -> None:
         """The error the host runtime raises on these arguments (E510 for a position out of
@@ -135,6 +170,26 @@ class OnnxProgram:
             raise
         except Exception:  # (NumPy's own failure: onnxruntime's words say more)
             return
+
+
+#: NumPy's dtype of each ONNX element type a graph's output may have.
+_ELEMENT_DTYPES = {number: kind for kind, number in ELEMENTS.items()}
+
+
+def _static_shape(info) -> tuple[int, ...] | None:
+    """An output's shape where every size is a number (None where one is named: a dynamic
+    axis)."""
+    dims = info.type.tensor_type.shape.dim
+    if any(not d.HasField("dim_value") for d in dims):
+        return None
+    return tuple(d.dim_value for d in dims)
+
+
+def _read_back(binding, outputs: list) -> list:
+    """The outputs onnxruntime allocated, copied out (an empty list's worth where none)."""
+    if all(made is not None for made in outputs):
+        return [None] * len(outputs)
+    return binding.copy_outputs_to_cpu()
 
 
 def _first_line(err: Exception) -> str:

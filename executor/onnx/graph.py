@@ -55,6 +55,7 @@ class Graph:
         self.initializers: list = []
         self.inputs: list = []
         self._constants: dict[tuple, Tensor] = {}
+        self.ones: dict[str, Tensor] = {}
         self._used: dict[str, int] = {}
 
     def _fresh(self, stem: str) -> str:
@@ -109,6 +110,7 @@ class Graph:
                 if value.name not in own:
                     value = self.emit("Identity", [value], value.shape, value.dtype)
                 results.append(value)
+        nodes[:] = _pruned(nodes, {v.name for v in results})
         return self.helper.make_graph(nodes, self._fresh(stem),
                                       [self.value_info(v) for v in inputs],
                                       [self.value_info(v) for v in results])
@@ -129,6 +131,48 @@ class Graph:
             found = self._constants[key] = Tensor(name, array.shape, array.dtype, self)
         return found
 
+    def ones_like(self, value: Tensor, kind) -> Tensor:
+        """Ones of `value`'s shape (x ^ 0: how the IR broadcasts), read from the value's shape
+        as the graph runs; `ones` remembers whose shape, so an einsum that only broadcasts
+        with it need not read it (executor/onnx/tracing.py)."""
+        shape = self.emit("Shape", [value], (value.ndim,), np.int64)
+        ones = self.emit("Expand", [self.tensor(np.ones((), kind)), shape], value.shape, kind)
+        self.ones[ones.name] = shape
+        return ones
+
+    def expand(self, value: Tensor, shape, like: Tensor | None = None) -> Tensor:
+        """`value` broadcast to `shape` (an Expand): to the shape `like` (a Shape node's
+        value) where given, else 1 in its shape where the value already has the size, so a
+        size the value carries is not written into the graph (a dynamic axis stays one:
+        executor/onnx/dynamic.py)."""
+        shape = tuple(shape)
+        if value.shape == shape:
+            return value
+        if like is not None:
+            return self.emit("Expand", [value, like], shape, value.dtype)
+        lead = len(shape) - value.ndim
+        written = [1 if k >= lead and value.shape[k - lead] == n else n
+                   for k, n in enumerate(shape)]
+        return self.emit("Expand", [value, self.tensor(written, np.int64)], shape, value.dtype)
+
+    def reshape(self, value: Tensor, shape) -> Tensor:
+        """`value` reshaped to `shape`: 0 (copy the input's size) for the leading sizes it
+        keeps and -1 (what is left) for the first other, so that what the input carries is
+        not written into the graph; a shape with an empty axis is written as it is."""
+        shape = tuple(int(n) for n in shape)
+        if shape == value.shape:
+            return value
+        if 0 in shape:
+            return self.emit("Reshape", [value, self.tensor(shape, np.int64)], shape,
+                             value.dtype, allowzero=1)
+        kept = 0
+        while kept < min(len(shape), value.ndim) and shape[kept] == value.shape[kept]:
+            kept += 1
+        written = [0] * kept + list(shape[kept:])
+        if kept < len(shape):
+            written[kept] = -1
+        return self.emit("Reshape", [value, self.tensor(written, np.int64)], shape, value.dtype)
+
     def cast(self, value: Tensor, kind: np.dtype) -> Tensor:
         return value if value.dtype == kind else self.emit(
             "Cast", [value], value.shape, kind, to=ELEMENTS[np.dtype(kind)])
@@ -148,8 +192,10 @@ class Graph:
                 self.nodes.append(self.helper.make_node("Identity", [source], [name], name=name))
             infos.append(self.helper.make_tensor_value_info(name, ELEMENTS[value.dtype],
                                                        list(value.shape)))
+        self.nodes = _pruned(self.nodes, set(names))
+        read = set().union(*map(_read, self.nodes)) if self.nodes else set()
         graph = self.helper.make_graph(self.nodes, self.name, self.inputs, infos,
-                                  initializer=self.initializers)
+                                  initializer=[i for i in self.initializers if i.name in read])
         return self.helper.make_model(graph, producer_name="hilbert", ir_version=IR_VERSION,
                                       opset_imports=[self.helper.make_opsetid("", OPSET)])
 
@@ -163,3 +209,26 @@ class Graph:
             for attribute in node.attribute:
                 if attribute.HasField("g"):
                     self._rename(old, new, attribute.g.node)
+
+
+def _pruned(nodes: list, needed: set[str]) -> list:
+    """`nodes` (in the order made, each after what it reads) without those whose values
+    nothing reads: a value the trace made and then did not use (the ones of x ^ 0 where an
+    einsum only broadcasts with them)."""
+    kept = []
+    for node in reversed(nodes):
+        if not any(out in needed for out in node.output):
+            continue
+        kept.append(node)
+        needed.update(_read(node))
+    return kept[::-1]
+
+
+def _read(node) -> set[str]:
+    """The names a node reads, its subgraphs' reads of outer values included."""
+    names = set(node.input)
+    for attribute in node.attribute:
+        if attribute.HasField("g"):
+            for inner in attribute.g.node:
+                names |= _read(inner)
+    return names

@@ -79,6 +79,8 @@ def raised(node, args, run):
     ½ and 2 are 1/x, √x and x·x (C's pow otherwise)."""
     g, (x, y) = run.graph, args
     if not isinstance(y, Tensor) and np.ndim(y) == 0:  # a constant exponent: one way
+        if float(y) == 0.0 and isinstance(x, Tensor):
+            return g.ones_like(x, _kind(args))  # (x ^ 0 is 1 for every x, NaN included)
         ways = {2.0: lambda: _op(g, "Mul", [x, x]), 0.5: lambda: _op(g, "Sqrt", [x]),
                 -1.0: lambda: _op(g, "Div", [np.ones((), _kind(args)), x])}
         return ways.get(float(y), lambda: _op(g, "Pow", [x, y]))()
@@ -128,11 +130,20 @@ def _compared(name: str, negated: bool = False) -> Meaning:
 
 
 def _reduced(name: str) -> Meaning:
+    """A reduction along the op's axis; ReduceMax and ReduceMin give NaN where the values
+    reduced hold one, as NumPy's maximum and minimum do (onnxruntime's skip it)."""
     def meaning(node, args, run):
-        x, axis = run.graph.tensor(args[0]), node.attrs[0]
+        g = run.graph
+        x, axis = g.tensor(args[0]), node.attrs[0]
         shape = x.shape[:axis] + x.shape[axis + 1:]
-        return run.graph.emit(name, [x, run.graph.tensor([axis], _I64)], shape, x.dtype,
-                              keepdims=0)
+        axes = g.tensor([axis], _I64)
+        value = g.emit(name, [x, axes], shape, x.dtype, keepdims=0)
+        if name not in ("ReduceMax", "ReduceMin"):
+            return value
+        holes = g.emit("ReduceMax", [g.cast(g.emit("IsNaN", [x], x.shape, np.bool_), x.dtype),
+                                     axes], shape, x.dtype, keepdims=0)
+        return _where(g, _test(g, "Greater", [holes, np.zeros((), x.dtype)]),
+                      np.asarray(np.nan, x.dtype), value)
     return meaning
 
 
@@ -236,6 +247,8 @@ def shifted(node, args, run):
     order = [d for d in range(len(read_shape)) if d not in news] + news
     if order != sorted(order):
         read = g.emit("Transpose", [read], [read_shape[d] for d in order], x.dtype, perm=order)
+    if valid.all():  # (every position inside x: nothing to zero)
+        return read
     mask = valid.reshape((1,) * (read.ndim - len(sizes)) + valid.shape)
     return _where(g, g.tensor(mask), read, np.zeros((), x.dtype))
 
@@ -254,7 +267,7 @@ def spread(node, args, run):
     x, axis = g.tensor(args[0]), node.attrs[0]
     wide = g.emit("Unsqueeze", [x, g.tensor([axis], _I64)],
                   x.shape[:axis] + (1,) + x.shape[axis:], x.dtype)
-    return g.emit("Expand", [wide, g.tensor(shape, _I64)], shape, x.dtype)
+    return g.expand(wide, shape)
 
 
 def placed(node, args, run):

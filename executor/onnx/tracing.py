@@ -19,6 +19,7 @@ from ...compiler import dtypes, ir
 from ...compiler.counting import COUNTED, counting_in
 from ...compiler.driver import Specialised
 from ...compiler.evaluate import Host, einsum_in_one
+from ...compiler.ops.einsum_spec import parse_spec, spelled_out
 from ...compiler.ops.primitives import BY_OP
 from ...compiler.plan import contraction
 from ...grammar.errors import ArgumentError
@@ -107,5 +108,34 @@ class Trace(Control, Host):
         path = found[0] if found is not None else contraction(node.spec, shapes, self.optimize)[0]
         kinds = [o.dtype for o in operands if isinstance(o, Tensor)]
         kind = np.result_type(*kinds)
-        return contract(self.graph, node.spec, [self.graph.tensor(o, kind) for o in operands],
-                        path, node.span)
+        tensors = [self.graph.tensor(o, kind) for o in operands]
+        spread = self._spread(node, tensors)
+        return spread if spread is not None else contract(self.graph, node.spec, tensors,
+                                                          path, node.span)
+
+    def _spread(self, node: ir.Einsum, tensors: list[Tensor]) -> Tensor | None:
+        """An einsum with ones (x ^ 0, Graph.ones_like) that only broadcast (their letters
+        kept, or read by another operand) as the einsum of the others, expanded to the
+        output's shape: the same values (1 · v is v) without reading the ones; else None."""
+        g = self.graph
+        spec = spelled_out(node.spec, [t.shape for t in tensors])
+        parsed = parse_spec(spec)
+        terms, out = list(parsed.inputs), parsed.output
+        ones = [k for k, t in enumerate(tensors) if t.name in g.ones]
+        rest = [k for k in range(len(tensors)) if k not in ones]
+        read = set("".join(terms[k] for k in rest))
+        if not ones or not rest or any(set(terms[k]) - read - set(out) for k in ones):
+            return None
+        sizes = {ch: n for term, t in zip(terms, tensors, strict=True)
+                 for ch, n in zip(term, t.shape, strict=True)}
+        inner = ",".join(terms[k] for k in rest) + "->" + "".join(c for c in out if c in read)
+        operands = [tensors[k] for k in rest]
+        path = contraction(inner, tuple(t.shape for t in operands), self.optimize)[0]
+        value = contract(g, inner, operands, path, node.span)
+        missing = [i for i, ch in enumerate(out) if ch not in read]
+        shape = tuple(sizes[ch] for ch in out)
+        if missing:
+            value = g.emit("Unsqueeze", [value, g.tensor(missing, np.int64)],
+                           tuple(1 if ch not in read else sizes[ch] for ch in out), value.dtype)
+        like = next((g.ones[tensors[k].name] for k in ones if terms[k] == out), None)
+        return g.expand(value, shape, like)
