@@ -49,6 +49,10 @@ def keep(results: dict, out_dir: Path) -> Path | None:
     return path
 
 
+#: What a run measures of the machine itself (benchmarks/peak.py), not of its cases.
+MACHINE_RATES = ("peak_gemm_gflops", "peak_fma")
+
+
 def merged(results: dict, earlier_path: Path) -> dict:
     """`results` with the cases of the earlier run at `earlier_path` it did not run, in the
     suite's order; the run's own date and machine stand, and `merged_from` names the earlier
@@ -72,7 +76,10 @@ def merged(results: dict, earlier_path: Path) -> dict:
     full = earlier.get("merged_from") or earlier
     partial = [*earlier.get("merged_from", {}).get("partial", []),
                *([earlier["created"]] if "merged_from" in earlier else [])]
-    return {**results, "cases": cases,
+    # (the machine's peak rates are its own: a run that measured none keeps the earlier run's,
+    # of the same CPU and kernel, so its cases' % of peak still have a peak to be read against)
+    peaks = {key: earlier[key] for key in MACHINE_RATES if not results.get(key) and earlier.get(key)}
+    return {**results, **peaks, "cases": cases,
             "merged_from": {"created": full["created"], "wall_s": full.get("wall_s"),
                             "partial": partial,
                             "cases": [c["name"] for c in earlier["cases"]

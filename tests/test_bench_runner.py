@@ -281,6 +281,26 @@ def test_a_merged_run_keeps_the_cases_it_did_not_run_in_suite_order(tmp_path):
     assert [c["from"] for c in again["cases"]] == ["later", "now", "now"]
 
 
+def test_a_merged_run_that_measured_no_peak_keeps_the_earlier_runs(tmp_path):
+    """A run of a few cases measures no peak rate (benchmarks/peak.py runs with the GEMM
+    cases): merged, the machine's peak of the earlier run of the same CPU stands, so the
+    README still reads the kept cases' % of peak against it; a run that measured one keeps its
+    own."""
+    names = [case.name for case in runner.ALL]
+    peak = {"float64": 250.0, "float32": 500.0}
+    earlier = tmp_path / "latest.json"
+    earlier.write_text(json.dumps({
+        "created": "before", "mode": "full", "executor": "numba", "peak_fma": peak,
+        "peak_gemm_gflops": 200.0, "cases": [{"name": names[0]}]}), encoding="utf-8")
+    partial = {"created": "now", "mode": "full", "executor": "numba", "peak_fma": {},
+               "peak_gemm_gflops": None, "cases": [{"name": names[1]}]}
+    got = runner.merged(partial, earlier)
+    assert got["peak_fma"] == peak and got["peak_gemm_gflops"] == 200.0
+    measured = {**partial, "peak_fma": {"float64": 240.0}, "peak_gemm_gflops": 190.0}
+    got = runner.merged(measured, earlier)
+    assert got["peak_fma"] == {"float64": 240.0} and got["peak_gemm_gflops"] == 190.0
+
+
 # -- the machine's arithmetic: vectors, the BLAS's kernel, a pinned OpenBLAS lifted (issue 53) --
 
 #: A CPU with AVX-512, on which OPENBLAS_CORETYPE=Haswell pins an older kernel whatever machine
