@@ -302,3 +302,80 @@ def test_each_mistake_in_the_seeds_models_is_refused(written, mistaken, tmp_path
     with pytest.raises(CheckError) as err:
         hilbert.load(wrong)
     assert err.value.code == "E330"
+
+
+# Train blocks: each weight's update has the weight's axes
+
+FIT = ('open Prelude.Sequences\nmodel Fit({params}) : Learner {{\n'
+       '  weight w : Tensor[{dims}] from drawn(uniform(seed), {first})\n'
+       '  def {predict} ≔ einsum("be,er->br", x, w)\n'
+       '  def train(x, y, rate) {{\n'
+       '    w ≔ w − rate · einsum("br,be->{grad}", predict(x) − y, x)\n'
+       '  }}\n}}\n')
+
+
+def fit(params: str, dims: str, grad: str, predict: str = "predict(x : B×E) : B×R") -> str:
+    return FIT.format(params=params, dims=dims, first=dims.split(",")[0], grad=grad,
+                      predict=predict)
+
+
+def test_a_train_blocks_transposed_gradient_of_a_square_weight_is_refused():
+    """The gradient of ½‖x w − y‖² written in the out×in layout (R×E, as a PyTorch Linear
+    keeps its weight): with a square weight the sizes agree and training goes silently
+    wrong; with the weight's axes named it is refused when the module loads."""
+    rng = np.random.default_rng(6)
+    x, y = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    unnamed = hilbert.compile_source(fit("n, seed", "n, n", "re", "predict(x)")).Fit(3, 1)
+    w = unnamed.weights["w"].copy()
+    unnamed.train(x, y, 0.1)
+    right = w - 0.1 * x.T @ (x @ w - y)
+    assert not np.allclose(unnamed.weights["w"], right)  # runs, silently wrong
+    for predict in ("predict(x : B×E) : B×R", "predict(x)"):  # declared, or followed
+        err = refusal(fit("E, R, seed", "E, R", "re", predict))
+        assert "the operator − joins axis E (named at 3:3) with axis R (named at 3:3)" \
+            in err.message.replace("-", "−")
+        assert (err.span.line, err.span.column) == (6, 9)
+    named = hilbert.compile_source(fit("E, R, seed", "E, R", "er")).Fit(3, 3, 1)
+    w = named.weights["w"].copy()
+    named.train(x, y, 0.1)
+    np.testing.assert_allclose(named.weights["w"], w - 0.1 * x.T @ (x @ w - y), rtol=1e-12)
+
+
+@pytest.mark.parametrize("update, says", [
+    ('w ≔ einsum("er->re", w)', "w is a weight of axes E×R, but its update gives R×E: axis R "
+     "(named at 3:3) where axis E (named at 3:3) is declared"),
+    ("w ≔ einsum(\"er->e\", w)", "w is a weight of axes E×R, but its update gives E"),
+    ("(w, v) ≔ (v, w)", "w is a weight of axes E×R, but its update gives R×E"),
+])
+def test_an_update_whose_axes_differ_from_its_weights_is_refused(update, says):
+    text = ("model M(E, R) : Learner {\n  weight v : Tensor[R, E] from 0\n"
+            f"  weight w : Tensor[E, R] from 0\n  def train(x) {{\n    {update}\n  }}\n}}")
+    err = refusal(text)
+    assert says in err.message and err.span.line == 5
+
+
+def test_a_model_method_takes_its_weights_axes():
+    """A method's E is its weights' E: called with another axis there, refused."""
+    text = ('model M(E, R) : Learner {\n  weight w : Tensor[E, R] from 0\n'
+            '  def apply(x : B×E) : B×R ≔ einsum("be,er->br", x, w)\n'
+            '  def twice(x : B×R) ≔ apply(x)\n}')
+    assert "apply's axis E joins axis E" in refusal(text).message
+
+
+def test_an_ellipsis_einsum_is_not_known_rather_than_misread():
+    """`…` (as the parser keeps `...`) names no axis: the result is not known, not a value of
+    the letters' rank (which refused this declared definition)."""
+    f = hilbert.compile_source('fn f(x : B×T×E) : B×T×E ↦ einsum("...e->...e", x)')
+    x = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(f.f(x), x)
+
+
+def test_every_program_of_the_repository_still_loads():
+    """Train blocks and methods' calls are checked now: nothing written so far is refused
+    (the error examples of tests/errors excepted)."""
+    root = Path(__file__).parent.parent
+    files = [p for folder in ("examples", "prelude", "tests/programs")
+             for p in sorted((root / folder).glob("*.hb"))]
+    assert len(files) > 30
+    for path in files:
+        hilbert.load(path)
