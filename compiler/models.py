@@ -242,10 +242,17 @@ class _ModelCompiler:
         return WeightDecl(w.name, dims, ir.substitute(inliner.expand(body, f"{self.decl.name}.{w.name}"),
                                                       params), w.span)
 
+    def state_axes(self) -> tuple[s.Axes | None, ...]:
+        """The named axes of the state a method takes first: each weight's dims where all are
+        names (a declared method's E is its weights' E, one size in a call: E331)."""
+        dims = {w.name: w for w in self.decl.weights if all(isinstance(d, str) for d in w.dims)}
+        return tuple(s.Axes(tuple(str(d) for d in dims[n].dims), (dims[n].span,) * len(dims[n].dims))
+                     if n in dims else None for n in self.state)
+
     def method_definition(self, m: s.Definition) -> Definition:
         written, fired = simplified(m.body, rules(self.scope.laws))  # the module's laws
         body = self.lowering(m.params).expr(written)
-        axes = m.axes and replace(m.axes, params=(None,) * len(self.state) + m.axes.params)
+        axes = m.axes and replace(m.axes, params=self.state_axes() + m.axes.params)
         return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
                           self.state + m.params, body, m.span, m.doc, fired, axes)
 

@@ -379,3 +379,19 @@ def test_every_program_of_the_repository_still_loads():
     assert len(files) > 30
     for path in files:
         hilbert.load(path)
+
+
+def test_a_declared_methods_axis_has_its_weights_size():
+    """x's E is w's E: an x of another width is refused (E331), where undeclared it runs
+    (nothing in the body joins x's columns with w's rows)."""
+    text = ('model M(E, R) : Learner {{\n  weight w : Tensor[E, R] from 1\n'
+            '  def scale({x} ≔ x · einsum("er->", w ^ 2)\n}}')
+    x = np.arange(10.0).reshape(2, 5)
+    undeclared = hilbert.compile_source(text.format(x="x)")).M(3, 2)
+    np.testing.assert_array_equal(undeclared.scale(x), 6 * x)  # runs, though |E| = 3
+    declared = hilbert.compile_source(text.format(x="x : B×E) : B×E")).M(3, 2)
+    np.testing.assert_array_equal(declared.scale(x[:, :3]), 6 * x[:, :3])
+    with pytest.raises(CheckError) as err:
+        declared.scale(x)
+    assert err.value.code == "E331"
+    assert "axis E has 3 entries in w but 5 in x" in err.value.message
