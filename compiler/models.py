@@ -30,7 +30,7 @@ from .laws.scope import rules, simplified
 from .modules import SourceModule
 from .passes.inline import Inliner
 from .passes.recursion import check_recursion
-from .passes.resolve import Definition, Lowering, ModuleScope, Resolved, _suggest
+from .passes.resolve import Definition, Lowering, ModuleScope, Resolved, _suggest, declared_lets
 
 #: The base a model declares (`model Name(…) : Learner`) and the type its weights have.
 BASE = "Learner"
@@ -254,7 +254,8 @@ class _ModelCompiler:
         body = self.lowering(m.params).expr(written)
         axes = m.axes and replace(m.axes, params=self.state_axes() + m.axes.params)
         return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
-                          self.state + m.params, body, m.span, m.doc, fired, axes)
+                          self.state + m.params, body, m.span, m.doc, fired, axes,
+                          declared_lets(written))
 
     @staticmethod
     def assigned(lowering: Lowering, a: s.Assign) -> ir.Node:

@@ -395,3 +395,41 @@ def test_a_declared_methods_axis_has_its_weights_size():
         declared.scale(x)
     assert err.value.code == "E331"
     assert "axis E has 3 entries in w but 5 in x" in err.value.message
+
+
+def test_a_declared_lets_axes_have_one_size_in_a_call():
+    """y's E is x's E: a w that maps E onto another number of columns is refused (E331),
+    where undeclared it runs; two lets' axes bind each other too."""
+    text = 'fn f(x : B×E, w) ↦ let y{y} ≔ einsum("be,ef->bf", x, w) in y'
+    x, w = np.ones((2, 3)), np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(hilbert.compile_source(text.format(y="")).f(x, w), x @ w)
+    f = hilbert.compile_source(text.format(y=" : B×E"))
+    np.testing.assert_array_equal(f.f(x, w[:, :3]), x @ w[:, :3])
+    with pytest.raises(CheckError) as err:
+        f.f(x, w)
+    assert err.value.code == "E331"
+    assert "axis E has 3 entries in x but 4 in y" in err.value.message
+    assert (err.value.span.line, err.value.span.column) == (1, 30)
+    lets = hilbert.compile_source(
+        'fn g(x, w) ↦ let y : B×F ≔ einsum("be,ef->bf", x, w), z : F ≔ einsum("be->e", x) '
+        'in einsum("bf->b", y) + einsum("f->", z)')
+    expected = (x @ w[:, :3]).sum(axis=1) + x.sum()
+    np.testing.assert_allclose(lets.g(x, w[:, :3]), expected, rtol=1e-12)
+    with pytest.raises(CheckError) as err:
+        lets.g(x, w)  # sizes alone agree: nothing joins y's columns with z
+    assert err.value.code == "E331"
+    assert "axis F has 4 entries in y but 3 in z" in err.value.message
+
+
+def test_derivatives_through_declared_lets_bind_no_other_sizes():
+    """∂ makes nodes where a let's value was written, of other shapes: not a size refused."""
+    module = hilbert.compile_source('''
+fn loss(x : B×E, w : E×R) : Scalar ↦
+  let y : B×R ≔ einsum("be,er->br", x, w), s : Scalar ≔ einsum("br->", y²) in s
+fn slope(x : B×E, w : E×R) : E×R ↦ ∂ loss(x, w) / ∂ w
+fn back(x : B×E, w : E×R) : B×E ↦ ∂ loss(x, w) / ∂ x
+''')
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
+    np.testing.assert_allclose(module.slope(x, w), 2 * x.T @ (x @ w), rtol=1e-10)
+    np.testing.assert_allclose(module.back(x, w), 2 * (x @ w) @ w.T, rtol=1e-10)

@@ -24,7 +24,8 @@ from ...grammar.source import Span
 from ..modules import SourceModule
 from ..ops.einsum_spec import ELLIPSIS, check_spec, parse_spec
 from ..ops.primitives import PRIMITIVES, having
-from .resolve import Definition, ModuleScope, Resolved
+from .resolve import Definition, ModuleScope, Resolved, syntax_nodes
+from .shapes import ShapeTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,18 +89,9 @@ def _declared(axes: s.Axes) -> tuple[Axis, ...]:
 
 
 def _names_axes(e: object) -> bool:
-    """Whether `e` renames an axis or declares a let's (walked without recursion: chains may
-    be long)."""
-    pending = [e]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, s.Rename) or isinstance(node, s.Binding) and node.axes is not None:
-            return True
-        if isinstance(node, tuple):
-            pending.extend(node)
-        elif hasattr(node, "__dataclass_fields__") and not isinstance(node, (s.Axes, Span)):
-            pending.extend(getattr(node, f) for f in node.__dataclass_fields__)
-    return False
+    """Whether `e` renames an axis or declares a let's."""
+    return any(isinstance(n, s.Rename) or isinstance(n, s.Binding) and n.axes is not None
+               for n in syntax_nodes(e))
 
 
 def _shown(value: tuple[Axis, ...]) -> str:
@@ -379,15 +371,20 @@ def _children(e: s.Expr) -> list[s.Expr]:
     return []
 
 
-def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> None:
+#: Each axis's size in a call, and the parameter (or let) that bound it first.
+Sizes = dict[str, tuple[int, str]]
+
+
+def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> Sizes:
     """E331 where a call's arguments do not fit `definition`'s declared axes: an argument of
     another rank, or one axis name given two sizes (an axis's size is bound once per call).
+    Gives the sizes bound.
 
     >>> check_sizes(step, ((4, 3), (3, 2)))  # x : B×E, w : E×R: B=4, E=3, R=2
     """
+    sizes: Sizes = {}
     if definition.axes is None:
-        return
-    sizes: dict[str, tuple[int, str]] = {}
+        return sizes
     # (zip stops at the declared parameters: a vjp's or jvp's entry has more after them)
     for name, axes, shape in zip(definition.params, definition.axes.params, shapes, strict=False):
         if axes is None:
@@ -399,12 +396,35 @@ def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> 
             raise CheckError("E331", f"{name} is declared {print_shape(axes)}, "
                              f"{_count(len(axes.names))}, but this call gives it "
                              f"{_count(len(shape))} (shape {_sized(shape)})", whole)
-        for axis, size, span in zip(axes.names, shape, axes.spans, strict=True):
-            first = sizes.setdefault(axis, (size, name))
-            if first[0] != size:
-                raise CheckError("E331", f"axis {axis} has {first[0]} entries in {first[1]} "
-                                 f"but {size} in {name}: an axis has one size in a call",
-                                 span)
+        _bind(sizes, name, axes, shape)
+    return sizes
+
+
+def _bind(sizes: Sizes, name: str, axes: s.Axes, shape: tuple[int, ...]) -> None:
+    """Each of `name`'s axes bound to its size in `shape`: E331 where bound to another."""
+    for axis, size, span in zip(axes.names, shape, axes.spans, strict=True):
+        first = sizes.setdefault(axis, (size, name))
+        if first[0] != size:
+            raise CheckError("E331", f"axis {axis} has {first[0]} entries in {first[1]} "
+                             f"but {size} in {name}: an axis has one size in a call", span)
+
+
+def check_let_sizes(definition: Definition, sizes: Sizes, table: ShapeTable) -> None:
+    """E331 where a declared let's value (`let y : B×R ≔ v`, its shape in this call from
+    `table`) gives an axis another size than the call's parameters or an earlier let did.
+    The value is found by its span; one the body no longer has as written (a law rewrote it,
+    or it is a parameter), or whose span has nodes of several shapes (a derivative's), is not
+    checked."""
+    shapes: dict[Span, set[tuple[int, ...]]] = {}
+    for scope in table.scopes.values():
+        for node, shape in scope.items():
+            if getattr(node, "span", None) is not None and isinstance(shape, tuple) and all(
+                    isinstance(size, int) for size in shape):  # (not a tuple's shapes)
+                shapes.setdefault(node.span, set()).add(shape)
+    for name, axes, span in definition.lets:
+        found = shapes.get(span, set())
+        if len(found) == 1 and len(shape := next(iter(found))) == len(axes.names):
+            _bind(sizes, name, axes, shape)
 
 
 def _count(axes: int) -> str:
