@@ -243,11 +243,13 @@ class _ModelCompiler:
                                                       params), w.span)
 
     def state_axes(self) -> tuple[s.Axes | None, ...]:
-        """The named axes of the state a method takes first: each weight's dims where all are
-        names (a declared method's E is its weights' E, one size in a call: E331)."""
-        dims = {w.name: w for w in self.decl.weights if all(isinstance(d, str) for d in w.dims)}
-        return tuple(s.Axes(tuple(str(d) for d in dims[n].dims), (dims[n].span,) * len(dims[n].dims))
-                     if n in dims else None for n in self.state)
+        """The named axes of the state a method takes first: each weight's dims (a declared
+        method's E is its weights' E, one size in a call: E331); a number dim is an axis of
+        that many entries, named by the number (no axis a user names can be)."""
+        weights = {w.name: w for w in self.decl.weights}
+        return tuple(s.Axes(tuple(d if isinstance(d, str) else str(int(d)) for d in w.dims),
+                            (w.span,) * len(w.dims))
+                     if (w := weights.get(n)) is not None else None for n in self.state)
 
     def method_definition(self, m: s.Definition) -> Definition:
         written, fired = simplified(m.body, rules(self.scope.laws))  # the module's laws

@@ -433,3 +433,23 @@ fn back(x : B×E, w : E×R) : B×E ↦ ∂ loss(x, w) / ∂ x
     x, w = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
     np.testing.assert_allclose(module.slope(x, w), 2 * x.T @ (x @ w), rtol=1e-10)
     np.testing.assert_allclose(module.back(x, w), 2 * (x @ w) @ w.T, rtol=1e-10)
+
+
+# The Prelude's sequence models declare their methods in the model's parameter names
+
+def test_the_prelude_sequence_models_declare_their_inputs_axes():
+    """Sequences' run methods name their axes after the model's parameters (the keyword API
+    and the answers unchanged: tests/test_prelude_sequences.py): an input of another width
+    is refused naming the axis, before any einsum sees it."""
+    seq = hilbert.open("Prelude.Sequences")
+    gru, heads = seq.GRU(3, 4, 0), seq.MultiHeadAttention(6, 2, 4, 3, 0)
+    x, h = np.ones((5, 2, 3)), np.zeros((2, 4))
+    assert gru.run(x=x, h=h).shape == (2, 4)
+    assert heads.run(np.ones((2, 5, 6))).shape == (2, 5, 6)
+    for run, args, says in ((gru.run, (np.ones((5, 2, 7)), h), "axis inputs has 3 entries"),
+                            (heads.run, (np.ones((2, 5, 4)),), "axis width has 6 entries"),
+                            (seq.LSTM(3, 4, 0).run, (x, h, np.zeros((2, 5))),
+                             "axis hidden has 4 entries")):
+        with pytest.raises(CheckError) as err:
+            run(*args)
+        assert err.value.code == "E331" and says in err.value.message
