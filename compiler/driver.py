@@ -19,7 +19,7 @@ from .ir import verify
 from .kept import kept_entry, kept_plan
 from .models import CompiledModel, compile_models
 from .modules import Loader, SourceModule
-from .passes.axes import check_axes, check_sizes
+from .passes.axes import check_axes, check_let_sizes, check_sizes
 from .passes.inline import Inliner
 from .passes.monomorphise import monomorphise
 from .passes.realness import check_complex
@@ -107,8 +107,10 @@ def compile_module(loader: Loader, root: SourceModule, export_all: bool = False)
 def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:
     """Infer every shape of `entry` as written for these argument shapes (the shape rules are
     enforced here, so an error names what the user wrote)."""
-    check_sizes(entry.definition, shapes)                    # each named axis one size (E331)
-    return infer_shapes(entry.body, shapes)
+    sizes = check_sizes(entry.definition, shapes)            # each named axis one size (E331)
+    table = infer_shapes(entry.body, shapes)
+    check_let_sizes(entry.definition, sizes, table)          # and a declared let's, the same
+    return table
 
 
 @dataclass

@@ -30,7 +30,7 @@ from .laws.scope import rules, simplified
 from .modules import SourceModule
 from .passes.inline import Inliner
 from .passes.recursion import check_recursion
-from .passes.resolve import Definition, Lowering, ModuleScope, Resolved, _suggest
+from .passes.resolve import Definition, Lowering, ModuleScope, Resolved, _suggest, declared_lets
 
 #: The base a model declares (`model Name(…) : Learner`) and the type its weights have.
 BASE = "Learner"
@@ -242,12 +242,22 @@ class _ModelCompiler:
         return WeightDecl(w.name, dims, ir.substitute(inliner.expand(body, f"{self.decl.name}.{w.name}"),
                                                       params), w.span)
 
+    def state_axes(self) -> tuple[s.Axes | None, ...]:
+        """The named axes of the state a method takes first: each weight's dims (a declared
+        method's E is its weights' E, one size in a call: E331); a number dim is an axis of
+        that many entries, named by the number (no axis a user names can be)."""
+        weights = {w.name: w for w in self.decl.weights}
+        return tuple(s.Axes(tuple(d if isinstance(d, str) else str(int(d)) for d in w.dims),
+                            (w.span,) * len(w.dims))
+                     if (w := weights.get(n)) is not None else None for n in self.state)
+
     def method_definition(self, m: s.Definition) -> Definition:
         written, fired = simplified(m.body, rules(self.scope.laws))  # the module's laws
         body = self.lowering(m.params).expr(written)
-        axes = m.axes and replace(m.axes, params=(None,) * len(self.state) + m.axes.params)
+        axes = m.axes and replace(m.axes, params=self.state_axes() + m.axes.params)
         return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
-                          self.state + m.params, body, m.span, m.doc, fired, axes)
+                          self.state + m.params, body, m.span, m.doc, fired, axes,
+                          declared_lets(written))
 
     @staticmethod
     def assigned(lowering: Lowering, a: s.Assign) -> ir.Node:

@@ -220,14 +220,16 @@ def heads(x, wq, wk, wv, causal) ≔
 -- counts them. At the seed's sizes (E = 512, D = 768; M = 768, F = L = 64, 12 heads): LSTM
 -- 3,935,232, PeepholeLSTM 3,937,536, GRU 2,953,728, ChoGRU 2,951,424 (2,949,120 of them in
 -- its two matrices), Attention 147,456, MultiHeadAttention 2,359,296 (1,769,472 in the three
--- input projections, 589,824 in wo).
+-- input projections, 589,824 in wo). Each run names its inputs' axes after the model's
+-- parameters, as its weights do (x : T×B×inputs, h : B×hidden), so an input of another width
+-- is refused naming the axis (E331) and the weights' axes are checked through the cells.
 
 -- LSTM(inputs, hidden, seed) · the LSTM of lstm: run(x, h, c) walks a sequence T×B×inputs.
 model LSTM(inputs, hidden, seed) : Learner {
   weight wx : Tensor[inputs, hidden, 4] from drawn(uniform(seed), hidden)
   weight wh : Tensor[hidden, hidden, 4] from drawn(uniform(seed), hidden)
   weight b  : Tensor[hidden, 4]         from drawn(uniform(seed), hidden)
-  def run(x, h, c) ≔ lstm(x, h, c, wx, wh, b)
+  def run(x : T×B×inputs, h : B×hidden, c : B×hidden) ≔ lstm(x, h, c, wx, wh, b)
 }
 
 -- PeepholeLSTM(inputs, hidden, seed) · Graves' LSTM with diagonal peepholes.
@@ -236,7 +238,7 @@ model PeepholeLSTM(inputs, hidden, seed) : Learner {
   weight wh : Tensor[hidden, hidden, 4] from drawn(uniform(seed), hidden)
   weight b  : Tensor[hidden, 4]         from drawn(uniform(seed), hidden)
   weight p  : Tensor[hidden, 3]         from drawn(uniform(seed), hidden)
-  def run(x, h, c) ≔ peepholeLstm(x, h, c, wx, wh, b, p)
+  def run(x : T×B×inputs, h : B×hidden, c : B×hidden) ≔ peepholeLstm(x, h, c, wx, wh, b, p)
 }
 
 -- GRU(inputs, hidden, seed) · PyTorch's GRU, two biases.
@@ -245,7 +247,7 @@ model GRU(inputs, hidden, seed) : Learner {
   weight wh : Tensor[hidden, hidden, 3] from drawn(uniform(seed), hidden)
   weight bx : Tensor[hidden, 3]         from drawn(uniform(seed), hidden)
   weight bh : Tensor[hidden, 3]         from drawn(uniform(seed), hidden)
-  def run(x, h) ≔ gru(x, h, wx, wh, bx, bh)
+  def run(x : T×B×inputs, h : B×hidden) : B×hidden ≔ gru(x, h, wx, wh, bx, bh)
 }
 
 -- ChoGRU(inputs, hidden, seed) · Cho's GRU with one bias per block.
@@ -253,7 +255,7 @@ model ChoGRU(inputs, hidden, seed) : Learner {
   weight wx : Tensor[inputs, hidden, 3] from drawn(uniform(seed), hidden)
   weight wh : Tensor[hidden, hidden, 3] from drawn(uniform(seed), hidden)
   weight b  : Tensor[hidden, 3]         from drawn(uniform(seed), hidden)
-  def run(x, h) ≔ choGru(x, h, wx, wh, b)
+  def run(x : T×B×inputs, h : B×hidden) : B×hidden ≔ choGru(x, h, wx, wh, b)
 }
 
 -- Attention(width, key, value, seed) · one head of self-attention, without biases.
@@ -261,7 +263,7 @@ model Attention(width, key, value, seed) : Learner {
   weight wq : Tensor[width, key]   from drawn(uniform(seed), width)
   weight wk : Tensor[width, key]   from drawn(uniform(seed), width)
   weight wv : Tensor[width, value] from drawn(uniform(seed), width)
-  def run(x) ≔ attention(x, wq, wk, wv)
+  def run(x : B×T×width) : B×T×value ≔ attention(x, wq, wk, wv)
 }
 
 -- MultiHeadAttention(width, heads, key, value, seed) · several heads and the output projection.
@@ -270,8 +272,8 @@ model MultiHeadAttention(width, heads, key, value, seed) : Learner {
   weight wk : Tensor[heads, width, key]   from drawn(uniform(seed), width)
   weight wv : Tensor[heads, width, value] from drawn(uniform(seed), width)
   weight wo : Tensor[heads, value, width] from drawn(uniform(seed), width)
-  def run(x) ≔ multiHead(x, wq, wk, wv, wo)
-  def runCausal(x) ≔ causalMultiHead(x, wq, wk, wv, wo)
+  def run(x : B×T×width) : B×T×width ≔ multiHead(x, wq, wk, wv, wo)
+  def runCausal(x : B×T×width) : B×T×width ≔ causalMultiHead(x, wq, wk, wv, wo)
 }
 
 -- drawn(u, n) · u uniform draws in [0, 1), any shape · n width scalar → same shape

@@ -22,9 +22,10 @@ from ...grammar.errors import CheckError
 from ...grammar.signature import print_shape
 from ...grammar.source import Span
 from ..modules import SourceModule
-from ..ops.einsum_spec import check_spec, parse_spec
+from ..ops.einsum_spec import ELLIPSIS, check_spec, parse_spec
 from ..ops.primitives import PRIMITIVES, having
-from .resolve import Definition, ModuleScope, Resolved
+from .resolve import Definition, ModuleScope, Resolved, syntax_nodes
+from .shapes import ShapeTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +59,29 @@ def check_axes(resolved: Resolved, root: SourceModule) -> None:
     scope = resolved.scopes.get(root.key)
     for model in models:
         weights = {w.name: _weight(w) for w in model.weights}
+        checker = _Checker(resolved, scope, weights, calls, _Members(model))
         for method in model.methods:
-            _Checker(resolved, scope, weights, calls).definition(method)
+            checker.definition(method)
+        for train in model.trains:
+            checker.train(train)
 
 
 def _weight(w: s.Weight) -> Value:
     return tuple(Axis(d, w.span) if isinstance(d, str) else _UNKNOWN for d in w.dims)
+
+
+class _Members:
+    """A model's methods, callable from its methods and train blocks, and the axes its weights
+    fix (a method's E is its weights' E: an argument's axis must be that one)."""
+
+    def __init__(self, model: s.Model | None = None):
+        self.name = model.name if model is not None else ""
+        self.methods = {m.name: m for m in model.methods} if model is not None else {}
+        self.fixed: dict[str, Axis] = {}
+        for w in model.weights if model is not None else ():
+            for d in w.dims:
+                if isinstance(d, str):
+                    self.fixed.setdefault(d, Axis(d, w.span))
 
 
 def _declared(axes: s.Axes) -> tuple[Axis, ...]:
@@ -71,18 +89,9 @@ def _declared(axes: s.Axes) -> tuple[Axis, ...]:
 
 
 def _names_axes(e: object) -> bool:
-    """Whether `e` renames an axis or declares a let's (walked without recursion: chains may
-    be long)."""
-    pending = [e]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, s.Rename) or isinstance(node, s.Binding) and node.axes is not None:
-            return True
-        if isinstance(node, tuple):
-            pending.extend(node)
-        elif hasattr(node, "__dataclass_fields__") and not isinstance(node, (s.Axes, Span)):
-            pending.extend(getattr(node, f) for f in node.__dataclass_fields__)
-    return False
+    """Whether `e` renames an axis or declares a let's."""
+    return any(isinstance(n, s.Rename) or isinstance(n, s.Binding) and n.axes is not None
+               for n in syntax_nodes(e))
 
 
 def _shown(value: tuple[Axis, ...]) -> str:
@@ -108,13 +117,17 @@ def _differ(what: str, a: Axis, b: Axis, span: Span) -> CheckError:
 
 def _conforms(declared: str, gives: str, got: Value, axes: s.Axes, span: Span) -> Value:
     """The declared axes, where `got` (a value's inferred axes) agrees with them; else E330."""
-    want = _declared(axes)
+    return _agrees(declared, gives, got, _declared(axes), span)
+
+
+def _agrees(declared: str, gives: str, got: Value, want: tuple[Axis, ...], span: Span) -> Value:
+    """`want`, where `got` agrees with it (an axis not known agrees with any); else E330."""
     if got is None:
         return want
     if len(got) != len(want):
         raise CheckError("E330", f"{declared} {_shown(want)}, but {gives} {_shown(got)}", span)
     for g, w in zip(got, want, strict=True):
-        if g.name is not None and g.name != w.name:
+        if g.name is not None and w.name is not None and g.name != w.name:
             raise CheckError("E330", f"{declared} {_shown(want)}, but {gives} {_shown(got)}: "
                              f"axis {g.name}{_at(g, span)} where axis {w.name}{_at(w, span)} "
                              "is declared; they are different coordinate sets, even where "
@@ -135,11 +148,29 @@ class _Checker:
     """Infers the axes of one body's values (`env`: the names in scope and their axes)."""
 
     def __init__(self, resolved: Resolved, scope: ModuleScope | None, env: dict[str, Value],
-                 calls: _Calls):
+                 calls: _Calls, members: _Members | None = None):
         self.resolved = resolved
         self.scope = scope
         self.env = env
         self.calls = calls
+        self.members = members or _Members()
+
+    def train(self, train: s.Train) -> None:
+        """A train block: each weight's new value has the weight's axes (`w ≔ …`, E330); its
+        parameters declare none, so what follows from them is not known."""
+        env = dict(self.env)
+        env.update({name: None for name in train.params})
+        for a in train.assigns:
+            part = a.value  # ((a, b) ≔ (x, y): a's part is x; of any other value, not known)
+            if a.count != 1:
+                tuple_ = isinstance(part, s.Tuple) and len(part.items) == a.count
+                part = part.items[a.index] if isinstance(part, s.Tuple) and tuple_ else None
+            value = self.expr(a.value if part is None else part, env)
+            want = self.env.get(a.name)
+            if part is None or want is None or a.name in train.params:
+                continue
+            _agrees(f"{a.name} is a weight of axes", "its update gives", value, want,
+                    a.value.span)
 
     def definition(self, d: s.Definition) -> None:
         env = dict(self.env)
@@ -242,7 +273,7 @@ class _Checker:
     def einsum(self, spec: str, operands: list[Value], span: Span) -> Value:
         """An einsum's letters each stand for one axis: where a letter meets two, E330."""
         terms = parse_spec(check_spec(spec, len(operands), span))
-        if "..." in str(terms):
+        if ELLIPSIS in spec or "..." in spec:  # (axes no letter names: not known)
             return None
         bound: dict[str, Axis] = {}
         for term, value in zip(terms.inputs, operands, strict=True):
@@ -262,13 +293,18 @@ class _Checker:
             for other in args[1:]:
                 value = self.join(f"{name}(…)", value, other, span)
             return value
-        key = self.callee(name, module)
-        callee = self.resolved.syntax.get(key or "")
+        method = self.members.methods.get(name) if module is None else None
+        if method is not None:
+            key: str | None = f"{self.members.name}.{name}"
+            callee: s.Definition | None = method
+        else:
+            key = self.callee(name, module)
+            callee = self.resolved.syntax.get(key or "")
         if key is None or callee is None or len(args) != len(callee.params):
             return None
         if callee.axes is not None:
-            return _instantiate(callee, args, span)
-        return self.through(key, callee, args, span)
+            return _instantiate(callee, args, span, self.members.fixed if method else {})
+        return self.through(key, callee, args, span, method is not None)
 
     def callee(self, name: str, module: str | None) -> str | None:
         """The key of the definition a plain call names, as resolve finds it (own, then opened
@@ -280,19 +316,23 @@ class _Checker:
                 return scope.own[name]
         return None
 
-    def through(self, key: str, callee: s.Definition, args: list[Value], span: Span) -> Value:
+    def through(self, key: str, callee: s.Definition, args: list[Value], span: Span,
+                method: bool = False) -> Value:
         """An undeclared callee's result: its body walked with the arguments' axes, once per
-        callee and axes (a callee already being walked, a loop, gives an unknown result)."""
-        if all(a is None for a in args) or key in self.calls.walking:
+        callee and axes (a callee already being walked, a loop, gives an unknown result); a
+        model's method sees the model's weights and methods."""
+        if all(a is None for a in args) and not method or key in self.calls.walking:
             return None
         memo = (key, tuple(a if a is None else tuple(x.name for x in a) for a in args))
         if memo not in self.calls.results:
             resolved = self.resolved.definitions.get(key)
             scope = self.resolved.scopes.get(resolved.module) if resolved is not None else None
-            env = dict(zip(callee.params, args, strict=True))
+            checker = (_Checker(self.resolved, self.scope, self.env, self.calls, self.members)
+                       if method else _Checker(self.resolved, scope, {}, self.calls))
+            env = {**checker.env, **dict(zip(callee.params, args, strict=True))}
             self.calls.walking.add(key)
             try:
-                value = _Checker(self.resolved, scope, env, self.calls).expr(callee.body, env)
+                value = checker.expr(callee.body, env)
             except CheckError as err:
                 raise err.with_note(f"{callee.name} called with these axes at {span}") from None
             finally:
@@ -301,11 +341,13 @@ class _Checker:
         return self.calls.results[memo]
 
 
-def _instantiate(callee: s.Definition, args: list[Value], span: Span) -> Value:
+def _instantiate(callee: s.Definition, args: list[Value], span: Span,
+                 fixed: dict[str, Axis]) -> Value:
     """A declared definition's result at a call: its axis names stand for the arguments'
-    axes, one axis each (its E must be one axis in every argument that has an E)."""
+    axes, one axis each (its E must be one axis in every argument that has an E); the names
+    in `fixed` (a model's weights' axes, for its methods) stand for themselves."""
     assert callee.axes is not None
-    meaning: dict[str, Axis] = {}
+    meaning: dict[str, Axis] = dict(fixed)
     for declared, value in zip(callee.axes.params, args, strict=True):
         if declared is None or value is None or len(value) != len(declared.names):
             continue
@@ -329,15 +371,20 @@ def _children(e: s.Expr) -> list[s.Expr]:
     return []
 
 
-def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> None:
+#: Each axis's size in a call, and the parameter (or let) that bound it first.
+Sizes = dict[str, tuple[int, str]]
+
+
+def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> Sizes:
     """E331 where a call's arguments do not fit `definition`'s declared axes: an argument of
     another rank, or one axis name given two sizes (an axis's size is bound once per call).
+    Gives the sizes bound.
 
     >>> check_sizes(step, ((4, 3), (3, 2)))  # x : B×E, w : E×R: B=4, E=3, R=2
     """
+    sizes: Sizes = {}
     if definition.axes is None:
-        return
-    sizes: dict[str, tuple[int, str]] = {}
+        return sizes
     # (zip stops at the declared parameters: a vjp's or jvp's entry has more after them)
     for name, axes, shape in zip(definition.params, definition.axes.params, shapes, strict=False):
         if axes is None:
@@ -349,12 +396,35 @@ def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> 
             raise CheckError("E331", f"{name} is declared {print_shape(axes)}, "
                              f"{_count(len(axes.names))}, but this call gives it "
                              f"{_count(len(shape))} (shape {_sized(shape)})", whole)
-        for axis, size, span in zip(axes.names, shape, axes.spans, strict=True):
-            first = sizes.setdefault(axis, (size, name))
-            if first[0] != size:
-                raise CheckError("E331", f"axis {axis} has {first[0]} entries in {first[1]} "
-                                 f"but {size} in {name}: an axis has one size in a call",
-                                 span)
+        _bind(sizes, name, axes, shape)
+    return sizes
+
+
+def _bind(sizes: Sizes, name: str, axes: s.Axes, shape: tuple[int, ...]) -> None:
+    """Each of `name`'s axes bound to its size in `shape`: E331 where bound to another."""
+    for axis, size, span in zip(axes.names, shape, axes.spans, strict=True):
+        first = sizes.setdefault(axis, (size, name))
+        if first[0] != size:
+            raise CheckError("E331", f"axis {axis} has {first[0]} entries in {first[1]} "
+                             f"but {size} in {name}: an axis has one size in a call", span)
+
+
+def check_let_sizes(definition: Definition, sizes: Sizes, table: ShapeTable) -> None:
+    """E331 where a declared let's value (`let y : B×R ≔ v`, its shape in this call from
+    `table`) gives an axis another size than the call's parameters or an earlier let did.
+    The value is found by its span; one the body no longer has as written (a law rewrote it,
+    or it is a parameter), or whose span has nodes of several shapes (a derivative's), is not
+    checked."""
+    shapes: dict[Span, set[tuple[int, ...]]] = {}
+    for scope in table.scopes.values():
+        for node, shape in scope.items():
+            if getattr(node, "span", None) is not None and isinstance(shape, tuple) and all(
+                    isinstance(size, int) for size in shape):  # (not a tuple's shapes)
+                shapes.setdefault(node.span, set()).add(shape)
+    for name, axes, span in definition.lets:
+        found = shapes.get(span, set())
+        if len(found) == 1 and len(shape := next(iter(found))) == len(axes.names):
+            _bind(sizes, name, axes, shape)
 
 
 def _count(axes: int) -> str:

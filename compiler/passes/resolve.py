@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ...grammar import syntax as s
@@ -35,6 +36,27 @@ class Definition:
     doc: str = field(default="", compare=False)
     laws: tuple[str, ...] = ()  # the laws that rewrote its body, as they first fired
     axes: s.Declared | None = field(default=None, compare=False)  # named axes, where declared
+    #: each declared `let y : B×R ≔ v` of the body: y, its axes and v's span (sizes: E331)
+    lets: tuple[tuple[str, s.Axes, Span], ...] = field(default=(), compare=False)
+
+
+def declared_lets(body: s.Expr) -> tuple[tuple[str, s.Axes, Span], ...]:
+    """Each `let y : B×R ≔ v` in `body`: y, its axes and v's span, in the order written."""
+    return tuple((n.names[0], n.axes, n.value.span) for n in syntax_nodes(body)
+                 if isinstance(n, s.Binding) and n.axes is not None)
+
+
+def syntax_nodes(e: object) -> Iterator[object]:
+    """Every node under `e` (itself first), in the order written, walked without recursion
+    (chains may be long)."""
+    pending = [e]
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, tuple):
+            pending.extend(reversed(node))
+        elif hasattr(node, "__dataclass_fields__") and not isinstance(node, (s.Axes, Span)):
+            pending.extend(getattr(node, f) for f in reversed(node.__dataclass_fields__))
 
 
 @dataclass
@@ -106,7 +128,7 @@ def _scope(loader: Loader, module: SourceModule, resolved: Resolved,
             body = Lowering(scope, resolved, decl.params).expr(written)
             resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
                                                    decl.params, body, decl.span, decl.doc, fired,
-                                                   decl.axes)
+                                                   decl.axes, declared_lets(written))
     opening.pop()
     return scope
 
