@@ -99,7 +99,7 @@ class Lowered:
                 values.append(args[result.index])
             elif result.kind in ("fresh", "held"):
                 address = words[at]
-                if result.kind == "fresh" or address not in known:
+                if address not in known:
                     known[address] = _adopted(address, words[at + 1:at + 1 + result.rank],
                                               result.dtype)
                 values.append(known[address])
