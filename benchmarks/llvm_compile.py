@@ -4,6 +4,7 @@ with an empty cache directory, three times, medians kept (docs/architecture.md, 
 back end (stage 1)", holds the figures).
 
     .venv/bin/python -m benchmarks.llvm_compile            # a table of medians
+    .venv/bin/python -m benchmarks.llvm_compile --only fitted   # one program's row
     .venv/bin/python -m benchmarks.llvm_compile --child P SHAPE DTYPE   # one measurement
 
 A measurement imports Numba and plans the program first (`f.plan`), then times `f.build`
@@ -35,6 +36,8 @@ fn logistic(x) ↦ sigmoid(x)
 fn total(x) ↦ einsum("ij->", x)
 fn rowMax(x) ↦ maximum(x, 1)
 fn shaped(x) ↦ ln(1 + x²) + tanh(x) · abs(x) − floor(x) + sqrt(abs(x)) + max(x, 0.5)
+def fit(t, w, x, y, r) ≔ if t = 0 then w else fit(t − 1, w − r · einsum("ni,n->i", x, einsum("ni,i->n", x, w) − y), x, y, r)
+fn fitted(x) ↦ fit(50, 0 · einsum("ni->i", x), x, einsum("ni->n", x), 0.001)
 """
 
 #: (function, shape, dtype) measured.
@@ -42,7 +45,8 @@ CASES = [("softmax", (64, 100), "float64"), ("softmax", (64, 100), "float32"),
          ("normed", (64, 100), "float64"), ("normed", (64, 100), "float32"),
          ("logistic", (64, 100), "float64"), ("total", (16, 64), "float64"),
          ("total", (64, 100), "float64"),
-         ("rowMax", (64, 100), "float64"), ("shaped", (64, 100), "float64")]
+         ("rowMax", (64, 100), "float64"), ("shaped", (64, 100), "float64"),
+         ("fitted", (20, 3), "float64")]  # (a loop: 50 steps of least squares' gradient)
 BACKENDS = ("numba", "llvm")
 RUNS = 3
 
@@ -82,6 +86,7 @@ def measure(name: str, shape: tuple[int, ...], dtype: str, backend: str) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=3, metavar=("FUNCTION", "SHAPE", "DTYPE"))
+    parser.add_argument("--only", help="measure this function's cases only")
     args = parser.parse_args()
     if args.child:
         name, shape, dtype = args.child
@@ -90,6 +95,8 @@ def main() -> None:
     print("| program | dtype | numba build (s) | llvm build (s) | ratio | llvm built by |")
     print("|---|---|---|---|---|---|")
     for name, shape, dtype in CASES:
+        if args.only and name != args.only:
+            continue
         medians, backend = {}, ""
         for chosen in BACKENDS:
             runs = [measure(name, shape, dtype, chosen) for _ in range(RUNS)]

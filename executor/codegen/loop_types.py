@@ -146,7 +146,7 @@ def of(expr: Expr, table: dict[str, Type | None], code: str) -> Type | None:
         case Sub(base=base, index=index):
             return _element(of(base, table, code), index, table, code)
         case View(base=base, form=form, args=args):
-            return _view(of(base, table, code), form, args)
+            return view_type(of(base, table, code), form, args)
         case Pick(a=a, b=b):
             kinds = {of(a, table, code), of(b, table, code)}
             return kinds.pop() if len(kinds) == 1 else None
@@ -183,7 +183,7 @@ def _element(base: Type | None, index: tuple[Expr, ...], table, code: str) -> Ty
     return Type(base.dtype, base.rank - dropped)
 
 
-def _view(base: Type | None, form: str, args: tuple[Expr, ...]) -> Type | None:
+def view_type(base: Type | None, form: str, args: tuple[Expr, ...]) -> Type | None:
     """A view of an array of type `base`: its dtype; its rank a transpose's or a slice's
     (the same, and one more for each new axis), or a reshape's (its shape's entries)."""
     if base is None:

@@ -5,12 +5,18 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     templates.py    an Fmt's template read once by Python's ast (the one place that reads them)
     lower.py        statements to llvmlite.ir, and the fixed C ABI the function takes
     expressions.py  expressions to llvmlite.ir: locals, arrays, templates, calls
+    views.py        transposes, reshapes and slices of arrays as views, without copies
+    held.py         array locals a loop reassigns (its state, its step's buffers), in slots
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
     maths.py        vmath.py's exact exp, log and tanh, operation for operation
     compile.py      llvmlite's binding: target machine, optimisation level, addresses
     call.py         the Python side of the ABI: packing, calling, memory handed back
     unsupported.py  the signal that a function is left to Numba
+
+Loops (`while True`, `break`, the Ctrl-C check of the `stop` flag, the step count) and the
+coded runtime errors they raise (answered by number through the ABI, raised by call.py as
+Numba-built code raises them) are lowered; parallel nests (threads) are not yet.
 
 HILBERT_CODEGEN=llvm asks for it (`wanted`); a function outside what it lowers raises
 `Unsupported` while it is lowered, before anything compiles, and is built by Numba."""
@@ -46,13 +52,14 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     executor's regions convert them; otherwise their strides are read."""
     from ..codegen.loops import For, While, statements
     from . import call, compile, lower
+    from .types import Array
 
-    if "stop" in names:
-        raise Unsupported("loops (their Ctrl-C checks and step counts)")
+    if len(names) == len(params) + 1 and names[-1] == "stop":  # (loops' Ctrl-C flag)
+        params = [*params, Array("int64", 1)]
     found = statements(body)
     if any(isinstance(s, For) and s.parallel for s in found):
         raise Unsupported("a parallel nest (threads)")
     made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     loops = any(isinstance(s, (For, While)) for s in found)
     return call.Lowered(made.text, params, made.results, compile.level(len(found), loops),
-                        contiguous)
+                        contiguous, made.raises)

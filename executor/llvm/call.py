@@ -18,6 +18,7 @@ import weakref
 
 import numpy as np
 
+from ..numba import faults
 from . import compile as machine
 from .lower import NAME, Result
 from .types import Array, Type
@@ -37,7 +38,7 @@ class Lowered:
     with its parameters, answering what the function returns."""
 
     def __init__(self, text: str, params: list[Type], results: list[Result], level: int,
-                 contiguous: bool = False):
+                 contiguous: bool = False, raises: list[tuple[str, tuple[str, ...]]] = ()):
         self.text = text
         self._contiguous = contiguous  # (its arrays must be C-ordered: lower.py)
         self.level = level
@@ -45,10 +46,13 @@ class Lowered:
                                      else _NUMBER[t] for t in params)
         self._arrays = tuple(isinstance(t, Array) for t in params)
         self._results = tuple(results)
-        self._out = "=" + "".join("q" * (1 + r.rank) if r.kind == "fresh"
+        self._out = "=" + "".join("q" * (1 + r.rank) if r.kind in ("fresh", "held")
                                   else _NUMBER[r.dtype] if r.kind == "number" else ""
                                   for r in results)
-        self._out_size = max(struct.calcsize(self._out), 8)
+        self._raises = tuple(("=" + "".join(_NUMBER[t] for t in types), getattr(faults, name))
+                             for name, types in raises)  # (each raise's layout and class)
+        self._out_size = max([8, struct.calcsize(self._out),
+                              *(struct.calcsize(layout) for layout, _ in self._raises)])
         self._lock = threading.Lock()
         self._call = None
         self._machine = None  # (keeps the code mapped while this object lives)
@@ -78,17 +82,27 @@ class Lowered:
         packed = ctypes.create_string_buffer(struct.pack(self._params, *words), 
                                              max(struct.calcsize(self._params), 8))
         out = ctypes.create_string_buffer(self._out_size)
-        self._call(packed, out)  # type: ignore[misc]
+        code = self._call(packed, out)  # type: ignore[misc]
+        if code:  # a coded runtime error, raised as Numba-built code raises it (faults.py)
+            layout, error = self._raises[code - 1]
+            raise error(*struct.unpack_from(layout, out))
         return self._unpacked(struct.unpack_from(self._out, out), args)
 
     def _unpacked(self, words: tuple, args) -> tuple:
         values, at = [], 0
+        # (a held local's array: a parameter's memory is that parameter, as Numba returns it;
+        # the same memory returned twice is one array)
+        known = {args[k].ctypes.data: args[k] for k, is_array in enumerate(self._arrays)
+                 if is_array}
         for result in self._results:
             if result.kind == "param":
                 values.append(args[result.index])
-            elif result.kind == "fresh":
-                values.append(_adopted(words[at], words[at + 1:at + 1 + result.rank],
-                                       result.dtype))
+            elif result.kind in ("fresh", "held"):
+                address = words[at]
+                if address not in known:
+                    known[address] = _adopted(address, words[at + 1:at + 1 + result.rank],
+                                              result.dtype)
+                values.append(known[address])
                 at += 1 + result.rank
             else:
                 word = words[at]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 
 import llvmlite.binding as llvm
 
@@ -50,7 +51,12 @@ class Machine:
     """Machine code of one module, in memory: its engine and the address of each function."""
 
     def __init__(self, engine, addresses: dict[str, int], level: int):
-        self._engine = engine  # (holds the code's memory: freed with this object)
+        # The engine (holding the code's memory, its module and the module's LLVM context) is
+        # held by a finaliser, not by this object, and closed when this object goes: as garbage
+        # in a reference cycle (a traceback holding a call's frame) the collector would clear
+        # the objects in the cycle in any order, the context before the engine that frees the
+        # module in it (a crash); what a finaliser holds is never part of the garbage.
+        self._closed = weakref.finalize(self, engine.close)
         self.addresses = addresses
         self.level = level
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from ..codegen.loops import Call, Compare, Expr, Fmt, Num, Op, Pick, Select, Sub, Var
+from ..codegen.loops import Call, Compare, Expr, Fmt, Num, Op, Pick, Select, Sub, Var, View
 from ..codegen.spelling import INFIX, PREFIX, WRAP, spelled
 from . import runtime
 from .runtime import I64, LLVM
@@ -29,6 +29,7 @@ from .types import (
     unify,
 )
 from .unsupported import Unsupported
+from .views import view
 
 #: Each array dtype's entry size in bytes.
 ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8}
@@ -43,6 +44,9 @@ class ArrayValue:
     dtype: str
     fresh: bool  # made by this function (malloc's): freed unless returned
     param: int = -1  # the parameter it is, -1 for none
+    ordered: bool = True  # C-ordered (strides follow from the shape: a reshape is a view)
+    owned: bool = False  # (not fresh itself, but one of the arrays made or given: held.py)
+    sources: frozenset = frozenset()  # (the held locals it was read from: held.py)
 
 
 class Expressions:
@@ -57,6 +61,7 @@ class Expressions:
         self.builder = ir.IRBuilder(self._entry)
         self.slots: dict[str, ir.Value] = {}
         self.arrays: dict[str, ArrayValue] = {}
+        self.held: dict = {}  # (array locals in slots: held.py)
         self._depth = 0  # (blocks open: 0 at the function's top level)
 
     def cast(self, value: ir.Value, have: Type, want: Type) -> ir.Value:
@@ -83,6 +88,9 @@ class Expressions:
         """(value, type) of `expr` (an array's value: its ArrayValue)."""
         match expr:
             case Var(name=name):
+                if name in self.held:
+                    array = self.holding(name)  # type: ignore[attr-defined]
+                    return array, Array(array.dtype, len(array.shape))
                 if name in self.arrays:
                     array = self.arrays[name]
                     return array, Array(array.dtype, len(array.shape))
@@ -104,6 +112,9 @@ class Expressions:
                 return self._binary(op, self.value(left), self.value(right))
             case Select(test=test, a=a, b=other):
                 return self._pick(self.value(test), self.value(a), self.value(other))
+            case View(base=base, form=form, args=args):
+                made = view(self, self.value(base)[0], form, [self.value(a) for a in args])
+                return made, Array(made.dtype, len(made.shape))
         raise Unsupported(f"the expression {type(expr).__name__}")
 
     def _op(self, fn: str, tier: str, args: list[tuple]) -> tuple:
@@ -135,13 +146,32 @@ class Expressions:
 
     def _pick(self, test, a, other) -> tuple:
         """`a if test else other` as a select (both sides are computed: they have no effect)."""
+        if isinstance(a[0], ArrayValue) and isinstance(other[0], ArrayValue):
+            return self._pick_array(self.cast(*test, "bool"), a, other)
         t = unify(a[1], other[1])
         if not isinstance(t, str):
             raise Unsupported("a choice of arrays")
         return (self.builder.select(self.cast(*test, "bool"), self.cast(*a, t),
                                     self.cast(*other, t)), t)
 
+    def _pick_array(self, test: ir.Value, a: tuple, other: tuple) -> tuple:
+        """One of two arrays of one type (the double buffers of a loop's state)."""
+        if a[1] != other[1]:
+            raise Unsupported("a choice of arrays of two types")
+        x, y, b = a[0], other[0], self.builder
+        picked = ArrayValue(b.select(test, x.data, y.data),
+                            [b.select(test, p, q) for p, q in zip(x.shape, y.shape, strict=True)],
+                            [b.select(test, p, q) for p, q in zip(x.strides, y.strides,
+                                                                  strict=True)],
+                            x.dtype, False, ordered=x.ordered and y.ordered,
+                            owned=all(v.fresh or v.param >= 0 or v.owned for v in (x, y)),
+                            sources=x.sources | y.sources)
+        return picked, a[1]
+
     def _call(self, fn: str, args: list[tuple]) -> tuple:
+        if fn == "K.stop_requested":  # (stop[0], read from memory at every step: kernels.py)
+            flag = self.builder.load_atomic(args[0][0].data, "monotonic", 8)
+            return self.builder.icmp_signed("!=", flag, ir.Constant(I64, 0)), "bool"
         t = call_type(fn, tuple(at for _, at in args), self.code)
         if isinstance(t, Array):
             return self._empty(args[0], t), t

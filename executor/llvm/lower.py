@@ -9,7 +9,9 @@ entries), a number as its bits in one slot (a float32's in the low
 half). `results` receives each returned value in turn: an array made by the function as its
 data's address and its shape (1 + rank slots: C order, memory from malloc that the caller now
 owns and frees), a number as its bits; an array that is a parameter takes no slot (the caller
-hands back its own). The answer is 0 (a coded runtime error's number, later).
+hands back its own). The answer is 0, or the number (1, 2, …) of the `raise` that stopped it:
+a coded runtime error (executor/numba/faults.py) whose arguments are then in `results`, as
+bits, for call.py to raise it as Numba-built code would.
 
 Scalars live in stack slots (LLVM makes them registers); arrays are each assigned once, at the
 function's top level (so their pointers, shapes and strides are values there), and every array
@@ -24,6 +26,7 @@ from llvmlite import ir
 
 from ..codegen.loops import (
     Assign,
+    Break,
     Call,
     Delete,
     Do,
@@ -31,16 +34,18 @@ from ..codegen.loops import (
     Fmt,
     For,
     If,
+    Raise,
     Return,
     Store,
     Sub,
     Update,
     Var,
+    While,
 )
 from ..numba.vmath import WIDE
-from . import runtime
 from .expressions import ITEMSIZE, ArrayValue, Expressions
-from .runtime import I8P, I64, LLVM
+from .held import Held, held
+from .runtime import I64, LLVM
 from .scalars import from_bits, to_bits
 from .templates import field, parsed
 from .types import Array, Inference, Type
@@ -50,10 +55,14 @@ from .unsupported import Unsupported
 SIGNATURE = ir.FunctionType(I64, [I64.as_pointer(), I64.as_pointer()])
 NAME = "hb_run"
 
+#: The coded runtime errors generated code raises (executor/numba/faults.py's classes).
+FAULTS = ("K.StepCountError", "K.PositionError", "K.LabelError", "K.DrawError")
+
 
 @dataclass(frozen=True)
 class Result:
-    """One returned value as the ABI hands it back: `kind` "param" (parameter `index`),
+    """One returned value as the ABI hands it back: `kind` "param" (parameter `index`), "held"
+    (a held local's array: held.py; a parameter's memory or one made here, of `dtype`, `rank`),
     "fresh" (an array of `dtype` and `rank`) or "number" (a scalar of `dtype`)."""
 
     kind: str
@@ -62,7 +71,7 @@ class Result:
     index: int = -1
 
 
-class Lowering(Expressions):
+class Lowering(Held, Expressions):
     """The LLVM module of one function; `results` says what its call returns."""
 
     def __init__(self, body: list, params: list[tuple[str, Type]], code: str,
@@ -73,7 +82,10 @@ class Lowering(Expressions):
         self.module = self.function.module
         self.function.attributes.add("nounwind")
         self.results: list[Result] = []
+        self.raises: list[tuple[str, tuple[str, ...]]] = []  # (class, argument types) by number
+        self._breaks: list[ir.Block] = []  # (where a `break` goes: the innermost loop's end)
         self._returned = False
+        self.hold_slots(held(body, self.types) - {name for name, _ in params})
         self._parameters(params)
         self._block(body)
         if not self._returned:
@@ -95,7 +107,8 @@ class Lowering(Expressions):
                 strides = (self.c_strides(shape) if self._contiguous
                            else [b.sdiv(w, item) for w in words[1 + t.rank:]])
                 self.arrays[name] = ArrayValue(b.inttoptr(words[0], LLVM[t.dtype].as_pointer()),
-                                               shape, strides, t.dtype, False, k)
+                                               shape, strides, t.dtype, False, k,
+                                               self._contiguous)
                 at += 1 + 2 * t.rank
             else:
                 bits = b.load(b.gep(args, [ir.Constant(I64, at)]))
@@ -123,6 +136,8 @@ class Lowering(Expressions):
                 self._store(target, value, add)
             case Do(expr=Fmt(template="{}.fill({})", args=(array, value))):
                 self._fill(self.value(array)[0], self.value(value))
+            case Do(expr=Call(fn="K.copy_into", args=(target, source))):
+                self._copy(self.value(target)[0], self.value(source)[0])
             case Do(expr=Call(fn="K.wide_vectors", args=())):
                 set.add(self.function.attributes,  # (as vmath.wide_vectors asks Numba's LLVM)
                         f'"prefer-vector-width"="{WIDE}"')
@@ -130,6 +145,13 @@ class Lowering(Expressions):
                 self._for(index, size, body)
             case If(test=test, body=body, orelse=orelse):
                 self._if(test, body, orelse)
+            case While(body=body):
+                self._while(body)
+            case Break() if self._breaks:
+                self.builder.branch(self._breaks[-1])
+                self._unreachable()
+            case Raise(error=Call(fn=fn, args=args)) if fn in FAULTS:
+                self._raise(fn, args)
             case Return(value=value) if self._depth == 0:
                 self._return(value)
             case Delete():
@@ -138,6 +160,11 @@ class Lowering(Expressions):
                 raise Unsupported(f"the statement {type(stmt).__name__}")
 
     def _assign(self, name: str, value, t: Type) -> None:
+        if name in self.held:
+            if value.fresh:  # (made here: freed at the return unless a held local is returned)
+                self.arrays[f"{name}.made{len(self.arrays)}"] = value
+            self.hold(name, value)
+            return
         if isinstance(t, Array):
             if name in self.arrays or self._depth:
                 raise Unsupported(f"the array {name} assigned twice or inside a block")
@@ -161,6 +188,40 @@ class Lowering(Expressions):
 
         self._loop(index, self.cast(*self.value(size), "int64"), step)
 
+    def _while(self, body: list) -> None:
+        """`while True:`, left by a `break` (or a `raise`)."""
+        b = self.builder
+        inside = self.function.append_basic_block("while.body")
+        after = self.function.append_basic_block("while.end")
+        b.branch(inside)
+        b.position_at_end(inside)
+        self._breaks.append(after)
+        self._depth += 1
+        self._block(body)
+        self._depth -= 1
+        self._breaks.pop()
+        b.branch(inside)
+        b.position_at_end(after)
+
+    def _unreachable(self) -> None:
+        """A fresh block for what follows a jump in the same block (no path reaches it)."""
+        self.builder.position_at_end(self.function.append_basic_block("after"))
+
+    def _raise(self, fn: str, args: tuple) -> None:
+        """The coded error `fn(args)`: its arguments' bits written to `results`, the arrays
+        made so far freed, and its number answered."""
+        b, out, types = self.builder, self.function.args[1], []
+        for at, arg in enumerate(args):
+            computed, t = self.value(arg)
+            if not isinstance(t, str):
+                raise Unsupported(f"a {t} raised")
+            b.store(to_bits(b, computed, t), b.gep(out, [ir.Constant(I64, at)]))
+            types.append(t)
+        self.raises.append((fn[2:], tuple(types)))
+        self.release_unless(set(), [])
+        b.ret(ir.Constant(I64, len(self.raises)))
+        self._unreachable()
+
     def _loop(self, name: str, count: ir.Value, step) -> None:
         """`step(i)` for i = 0 … count − 1 (a counter in a slot of its own)."""
         b = self.builder
@@ -181,17 +242,31 @@ class Lowering(Expressions):
 
     def _fill(self, array: ArrayValue, value: tuple) -> None:
         """`array.fill(value)`: every entry, axis by axis."""
-        b = self.builder
         entry = self.cast(*value, array.dtype)
+        self._entries([array], lambda pointers: self.builder.store(entry, pointers[0]))
 
-        def axis(k: int, offset: ir.Value) -> None:
-            if k == len(array.shape):
-                b.store(entry, b.gep(array.data, [offset]))
+    def _copy(self, out: ArrayValue, source: ArrayValue) -> None:
+        """K.copy_into(out, source): source's entries written to out's (of one shape)."""
+        b = self.builder
+        if len(out.shape) != len(source.shape):
+            raise Unsupported("a copy between ranks")
+        self._entries([out, source], lambda pointers: b.store(
+            self.cast(b.load(pointers[1]), source.dtype, out.dtype), pointers[0]))
+
+    def _entries(self, arrays: list[ArrayValue], do) -> None:
+        """`do(pointers)` at every position of the first array's shape, axis by axis, with
+        each array's entry's pointer there."""
+        b = self.builder
+
+        def axis(k: int, offsets: list) -> None:
+            if k == len(arrays[0].shape):
+                do([b.gep(a.data, [o]) for a, o in zip(arrays, offsets, strict=True)])
                 return
-            self._loop(f"fill{k}", array.shape[k],
-                       lambda at: axis(k + 1, b.add(offset, b.mul(at, array.strides[k]))))
+            self._loop(f"entries{k}", arrays[0].shape[k], lambda at: axis(
+                k + 1, [b.add(o, b.mul(at, a.strides[k]))
+                        for a, o in zip(arrays, offsets, strict=True)]))
 
-        axis(0, ir.Constant(I64, 0))
+        axis(0, [ir.Constant(I64, 0)] * len(arrays))
 
     def _if(self, test: Expr, body: list, orelse: list) -> None:
         b = self.builder
@@ -208,15 +283,22 @@ class Lowering(Expressions):
         """The returned values written to `results`; the arrays made and not returned freed."""
         b = self.builder
         items = _items(value)
-        out, at, handed = self.function.args[1], 0, set()
+        out, at, handed, kept = self.function.args[1], 0, set(), []
         for item in items:
-            if isinstance(item, Var) and item.name in self.arrays:
+            if isinstance(item, Var) and item.name in self.held:
+                array = self.holding(item.name)
+                if not (array.ordered and self.holds_own(item.name)):
+                    raise Unsupported(f"the array {item.name} returned, a view or not C-ordered")
+                words = [b.ptrtoint(array.data, I64), *array.shape]
+                kept.append(words[0])
+                self.results.append(Result("held", array.dtype, len(array.shape)))
+            elif isinstance(item, Var) and item.name in self.arrays:
                 array = self.arrays[item.name]
                 if array.param >= 0:
                     self.results.append(Result("param", index=array.param))
                     continue
-                if id(array) in handed:
-                    raise Unsupported("an array returned twice")
+                if id(array) in handed or not array.fresh:
+                    raise Unsupported("an array returned twice, or a view returned")
                 handed.add(id(array))
                 words = [b.ptrtoint(array.data, I64), *array.shape]
                 self.results.append(Result("fresh", array.dtype, len(array.shape)))
@@ -229,11 +311,11 @@ class Lowering(Expressions):
             for word in words:
                 b.store(word, b.gep(out, [ir.Constant(I64, at)]))
                 at += 1
-        for array in {id(a): a for a in self.arrays.values()}.values():
-            if array.fresh and id(array) not in handed:
-                runtime.release(b, b.bitcast(array.data, I8P))
+        self.release_unless(handed, kept)
         b.ret(ir.Constant(I64, 0))
         self._returned = True
+
+
 
 def _items(value: Expr) -> list[Expr]:
     """The returned expressions (generated code returns `value, steps`)."""

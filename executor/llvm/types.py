@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ..codegen import loops
+from ..codegen import loop_types, loops
 from ..codegen.loops import (
     Assign,
     Call,
@@ -24,6 +24,7 @@ from ..codegen.loops import (
     Sub,
     Update,
     Var,
+    View,
 )
 from ..codegen.spelling import INFIX, PREFIX, WRAP, spelled
 from .templates import dotted, field, parsed
@@ -114,6 +115,16 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
     raise Unsupported(f"a call of {fn}")
 
 
+def view_type(base: Type, form: str, args: tuple) -> Array:
+    """The type of the view `form` of an array of type `base` (loop_types.view_type's rank)."""
+    if not isinstance(base, Array):
+        raise Unsupported(f"a view of a {base}")
+    made = loop_types.view_type(loop_types.Type(base.dtype, base.rank), form, args)
+    if made is None:
+        raise Unsupported(f"the view {form!r}")
+    return Array(base.dtype, made.rank)
+
+
 def literal(num: Num) -> Type:
     """A literal's type (its dtype), Unsupported when it is no number."""
     if num.dtype in SCALARS:
@@ -165,6 +176,10 @@ class Inference:
                 return literal(expr)
             case Sub(base=base, index=index):
                 return element(self.of(base), [self.of(i) for i in index])
+            case View(base=base, form=form, args=args):
+                for a in args:
+                    self.of(a)
+                return view_type(self.of(base), form, args)
             case Pick(a=a, test=test, b=b):
                 self.of(test)
                 return unify(self.of(a), self.of(b))
