@@ -25,7 +25,7 @@ from benchmarks import anchors as A
 from benchmarks.cases.base import EXAMPLES, Anchor, Case, Config, Setup, Skip, Target
 from benchmarks.cases.jax_executor import NUMBA, _numba, _on
 from benchmarks.cases.networks import _chain, _operands
-from benchmarks.cases.sequences import B, D, E, _problem, lstm_numpy
+from benchmarks.cases.sequences import _problem, lstm_numpy, lstm_steps
 from benchmarks.first_results import mlp_problem
 
 GROUP = "onnx-executor"
@@ -167,13 +167,7 @@ def attention(config: Config) -> Setup:
 def lstm_torch(torch):
     """sequences.lstm_numpy in PyTorch: the input products in one GEMM, then the steps."""
     def run(x, h, c, wx, wh, b):
-        steps = x.shape[0]
-        inputs = (x.reshape(steps * B, E) @ wx.reshape(E, D * 4)).reshape(steps, B, D, 4)
-        u = wh.reshape(D, D * 4)
-        for t in range(steps):
-            z = inputs[t] + (h @ u).reshape(B, D, 4) + b
-            c = torch.sigmoid(z[..., 1]) * c + torch.sigmoid(z[..., 0]) * torch.tanh(z[..., 2])
-            h = torch.sigmoid(z[..., 3]) * torch.tanh(c)
+        h, c = lstm_steps(x, h, c, wx, wh, b, torch.sigmoid, torch.tanh)
         return torch.cat([h.reshape(-1), c.reshape(-1)])
     return run
 

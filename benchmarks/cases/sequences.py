@@ -46,14 +46,22 @@ def _sigmoid(z):
     return 1 / (1 + np.exp(-z))
 
 
-def lstm_numpy(x, h, c, wx, wh, b):
+def lstm_steps(x, h, c, wx, wh, b, sigmoid, tanh):
+    """The LSTM's steps on arrays of any library with NumPy's operators (NumPy's, PyTorch's
+    tensors), its `sigmoid` and `tanh`: the input products in one GEMM, then a loop; the last
+    (h, c)."""
     steps = x.shape[0]
     inputs = (x.reshape(steps * B, E) @ wx.reshape(E, D * 4)).reshape(steps, B, D, 4)
     u = wh.reshape(D, D * 4)
     for t in range(steps):
         z = inputs[t] + (h @ u).reshape(B, D, 4) + b
-        c = _sigmoid(z[..., 1]) * c + _sigmoid(z[..., 0]) * np.tanh(z[..., 2])
-        h = _sigmoid(z[..., 3]) * np.tanh(c)
+        c = sigmoid(z[..., 1]) * c + sigmoid(z[..., 0]) * tanh(z[..., 2])
+        h = sigmoid(z[..., 3]) * tanh(c)
+    return h, c
+
+
+def lstm_numpy(x, h, c, wx, wh, b):
+    h, c = lstm_steps(x, h, c, wx, wh, b, _sigmoid, np.tanh)
     return np.concatenate([h.ravel(), c.ravel()])
 
 
