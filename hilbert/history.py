@@ -63,14 +63,22 @@ class History:
         return f"<History of {self.label}: {len(self.values)} values over {self.steps[-1] if self.steps else 0} steps{shown}>"
 
 
+def whole(value, least: int) -> int | None:
+    """`value` as a whole number of at least `least` (a real number, not a bool), else None."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        return None
+    number = float(value)
+    return int(number) if math.isfinite(number) and number >= least and number.is_integer() \
+        else None
+
+
 def every_count(every, steps: int, label: str) -> int:
     """How many steps run between two watches: `every` as a whole number ≥ 1 (by default
     about a hundredth of the run, at least 1), or E600 naming the value."""
     if every is None:
         return max(1, steps // 100)
-    number = float(every) if isinstance(every, numbers.Real) and not isinstance(every, bool) \
-        else float("nan")
-    if math.isfinite(number) and number >= 1 and number.is_integer():
-        return int(number)
+    count = whole(every, 1)
+    if count is not None:
+        return count
     raise ArgumentError("E600", f"{label}.watched's every= must be a whole number, at least 1, "
                         f"but it was given {every!r}", nowhere(f"{label}.watched"))

@@ -4,8 +4,6 @@ and the Python methods that bind a call's arguments and run it on the model's we
 from __future__ import annotations
 
 import inspect
-import math
-import numbers
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -24,7 +22,7 @@ from hilbert.grammar.errors import (
 from hilbert.grammar.source import nowhere
 
 from .api import Function, maths_options
-from .history import History, every_count
+from .history import History, every_count, whole
 from .progress import run_in_chunks
 from .weights import _private
 
@@ -271,11 +269,9 @@ def _answer(result, dtype: str = "float64"):
 
 def _step_count(model: CompiledModel, member: Member, steps) -> int:
     """`steps` as a whole number ≥ 0, or E500 naming the train block and the value."""
-    number = float("nan")
-    if isinstance(steps, numbers.Real) and not isinstance(steps, bool):
-        number = float(steps)
-    if math.isfinite(number) and number >= 0 and number.is_integer():
-        return int(number)
+    count = whole(steps, 0)
+    if count is not None:
+        return count
     raise RuntimeHilbertError(
         "E500", f"{model.name}.{member.name}'s {STEPS} must be a whole number, at least 0, but "
         f"it was given {steps!r}", member.span)
