@@ -69,6 +69,8 @@ class Member:
     doc: str = field(compare=False)
     build: Callable[[], Entry] = field(compare=False, repr=False)
     assigned: tuple[str, ...] = ()  # the weights a train block updates; () for a method
+    #: A method's declared named axes, its own parameters' (help(net.run) shows them), or None.
+    axes: s.Declared | None = field(default=None, compare=False)
 
     @cached_property
     def entry(self) -> Entry:
@@ -144,7 +146,8 @@ class _ModelCompiler:
         inliner = Inliner(definitions, check_recursion(definitions))
         weights = tuple(self.weight(w, inliner) for w in self.decl.weights)
         methods = {m.name: Member(m.name, m.params, "method", m.span, m.doc,
-                                  self.method_entry(definitions[self.key(m.name)], inliner))
+                                  self.method_entry(definitions[self.key(m.name)], inliner),
+                                  axes=m.axes)
                    for m in self.decl.methods}
         trains = {t.name: Member(t.name, t.params, "train", t.span, t.doc,
                                  self.train_entry(t, inliner), tuple(a.name for a in t.assigns))

@@ -19,6 +19,7 @@ from hilbert.grammar.errors import (
     RuntimeHilbertError,
     internal_error,
 )
+from hilbert.grammar.signature import print_signature
 from hilbert.grammar.source import nowhere
 
 from .api import Function, maths_options
@@ -246,7 +247,8 @@ def _dressed(function, model: CompiledModel, member: Member, extra: list[inspect
     function.__name__ = member.name
     function.__qualname__ = f"{model.name}.{member.name}"
     kind = "train block" if member.kind == "train" else "method"
-    head = f"{model.name}.{member.name}({', '.join(member.params)})  [{kind} at {member.span}]"
+    shown = print_signature(member.params, member.axes, bare=False)  # (x : B×T×M) : B×T×L
+    head = f"{model.name}.{member.name}{shown}  [{kind} at {member.span}]"
     if member.kind == "train":
         head += (f"\n\nUpdates {', '.join(member.assigned) or 'no weights'}; "
                  f"{STEPS}=N runs N steps as one compiled loop.")
