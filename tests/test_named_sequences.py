@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import needs
+from hilbert.grammar.errors import CheckError
 
 import hilbert
 
@@ -151,3 +152,24 @@ def test_help_of_a_models_method_prints_its_named_shapes(named):
         "model Two(n, seed) : Learner {\n  weight w : Tensor[n] from uniform(seed)\n"
         "  def scaled(x) ≔ x · w\n}\n").Two
     assert undeclared_method(3, 0).scaled.__doc__.startswith("Two.scaled(x)  [method at")
+
+
+@pytest.mark.parametrize("written,mistaken", [
+    # the LSTM's gates added to the memory without renaming R to D
+    ("let z ≔ rename(a + einsum(\"bk,kgd->bgd\", h, wh) + biasAlong(a, b), R → D)",
+     "let z ≔ a + einsum(\"bk,kgd->bgd\", h, wh) + biasAlong(a, b)"),
+    # attention's weights contracted with the values over T instead of T′
+    ("einsum(\"bts,bsl->btl\", softmaxLast(scores(q, k)), v)",
+     "einsum(\"bts,btl->btl\", softmaxLast(scores(q, k)), v)"),
+    # the output projection's weight read transposed (L×M′ as M′×L, both 4 wide in a test)
+    ("einsum(\"bntl,nlo->bto\", heads(x, wq, wk, wv, 1), wo)",
+     "einsum(\"bntl,nol->bto\", heads(x, wq, wk, wv, 1), wo)"),
+])
+def test_a_mistake_in_the_declared_definitions_is_refused_when_they_load(written, mistaken):
+    text = SOURCE.read_text()
+    assert text.count(written) == 1
+    # undeclared (and without the models, whose weights name their axes), the mistake loads
+    hilbert.compile_source(undeclared(text.replace(written, mistaken).split("\n-- Models")[0]))
+    with pytest.raises(CheckError) as err:
+        hilbert.compile_source(text.replace(written, mistaken))
+    assert err.value.code == "E330"
