@@ -35,8 +35,9 @@ class AxesBuilder(Transformer_NonRecursive):
         name, shape = children
         return (str(name), shape)
 
-    def result(self, meta, children) -> Axes:
-        return children[0]
+    def result(self, meta, children) -> Axes | tuple[Axes, ...]:
+        """One shape, or a tuple result's, one per component (`: (B×R, B×R)`)."""
+        return children[0] if len(children) == 1 else tuple(children)
 
     def shape(self, meta, children) -> Axes:
         axes = [c for c in children if isinstance(c, tuple)]
@@ -50,6 +51,10 @@ class AxesBuilder(Transformer_NonRecursive):
 
     def bind_declared(self, meta, children) -> Binding:
         name, axes, _define, value = children
+        if isinstance(axes, tuple):
+            raise ParseError("E100", f"a let declares one value's axes: take the tuple apart, "
+                             f"as `let (a, b) ≔ …`, or declare {name} where it is a parameter "
+                             "or a result", self._span(meta))
         return Binding((str(name),), False, value, self._span(meta), axes)
 
     def renaming(self, meta, children):
@@ -72,14 +77,16 @@ class AxesBuilder(Transformer_NonRecursive):
         return Contract(operands, tuple(a for a, _ in axes), self._span(meta),
                         tuple(sp for _, sp in axes))
 
-    def _declared(self, params: tuple[Param, ...] | None,
-                  result: Axes | None) -> tuple[tuple[str, ...], Declared | None]:
+    def _declared(self, params: tuple[Param, ...] | None, result: Axes | tuple[Axes, ...] | None
+                  ) -> tuple[tuple[str, ...], Declared | None]:
         """A definition's parameter names, and its named axes where any are declared."""
         params = params or ()
         names = tuple(p[0] if isinstance(p, tuple) else p for p in params)
         axes = tuple(p[1] if isinstance(p, tuple) else None for p in params)
         if result is None and not any(axes):
             return names, None
+        if isinstance(result, tuple):
+            return names, Declared(axes, None, result)
         return names, Declared(axes, result)
 
     def _plain(self, params: tuple[Param, ...] | None, span: Span) -> tuple[str, ...]:

@@ -154,10 +154,12 @@ class Axes:
 
 @dataclass(frozen=True, slots=True)
 class Declared:
-    """A definition's named axes: each parameter's (None where undeclared), and its result's."""
+    """A definition's named axes: each parameter's (None where undeclared), and its result's;
+    a tuple result's, `: (B×R, B×R)`, are `results`, one per component (`result` None)."""
 
     params: tuple[Axes | None, ...]
     result: Axes | None
+    results: tuple[Axes, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

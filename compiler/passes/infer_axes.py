@@ -127,14 +127,12 @@ class Checker:
         parameters declare none, so what follows from them is not known."""
         env = dict(self.env)
         env.update({name: None for name in train.params})
-        for a in train.assigns:
-            part = a.value  # ((a, b) ≔ (x, y): a's part is x; of any other value, not known)
-            if a.count != 1:
-                tuple_ = isinstance(part, s.Tuple) and len(part.items) == a.count
-                part = part.items[a.index] if isinstance(part, s.Tuple) and tuple_ else None
-            value = self.expr(a.value if part is None else part, env)
+        for a in train.assigns:  # ((a, b) ≔ e: a's value is e's first, where known)
+            parts = self.parts(a.value, env) if a.count != 1 else None
+            value = (self.expr(a.value, env) if a.count == 1 else
+                     parts[a.index] if parts is not None and len(parts) == a.count else None)
             want = self.env.get(a.name)
-            if part is None or want is None or a.name in train.params:
+            if want is None or a.name in train.params:
                 continue
             _agrees(f"{a.name} is a weight of axes", "its update gives", value, want,
                     a.value.span)
@@ -144,10 +142,80 @@ class Checker:
         declared = d.axes.params if d.axes is not None else (None,) * len(d.params)
         for name, axes in zip(d.params, declared, strict=True):
             env[name] = _declared(axes) if axes is not None else None
+        if d.axes is not None and d.axes.results:
+            self.components(d, env)
+            return
         got = self.expr(d.body, env)
         if d.axes is not None and d.axes.result is not None:
             _conforms(f"{d.name} is declared to give", "its body gives", got, d.axes.result,
                       d.body.span)
+
+    def components(self, d: s.Definition, env: dict[str, Value]) -> None:
+        """A body declared to give a tuple (`: (B×R, B×R)`): each component its declared
+        axes, where the body's tuple is known here (E330)."""
+        assert d.axes is not None
+        want = d.axes.results
+        got = self.parts(d.body, env)
+        if got is None:
+            return
+        shown = ", ".join(_shown(_declared(w)) for w in want)
+        tail = d.body  # (the tuple written last, a let's body: where each value is written)
+        while isinstance(tail, s.Let):
+            tail = tail.body
+        if len(got) != len(want):
+            raise CheckError("E330", f"{d.name} is declared to give {len(want)} values "
+                             f"({shown}), but its body gives {len(got)}", tail.span)
+        items = tail.items if isinstance(tail, s.Tuple) else (d.body,) * len(want)
+        for place, (value, axes, item) in enumerate(zip(got, want, items, strict=True), 1):
+            _conforms(f"{d.name}'s value {place} of ({shown}) is declared", "its body gives",
+                      value, axes, item.span)
+
+    def parts(self, e: s.Expr, env: dict[str, Value]) -> tuple[Value, ...] | None:
+        """The values of a tuple `e` gives, one per component, where known here: a tuple
+        written out, a let's or an if's, or a call of a definition declaring a tuple result
+        (`: (B×R, B×R)`); else None (`e` walked all the same)."""
+        match e:
+            case s.Tuple(items=items):
+                return tuple(self.expr(x, env) for x in items)
+            case s.Let(bindings=bindings, body=body):
+                return self.parts(body, self.bind(bindings, env))
+            case s.If(cond=c, then=then, orelse=orelse):
+                self.expr(c, env)
+                a, b = self.parts(then, env), self.parts(orelse, env)
+                if a is None or b is None or len(a) != len(b):
+                    return None
+                return tuple(self.join("if … then … else", x, y, e.span)
+                             for x, y in zip(a, b, strict=True))
+            case s.Call(name=n, module=m, args=args) if n != "einsum":
+                found = self.target(n, m)
+                if found is not None and found[1].axes is not None and found[1].axes.results:
+                    key, callee, method = found
+                    values = [self.expr(x, env) for x in args]
+                    if len(values) == len(callee.params):
+                        meaning = _meaning(callee, values, e.span,
+                                           self.members.fixed if method else {})
+                        return tuple(tuple(meaning.get(name, _UNKNOWN) for name in r.names)
+                                     for r in callee.axes.results)
+        self.expr(e, env)
+        return None
+
+    def bind(self, bindings: tuple[s.Binding, ...], env: dict[str, Value]) -> dict[str, Value]:
+        """`env` with a let's names bound to their values' axes (`(a, b) ≔ e`: e's parts),
+        each declared value checked against its declaration (E330)."""
+        env = dict(env)
+        for b in bindings:
+            if b.pattern:
+                parts = self.parts(b.value, env)
+                known = parts is not None and len(parts) == len(b.names)
+                env.update({n: parts[i] if parts is not None and known else None
+                            for i, n in enumerate(b.names)})
+                continue
+            value = self.expr(b.value, env)
+            if b.axes is not None:
+                value = _conforms(f"{b.names[0]} is declared", "its value gives", value,
+                                  b.axes, b.value.span)
+            env[b.names[0]] = value
+        return env
 
     def expr(self, e: s.Expr, env: dict[str, Value]) -> Value:
         match e:
@@ -164,14 +232,7 @@ class Checker:
                 return self.join("if … then … else", self.expr(t, env), self.expr(o, env),
                                  e.span)
             case s.Let(bindings=bindings, body=body):
-                env = dict(env)
-                for b in bindings:
-                    value = self.expr(b.value, env)
-                    if b.axes is not None:
-                        value = _conforms(f"{b.names[0]} is declared", "its value gives", value,
-                                          b.axes, b.value.span)
-                    env.update({n: None if b.pattern else value for n in b.names})
-                return self.expr(body, env)
+                return self.expr(body, self.bind(bindings, env))
             case s.Rename():
                 return self.rename(e, self.expr(e.operand, env))
             case s.Contract(operands=operands):
@@ -264,18 +325,23 @@ class Checker:
             for other in args[1:]:
                 value = self.join(f"{name}(…)", value, other, span)
             return value
-        method = self.members.methods.get(name) if module is None else None
-        if method is not None:
-            key: str | None = f"{self.members.name}.{name}"
-            callee: s.Definition | None = method
-        else:
-            key = self.callee(name, module)
-            callee = self.resolved.syntax.get(key or "")
-        if key is None or callee is None or len(args) != len(callee.params):
+        found = self.target(name, module)
+        if found is None or len(args) != len(found[1].params):
             return None
+        key, callee, method = found
         if callee.axes is not None:
             return _instantiate(callee, args, span, self.members.fixed if method else {})
-        return self.through(key, callee, args, span, method is not None)
+        return self.through(key, callee, args, span, method)
+
+    def target(self, name: str, module: str | None) -> tuple[str, s.Definition, bool] | None:
+        """The definition a call names: its key, its syntax, and whether it is a method of
+        the model being checked; None for a primitive or a name not known."""
+        method = self.members.methods.get(name) if module is None else None
+        if method is not None:
+            return f"{self.members.name}.{name}", method, True
+        key = self.callee(name, module)
+        callee = self.resolved.syntax.get(key or "")
+        return (key, callee, False) if key is not None and callee is not None else None
 
     def callee(self, name: str, module: str | None) -> str | None:
         """The key of the definition a plain call names, as resolve finds it (own, then opened
@@ -318,6 +384,17 @@ def _instantiate(callee: s.Definition, args: list[Value], span: Span,
     axes, one axis each (its E must be one axis in every argument that has an E); the names
     in `fixed` (a model's weights' axes, for its methods) stand for themselves."""
     assert callee.axes is not None
+    meaning = _meaning(callee, args, span, fixed)
+    if callee.axes.result is None:
+        return None
+    return tuple(meaning.get(n, _UNKNOWN) for n in callee.axes.result.names)
+
+
+def _meaning(callee: s.Definition, args: list[Value], span: Span,
+             fixed: dict[str, Axis]) -> dict[str, Axis]:
+    """What each of a declared callee's axis names stands for at a call (E330 where one
+    stands for two axes)."""
+    assert callee.axes is not None
     meaning: dict[str, Axis] = dict(fixed)
     for declared, value in zip(callee.axes.params, args, strict=True):
         if declared is None or value is None or len(value) != len(declared.names):
@@ -328,9 +405,7 @@ def _instantiate(callee: s.Definition, args: list[Value], span: Span,
                 raise _differ(f"{callee.name}'s axis {name}", seen, axis, span)
             if seen is None and axis.name is not None:
                 meaning[name] = axis
-    if callee.axes.result is None:
-        return None
-    return tuple(meaning.get(n, _UNKNOWN) for n in callee.axes.result.names)
+    return meaning
 
 
 def contractions(resolved: Resolved, scope: ModuleScope | None, owner: s.Definition | s.Train,
