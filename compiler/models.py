@@ -268,7 +268,7 @@ class _ModelCompiler:
         axes = m.axes and replace(m.axes, params=self.state_axes() + m.axes.params)
         return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
                           self.state + m.params, body, m.span, m.doc, fired, axes,
-                          declared_lets(written))
+                          declared_lets(written), tuple(lowering.let_values))
 
     @staticmethod
     def assigned(lowering: Lowering, a: s.Assign) -> ir.Node:

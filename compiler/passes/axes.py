@@ -15,12 +15,16 @@ which is to say not here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...grammar import syntax as s
 from ...grammar.errors import CheckError
 from ...grammar.signature import print_shape
 from ...grammar.source import Span
+from .. import ir
 from ..modules import SourceModule
 from .infer_axes import Calls, Checker, Members, weight_axes
+from .inline import Inliner
 from .resolve import Definition, Resolved, syntax_nodes
 from .shapes import ShapeTable
 
@@ -72,12 +76,7 @@ def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> 
         if axes is None:
             continue
         if len(shape) != len(axes.names):
-            whole = (Span(axes.spans[0].source, axes.spans[0].line, axes.spans[0].column,
-                          axes.spans[-1].end_line, axes.spans[-1].end_column)
-                     if axes.spans else definition.span)
-            raise CheckError("E331", f"{name} is declared {print_shape(axes)}, "
-                             f"{_count(len(axes.names))}, but this call gives it "
-                             f"{_count(len(shape))} (shape {_sized(shape)})", whole)
+            raise _rank(name, axes, shape, definition.span)
         _bind(sizes, name, axes, shape)
     return sizes
 
@@ -91,22 +90,103 @@ def _bind(sizes: Sizes, name: str, axes: s.Axes, shape: tuple[int, ...]) -> None
                              f"but {size} in {name}: an axis has one size in a call", span)
 
 
-def check_let_sizes(definition: Definition, sizes: Sizes, table: ShapeTable) -> None:
+def _rank(name: str, axes: s.Axes, shape: tuple[int, ...], span: Span) -> CheckError:
+    """E331: `name`, declared `axes`, given a value of another rank."""
+    whole = (Span(axes.spans[0].source, axes.spans[0].line, axes.spans[0].column,
+                  axes.spans[-1].end_line, axes.spans[-1].end_column) if axes.spans else span)
+    return CheckError("E331", f"{name} is declared {print_shape(axes)}, "
+                      f"{_count(len(axes.names))}, but this call gives it "
+                      f"{_count(len(shape))} (shape {_sized(shape)})", whole)
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredValue:
+    """A value of declared axes as an entry computes it (IR over Param): a declared let's
+    value, the entry's own or an inlined callee's, or an argument of an inlined call of a
+    declared definition. `site` numbers the call whose sizes it binds (0: the entry's own);
+    `call` is that call's span."""
+
+    name: str
+    axes: s.Axes
+    node: ir.Node
+    site: int
+    call: Span | None = None
+
+
+#: How many inlined calls of declared definitions an entry's sizes are checked in.
+MAX_SITES = 256
+
+
+def declared_values(d: Definition, inliner: Inliner) -> tuple[DeclaredValue, ...]:
+    """Every value whose axes `d`'s entry must check at a call (check_let_sizes): its
+    declared lets, and, for each call of a declared definition written out into it (not
+    inside a loop), that call's arguments and the callee's declared lets, written out as
+    the inliner writes them (so equal to the entry's nodes, whatever rewrote their spans).
+
+    >>> declared_values(resolved.definitions[key], inliner)[0].name
+    'y'
+    """
+    if d.key in inliner.loops:  # (its body runs as a loop: its lets are found by span)
+        return ()
+    found: list[DeclaredValue] = []
+    pending: list[tuple[Definition, dict[ir.Node, ir.Node], int, Span | None]] = [
+        (d, {}, 0, None)]
+    sites = 0
+    while pending:
+        owner, env, site, at = pending.pop()
+        found += [DeclaredValue(name, axes, inliner.expand(ir.substitute(node, env), d.name),
+                                site, at) for name, axes, node in owner.let_values]
+        for call in ir.topological(owner.body):
+            if not isinstance(call, ir.Call) or call.key in inliner.loops or sites == MAX_SITES:
+                continue
+            callee = inliner.definitions.get(call.key)
+            if callee is None or callee.axes is None and not callee.let_values:
+                continue
+            sites += 1
+            args = tuple(inliner.expand(ir.substitute(a, env), d.name) for a in call.args)
+            declared = callee.axes.params if callee.axes is not None else ()
+            found += [DeclaredValue(p, axes, arg, sites, call.span)
+                      for p, axes, arg in zip(callee.params, declared, args, strict=False)
+                      if axes is not None]
+            locals_: dict[ir.Node, ir.Node] = {
+                ir.Local(i, p, callee.span): a
+                for i, (p, a) in enumerate(zip(callee.params, args, strict=True))}
+            pending.append((callee, locals_, sites, call.span))
+    return tuple(found)
+
+
+def check_let_sizes(definition: Definition, sizes: Sizes, table: ShapeTable,
+                    declared: tuple[DeclaredValue, ...] = ()) -> None:
     """E331 where a declared let's value (`let y : B×R ≔ v`, its shape in this call from
-    `table`) gives an axis another size than the call's parameters or an earlier let did.
-    The value is found by its span; one the body no longer has as written (a law rewrote it,
-    or it is a parameter), or whose span has nodes of several shapes (a derivative's), is not
-    checked."""
-    shapes: dict[Span, set[tuple[int, ...]]] = {}
+    `table`) gives an axis another size than the call's parameters or an earlier let did,
+    and where an inlined call of a declared definition (its arguments, its lets: `declared`)
+    binds one of its axes to two sizes or gives a declared value another rank. A let's value
+    is found by its span, and each of `declared` by its node; one found with several shapes
+    (in loops, a derivative's) is not checked."""
+    by_span: dict[Span, set[tuple[int, ...]]] = {}
+    by_node: dict[ir.Node, set[tuple[int, ...]]] = {}
     for scope in table.scopes.values():
         for node, shape in scope.items():
-            if getattr(node, "span", None) is not None and isinstance(shape, tuple) and all(
-                    isinstance(size, int) for size in shape):  # (not a tuple's shapes)
-                shapes.setdefault(node.span, set()).add(shape)
+            if isinstance(shape, tuple) and all(isinstance(size, int) for size in shape):
+                by_node.setdefault(node, set()).add(shape)  # (not a tuple's shapes)
+                if getattr(node, "span", None) is not None:
+                    by_span.setdefault(node.span, set()).add(shape)
     for name, axes, span in definition.lets:
-        found = shapes.get(span, set())
+        found = by_span.get(span, set())
         if len(found) == 1 and len(shape := next(iter(found))) == len(axes.names):
             _bind(sizes, name, axes, shape)
+    bound: dict[int, Sizes] = {0: sizes}
+    for value in declared:
+        found = by_node.get(value.node, set())
+        if len(found) != 1:
+            continue
+        shape = next(iter(found))
+        try:
+            if len(shape) != len(value.axes.names):
+                raise _rank(value.name, value.axes, shape, definition.span)
+            _bind(bound.setdefault(value.site, {}), value.name, value.axes, shape)
+        except CheckError as err:
+            raise (err.with_note(f"called at {value.call}") if value.call else err) from None
 
 
 def _count(axes: int) -> str:

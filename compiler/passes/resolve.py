@@ -39,6 +39,8 @@ class Definition:
     axes: s.Declared | None = field(default=None, compare=False)  # named axes, where declared
     #: each declared `let y : B×R ≔ v` of the body: y, its axes and v's span (sizes: E331)
     lets: tuple[tuple[str, s.Axes, Span], ...] = field(default=(), compare=False)
+    #: the same lets' values as lowered (IR over Local), in the order lowered (sizes: E331)
+    let_values: tuple[tuple[str, s.Axes, ir.Node], ...] = field(default=(), compare=False)
 
 
 def declared_lets(body: s.Expr) -> tuple[tuple[str, s.Axes, Span], ...]:
@@ -127,10 +129,12 @@ def _scope(loader: Loader, module: SourceModule, resolved: Resolved,
             key = scope.own[decl.name]
             written, fired = simplified(decl.body, laws)     # the open laws, before lowering
             named = named_contractions(resolved, scope, replace(decl, body=written))
-            body = Lowering(scope, resolved, decl.params, contractions=named).expr(written)
+            lowering = Lowering(scope, resolved, decl.params, contractions=named)
+            body = lowering.expr(written)
             resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
                                                    decl.params, body, decl.span, decl.doc, fired,
-                                                   decl.axes, declared_lets(written))
+                                                   decl.axes, declared_lets(written),
+                                                   tuple(lowering.let_values))
     opening.pop()
     return scope
 
@@ -209,6 +213,7 @@ class Lowering:
         self.extra = extra or {}
         self.allow_draws = allow_draws
         self.bound: list[dict[str, ir.Node]] = []  # names `let` binds, innermost last
+        self.let_values: list[tuple[str, s.Axes, ir.Node]] = []  # declared lets' values
 
     def local(self, name: str, span: Span) -> ir.Node | None:
         for names in reversed(self.bound):
@@ -269,6 +274,8 @@ class Lowering:
                                            for i, n in enumerate(b.names)})
                 else:
                     self.bound[-1][b.names[0]] = value
+                if b.axes is not None:
+                    self.let_values.append((b.names[0], b.axes, value))
             return self.expr(e.body)
         finally:
             self.bound.pop()
