@@ -109,7 +109,7 @@ def specialise(entry: Entry, shapes: tuple[Shape, ...]) -> ShapeTable:
     enforced here, so an error names what the user wrote)."""
     sizes = check_sizes(entry.definition, shapes)            # each named axis one size (E331)
     table = infer_shapes(entry.body, shapes)
-    check_let_sizes(entry.definition, sizes, table)          # and a declared let's, the same
+    check_let_sizes(entry.definition, sizes, table, entry.declared)  # lets', inlined calls'
     return table
 
 

@@ -307,4 +307,5 @@ class _Rewriter:
 
 def _is_expr(value: object) -> bool:
     return isinstance(value, (s.Number, s.String, s.Name, s.Call, s.Binary, s.Negate, s.Compare,
-                              s.If, s.Let, s.Tuple, s.Index, s.Slice, s.Derivative, s.Rename))
+                              s.If, s.Let, s.Tuple, s.Index, s.Slice, s.Derivative, s.Rename,
+                              s.Contract))

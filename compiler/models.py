@@ -30,7 +30,15 @@ from .laws.scope import rules, simplified
 from .modules import SourceModule
 from .passes.inline import Inliner
 from .passes.recursion import check_recursion
-from .passes.resolve import Definition, Lowering, ModuleScope, Resolved, _suggest, declared_lets
+from .passes.resolve import (
+    Definition,
+    Lowering,
+    ModuleScope,
+    Resolved,
+    _suggest,
+    declared_lets,
+    named_contractions,
+)
 
 #: The base a model declares (`model Name(…) : Learner`) and the type its weights have.
 BASE = "Learner"
@@ -256,11 +264,14 @@ class _ModelCompiler:
 
     def method_definition(self, m: s.Definition) -> Definition:
         written, fired = simplified(m.body, rules(self.scope.laws))  # the module's laws
-        body = self.lowering(m.params).expr(written)
+        lowering = self.lowering(m.params)
+        lowering.contractions = named_contractions(self.resolved, self.scope,
+                                                   replace(m, body=written), self.decl)
+        body = lowering.expr(written)
         axes = m.axes and replace(m.axes, params=self.state_axes() + m.axes.params)
         return Definition(self.key(m.name), f"{self.decl.name}.{m.name}", self.scope.module.key, "method",
                           self.state + m.params, body, m.span, m.doc, fired, axes,
-                          declared_lets(written))
+                          declared_lets(written), tuple(lowering.let_values))
 
     @staticmethod
     def assigned(lowering: Lowering, a: s.Assign) -> ir.Node:
@@ -277,11 +288,14 @@ class _ModelCompiler:
         lowering = self.lowering(t.params)
         name = f"{self.decl.name}.{t.name}"
         laws, fired = rules(self.scope.laws), dict[str, None]()  # (as a method's body)
-        lowered = {}
+        written = []
         for a in t.assigns:
-            written, steps = simplified(a.value, laws)
+            value, steps = simplified(a.value, laws)
             fired |= dict.fromkeys(steps)
-            lowered[a.name] = self.assigned(lowering, replace(a, value=written))
+            written.append(replace(a, value=value))
+        lowering.contractions = named_contractions(self.resolved, self.scope,
+                                                   replace(t, assigns=tuple(written)), self.decl)
+        lowered = {a.name: self.assigned(lowering, a) for a in written}
 
         def build() -> Entry:
             with self.building:

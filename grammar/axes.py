@@ -1,4 +1,5 @@
-"""Builds and prints named axes: `def f(x : B×E, w : E×R) : B×R ≔ …` and `rename(x, D → R)`.
+"""Builds named axes: `def f(x : B×E, w : E×R) : B×R ≔ …`, `rename(x, D → R)` and
+`contract(q, k, over F)`.
 
 The parser's syntax-tree builder takes these methods (grammar/parser.py): a parameter or a
 result may be declared with a shape written in named axes, each name a coordinate set (`T′` and
@@ -7,13 +8,13 @@ to them, is compiler/passes/axes.py's."""
 
 from __future__ import annotations
 
-from lark import v_args
+from lark import Token, v_args
 from lark.visitors import Transformer_NonRecursive
 
 from .errors import ParseError
 from .signature import SCALAR
 from .source import Span
-from .syntax import Axes, Binding, Declared, Rename
+from .syntax import Axes, Binding, Contract, Declared, Rename
 
 #: A parameter as the builder's `params` gives it: its name, and its axes where declared.
 Param = str | tuple[str, Axes]
@@ -34,8 +35,9 @@ class AxesBuilder(Transformer_NonRecursive):
         name, shape = children
         return (str(name), shape)
 
-    def result(self, meta, children) -> Axes:
-        return children[0]
+    def result(self, meta, children) -> Axes | tuple[Axes, ...]:
+        """One shape, or a tuple result's, one per component (`: (B×R, B×R)`)."""
+        return children[0] if len(children) == 1 else tuple(children)
 
     def shape(self, meta, children) -> Axes:
         axes = [c for c in children if isinstance(c, tuple)]
@@ -49,6 +51,10 @@ class AxesBuilder(Transformer_NonRecursive):
 
     def bind_declared(self, meta, children) -> Binding:
         name, axes, _define, value = children
+        if isinstance(axes, tuple):
+            raise ParseError("E100", f"a let declares one value's axes: take the tuple apart, "
+                             f"as `let (a, b) ≔ …`, or declare {name} where it is a parameter "
+                             "or a result", self._span(meta))
         return Binding((str(name),), False, value, self._span(meta), axes)
 
     def renaming(self, meta, children):
@@ -60,14 +66,27 @@ class AxesBuilder(Transformer_NonRecursive):
         return Rename(operand, tuple((old[0], new[0]) for old, new in pairs), self._span(meta),
                       tuple(old[1] for old, _ in pairs))
 
-    def _declared(self, params: tuple[Param, ...] | None,
-                  result: Axes | None) -> tuple[tuple[str, ...], Declared | None]:
+    def contract(self, meta, children) -> Contract:
+        name, *rest = children
+        operands = tuple(c for c in rest if not isinstance(c, (tuple, Token)))
+        axes = [c for c in rest if isinstance(c, tuple)]
+        if str(name) != "contract":  # (`over` names what a contraction sums: only contract's)
+            raise ParseError("E100", f"`over …` names the axes a contraction sums, as in "
+                             f"contract(q, k, over F); {name}(…) takes expressions only",
+                             axes[0][1])
+        return Contract(operands, tuple(a for a, _ in axes), self._span(meta),
+                        tuple(sp for _, sp in axes))
+
+    def _declared(self, params: tuple[Param, ...] | None, result: Axes | tuple[Axes, ...] | None
+                  ) -> tuple[tuple[str, ...], Declared | None]:
         """A definition's parameter names, and its named axes where any are declared."""
         params = params or ()
         names = tuple(p[0] if isinstance(p, tuple) else p for p in params)
         axes = tuple(p[1] if isinstance(p, tuple) else None for p in params)
         if result is None and not any(axes):
             return names, None
+        if isinstance(result, tuple):
+            return names, Declared(axes, None, result)
         return names, Declared(axes, result)
 
     def _plain(self, params: tuple[Param, ...] | None, span: Span) -> tuple[str, ...]:

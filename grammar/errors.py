@@ -50,6 +50,7 @@ CODES: dict[str, str] = {
     "E326": "Jacobian-vector product through an op with no forward rule",
     "E330": "two different named axes joined",
     "E331": "argument that does not fit its declared axes",
+    "E332": "contraction by name that its operands' axes cannot resolve",
     "E400": "self-call not in tail position",
     "E401": "mutual recursion",
     "E402": "loop that never ends",

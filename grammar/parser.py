@@ -56,9 +56,10 @@ _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else
 #: Words that are keywords only where a model's member starts (`state`, `group`), inside
 #: `state … like g`, between two operands (`t mod n`, `t div n`), where a match's arm
 #: starts (`when`, `other`), in a Frame's `fill col with …`, or where a law or its condition
-#: starts (`law`, `where`); elsewhere they are names.
+#: starts (`law`, `where`), or after a comma among a call's arguments (`over`, as in
+#: `contract(q, k, over F)`); elsewhere they are names.
 _MEMBER_WORDS = {"state", "like", "group", "mod", "div", "when", "other", "fill", "with", "law",
-                 "where"}
+                 "where", "over"}
 
 #: How deeply expressions may nest. Later passes walk the syntax tree recursively, and this
 #: keeps them far from Python's recursion limit; no formula written by hand comes close. A

@@ -10,6 +10,7 @@ from .syntax import (
     Binding,
     Call,
     Compare,
+    Contract,
     Definition,
     Derivative,
     Expr,
@@ -103,6 +104,9 @@ def print_expr(e: Expr, unicode: bool = False) -> str:
             shown = [print_shape(Axes((a,), ()), unicode) + f" {arrow} "
                      + print_shape(Axes((b,), ()), unicode) for a, b in pairs]
             return f"rename({print_expr(o, unicode)}, {', '.join(shown)})"
+        case Contract(operands=operands, over=over):
+            summed = ", ".join(print_shape(Axes((a,), ()), unicode) for a in over)
+            return f"contract({', '.join(print_expr(o, unicode) for o in operands)}, over {summed})"
     raise AssertionError(f"unknown syntax node {e!r}")
 
 

@@ -28,6 +28,8 @@ def print_signature(params: tuple[str, ...], declared: Declared | None,
                  for p, a in zip(params, declared.params, strict=True)]
         if declared.result is not None:
             result = f" : {print_shape(declared.result, unicode)}"
+        elif declared.results:
+            result = f" : ({', '.join(print_shape(r, unicode) for r in declared.results)})"
     return ("" if bare and not params else f"({', '.join(shown)})") + result
 
 

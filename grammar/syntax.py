@@ -23,12 +23,13 @@ Grammar of the tree (what the parser builds):
     Train      ::= name, params, assigns: Assign*
     Assign     ::= name, value: Expr, index, count   (`(a, b) ≔ e`: one per name)
     Expr       ::= Number | String | Name | Call | Binary | Negate | Compare | If
-                 | Let | Tuple | Index | Slice | Derivative | Rename
+                 | Let | Tuple | Index | Slice | Derivative | Rename | Contract
     Let        ::= bindings: Binding+, body: Expr        (each binding sees those before it)
     Binding    ::= names: name+, pattern: bool, value: Expr, axes: Axes?
                    (pattern: `(a, b) ≔ e`; axes: `y : B×R ≔ e`)
     Derivative ::= of: Expr, wrt: name+, many: bool     (`∂ e / ∂ x`, `∂ e / ∂ (x, y)`)
     Rename     ::= operand: Expr, pairs: (old, new)+    (`rename(x, D → R)`: x, its axis renamed)
+    Contract   ::= operands: Expr+, over: name+   (`contract(q, k, over F)`: summed over F)
 
 Operators are stored in their ASCII spelling, so Unicode and ASCII sources give equal trees.
 """
@@ -153,10 +154,12 @@ class Axes:
 
 @dataclass(frozen=True, slots=True)
 class Declared:
-    """A definition's named axes: each parameter's (None where undeclared), and its result's."""
+    """A definition's named axes: each parameter's (None where undeclared), and its result's;
+    a tuple result's, `: (B×R, B×R)`, are `results`, one per component (`result` None)."""
 
     params: tuple[Axes | None, ...]
     result: Axes | None
+    results: tuple[Axes, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +172,20 @@ class Rename:
     spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class Contract:
+    """`contract(q, k, over F)`: the operands multiplied entrywise along the named axes they
+    share, summed over the axes after `over` (each span where that axis is written), every
+    other axis kept; which axes those are is known from the operands' named axes."""
+
+    operands: tuple[Expr, ...]
+    over: tuple[str, ...]
+    span: Span = field(compare=False, repr=False)
+    spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
 Expr = (Number | String | Name | Call | Binary | Negate | Compare | If | Let | Tuple | Index
-        | Slice | Derivative | Rename)
+        | Slice | Derivative | Rename | Contract)
 
 
 @dataclass(frozen=True, slots=True)

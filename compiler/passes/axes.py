@@ -15,33 +15,18 @@ which is to say not here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ...grammar import syntax as s
 from ...grammar.errors import CheckError
 from ...grammar.signature import print_shape
 from ...grammar.source import Span
+from .. import ir
 from ..modules import SourceModule
-from ..ops.einsum_spec import ELLIPSIS, check_spec, parse_spec
-from ..ops.primitives import PRIMITIVES, having
-from .resolve import Definition, ModuleScope, Resolved, syntax_nodes
+from .infer_axes import Calls, Checker, Members, weight_axes
+from .inline import Inliner
+from .resolve import Definition, Resolved, syntax_nodes
 from .shapes import ShapeTable
-
-
-@dataclass(frozen=True, slots=True)
-class Axis:
-    """One axis of a value: the coordinate set it ranges over (None: not known), and where
-    that name was written (a declaration, a weight, a rename)."""
-
-    name: str | None
-    span: Span | None = None
-
-
-#: A value's axes, in order; None where not even its rank is known.
-Value = tuple[Axis, ...] | None
-
-_UNKNOWN = Axis(None)
-_ENTRYWISE = having("entrywise") & set(PRIMITIVES)
 
 
 def check_axes(resolved: Resolved, root: SourceModule) -> None:
@@ -50,325 +35,26 @@ def check_axes(resolved: Resolved, root: SourceModule) -> None:
     >>> check_axes(resolve(loader, root), root)  # or CheckError E330
     """
     models = [d for d in root.syntax.decls if isinstance(d, s.Model)]
-    calls = _Calls()
+    calls = Calls()
     for key, d in sorted(resolved.syntax.items()):
         scope = resolved.scopes.get(resolved.definitions[key].module) if (
             key in resolved.definitions) else None
         if d.axes is not None or _names_axes(d.body):
-            _Checker(resolved, scope, {}, calls).definition(d)
+            Checker(resolved, scope, {}, calls).definition(d)
     scope = resolved.scopes.get(root.key)
     for model in models:
-        weights = {w.name: _weight(w) for w in model.weights}
-        checker = _Checker(resolved, scope, weights, calls, _Members(model))
+        weights = {w.name: weight_axes(w) for w in model.weights}
+        checker = Checker(resolved, scope, weights, calls, Members(model))
         for method in model.methods:
             checker.definition(method)
         for train in model.trains:
             checker.train(train)
 
 
-def _weight(w: s.Weight) -> Value:
-    return tuple(Axis(d, w.span) if isinstance(d, str) else _UNKNOWN for d in w.dims)
-
-
-class _Members:
-    """A model's methods, callable from its methods and train blocks, and the axes its weights
-    fix (a method's E is its weights' E: an argument's axis must be that one)."""
-
-    def __init__(self, model: s.Model | None = None):
-        self.name = model.name if model is not None else ""
-        self.methods = {m.name: m for m in model.methods} if model is not None else {}
-        self.fixed: dict[str, Axis] = {}
-        for w in model.weights if model is not None else ():
-            for d in w.dims:
-                if isinstance(d, str):
-                    self.fixed.setdefault(d, Axis(d, w.span))
-
-
-def _declared(axes: s.Axes) -> tuple[Axis, ...]:
-    return tuple(Axis(n, sp) for n, sp in zip(axes.names, axes.spans, strict=True))
-
-
 def _names_axes(e: object) -> bool:
-    """Whether `e` renames an axis or declares a let's."""
-    return any(isinstance(n, s.Rename) or isinstance(n, s.Binding) and n.axes is not None
+    """Whether `e` renames an axis, contracts by name or declares a let's."""
+    return any(isinstance(n, (s.Rename, s.Contract)) or isinstance(n, s.Binding) and n.axes is not None
                for n in syntax_nodes(e))
-
-
-def _shown(value: tuple[Axis, ...]) -> str:
-    return "×".join(a.name or "?" for a in value) or "a scalar"
-
-
-def _at(axis: Axis, span: Span) -> str:
-    """Where `axis` was named, as line:column when in the same file as the error (`span`)."""
-    if axis.span is None:
-        return ""
-    if axis.span.source.name == span.source.name:
-        return f" (named at {axis.span.line}:{axis.span.column})"
-    return f" (named at {axis.span})"
-
-
-def _differ(what: str, a: Axis, b: Axis, span: Span) -> CheckError:
-    """E330: `what` joins axis a with axis b."""
-    return CheckError("E330", f"{what} joins axis {a.name}{_at(a, span)} with axis "
-                      f"{b.name}{_at(b, span)}: they are different coordinate sets, even where "
-                      "their sizes agree; if they are meant to be one, say so with "
-                      f"rename(…, {a.name} → {b.name})", span)
-
-
-def _conforms(declared: str, gives: str, got: Value, axes: s.Axes, span: Span) -> Value:
-    """The declared axes, where `got` (a value's inferred axes) agrees with them; else E330."""
-    return _agrees(declared, gives, got, _declared(axes), span)
-
-
-def _agrees(declared: str, gives: str, got: Value, want: tuple[Axis, ...], span: Span) -> Value:
-    """`want`, where `got` agrees with it (an axis not known agrees with any); else E330."""
-    if got is None:
-        return want
-    if len(got) != len(want):
-        raise CheckError("E330", f"{declared} {_shown(want)}, but {gives} {_shown(got)}", span)
-    for g, w in zip(got, want, strict=True):
-        if g.name is not None and w.name is not None and g.name != w.name:
-            raise CheckError("E330", f"{declared} {_shown(want)}, but {gives} {_shown(got)}: "
-                             f"axis {g.name}{_at(g, span)} where axis {w.name}{_at(w, span)} "
-                             "is declared; they are different coordinate sets, even where "
-                             "their sizes agree", span)
-    return want
-
-
-@dataclass
-class _Calls:
-    """What the checkers of one module share: each undeclared callee's result by the axes it
-    was called with, and the callees being walked (a loop calls itself: not known there)."""
-
-    results: dict[tuple, Value] = field(default_factory=dict)
-    walking: set[str] = field(default_factory=set)
-
-
-class _Checker:
-    """Infers the axes of one body's values (`env`: the names in scope and their axes)."""
-
-    def __init__(self, resolved: Resolved, scope: ModuleScope | None, env: dict[str, Value],
-                 calls: _Calls, members: _Members | None = None):
-        self.resolved = resolved
-        self.scope = scope
-        self.env = env
-        self.calls = calls
-        self.members = members or _Members()
-
-    def train(self, train: s.Train) -> None:
-        """A train block: each weight's new value has the weight's axes (`w ≔ …`, E330); its
-        parameters declare none, so what follows from them is not known."""
-        env = dict(self.env)
-        env.update({name: None for name in train.params})
-        for a in train.assigns:
-            part = a.value  # ((a, b) ≔ (x, y): a's part is x; of any other value, not known)
-            if a.count != 1:
-                tuple_ = isinstance(part, s.Tuple) and len(part.items) == a.count
-                part = part.items[a.index] if isinstance(part, s.Tuple) and tuple_ else None
-            value = self.expr(a.value if part is None else part, env)
-            want = self.env.get(a.name)
-            if part is None or want is None or a.name in train.params:
-                continue
-            _agrees(f"{a.name} is a weight of axes", "its update gives", value, want,
-                    a.value.span)
-
-    def definition(self, d: s.Definition) -> None:
-        env = dict(self.env)
-        declared = d.axes.params if d.axes is not None else (None,) * len(d.params)
-        for name, axes in zip(d.params, declared, strict=True):
-            env[name] = _declared(axes) if axes is not None else None
-        got = self.expr(d.body, env)
-        if d.axes is not None and d.axes.result is not None:
-            _conforms(f"{d.name} is declared to give", "its body gives", got, d.axes.result,
-                      d.body.span)
-
-    def expr(self, e: s.Expr, env: dict[str, Value]) -> Value:
-        match e:
-            case s.Number():
-                return ()
-            case s.Name(name=n, module=None) if n in env:
-                return env[n]
-            case s.Binary() | s.Compare():
-                return self.chain(e, env)
-            case s.Negate(operand=o):
-                return self.expr(o, env)
-            case s.If(cond=c, then=t, orelse=o):
-                self.expr(c, env)
-                return self.join("if … then … else", self.expr(t, env), self.expr(o, env),
-                                 e.span)
-            case s.Let(bindings=bindings, body=body):
-                env = dict(env)
-                for b in bindings:
-                    value = self.expr(b.value, env)
-                    if b.axes is not None:
-                        value = _conforms(f"{b.names[0]} is declared", "its value gives", value,
-                                          b.axes, b.value.span)
-                    env.update({n: None if b.pattern else value for n in b.names})
-                return self.expr(body, env)
-            case s.Rename():
-                return self.rename(e, self.expr(e.operand, env))
-            case s.Call(name="einsum", module=None, args=(s.String(text=spec), *operands)):
-                return self.einsum(spec, [self.expr(x, env) for x in operands], e.span)
-            case s.Call(name=n, module=m, args=args):
-                return self.call(n, m, [self.expr(x, env) for x in args], e.span)
-            case s.Index(target=x, index=i):  # x[t]: x without its first axis
-                self.expr(i, env)
-                value = self.expr(x, env)
-                return value[1:] if value else None
-            case s.Slice(target=x, start=a, stop=b):  # x[a : b]: some of its first axis's
-                self.expr(a, env), self.expr(b, env)
-                value = self.expr(x, env)
-                return (_UNKNOWN, *value[1:]) if value else None
-            case s.Derivative(of=of, wrt=(name,), many=False):
-                self.expr(of, env)
-                return env.get(name)
-        for child in _children(e):
-            self.expr(child, env)
-        return None
-
-    def chain(self, e: s.Binary | s.Compare, env: dict[str, Value]) -> Value:
-        """A chain of operators, left operands walked in a loop (it may be thousands long)."""
-        links: list[s.Binary | s.Compare] = []
-        node: s.Expr = e
-        while isinstance(node, (s.Binary, s.Compare)):
-            links.append(node)
-            node = node.left
-        value = self.expr(node, env)
-        for link in reversed(links):
-            value = self.join(f"the operator {link.op}", value, self.expr(link.right, env),
-                              link.span)
-        return value
-
-    def join(self, what: str, a: Value, b: Value, span: Span) -> Value:
-        """The axes of an entrywise result: equal axes, or either a scalar."""
-        if a is None or b is None:
-            known = a if a is not None else b
-            return known if known else None  # (one scalar: the other decides, not known)
-        if not a or not b:
-            return a or b
-        if len(a) != len(b):  # (nothing broadcasts but a scalar: E310 at any call)
-            raise CheckError("E330", f"{what} joins {_shown(a)} with {_shown(b)}: nothing "
-                             "broadcasts but a scalar; to repeat a value along an axis, say "
-                             "so with einsum", span)
-        for x, y in zip(a, b, strict=True):
-            if x.name is not None and y.name is not None and x.name != y.name:
-                raise _differ(what, x, y, span)
-        return tuple(x if x.name is not None else y for x, y in zip(a, b, strict=True))
-
-    def rename(self, e: s.Rename, value: Value) -> Value:
-        if value is None:
-            return None
-        axes = list(value)
-        for (old, new), span in zip(e.pairs, e.spans, strict=True):
-            where = [i for i, a in enumerate(axes) if a.name == old]
-            if not where:
-                if any(a.name is None for a in axes):
-                    return None
-                raise CheckError("E330", f"rename(…, {old} → {new}) names an axis {old}, but "
-                                 f"the value's axes are {_shown(tuple(axes))}", span)
-            for i in where:
-                axes[i] = Axis(new, span)
-        return tuple(axes)
-
-    def einsum(self, spec: str, operands: list[Value], span: Span) -> Value:
-        """An einsum's letters each stand for one axis: where a letter meets two, E330."""
-        terms = parse_spec(check_spec(spec, len(operands), span))
-        if ELLIPSIS in spec or "..." in spec:  # (axes no letter names: not known)
-            return None
-        bound: dict[str, Axis] = {}
-        for term, value in zip(terms.inputs, operands, strict=True):
-            if value is None or len(value) != len(term):
-                continue
-            for letter, axis in zip(term, value, strict=True):
-                seen = bound.get(letter)
-                if seen is not None and axis.name is not None and seen.name != axis.name:
-                    raise _differ(f"einsum letter {letter}", seen, axis, span)
-                if seen is None and axis.name is not None:
-                    bound[letter] = axis
-        return tuple(bound.get(letter, _UNKNOWN) for letter in terms.output)
-
-    def call(self, name: str, module: str | None, args: list[Value], span: Span) -> Value:
-        if module is None and name in _ENTRYWISE and len(args) == PRIMITIVES[name].arity:
-            value = args[0]
-            for other in args[1:]:
-                value = self.join(f"{name}(…)", value, other, span)
-            return value
-        method = self.members.methods.get(name) if module is None else None
-        if method is not None:
-            key: str | None = f"{self.members.name}.{name}"
-            callee: s.Definition | None = method
-        else:
-            key = self.callee(name, module)
-            callee = self.resolved.syntax.get(key or "")
-        if key is None or callee is None or len(args) != len(callee.params):
-            return None
-        if callee.axes is not None:
-            return _instantiate(callee, args, span, self.members.fixed if method else {})
-        return self.through(key, callee, args, span, method is not None)
-
-    def callee(self, name: str, module: str | None) -> str | None:
-        """The key of the definition a plain call names, as resolve finds it (own, then opened
-        modules)."""
-        if module is not None or self.scope is None:
-            return None
-        for scope in (self.scope, *self.scope.opened):
-            if name in scope.own:
-                return scope.own[name]
-        return None
-
-    def through(self, key: str, callee: s.Definition, args: list[Value], span: Span,
-                method: bool = False) -> Value:
-        """An undeclared callee's result: its body walked with the arguments' axes, once per
-        callee and axes (a callee already being walked, a loop, gives an unknown result); a
-        model's method sees the model's weights and methods."""
-        if all(a is None for a in args) and not method or key in self.calls.walking:
-            return None
-        memo = (key, tuple(a if a is None else tuple(x.name for x in a) for a in args))
-        if memo not in self.calls.results:
-            resolved = self.resolved.definitions.get(key)
-            scope = self.resolved.scopes.get(resolved.module) if resolved is not None else None
-            checker = (_Checker(self.resolved, self.scope, self.env, self.calls, self.members)
-                       if method else _Checker(self.resolved, scope, {}, self.calls))
-            env = {**checker.env, **dict(zip(callee.params, args, strict=True))}
-            self.calls.walking.add(key)
-            try:
-                value = checker.expr(callee.body, env)
-            except CheckError as err:
-                raise err.with_note(f"{callee.name} called with these axes at {span}") from None
-            finally:
-                self.calls.walking.discard(key)
-            self.calls.results[memo] = value
-        return self.calls.results[memo]
-
-
-def _instantiate(callee: s.Definition, args: list[Value], span: Span,
-                 fixed: dict[str, Axis]) -> Value:
-    """A declared definition's result at a call: its axis names stand for the arguments'
-    axes, one axis each (its E must be one axis in every argument that has an E); the names
-    in `fixed` (a model's weights' axes, for its methods) stand for themselves."""
-    assert callee.axes is not None
-    meaning: dict[str, Axis] = dict(fixed)
-    for declared, value in zip(callee.axes.params, args, strict=True):
-        if declared is None or value is None or len(value) != len(declared.names):
-            continue
-        for name, axis in zip(declared.names, value, strict=True):
-            seen = meaning.get(name)
-            if seen is not None and axis.name is not None and seen.name != axis.name:
-                raise _differ(f"{callee.name}'s axis {name}", seen, axis, span)
-            if seen is None and axis.name is not None:
-                meaning[name] = axis
-    if callee.axes.result is None:
-        return None
-    return tuple(meaning.get(n, _UNKNOWN) for n in callee.axes.result.names)
-
-
-def _children(e: s.Expr) -> list[s.Expr]:
-    match e:
-        case s.Call(args=args) | s.Tuple(items=args):
-            return list(args)
-        case s.Derivative(of=of):
-            return [of]
-    return []
 
 
 #: Each axis's size in a call, and the parameter (or let) that bound it first.
@@ -390,12 +76,7 @@ def check_sizes(definition: Definition, shapes: tuple[tuple[int, ...], ...]) -> 
         if axes is None:
             continue
         if len(shape) != len(axes.names):
-            whole = (Span(axes.spans[0].source, axes.spans[0].line, axes.spans[0].column,
-                          axes.spans[-1].end_line, axes.spans[-1].end_column)
-                     if axes.spans else definition.span)
-            raise CheckError("E331", f"{name} is declared {print_shape(axes)}, "
-                             f"{_count(len(axes.names))}, but this call gives it "
-                             f"{_count(len(shape))} (shape {_sized(shape)})", whole)
+            raise _rank(name, axes, shape, definition.span)
         _bind(sizes, name, axes, shape)
     return sizes
 
@@ -409,22 +90,103 @@ def _bind(sizes: Sizes, name: str, axes: s.Axes, shape: tuple[int, ...]) -> None
                              f"but {size} in {name}: an axis has one size in a call", span)
 
 
-def check_let_sizes(definition: Definition, sizes: Sizes, table: ShapeTable) -> None:
+def _rank(name: str, axes: s.Axes, shape: tuple[int, ...], span: Span) -> CheckError:
+    """E331: `name`, declared `axes`, given a value of another rank."""
+    whole = (Span(axes.spans[0].source, axes.spans[0].line, axes.spans[0].column,
+                  axes.spans[-1].end_line, axes.spans[-1].end_column) if axes.spans else span)
+    return CheckError("E331", f"{name} is declared {print_shape(axes)}, "
+                      f"{_count(len(axes.names))}, but this call gives it "
+                      f"{_count(len(shape))} (shape {_sized(shape)})", whole)
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredValue:
+    """A value of declared axes as an entry computes it (IR over Param): a declared let's
+    value, the entry's own or an inlined callee's, or an argument of an inlined call of a
+    declared definition. `site` numbers the call whose sizes it binds (0: the entry's own);
+    `call` is that call's span."""
+
+    name: str
+    axes: s.Axes
+    node: ir.Node
+    site: int
+    call: Span | None = None
+
+
+#: How many inlined calls of declared definitions an entry's sizes are checked in.
+MAX_SITES = 256
+
+
+def declared_values(d: Definition, inliner: Inliner) -> tuple[DeclaredValue, ...]:
+    """Every value whose axes `d`'s entry must check at a call (check_let_sizes): its
+    declared lets, and, for each call of a declared definition written out into it (not
+    inside a loop), that call's arguments and the callee's declared lets, written out as
+    the inliner writes them (so equal to the entry's nodes, whatever rewrote their spans).
+
+    >>> declared_values(resolved.definitions[key], inliner)[0].name
+    'y'
+    """
+    if d.key in inliner.loops:  # (its body runs as a loop: its lets are found by span)
+        return ()
+    found: list[DeclaredValue] = []
+    pending: list[tuple[Definition, dict[ir.Node, ir.Node], int, Span | None]] = [
+        (d, {}, 0, None)]
+    sites = 0
+    while pending:
+        owner, env, site, at = pending.pop()
+        found += [DeclaredValue(name, axes, inliner.expand(ir.substitute(node, env), d.name),
+                                site, at) for name, axes, node in owner.let_values]
+        for call in ir.topological(owner.body):
+            if not isinstance(call, ir.Call) or call.key in inliner.loops or sites == MAX_SITES:
+                continue
+            callee = inliner.definitions.get(call.key)
+            if callee is None or callee.axes is None and not callee.let_values:
+                continue
+            sites += 1
+            args = tuple(inliner.expand(ir.substitute(a, env), d.name) for a in call.args)
+            declared = callee.axes.params if callee.axes is not None else ()
+            found += [DeclaredValue(p, axes, arg, sites, call.span)
+                      for p, axes, arg in zip(callee.params, declared, args, strict=False)
+                      if axes is not None]
+            locals_: dict[ir.Node, ir.Node] = {
+                ir.Local(i, p, callee.span): a
+                for i, (p, a) in enumerate(zip(callee.params, args, strict=True))}
+            pending.append((callee, locals_, sites, call.span))
+    return tuple(found)
+
+
+def check_let_sizes(definition: Definition, sizes: Sizes, table: ShapeTable,
+                    declared: tuple[DeclaredValue, ...] = ()) -> None:
     """E331 where a declared let's value (`let y : B×R ≔ v`, its shape in this call from
-    `table`) gives an axis another size than the call's parameters or an earlier let did.
-    The value is found by its span; one the body no longer has as written (a law rewrote it,
-    or it is a parameter), or whose span has nodes of several shapes (a derivative's), is not
-    checked."""
-    shapes: dict[Span, set[tuple[int, ...]]] = {}
+    `table`) gives an axis another size than the call's parameters or an earlier let did,
+    and where an inlined call of a declared definition (its arguments, its lets: `declared`)
+    binds one of its axes to two sizes or gives a declared value another rank. A let's value
+    is found by its span, and each of `declared` by its node; one found with several shapes
+    (in loops, a derivative's) is not checked."""
+    by_span: dict[Span, set[tuple[int, ...]]] = {}
+    by_node: dict[ir.Node, set[tuple[int, ...]]] = {}
     for scope in table.scopes.values():
         for node, shape in scope.items():
-            if getattr(node, "span", None) is not None and isinstance(shape, tuple) and all(
-                    isinstance(size, int) for size in shape):  # (not a tuple's shapes)
-                shapes.setdefault(node.span, set()).add(shape)
+            if isinstance(shape, tuple) and all(isinstance(size, int) for size in shape):
+                by_node.setdefault(node, set()).add(shape)  # (not a tuple's shapes)
+                if getattr(node, "span", None) is not None:
+                    by_span.setdefault(node.span, set()).add(shape)
     for name, axes, span in definition.lets:
-        found = shapes.get(span, set())
+        found = by_span.get(span, set())
         if len(found) == 1 and len(shape := next(iter(found))) == len(axes.names):
             _bind(sizes, name, axes, shape)
+    bound: dict[int, Sizes] = {0: sizes}
+    for value in declared:
+        found = by_node.get(value.node, set())
+        if len(found) != 1:
+            continue
+        shape = next(iter(found))
+        try:
+            if len(shape) != len(value.axes.names):
+                raise _rank(value.name, value.axes, shape, definition.span)
+            _bind(bound.setdefault(value.site, {}), value.name, value.axes, shape)
+        except CheckError as err:
+            raise (err.with_note(f"called at {value.call}") if value.call else err) from None
 
 
 def _count(axes: int) -> str:

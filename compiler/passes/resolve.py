@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...grammar import syntax as s
 from ...grammar.confusables import skeleton, spelled
@@ -16,6 +16,7 @@ from ..laws.scope import own_laws, rules, simplified, visible
 from ..modules import Loader, SourceModule, prelude_index
 from ..ops.einsum_spec import check_spec
 from ..ops.primitives import KEYED, OPERATORS, PRIMITIVES, arg_extreme
+from .infer_axes import contractions
 
 #: The precedence group of each binary operator: a chain continues within a group.
 _GROUPS = {"+": "sum", "-": "sum", "*": "product", "/": "product", "mod": "product",
@@ -38,6 +39,8 @@ class Definition:
     axes: s.Declared | None = field(default=None, compare=False)  # named axes, where declared
     #: each declared `let y : B×R ≔ v` of the body: y, its axes and v's span (sizes: E331)
     lets: tuple[tuple[str, s.Axes, Span], ...] = field(default=(), compare=False)
+    #: the same lets' values as lowered (IR over Local), in the order lowered (sizes: E331)
+    let_values: tuple[tuple[str, s.Axes, ir.Node], ...] = field(default=(), compare=False)
 
 
 def declared_lets(body: s.Expr) -> tuple[tuple[str, s.Axes, Span], ...]:
@@ -125,12 +128,24 @@ def _scope(loader: Loader, module: SourceModule, resolved: Resolved,
         if isinstance(decl, s.Definition):
             key = scope.own[decl.name]
             written, fired = simplified(decl.body, laws)     # the open laws, before lowering
-            body = Lowering(scope, resolved, decl.params).expr(written)
+            named = named_contractions(resolved, scope, replace(decl, body=written))
+            lowering = Lowering(scope, resolved, decl.params, contractions=named)
+            body = lowering.expr(written)
             resolved.definitions[key] = Definition(key, decl.name, module.key, decl.kind,
                                                    decl.params, body, decl.span, decl.doc, fired,
-                                                   decl.axes, declared_lets(written))
+                                                   decl.axes, declared_lets(written),
+                                                   tuple(lowering.let_values))
     opening.pop()
     return scope
+
+
+def named_contractions(resolved: Resolved, scope: ModuleScope, owner: s.Definition | s.Train,
+                       model: s.Model | None = None) -> dict[int, str]:
+    """The einsum of each `contract(…, over F)` in `owner`, by the node's id (none: no
+    walk), from its operands' named axes (compiler/passes/infer_axes.py)."""
+    if not any(isinstance(n, s.Contract) for n in syntax_nodes(owner)):
+        return {}
+    return contractions(resolved, scope, owner, model)
 
 
 def _no_cycle(target: SourceModule, opening: list[SourceModule], decl: s.Open) -> None:
@@ -189,13 +204,16 @@ class Lowering:
     """Lowers one body: `locals_` are the names bound to Local(i) (parameters, weights)."""
 
     def __init__(self, scope: ModuleScope, resolved: Resolved, params: tuple[str, ...],
-                 extra: dict[str, ir.Node] | None = None, allow_draws: bool = False):
+                 extra: dict[str, ir.Node] | None = None, allow_draws: bool = False,
+                 contractions: dict[int, str] | None = None):
         self.scope = scope
+        self.contractions = contractions or {}  # each contract(…, over F)'s einsum, by id
         self.resolved = resolved
         self.params = params
         self.extra = extra or {}
         self.allow_draws = allow_draws
         self.bound: list[dict[str, ir.Node]] = []  # names `let` binds, innermost last
+        self.let_values: list[tuple[str, s.Axes, ir.Node]] = []  # declared lets' values
 
     def local(self, name: str, span: Span) -> ir.Node | None:
         for names in reversed(self.bound):
@@ -238,6 +256,8 @@ class Lowering:
                 return ir.Prim("slice", (self.expr(x), self.expr(a), self.expr(b)), (), e.span)
             case s.Rename(operand=o):  # names only: compiler/passes/axes.py checks them
                 return self.expr(o)
+            case s.Contract(operands=operands):  # an einsum, its letters from the axes' names
+                return self.contract(e, operands)
             case s.Derivative(of=of, wrt=wrt, many=many):
                 return self.derivative(of, tuple((n, e.span) for n in wrt), many, e.span)
         raise AssertionError(f"unknown syntax node {e!r}")
@@ -254,6 +274,8 @@ class Lowering:
                                            for i, n in enumerate(b.names)})
                 else:
                     self.bound[-1][b.names[0]] = value
+                if b.axes is not None:
+                    self.let_values.append((b.names[0], b.axes, value))
             return self.expr(e.body)
         finally:
             self.bound.pop()
@@ -341,6 +363,14 @@ class Lowering:
                              '"ij,jk->ik"', args[0].span if args else span)
         spec = check_spec(args[0].text, len(args) - 1, args[0].span)
         return ir.Einsum(spec, tuple(self.expr(a) for a in args[1:]), span)
+
+    def contract(self, e: s.Contract, operands: tuple[s.Expr, ...]) -> ir.Node:
+        spec = self.contractions.get(id(e))
+        if spec is None:  # (a body lowered without its axes: a weight's initialiser, a column)
+            raise CheckError("E332", "contract(…, over …) is resolved by its operands' named "
+                             "axes, which are not declared here: write the einsum", e.span)
+        return ir.Einsum(check_spec(spec, len(operands), e.span),
+                         tuple(self.expr(x) for x in operands), e.span)
 
     def primitive(self, name: str, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
         prim = PRIMITIVES[name]
