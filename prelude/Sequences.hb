@@ -13,8 +13,8 @@
 -- where the seed does), G the gates (a ∈ {i, f, g, o} for the LSTM, {r, z, n} for the GRU; the
 -- seed indexes them and does not name the axis), P the three peepholes, T′ key positions, M
 -- model width, M′ the output projection's destination, F key width, L value width, N heads.
--- Every definition declares its parameters' axes (and its result's, where it gives one
--- value), so a transposed weight or keys contracted with queries are refused when the module
+-- Every definition declares its parameters' axes and its result's (an LSTM's pair of state
+-- and memory as `: (B×D, B×D)`), so a transposed weight or keys contracted with queries are refused when the module
 -- loads; a declared axis takes the axis of the argument given for it at each call.
 --
 -- Conventions. A recurrent input x is T×B×E: time first, then the batch, then features, so
@@ -39,22 +39,22 @@ open Prelude.Arithmetic
 
 -- lstmCell(x, h, c, wx, wh, b) · x inputs B×E · h state B×D · c memory B×D · wx E×R×G · wh D×R×G · b R×G → (next state B×D, next memory B×D)
 -- One step: gates from x wx + h wh + b; c' = σ(f) c + σ(i) tanh(g) and h' = σ(o) tanh(c').
-def lstmCell(x : B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G) ≔ lstmFrom(einsum("be,edg->bgd", x, wx), h, c, middle(wh), einsum("dg->gd", b))
+def lstmCell(x : B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G) : (B×D, B×D) ≔ lstmFrom(einsum("be,edg->bgd", x, wx), h, c, middle(wh), einsum("dg->gd", b))
 
 -- lstm(x, h, c, wx, wh, b) · x sequence T×B×E · h starting state B×D · c starting memory B×D · weights as lstmCell → (last state B×D, last memory B×D)
 -- The cell walked over the sequence, t = 0 … T − 1. Every step's input product x[t] wx is one matrix product over the whole sequence, made before the walk; each step then multiplies only h wh.
-def lstm(x : T×B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G) ≔ lstmSteps(rows(x), inputsOf(x, wx), h, c, middle(wh), einsum("dg->gd", b))
+def lstm(x : T×B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G) : (B×D, B×D) ≔ lstmSteps(rows(x), inputsOf(x, wx), h, c, middle(wh), einsum("dg->gd", b))
 
 -- peepholeCell(x, h, c, wx, wh, b, p) · as lstmCell · p peepholes D×P (for i, f, o) → (next state B×D, next memory B×D)
 -- Graves' cell: the input and forget gates also read c, the output gate reads c', each through a diagonal peephole (D numbers, not D²).
-def peepholeCell(x : B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G, p : D×P) ≔
+def peepholeCell(x : B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G, p : D×P) : (B×D, B×D) ≔
   let z ≔ affine(x, h, wx, wh, b),
       c2 ≔ sigmoid(gate(z, 1) + peep(c, p, 1)) · c + sigmoid(gate(z, 0) + peep(c, p, 0)) · tanh(gate(z, 2))
   in (sigmoid(gate(z, 3) + peep(c2, p, 2)) · tanh(c2), c2)
 
 -- peepholeLstm(x, h, c, wx, wh, b, p) · x sequence T×B×E · others as peepholeCell → (last state, last memory)
 -- The peephole cell walked over the sequence.
-def peepholeLstm(x : T×B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G, p : D×P) ≔ peepholeSteps(rows(x), x, h, c, wx, wh, b, p)
+def peepholeLstm(x : T×B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G, p : D×P) : (B×D, B×D) ≔ peepholeSteps(rows(x), x, h, c, wx, wh, b, p)
 
 -- Building blocks
 
@@ -92,20 +92,20 @@ def biasAlong(z : B×G×R, b : G×R) : B×G×R ≔ einsum("bgd,gd->bgd", z ^ 0, 
 
 -- lstmSteps(n, a, h, c, wh, b) · n steps left · a input products T×B×G×R (from inputsOf) · h B×D · c B×D · wh D×G×R (from middle) · b G×R → (state, memory)
 -- Steps the cell n more times, reading a[T − n] next.
-def lstmSteps(n : Scalar, a : T×B×G×R, h : B×D, c : B×D, wh : D×G×R, b : G×R) ≔
+def lstmSteps(n : Scalar, a : T×B×G×R, h : B×D, c : B×D, wh : D×G×R, b : G×R) : (B×D, B×D) ≔
   if n = 0 then (h, c)
   else let (h2, c2) ≔ lstmFrom(a[rows(a) − n], h, c, wh, b) in lstmSteps(n − 1, a, h2, c2, wh, b)
 
 -- lstmFrom(a, h, c, wh, b) · a input product B×G×R · h B×D · c B×D · wh D×G×R · b G×R → (next state, next memory)
 -- One step of the cell from its input product, the gate axis in the middle, R renamed to D.
-def lstmFrom(a : B×G×R, h : B×D, c : B×D, wh : D×G×R, b : G×R) ≔
+def lstmFrom(a : B×G×R, h : B×D, c : B×D, wh : D×G×R, b : G×R) : (B×D, B×D) ≔
   let z ≔ rename(a + einsum("bk,kgd->bgd", h, wh) + biasAlong(a, b), R → D),
       c2 ≔ sigmoid(slab(z, 1)) · c + sigmoid(slab(z, 0)) · tanh(slab(z, 2))
   in (sigmoid(slab(z, 3)) · tanh(c2), c2)
 
 -- peepholeSteps(n, x, h, c, wx, wh, b, p) · n steps left · others as peepholeLstm → (state, memory)
 -- Steps the peephole cell n more times.
-def peepholeSteps(n : Scalar, x : T×B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G, p : D×P) ≔
+def peepholeSteps(n : Scalar, x : T×B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G, p : D×P) : (B×D, B×D) ≔
   if n = 0 then (h, c)
   else let (h2, c2) ≔ peepholeCell(x[rows(x) − n], h, c, wx, wh, b, p) in peepholeSteps(n − 1, x, h2, c2, wx, wh, b, p)
 
@@ -245,7 +245,7 @@ model LSTM(inputs, hidden, seed) : Learner {
   weight wx : Tensor[inputs, hidden, 4] from drawn(uniform(seed), hidden)
   weight wh : Tensor[hidden, hidden, 4] from drawn(uniform(seed), hidden)
   weight b  : Tensor[hidden, 4]         from drawn(uniform(seed), hidden)
-  def run(x : T×B×inputs, h : B×hidden, c : B×hidden) ≔ lstm(x, h, c, wx, wh, b)
+  def run(x : T×B×inputs, h : B×hidden, c : B×hidden) : (B×hidden, B×hidden) ≔ lstm(x, h, c, wx, wh, b)
 }
 
 -- PeepholeLSTM(inputs, hidden, seed) · Graves' LSTM with diagonal peepholes.
@@ -254,7 +254,7 @@ model PeepholeLSTM(inputs, hidden, seed) : Learner {
   weight wh : Tensor[hidden, hidden, 4] from drawn(uniform(seed), hidden)
   weight b  : Tensor[hidden, 4]         from drawn(uniform(seed), hidden)
   weight p  : Tensor[hidden, 3]         from drawn(uniform(seed), hidden)
-  def run(x : T×B×inputs, h : B×hidden, c : B×hidden) ≔ peepholeLstm(x, h, c, wx, wh, b, p)
+  def run(x : T×B×inputs, h : B×hidden, c : B×hidden) : (B×hidden, B×hidden) ≔ peepholeLstm(x, h, c, wx, wh, b, p)
 }
 
 -- GRU(inputs, hidden, seed) · PyTorch's GRU, two biases.

@@ -44,11 +44,11 @@ SHAPE = r"(?:Scalar|\w+′*(?:×\w+′*)*)"
 
 def undeclared(text: str) -> str:
     """Sequences' source with its named axes taken out: no parameter's or result's shape in
-    a definition's head (`x : B×E`, `) : B×D ≔`), and `rename(v, R → D)` written `(v)`."""
+    a definition's head (`x : B×E`, `) : B×D ≔`, `) : (B×D, B×D) ≔`), and `rename(v, R → D)` written `(v)`."""
     lines = []
     for line in text.splitlines():
         if line.lstrip().startswith("def "):
-            line = re.sub(rf" : {SHAPE}(?=[,)]| ≔)", "", line)
+            line = re.sub(rf" : (?:{SHAPE}|\({SHAPE}(?:, {SHAPE})*\))(?=[,)]| ≔)", "", line)
         lines.append(line)
     text = "\n".join(lines)
     while (start := text.find("rename(")) >= 0:
@@ -89,7 +89,8 @@ def test_every_definition_has_a_case_and_the_undeclared_form_declares_nothing(na
     assert set(names) - set(declared) == {"drawn", "hazardOf"}  # (any shape: undeclared)
     assert all(plain.function(n).entry.definition.axes is None for n in names)
     stripped = undeclared(SOURCE.read_text())
-    assert "rename(" not in stripped and " : B×" not in stripped.split("-- Models")[0]
+    head = stripped.split("-- Models")[0]
+    assert "rename(" not in stripped and " : B×" not in head and " : (" not in head
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -143,11 +144,11 @@ def test_help_of_a_models_method_prints_its_named_shapes(named):
     shown = pydoc.render_doc(net.run, renderer=pydoc.plaintext)
     assert "MultiHeadAttention.run(x : B×T×width) : B×T×width  [method at" in shown
     assert named.LSTM(3, 4, 0).run.__doc__.startswith(
-        "LSTM.run(x : T×B×inputs, h : B×hidden, c : B×hidden)  [method at")
+        "LSTM.run(x : T×B×inputs, h : B×hidden, c : B×hidden) : (B×hidden, B×hidden)  [method at")
     assert "GRU.run(x : T×B×inputs, h : B×hidden) : B×hidden" in pydoc.render_doc(
         named.GRU, renderer=pydoc.plaintext)
     assert named.lstm.__doc__.startswith(  # as help(f) shows a definition's
-        "lstm(x : T×B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G)  [def at")
+        "lstm(x : T×B×E, h : B×D, c : B×D, wx : E×R×G, wh : D×R×G, b : R×G) : (B×D, B×D)  [def at")
     undeclared_method = hilbert.compile_source(
         "model Two(n, seed) : Learner {\n  weight w : Tensor[n] from uniform(seed)\n"
         "  def scaled(x) ≔ x · w\n}\n").Two
