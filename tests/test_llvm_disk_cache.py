@@ -20,6 +20,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
+from conftest import ROOT
 from test_cache import copy_of, files
 from test_security import sealed
 
@@ -230,3 +231,55 @@ def test_the_planted_code_would_run_if_it_were_loaded(tmp_path):
     ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
         machine.addresses["hb_run"])(None, None)
     assert marker.exists()
+
+
+#: One process: the hash of the LLVM IR of every function the back end lowers in the golden
+#: guard's programs whose names start with PREFIXES (nothing compiled), as JSON.
+LOWERINGS = """
+import hashlib, json, sys
+sys.path.insert(0, GOLDEN)
+import record
+from hilbert.executor import llvm
+from hilbert.executor.numba.executor import regions_of
+texts = []
+with record.in_root():
+    for program in record.read_programs():
+        if not program["name"].startswith(PREFIXES):
+            continue
+        with record.pinned_environment(program.get("threads", 1)):
+            try:
+                prepared = record.function_of(program)._prepare(
+                    record.shapes_of(program), program.get("dtype", "float64"))
+            except Exception:  # (a program recorded as refused)
+                continue
+            for region in regions_of(prepared.runner):
+                try:
+                    made = region._lowered() if region.generated.compiled else None
+                except llvm.Unsupported:
+                    continue
+                if made is not None:
+                    texts.append(hashlib.sha256(made.text.encode()).hexdigest())
+print(json.dumps(texts))
+"""
+
+
+def lowered_texts(prefixes: tuple[str, ...], seed: int, cache: Path) -> list[str]:
+    script = (LOWERINGS.replace("GOLDEN", repr(str(ROOT / "tests" / "golden")))
+              .replace("PREFIXES", repr(prefixes)))
+    env = dict(os.environ, HILBERT_CODEGEN="llvm", PYTHONHASHSEED=str(seed),
+               HILBERT_CACHE_DIR=str(cache))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("prefixes", [
+    ("prelude__Arithmetic", "prelude__Networks"),
+    pytest.param(("",), marks=pytest.mark.slow)])
+def test_the_ir_a_key_hashes_is_the_same_in_every_process(prefixes, tmp_path):
+    """The golden guard's programs lowered in two processes of different hash seeds (and
+    cache directories: the second plans afresh too) give the same LLVM IR, byte for byte."""
+    first = lowered_texts(prefixes, 1, tmp_path / "one")
+    assert len(first) >= 40  # (46 functions by default; 220 under -m slow)
+    assert lowered_texts(prefixes, 2, tmp_path / "two") == first
