@@ -10,7 +10,8 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
     maths.py        vmath.py's exact exp, log and tanh, operation for operation
-    compile.py      llvmlite's binding: target machine, optimisation level, addresses
+    compile.py      llvmlite's binding: target machine, optimisation level, object code, addresses
+    kept.py         object code in the disk cache, under a hash of the IR and what else it depends on
     call.py         the Python side of the ABI: packing, calling, memory handed back
     unsupported.py  the signal that a function is left to Numba
 

@@ -33,9 +33,10 @@ _FREE.restype = None
 
 
 class Lowered:
-    """A function lowered to LLVM IR (`text`), compiled at `level` when first called or when
-    `compile` is (under a lock: one thread compiles), and called as Numba's dispatcher is:
-    with its parameters, answering what the function returns."""
+    """A function lowered to LLVM IR (`text`), compiled at `level` (or its machine code loaded
+    from the disk cache: compile.py) when first called or when `compile` is (under a lock:
+    one thread compiles), and called as Numba's dispatcher is: with its parameters,
+    answering what the function returns."""
 
     def __init__(self, text: str, params: list[Type], results: list[Result], level: int,
                  contiguous: bool = False, raises: list[tuple[str, tuple[str, ...]]] = ()):

@@ -1,9 +1,13 @@
-"""LLVM IR to machine code in memory: llvmlite's binding, a target machine for this CPU, the
-optimisation level chosen per function, and the address a function is called through.
+"""LLVM IR to machine code: llvmlite's binding, a target machine for this CPU, the optimisation
+level chosen per function, the object code kept on disk (kept.py), and the address a function
+is called through.
 
-Each module is compiled by an MCJIT engine of its own, kept alive by the `Machine` code that
-the caller holds: the code stays mapped while anything can call it. Nothing goes to disk yet
-(issue 48's next stage: machine code under deterministic keys)."""
+A module is optimised and compiled to object code once (LLVM's code generator, as a file), and
+that object code, freshly made or read from the disk cache, is loaded into an MCJIT engine of
+its own (relocated and linked to what it calls: malloc, free, the symbols llvm.add_symbol
+registered), kept alive by the `Machine` that the caller holds: the code stays mapped while
+anything can call it. What runs is always the object code as kept, in the first process as in
+the next."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ import weakref
 
 import llvmlite.binding as llvm
 
+from . import kept
+
 #: Statements above which a function with loops is optimised at level 1 instead of 3: its
 #: compile time grows with its size, and past this most of it is straight-line code.
 LARGE = 4000
@@ -21,6 +27,11 @@ LARGE = 4000
 #: for). Each module is parsed into an LLVM context of its own, never LLVM's global one that
 #: Numba compiles in, so a Numba build in another thread touches nothing of it.
 _LOCK = threading.Lock()
+
+#: How many modules this process compiled with LLVM's optimiser and code generator, and how
+#: many it loaded as object code from the disk cache instead (read by the tests: a process
+#: that finds every module kept compiles none).
+COUNTS = {"compiled": 0, "loaded": 0}
 
 
 @functools.cache
@@ -63,17 +74,43 @@ class Machine:
 
 def compile_module(module_text: str, names: tuple[str, ...], level: int) -> Machine:
     """`module_text` (LLVM IR as text) parsed, verified, optimised at `level` and compiled for
-    this CPU; the addresses of `names`."""
+    this CPU, or its object code read from the disk cache when a process compiled it before
+    (kept.py); loaded, and the addresses of `names`."""
     with _LOCK:
-        machine = _target_machine(level)
-        parsed = llvm.parse_assembly(module_text, context=llvm.create_context())
-        parsed.triple = machine.triple
-        parsed.data_layout = str(machine.target_data)
-        parsed.verify()
-        _optimise(parsed, machine, level)
-        engine = llvm.create_mcjit_compiler(parsed, machine)
-        engine.finalize_object()
-        return Machine(engine, {n: engine.get_function_address(n) for n in names}, level)
+        target, cpu, features = _host()
+        name = kept.key(module_text, level, (target.triple, cpu, features))
+        code = kept.read(name)
+        if code is None:
+            code = _object_code(module_text, level)
+            COUNTS["compiled"] += 1
+            kept.write(name, code)
+        else:
+            COUNTS["loaded"] += 1
+        return _loaded(code, names, level)
+
+
+def _object_code(module_text: str, level: int) -> bytes:
+    """`module_text` parsed, verified, optimised at `level` and compiled to an object file."""
+    machine = _target_machine(level)
+    parsed = llvm.parse_assembly(module_text, context=llvm.create_context())
+    parsed.triple = machine.triple
+    parsed.data_layout = str(machine.target_data)
+    parsed.verify()
+    _optimise(parsed, machine, level)
+    return machine.emit_object(parsed)
+
+
+def _loaded(code: bytes, names: tuple[str, ...], level: int) -> Machine:
+    """The object file `code` loaded into an engine of its own (whose module is empty: nothing
+    is compiled), its code made executable; the addresses of `names`."""
+    machine = _target_machine(level)
+    empty = llvm.parse_assembly("", context=llvm.create_context())
+    empty.triple = machine.triple
+    empty.data_layout = str(machine.target_data)
+    engine = llvm.create_mcjit_compiler(empty, machine)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+    engine.finalize_object()
+    return Machine(engine, {n: engine.get_function_address(n) for n in names}, level)
 
 
 def _optimise(module, machine: llvm.TargetMachine, level: int) -> None:

@@ -183,8 +183,8 @@ def _noted(plan: Plan, lines, schedule: Schedule | None = None) -> Plan:
 
 def _apart() -> bool:
     """Whether a background build runs in a process of its own (HILBERT_BUILDS): never under
-    HILBERT_CODEGEN=llvm, whose machine code is not kept on disk yet (a child's build would
-    reach nothing here; llvmlite's builds take milliseconds)."""
+    HILBERT_CODEGEN=llvm, whose builds take less than a child's start (its machine code goes
+    to the disk cache all the same: executor/llvm/kept.py)."""
     return build_process.wanted() and not llvm.wanted()
 
 
