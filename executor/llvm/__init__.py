@@ -51,15 +51,17 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     their shapes: LLVM then vectorises without checking them at run time), as the numba
     executor's regions convert them; otherwise their strides are read."""
     from ..codegen.loops import For, While, statements
-    from . import call, compile, lower
+    from . import call, compile, lower, threads
     from .types import Array
 
     if len(names) == len(params) + 1 and names[-1] == "stop":  # (loops' Ctrl-C flag)
         params = [*params, Array("int64", 1)]
     found = statements(body)
-    if any(isinstance(s, For) and s.parallel for s in found):
-        raise Unsupported("a parallel nest (threads)")
+    parallel = any(isinstance(s, For) and s.parallel for s in found)
+    if parallel:
+        threads.check(body)
     made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     loops = any(isinstance(s, (For, While)) for s in found)
-    return call.Lowered(made.text, params, made.results, compile.level(len(found), loops),
-                        contiguous, made.raises)
+    lowered = call.Lowered(made.text, params, made.results, compile.level(len(found), loops),
+                           contiguous, made.raises)
+    return threads.Threaded(lowered) if parallel and threads.on() else lowered
