@@ -7,6 +7,7 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     expressions.py  expressions to llvmlite.ir: locals, arrays, templates, calls
     views.py        transposes, reshapes and slices of arrays as views, without copies
     held.py         array locals a loop reassigns (its state, its step's buffers), in slots
+    threads.py      parallel nests: their rows outlined, run in chunks on Numba's threads
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
     maths.py        vmath.py's exact exp, log and tanh, operation for operation
@@ -16,7 +17,8 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
 
 Loops (`while True`, `break`, the Ctrl-C check of the `stop` flag, the step count) and the
 coded runtime errors they raise (answered by number through the ABI, raised by call.py as
-Numba-built code raises them) are lowered; parallel nests (threads) are not yet.
+Numba-built code raises them) are lowered, and parallel nests, on the threads of Numba's
+threading layer (threads.py says why those).
 
 HILBERT_CODEGEN=llvm asks for it (`wanted`); a function outside what it lowers raises
 `Unsupported` while it is lowered, before anything compiles, and is built by Numba."""
