@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -107,6 +110,45 @@ def test_parallel_nests_give_numpys_results(threads_at, name, count):
         threaded = isinstance(region.function, llvm_threads.Threaded)
         assert threaded == (count == 2)
         assert ("numba_parallel_for" in region.function.text) == threaded
+
+
+#: A child: six Python threads each calling a threaded nest 200 times at once (a crash there,
+#: workqueue's abort, would end this process).
+MANY_CALLERS = textwrap.dedent("""
+    import threading
+    import numpy as np
+    from hilbert.executor import llvm, threads
+    from hilbert.executor.llvm.types import Array
+    from test_llvm_threads import _doubled
+    threads.count = lambda: 2
+    made = llvm.lowered(_doubled(), ["a0", "a1"], [Array("float64", 1), "float64"], "float64")
+    a = np.arange(200_000.0)
+    start, wrong = threading.Barrier(6), []
+
+    def work():
+        start.wait()
+        for _ in range(200):
+            out, _ = made(a, 1.0)
+            wrong.append(not np.array_equal(out, 2.0 * a + 1.0))
+
+    workers = [threading.Thread(target=work) for _ in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    print(threads.layer(), len(wrong), any(wrong))
+""")
+
+
+@pytest.mark.timeout(300)
+def test_threaded_nests_called_from_many_threads_at_once():
+    """On workqueue, which ends the process when two threads launch together, each call waits
+    for the launch lock (threads.launched); the other layers run them side by side."""
+    done = subprocess.run([sys.executable, "-c", MANY_CALLERS], capture_output=True, text=True,
+                          timeout=280, cwd=Path(__file__).parent,
+                          env={**os.environ, "NUMBA_NUM_THREADS": "2"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[1:] == ["1200", "False"], done.stdout
 
 
 # ---------------------------------------------------------------- loop IR of our own
