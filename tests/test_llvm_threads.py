@@ -213,15 +213,19 @@ def test_captured_arrays_are_read_through_their_strides(threads_at):
 
 
 def test_values_a_nest_keeps_to_itself(threads_at):
-    """A value assigned in the rows and read after the nest, or carried from row to row, is
-    no parallel nest's: left to Numba (said before anything compiles)."""
+    """A value assigned in the rows and read after the nest (assigned before it or not), or
+    carried from row to row, is no parallel nest's: left to Numba (said before anything
+    compiles)."""
     threads_at(2)
     row = [Assign(("t",), (Sub(Var("a0"), (Var("i"),)),))]
     after = [Assign(("n",), (Fmt("{}.shape[0]", (Var("a0"),)),)),
              For("i", Var("n"), row, parallel=True),
              Return(Fmt("{}, {}", (Var("t"), Var("n"))))]
-    with pytest.raises(llvm.Unsupported, match="read after it"):
+    with pytest.raises(llvm.Unsupported, match="read outside it"):
         llvm.lowered(after, ["a0"], [Array("float64", 1)], "float64")
+    with pytest.raises(llvm.Unsupported, match="read outside it"):
+        llvm.lowered([Assign(("t",), (number(0.0, "float64"),)), *after], ["a0"],
+                     [Array("float64", 1)], "float64")
     carried = [Assign(("n",), (Fmt("{}.shape[0]", (Var("a0"),)),)),
                Assign(("s",), (number(0.0, "float64"),)),
                For("i", Var("n"), [Update("s", "+=", Sub(Var("a0"), (Var("i"),))),

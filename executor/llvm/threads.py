@@ -92,17 +92,17 @@ def nest(lowering, loop: For) -> None:
 
 def check(body: list) -> None:
     """Unsupported unless each parallel nest of `body` keeps its values to itself: nothing it
-    assigns is read after it without being assigned again (its rows' values are private to
-    their thread), and nothing it reads before assigning is assigned by it (a value carried
-    from row to row)."""
+    assigns is read outside it (its rows' values are private to their thread), but the index
+    of another loop (which that loop assigns before its rows read it), and nothing it reads
+    before assigning is assigned by it (a value carried from row to row)."""
     found = statements(body)
     for loop in (s for s in found if isinstance(s, For) and s.parallel):
         inside = {id(s) for s in statements([loop])}
         outside = [s for s in found if id(s) not in inside]
-        assigned = {n for s in outside for n in _sets(s)}
+        indices = {s.index for s in outside if isinstance(s, For)}
         read = {n for s in outside for n in _gets(s)}
-        if (_private(loop) & read) - assigned:
-            raise Unsupported("a parallel nest whose value is read after it")
+        if (_private(loop) & read) - indices:
+            raise Unsupported("a parallel nest whose value is read outside it")
 
 
 def _sets(stmt) -> tuple[str, ...]:
