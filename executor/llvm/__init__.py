@@ -7,6 +7,7 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     expressions.py  expressions to llvmlite.ir: locals, arrays, templates, calls
     views.py        transposes, reshapes and slices of arrays as views, without copies
     held.py         array locals a loop reassigns (its state, its step's buffers), in slots
+    threads.py      parallel nests: their rows outlined, run in chunks on Numba's threads
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
     maths.py        vmath.py's exact exp, log and tanh, operation for operation
@@ -17,7 +18,8 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
 
 Loops (`while True`, `break`, the Ctrl-C check of the `stop` flag, the step count) and the
 coded runtime errors they raise (answered by number through the ABI, raised by call.py as
-Numba-built code raises them) are lowered; parallel nests (threads) are not yet.
+Numba-built code raises them) are lowered, and parallel nests, on the threads of Numba's
+threading layer (threads.py says why those).
 
 HILBERT_CODEGEN=llvm asks for it (`wanted`); a function outside what it lowers raises
 `Unsupported` while it is lowered, before anything compiles, and is built by Numba."""
@@ -52,15 +54,17 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     their shapes: LLVM then vectorises without checking them at run time), as the numba
     executor's regions convert them; otherwise their strides are read."""
     from ..codegen.loops import For, While, statements
-    from . import call, compile, lower
+    from . import call, compile, lower, threads
     from .types import Array
 
     if len(names) == len(params) + 1 and names[-1] == "stop":  # (loops' Ctrl-C flag)
         params = [*params, Array("int64", 1)]
     found = statements(body)
-    if any(isinstance(s, For) and s.parallel for s in found):
-        raise Unsupported("a parallel nest (threads)")
+    parallel = any(isinstance(s, For) and s.parallel for s in found)
+    if parallel:
+        threads.check(body)
     made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     loops = any(isinstance(s, (For, While)) for s in found)
-    return call.Lowered(made.text, params, made.results, compile.level(len(found), loops),
-                        contiguous, made.raises)
+    lowered = call.Lowered(made.text, params, made.results, compile.level(len(found), loops),
+                           contiguous, made.raises)
+    return threads.Threaded(lowered) if parallel and threads.on() else lowered

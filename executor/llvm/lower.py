@@ -43,6 +43,7 @@ from ..codegen.loops import (
     While,
 )
 from ..numba.vmath import WIDE
+from . import threads
 from .expressions import ITEMSIZE, ArrayValue, Expressions
 from .held import Held, held
 from .runtime import I64, LLVM
@@ -143,6 +144,8 @@ class Lowering(Held, Expressions):
                         f'"prefer-vector-width"="{WIDE}"')
             case For(index=index, size=size, body=body, parallel=False):
                 self._for(index, size, body)
+            case For(parallel=True):
+                threads.nest(self, stmt)  # (its rows on threads: threads.py)
             case If(test=test, body=body, orelse=orelse):
                 self._if(test, body, orelse)
             case While(body=body):

@@ -70,7 +70,8 @@ class CompiledRegion:
         once; Numba compiles it at its first call, or when `compile` says. In a process forked
         from one that ran parallel code, parallel code is its serial twin (threads.usable)."""
         if self._function is None or self._parallel and not threads.usable():
-            self._parallel = self.generated.parallel
+            # (the twin, once made, is kept: not remade, nor relowered, at every call)
+            self._parallel = self.generated.parallel and threads.usable()
             self._function = self._lowered() or load("hilbert.executor.numba.cache").function(
                 self.generated.source, self.generated.compiled, self._parallel)
         return self._function
