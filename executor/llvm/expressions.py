@@ -148,9 +148,9 @@ class Expressions:
         """The view array[index] (types.is_part: slices, or fewer indices than axes)."""
         entries: list = []
         for i in index:
-            if isinstance(i, Num):  # (`:`: types.whole_axis)
+            if whole_axis(i) and isinstance(i, Num):  # (`:`)
                 entries.append(ALL)
-            elif whole_axis(i):
+            elif whole_axis(i):  # (`{}:{}`)
                 entries.append(tuple(self.cast(*self.value(a), "int64") for a in i.args))
             else:
                 entries.append(self.cast(*self.value(i), "int64"))
