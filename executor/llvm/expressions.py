@@ -12,6 +12,7 @@ from llvmlite import ir
 from ..codegen.loops import Call, Compare, Expr, Fmt, Num, Op, Pick, Select, Sub, Var, View, walk
 from ..codegen.spelling import INFIX, PREFIX, WRAP, spelled
 from . import runtime
+from .entries import Entries
 from .runtime import I64, LLVM
 from .scalars import binary_value, cast, constant
 from .templates import dotted, field, parsed
@@ -52,7 +53,7 @@ class ArrayValue:
     sources: frozenset = frozenset()  # (the held locals it was read from: held.py)
 
 
-class Expressions:
+class Expressions(Entries):
     """The values of one function's expressions, written by `builder` into `function`; `types`:
     its locals' (types.Inference), `code`: its dtype."""
 
