@@ -36,6 +36,7 @@ from hilbert.executor.codegen.loops import (
     whole,
 )
 from hilbert.executor.llvm.types import Array
+from hilbert.executor.numba.executor import regions_of
 from test_llvm_backend import _built_by, _lowered_entrywise
 
 import hilbert
@@ -103,6 +104,21 @@ def test_power_and_cos_are_cs(forms):
             want = np.cos(x) + np.abs(x) ** p
             _close(forms.waved(x, p), want, 4)
         assert _built_by(forms.function("waved"), (3, 4), ()) == LLVM_BUILT
+
+
+def test_power_and_cos_in_float32_code(forms):
+    """float32 code: C's cosf, and kernels32.power (float64's rounded once): each within an
+    ulp of float32, and the sum rounds once more."""
+    x = np.linspace(-3.0, 3.0, 12, dtype=np.float32).reshape(3, 4)
+    for p in (2.0, 0.5, 3.0, 1.7):
+        got = forms.waved(x, np.float32(p))
+        assert got.dtype == np.float32
+        want = np.cos(x.astype(np.float64)) + np.abs(x.astype(np.float64)) ** np.float32(p)
+        tolerance = 4 * np.finfo(np.float32).eps
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * 10)
+    prepared = forms.function("waved")._prepare(((3, 4), ()), "float32")
+    prepared.build()
+    assert [r.backend for r in regions_of(prepared.runner)] == ["llvm (optimisation level 3)"]
 
 
 def test_erf_is_cs(forms):
@@ -253,6 +269,7 @@ GUARDED = textwrap.dedent("""
     from hilbert.executor.codegen.loops import (Assign, Call, Fmt, For, Return, Store, Sub,
                                                 Var, number, whole)
     from hilbert.executor.llvm.types import Array
+from hilbert.executor.numba.executor import regions_of
     def guarded(p):
         return Fmt("({} if {} <= {} < {} else {})", (
             Sub(Var("a0"), (p,)), whole(0), p, Var("n"), number(0.0, "float64")))
