@@ -269,7 +269,6 @@ GUARDED = textwrap.dedent("""
     from hilbert.executor.codegen.loops import (Assign, Call, Fmt, For, Return, Store, Sub,
                                                 Var, number, whole)
     from hilbert.executor.llvm.types import Array
-from hilbert.executor.numba.executor import regions_of
     def guarded(p):
         return Fmt("({} if {} <= {} < {} else {})", (
             Sub(Var("a0"), (p,)), whole(0), p, Var("n"), number(0.0, "float64")))
