@@ -96,6 +96,8 @@ class Lowered:
         known = {args[k].ctypes.data: args[k] for k, is_array in enumerate(self._arrays)
                  if is_array}
         for result in self._results:
+            if result.kind == "tuple":  # (its items follow: grouped by _grouped)
+                continue
             if result.kind == "param":
                 values.append(args[result.index])
             elif result.kind in ("fresh", "held"):
@@ -109,7 +111,18 @@ class Lowered:
                 word = words[at]
                 values.append(bool(word) if result.dtype == "bool" else word)
                 at += 1
-        return tuple(values)
+        return _grouped(values, self._results)
+
+
+def _grouped(values: list, results: tuple) -> tuple:
+    """`values` (one for each result but the tuples) with each "tuple" result's items as one
+    tuple."""
+    grouped, at, k = [], 0, 0
+    while k < len(results):
+        count = results[k].rank if results[k].kind == "tuple" else 0
+        grouped.append(tuple(values[at:at + count]) if count else values[at])
+        at, k = at + max(count, 1), k + 1 + count
+    return tuple(grouped)
 
 
 def _adopted(address: int, shape: tuple, dtype: str) -> np.ndarray:

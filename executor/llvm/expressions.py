@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from ..codegen.loops import Call, Compare, Expr, Fmt, Num, Op, Pick, Select, Sub, Var, View
+from ..codegen.loops import Call, Compare, Expr, Fmt, Num, Op, Pick, Select, Sub, Var, View, walk
 from ..codegen.spelling import INFIX, PREFIX, WRAP, spelled
 from . import runtime
+from .entries import Entries
 from .runtime import I64, LLVM
 from .scalars import binary_value, cast, constant
 from .templates import dotted, field, parsed
@@ -21,15 +22,18 @@ from .types import (
     COMPARISONS,
     Array,
     Type,
+    axis_order,
     call_type,
     element,
+    is_part,
     literal,
     number,
     tree_type,
     unify,
+    whole_axis,
 )
 from .unsupported import Unsupported
-from .views import view
+from .views import ALL, part, transposed, view
 
 #: Each array dtype's entry size in bytes.
 ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8}
@@ -49,7 +53,7 @@ class ArrayValue:
     sources: frozenset = frozenset()  # (the held locals it was read from: held.py)
 
 
-class Expressions:
+class Expressions(Entries):
     """The values of one function's expressions, written by `builder` into `function`; `types`:
     its locals' (types.Inference), `code`: its dtype."""
 
@@ -97,15 +101,22 @@ class Expressions:
                 return self._read(name), self.types[name]
             case Num():
                 return constant(expr), literal(expr)
-            case Sub():
-                array, pointer = self._address(expr)
+            case Sub(base=base, index=index):
+                array, t = self.value(base)
+                if is_part(t, index):
+                    made = self._part(array, index)
+                    return made, Array(made.dtype, len(made.shape))
+                array, pointer = self._address(expr, (array, t))
                 return self.builder.load(pointer), array.dtype
             case Pick(a=a, test=test, b=other):
                 return self._pick(self.value(test), self.value(a), self.value(other))
+            case Call(fn="K.transposed", args=(base, Num() as axes)):
+                array, t = self.value(base)
+                return transposed(array, axis_order(axes)), t
             case Call(fn=fn, args=args):
                 return self._call(fn, [self.value(a) for a in args])
             case Fmt(template=template, args=args):
-                return self._tree(parsed(template), [self.value(a) for a in args])
+                return self._tree(parsed(template), args)
             case Op(fn=fn, args=args, tier=tier):
                 return self._op(fn, tier, [self.value(a) for a in args])
             case Compare(op=op, left=left, right=right):
@@ -134,8 +145,23 @@ class Expressions:
         value, t = self.cast(value, t, number(t)), number(t)
         return (self.builder.fneg(value) if t != "int64" else self.builder.neg(value)), t
 
-    def _address(self, sub: Sub) -> tuple[ArrayValue, ir.Value]:
-        array, t = self.value(sub.base)
+    def _part(self, array: ArrayValue, index: tuple) -> ArrayValue:
+        """The view array[index] (types.is_part: slices, or fewer indices than axes)."""
+        entries: list = []
+        for i in index:
+            if whole_axis(i) and isinstance(i, Num):  # (`:`)
+                entries.append(ALL)
+            elif whole_axis(i):  # (`{}:{}`)
+                entries.append(tuple(self.cast(*self.value(a), "int64") for a in i.args))
+            else:
+                entries.append(self.cast(*self.value(i), "int64"))
+        return part(self, array, entries)
+
+    def _address(self, sub: Sub, base: tuple | None = None) -> tuple[ArrayValue, ir.Value]:
+        """The entry sub names: its array, and a pointer to it (`base`: sub.base's value)."""
+        array, t = base or self.value(sub.base)
+        if is_part(t, sub.index):
+            raise Unsupported("a store into a view by index")
         indices = [self.value(i) for i in sub.index]
         element(t, [it for _, it in indices])
         b = self.builder
@@ -153,6 +179,26 @@ class Expressions:
             raise Unsupported("a choice of arrays")
         return (self.builder.select(self.cast(*test, "bool"), self.cast(*a, t),
                                     self.cast(*other, t)), t)
+
+    def _branched(self, test: tuple, body, orelse) -> tuple:
+        """`body() if test else orelse()` computing only the side taken (a side that reads
+        memory may read out of bounds where it is not: `x[p] if 0 <= p < n else 0.0`)."""
+        b = self.builder
+        sides = []  # (value, type, the block it ends in)
+        with b.if_else(self.cast(*test, "bool")) as (then, otherwise):
+            for block, side in ((then, body), (otherwise, orelse)):
+                with block:
+                    sides.append((*side(), b.block))
+        t = unify(sides[0][1], sides[1][1])
+        if not isinstance(t, str):
+            raise Unsupported("a choice of arrays")
+        merged = b.phi(LLVM[t])
+        after = b.block
+        for value, have, where in sides:  # (each cast to t at its own block's end)
+            with b.goto_block(where):
+                merged.add_incoming(self.cast(value, have, t), where)
+        b.position_at_end(after)
+        return merged, t
 
     def _pick_array(self, test: ir.Value, a: tuple, other: tuple) -> tuple:
         """One of two arrays of one type (the double buffers of a loop's state)."""
@@ -173,16 +219,20 @@ class Expressions:
             flag = self.builder.load_atomic(args[0][0].data, "monotonic", 8)
             return self.builder.icmp_signed("!=", flag, ir.Constant(I64, 0)), "bool"
         t = call_type(fn, tuple(at for _, at in args), self.code)
+        if fn == "K.contiguous":  # (a C-ordered copy, always: kernels.contiguous)
+            made = self._empty(args[0][0].shape, t)
+            self._copy(made, args[0][0])
+            return made, t
         if isinstance(t, Array):
-            return self._empty(args[0], t), t
+            return self._empty([self.cast(v, vt, "int64") for v, vt in args[0][0]], t), t
         return runtime.call(self, fn, args, t), t
 
-    def _empty(self, shape: tuple, t: Array) -> ArrayValue:
-        """A C-ordered array of `shape` (a tuple's value) from malloc."""
-        if self._depth:
+    def _empty(self, sizes: list, t: Array, anywhere: bool = False) -> ArrayValue:
+        """A C-ordered array of `sizes` (int64 values) from malloc (inside a block only
+        `anywhere`: a scratch local's, held.py, freed by address)."""
+        if self._depth and not anywhere:
             raise Unsupported("an array made inside a block")
         b = self.builder
-        sizes = [self.cast(v, vt, "int64") for v, vt in shape[0]]
         strides = self.c_strides(sizes)
         total = b.mul(strides[0], sizes[0]) if sizes else strides[0]
         memory = runtime.allocate(b, b.mul(total, ir.Constant(I64, ITEMSIZE[t.dtype])))
@@ -199,11 +249,12 @@ class Expressions:
     def _binary(self, op: str, a: tuple, other: tuple) -> tuple:
         return binary_value(self.builder, self.cast, op, a, other)
 
-    def _tree(self, node: ast.expr, fields: list[tuple]) -> tuple:
-        """(value, type) of a template's tree whose fields have values `fields`."""
+    def _tree(self, node: ast.expr, fields: tuple[Expr, ...]) -> tuple:
+        """(value, type) of a template's tree whose fields are `fields` (each computed where
+        the tree reaches it: a branch of a choice only when it is taken)."""
         k = field(node)
         if k is not None:
-            return fields[k]
+            return self.value(fields[k])
         of = (lambda n: self._tree(n, fields))  # noqa: E731
         match node:
             case ast.Constant(value=value) if not isinstance(value, str):
@@ -211,8 +262,15 @@ class Expressions:
                 return ir.Constant(LLVM[t], value), t  # type: ignore[index]
             case ast.BinOp(left=left, op=op, right=right) if type(op) in ARITHMETIC | BITWISE:
                 return self._binary((ARITHMETIC | BITWISE)[type(op)], of(left), of(right))
-            case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in COMPARISONS:
-                return self._binary(COMPARISONS[type(op)], of(left), of(right))
+            case ast.Compare(left=left, ops=ops, comparators=rights) if all(
+                    type(op) in COMPARISONS for op in ops):  # (`0 <= p < n`: each pair's, and)
+                sides = [of(left), *(of(r) for r in rights)]
+                tests = [self._binary(COMPARISONS[type(op)], a, b)[0]
+                         for op, a, b in zip(ops, sides, sides[1:], strict=False)]
+                joined = tests[0]
+                for test in tests[1:]:
+                    joined = self.builder.and_(joined, test)
+                return joined, "bool"
             case ast.UnaryOp(op=ast.USub(), operand=operand):
                 return self._negated(of(operand))
             case ast.UnaryOp(op=ast.UAdd(), operand=operand):
@@ -227,6 +285,8 @@ class Expressions:
                               else self.builder.or_)(joined, part)
                 return joined, "bool"
             case ast.IfExp(test=test, body=body, orelse=orelse):
+                if reads(body, fields) or reads(orelse, fields):
+                    return self._branched(of(test), lambda: of(body), lambda: of(orelse))
                 return self._pick(of(test), of(body), of(orelse))
             case ast.Tuple(elts=elts):
                 items = [of(e) for e in elts]
@@ -240,3 +300,9 @@ class Expressions:
                     raise Unsupported("the shape of no array")
                 return array.shape[axis], "int64"
         raise Unsupported(f"the template form {ast.dump(node)[:60]}")
+
+
+def reads(node: ast.expr, fields: tuple[Expr, ...]) -> bool:
+    """Whether a template's tree reads an array's entry (a field holding a Sub)."""
+    return any(isinstance(e, Sub) for n in ast.walk(node) if (k := field(n)) is not None
+               for e in walk(fields[k]))

@@ -9,15 +9,15 @@ holds then is one of those: call.py hands back the parameter itself, or adopts t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from llvmlite import ir
 
-from ..codegen.loops import Assign, For, If, While
+from ..codegen.loops import Assign, Call, Expr, For, If, Sub, Var, While, exprs, kids, statements
 from . import runtime
 from .expressions import ArrayValue
 from .runtime import I8P, I64, LLVM
-from .types import Array, Type
+from .types import Array, Type, is_part
 from .unsupported import Unsupported
 
 
@@ -58,6 +58,39 @@ def held(body: list, types: dict[str, Type]) -> set[str]:
     return found
 
 
+#: The calls that make a fresh array.
+MAKERS = ("K.empty", "K.counted_empty")
+
+
+def scratch(body: list, types: dict[str, Type]) -> set[str]:
+    """The array locals of `body` that are only made (K.empty) and read or written entry by
+    entry (the division rewrite's row buffers): no view, copy or return of one shares its
+    memory, so each one made frees the one before it (made inside a loop, once a turn)."""
+    found = {name for stmt in statements(body) if isinstance(stmt, Assign)
+             for name, value in zip(stmt.targets, stmt.values, strict=True)
+             if isinstance(types.get(name), Array) and isinstance(value, Call)
+             and value.fn in MAKERS}
+    for stmt in statements(body):
+        if isinstance(stmt, Assign):
+            found -= {name for name, value in zip(stmt.targets, stmt.values, strict=True)
+                      if not (isinstance(value, Call) and value.fn in MAKERS)}
+        for expr in exprs(stmt):
+            found -= _shared(expr, types)
+    return found
+
+
+def _shared(expr: Expr, types: dict[str, Type]) -> set[str]:
+    """The locals `expr` reads other than as the array of an entry (`x[i, j]`)."""
+    if isinstance(expr, Var):
+        return {expr.name}
+    if isinstance(expr, Sub) and isinstance(expr.base, Var):
+        t = types.get(expr.base.name)
+        entry = isinstance(t, Array) and not is_part(t, expr.index)
+        inner = set().union(*(_shared(i, types) for i in expr.index))
+        return inner if entry else inner | {expr.base.name}
+    return set().union(set(), *(_shared(kid, types) for kid in kids(expr)))
+
+
 class Held:
     """The held locals of one Lowering (its `builder`, `_entry` block, `types`)."""
 
@@ -71,6 +104,23 @@ class Held:
                 self.held[name] = Slots(b.alloca(LLVM[t.dtype].as_pointer(), name=name),
                                         [b.alloca(I64) for _ in range(t.rank)],
                                         [b.alloca(I64) for _ in range(t.rank)], t.dtype)
+
+    def hold_scratch(self, names: set[str]) -> None:
+        """A slot for what each scratch local (`scratch`) made last: NULL until it makes one."""
+        self.scratch: dict[str, ir.Value] = {}
+        b = self.builder
+        with b.goto_block(self._entry):
+            b.position_at_start(self._entry)
+            for name in sorted(names):
+                self.scratch[name] = b.alloca(I8P, name=f"{name}.made")
+                b.store(ir.Constant(I8P, None), self.scratch[name])
+
+    def remade(self, name: str, value: ArrayValue) -> None:
+        """`name = value` for a scratch local: what it made before freed, `value` held."""
+        b = self.builder
+        runtime.release(b, b.load(self.scratch[name]))  # (free(NULL) does nothing)
+        b.store(b.bitcast(value.data, I8P), self.scratch[name])
+        self.hold(name, replace(value, fresh=False, owned=True))
 
     def hold(self, name: str, value: ArrayValue) -> None:
         """`name = value` for a held local."""
@@ -113,6 +163,8 @@ class Held:
         """Every array this function made freed, but those in `handed` (by id) and those at
         the addresses `kept` (what returned held locals hold)."""
         b = self.builder
+        for made in self.scratch.values():  # (never returned: `scratch`)
+            runtime.release(b, b.load(made))
         for array in {id(a): a for a in self.arrays.values()}.values():
             if not array.fresh or id(array) in handed:
                 continue

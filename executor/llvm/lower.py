@@ -45,11 +45,11 @@ from ..codegen.loops import (
 from ..numba.vmath import WIDE
 from . import threads
 from .expressions import ITEMSIZE, ArrayValue, Expressions
-from .held import Held, held
+from .held import Held, held, scratch
 from .runtime import I64, LLVM
 from .scalars import from_bits, to_bits
 from .templates import field, parsed
-from .types import Array, Inference, Type
+from .types import Array, Inference, Type, call_type, is_part
 from .unsupported import Unsupported
 
 #: The ABI's function type, and the name of the function.
@@ -64,7 +64,8 @@ FAULTS = ("K.StepCountError", "K.PositionError", "K.LabelError", "K.DrawError")
 class Result:
     """One returned value as the ABI hands it back: `kind` "param" (parameter `index`), "held"
     (a held local's array: held.py; a parameter's memory or one made here, of `dtype`, `rank`),
-    "fresh" (an array of `dtype` and `rank`) or "number" (a scalar of `dtype`)."""
+    "fresh" (an array of `dtype` and `rank`), "number" (a scalar of `dtype`) or "tuple" (the
+    `rank` values after it, returned as one tuple)."""
 
     kind: str
     dtype: str = ""
@@ -87,6 +88,7 @@ class Lowering(Held, Expressions):
         self._breaks: list[ir.Block] = []  # (where a `break` goes: the innermost loop's end)
         self._returned = False
         self.hold_slots(held(body, self.types) - {name for name, _ in params})
+        self.hold_scratch(scratch(body, self.types) & set(self.held))
         self._parameters(params)
         self._block(body)
         if not self._returned:
@@ -126,6 +128,11 @@ class Lowering(Held, Expressions):
 
     def _statement(self, stmt) -> None:
         match stmt:
+            case Assign(targets=(name,), values=(Call(fn=fn, args=(shape,)),)) if (
+                    name in self.scratch):  # (made anywhere: the one before it freed)
+                t = call_type(fn, (self.value(shape)[1],), self.code)
+                sizes = [self.cast(v, vt, "int64") for v, vt in self.value(shape)[0]]
+                self.remade(name, self._empty(sizes, t, anywhere=True))
             case Assign(targets=targets, values=values):
                 computed = [self.value(v) for v in values]
                 for name, (value, t) in zip(targets, computed, strict=True):
@@ -138,6 +145,8 @@ class Lowering(Held, Expressions):
             case Do(expr=Fmt(template="{}.fill({})", args=(array, value))):
                 self._fill(self.value(array)[0], self.value(value))
             case Do(expr=Call(fn="K.copy_into", args=(target, source))):
+                self._copy(self.value(target)[0], self.value(source)[0])
+            case Do(expr=Call(fn="K.arranged_into", args=(source, target))):
                 self._copy(self.value(target)[0], self.value(source)[0])
             case Do(expr=Call(fn="K.wide_vectors", args=())):
                 set.add(self.function.attributes,  # (as vmath.wide_vectors asks Numba's LLVM)
@@ -176,11 +185,24 @@ class Lowering(Held, Expressions):
         self.builder.store(self.cast(value, t, self.types[name]), self._slot(name))
 
     def _store(self, target: Sub, value: Expr, add: bool) -> None:
-        array, pointer = self._address(target)
+        base = self.value(target.base)
+        if is_part(base[1], target.index):  # (`x[i, :] = v`: every entry of the view)
+            self._store_part(self._part(base[0], target.index), self.value(value), add)
+            return
+        array, pointer = self._address(target, base)
         computed = self.value(value)
         if add:
             computed = self._binary("+", (self.builder.load(pointer), array.dtype), computed)
         self.builder.store(self.cast(*computed, array.dtype), pointer)
+
+    def _store_part(self, view: ArrayValue, value: tuple, add: bool) -> None:
+        """`view[...] = value` (a number, or an array of its shape)."""
+        if add:
+            raise Unsupported("a view added to")
+        if isinstance(value[0], ArrayValue):
+            self._copy(view, value[0])
+        else:
+            self._fill(view, value)
 
     def _for(self, index: str, size: Expr, body: list) -> None:
         def step(at: ir.Value) -> None:
@@ -225,52 +247,6 @@ class Lowering(Held, Expressions):
         b.ret(ir.Constant(I64, len(self.raises)))
         self._unreachable()
 
-    def _loop(self, name: str, count: ir.Value, step) -> None:
-        """`step(i)` for i = 0 … count − 1 (a counter in a slot of its own)."""
-        b = self.builder
-        counter = self._slot(f"{name}.count{len(self.slots)}", "int64")
-        b.store(ir.Constant(I64, 0), counter)
-        test = self.function.append_basic_block(f"{name}.test")
-        inside = self.function.append_basic_block(f"{name}.body")
-        after = self.function.append_basic_block(f"{name}.end")
-        b.branch(test)
-        b.position_at_end(test)
-        at = b.load(counter)
-        b.cbranch(b.icmp_signed("<", at, count), inside, after)
-        b.position_at_end(inside)
-        step(at)
-        b.store(b.add(at, ir.Constant(I64, 1)), counter)
-        b.branch(test)
-        b.position_at_end(after)
-
-    def _fill(self, array: ArrayValue, value: tuple) -> None:
-        """`array.fill(value)`: every entry, axis by axis."""
-        entry = self.cast(*value, array.dtype)
-        self._entries([array], lambda pointers: self.builder.store(entry, pointers[0]))
-
-    def _copy(self, out: ArrayValue, source: ArrayValue) -> None:
-        """K.copy_into(out, source): source's entries written to out's (of one shape)."""
-        b = self.builder
-        if len(out.shape) != len(source.shape):
-            raise Unsupported("a copy between ranks")
-        self._entries([out, source], lambda pointers: b.store(
-            self.cast(b.load(pointers[1]), source.dtype, out.dtype), pointers[0]))
-
-    def _entries(self, arrays: list[ArrayValue], do) -> None:
-        """`do(pointers)` at every position of the first array's shape, axis by axis, with
-        each array's entry's pointer there."""
-        b = self.builder
-
-        def axis(k: int, offsets: list) -> None:
-            if k == len(arrays[0].shape):
-                do([b.gep(a.data, [o]) for a, o in zip(arrays, offsets, strict=True)])
-                return
-            self._loop(f"entries{k}", arrays[0].shape[k], lambda at: axis(
-                k + 1, [b.add(o, b.mul(at, a.strides[k]))
-                        for a, o in zip(arrays, offsets, strict=True)]))
-
-        axis(0, [ir.Constant(I64, 0)] * len(arrays))
-
     def _if(self, test: Expr, body: list, orelse: list) -> None:
         b = self.builder
         condition = self.cast(*self.value(test), "bool")
@@ -285,45 +261,54 @@ class Lowering(Held, Expressions):
     def _return(self, value: Expr) -> None:
         """The returned values written to `results`; the arrays made and not returned freed."""
         b = self.builder
-        items = _items(value)
-        out, at, handed, kept = self.function.args[1], 0, set(), []
-        for item in items:
-            if isinstance(item, Var) and item.name in self.held:
-                array = self.holding(item.name)
-                if not (array.ordered and self.holds_own(item.name)):
-                    raise Unsupported(f"the array {item.name} returned, a view or not C-ordered")
-                words = [b.ptrtoint(array.data, I64), *array.shape]
-                kept.append(words[0])
-                self.results.append(Result("held", array.dtype, len(array.shape)))
-            elif isinstance(item, Var) and item.name in self.arrays:
-                array = self.arrays[item.name]
-                if array.param >= 0:
-                    self.results.append(Result("param", index=array.param))
-                    continue
-                if id(array) in handed or not array.fresh:
-                    raise Unsupported("an array returned twice, or a view returned")
-                handed.add(id(array))
-                words = [b.ptrtoint(array.data, I64), *array.shape]
-                self.results.append(Result("fresh", array.dtype, len(array.shape)))
+        words, handed, kept = [], set(), []
+        for item in _items(value):
+            inner = _items(item, ())
+            if inner:  # (a tuple of values: its length, then each of them)
+                self.results.append(Result("tuple", rank=len(inner)))
+                for each in inner:
+                    words += self._result_words(each, handed, kept)
             else:
-                computed, t = self.value(item)
-                if not isinstance(t, str):
-                    raise Unsupported(f"a returned {t}")
-                words = [to_bits(b, computed, t)]
-                self.results.append(Result("number", t))
-            for word in words:
-                b.store(word, b.gep(out, [ir.Constant(I64, at)]))
-                at += 1
+                words += self._result_words(item, handed, kept)
+        for at, word in enumerate(words):
+            b.store(word, b.gep(self.function.args[1], [ir.Constant(I64, at)]))
         self.release_unless(handed, kept)
         b.ret(ir.Constant(I64, 0))
         self._returned = True
 
+    def _result_words(self, item: Expr, handed: set, kept: list) -> list:
+        """The words of one returned value (its Result noted), the arrays handed back noted
+        in `handed` (by id) and `kept` (held locals' addresses)."""
+        b = self.builder
+        if isinstance(item, Var) and item.name in self.held:
+            array = self.holding(item.name)
+            if not (array.ordered and self.holds_own(item.name)):
+                raise Unsupported(f"the array {item.name} returned, a view or not C-ordered")
+            kept.append(b.ptrtoint(array.data, I64))
+            self.results.append(Result("held", array.dtype, len(array.shape)))
+            return [kept[-1], *array.shape]
+        if isinstance(item, Var) and item.name in self.arrays:
+            array = self.arrays[item.name]
+            if array.param >= 0:
+                self.results.append(Result("param", index=array.param))
+                return []
+            if id(array) in handed or not array.fresh:
+                raise Unsupported("an array returned twice, or a view returned")
+            handed.add(id(array))
+            self.results.append(Result("fresh", array.dtype, len(array.shape)))
+            return [b.ptrtoint(array.data, I64), *array.shape]
+        computed, t = self.value(item)
+        if not isinstance(t, str):
+            raise Unsupported(f"a returned {t}")
+        self.results.append(Result("number", t))
+        return [to_bits(b, computed, t)]
 
 
-def _items(value: Expr) -> list[Expr]:
-    """The returned expressions (generated code returns `value, steps`)."""
+def _items(value: Expr, alone: tuple = None) -> list[Expr]:  # type: ignore[assignment]
+    """The items of a returned tuple (generated code returns `value, steps`; a value may be a
+    tuple of arrays), or `alone` (default: [value]) when it is no tuple."""
     if isinstance(value, Fmt):
         tree = parsed(value.template)
         if isinstance(tree, ast.Tuple) and all(field(e) is not None for e in tree.elts):
             return [value.args[field(e)] for e in tree.elts]  # type: ignore[index]
-    return [value]
+    return [value] if alone is None else list(alone)

@@ -2,7 +2,8 @@
 (and kernels32.py for float32 code) and NumPy's functions on one number, each made to give
 the numba path's result: LLVM's own intrinsics where Numba uses them (fmax and fmin are
 llvm.maximum and llvm.minimum, sqrt, floor and abs LLVM's), maths.py's port of the vector
-maths, and the division kernels of vmath.py operation for operation. Memory comes from the C
+maths, the division kernels of vmath.py operation for operation, and C's pow, cos and erf
+where Numba calls them (LLVM's pow and cos are C's). Memory comes from the C
 library's malloc and goes back with its free (call.py frees what a call returns)."""
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
         case "K.exp" | "K.log" | "K.tanh":
             value = b.call(maths.function(b.module, fn), [cast(*args[0], "float64")])
             return cast(value, "float64", result)
+        case "K.power":
+            return cast(_power(m, *numbers), "float64", result)
+        case "K.erf":  # (C's erf, as Numba calls it for math.erf)
+            erf = _declared(b.module, "erf", ir.FunctionType(DOUBLE, [DOUBLE]))
+            return b.call(erf, numbers)
+        case "np.cos":  # (LLVM's cos, as Numba's np.cos: C's cos)
+            width = "f32" if result == "float32" else "f64"
+            return m.intrinsic(f"llvm.cos.{width}", cast(*args[0], result))
         case "K.add_any_order":
             return b.fadd(*numbers, flags=("reassoc",))
         case "K.quotient":
@@ -77,7 +86,16 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
 
 #: The calls whose arguments are taken in their result's type (the others' in float64).
 _OWN = ("K.fmax", "K.fmin", "np.float64", "np.float32", "float", "int", "np.sqrt", "np.floor",
-        "np.abs", "abs")
+        "np.abs", "abs", "np.cos")
+
+
+def _power(m: maths.Code, x, y):
+    """kernels.power: x·x, √x and 1/x for the exponents 2, ½ and −1 (NumPy's own ways), else
+    LLVM's pow (Numba's np.power: C's pow)."""
+    general = m.intrinsic("llvm.pow.f64", x, y)
+    made = m.pick(m.eq(y, -1.0), m.div(1.0, x), general)
+    made = m.pick(m.eq(y, 0.5), m.intrinsic("llvm.sqrt.f64", x), made)
+    return m.pick(m.eq(y, 2.0), m.mul(x, x), made)
 
 
 def _quotient(m: maths.Code, a, d, y):

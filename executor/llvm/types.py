@@ -95,6 +95,8 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
     match fn, args:
         case "K.empty", (tuple() as shape,):
             return Array(code, len(shape))
+        case "K.contiguous", (Array() as x,):
+            return x
         case "K.counted_empty", (tuple() as shape,):
             return Array("float64", len(shape))
         case ("K.fmax" | "K.fmin"), (a, b):
@@ -102,6 +104,14 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
             return "float32" if own else "float64"
         case ("K.exp" | "K.log" | "K.tanh"), (x,):
             return "float32" if code == "float32" and number(x) == "float32" else "float64"
+        case "K.power", (a, b):  # (kernels32.power: float32 in float32 code, whatever in)
+            number(a), number(b)
+            return "float32" if code == "float32" else "float64"
+        case "K.erf", (x,) if code == "float64":  # (float32 code's is vmath32.erf: not here)
+            number(x)
+            return "float64"
+        case "np.cos", (x,):
+            return number(x) if number(x) in FLOATS else "float64"
         case ("K.add_any_order" | "K.quotient" | "np.float64" | "float"), _:
             return "float64"
         case ("K.quotient_unsafe" | "K.divisor_unsafe" | "int"), _:
@@ -113,6 +123,15 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
         case ("np.abs" | "abs"), (x,):
             return number(x)
     raise Unsupported(f"a call of {fn}")
+
+
+def axis_order(axes: Num) -> list[int]:
+    """The axes of K.transposed's text (`"2,0,1"`), Unsupported when they are no order."""
+    order = axes.text.strip('"').split(",")
+    if not all(p.strip().isdigit() for p in order) or sorted(map(int, order)) != list(
+            range(len(order))):
+        raise Unsupported(f"the transpose {axes.text}")
+    return [int(p) for p in order]
 
 
 def view_type(base: Type, form: str, args: tuple) -> Array:
@@ -175,7 +194,7 @@ class Inference:
             case Num():
                 return literal(expr)
             case Sub(base=base, index=index):
-                return element(self.of(base), [self.of(i) for i in index])
+                return indexed(self.of(base), index, self.of)
             case View(base=base, form=form, args=args):
                 for a in args:
                     self.of(a)
@@ -183,6 +202,11 @@ class Inference:
             case Pick(a=a, test=test, b=b):
                 self.of(test)
                 return unify(self.of(a), self.of(b))
+            case Call(fn="K.transposed", args=(base, Num() as axes)):
+                t = self.of(base)
+                if not isinstance(t, Array) or len(axis_order(axes)) != t.rank:
+                    raise Unsupported(f"a transpose of {t} by {axes.text}")
+                return t
             case Call(fn=fn, args=args):
                 return call_type(fn, tuple(self.of(a) for a in args), self.code)
             case Fmt(template=template, args=args):
@@ -210,6 +234,34 @@ def op_type(fn: str, tier: str, args: tuple[Type, ...], code: str) -> Type:
     if form in (PREFIX, WRAP):
         return number(args[0])
     return call_type(name, args, code)
+
+
+def whole_axis(index: Expr) -> bool:
+    """Whether an index of a Sub keeps its axis: `:` (all of it) or `{}:{}` (a range)."""
+    return (isinstance(index, Num) and index.text == ":"
+            or isinstance(index, Fmt) and index.template == "{}:{}")
+
+
+def is_part(base: Type, index: tuple[Expr, ...]) -> bool:
+    """Whether base[index] is a view (a slice, or fewer indices than axes), not an entry."""
+    return isinstance(base, Array) and (any(whole_axis(i) for i in index)
+                                         or len(index) < base.rank)
+
+
+def indexed(base: Type, index: tuple[Expr, ...], of) -> Type:
+    """The type of base[index] (`of` types an expression): an entry, or a view with an axis
+    fewer for each whole number in `index` (NumPy's basic indexing)."""
+    if not is_part(base, index):
+        return element(base, [of(i) for i in index])
+    assert isinstance(base, Array)
+    if len(index) > base.rank:
+        raise Unsupported(f"an index of {base} by {len(index)}")
+    numbers = [i for i in index if not whole_axis(i)]
+    bounds = [b for i in index if isinstance(i, Fmt) and whole_axis(i) for b in i.args]
+    for t in (of(i) for i in numbers + bounds):
+        if number(t) != "int64":
+            raise Unsupported(f"an index of type {t}")
+    return Array(base.dtype, base.rank - len(numbers))
 
 
 def element(base: Type, index: list[Type]) -> Type:
@@ -241,8 +293,12 @@ def tree_type(node: ast.expr, fields: tuple[Type, ...], of, code: str) -> Type:
         case ast.UnaryOp(op=ast.Not(), operand=operand):
             of(operand)
             return "bool"
-        case ast.Compare(left=left, ops=[op], comparators=[right]) if type(op) in COMPARISONS:
-            return binary(COMPARISONS[type(op)], of(left), of(right))
+        case ast.Compare(left=left, ops=ops, comparators=rights) if all(
+                type(op) in COMPARISONS for op in ops):  # (`0 <= p < n`: each pair's)
+            sides = [left, *rights]
+            for op, a, b in zip(ops, sides, sides[1:], strict=False):
+                binary(COMPARISONS[type(op)], of(a), of(b))
+            return "bool"
         case ast.BoolOp(values=values) if all(of(v) == "bool" for v in values):
             return "bool"
         case ast.IfExp(test=test, body=body, orelse=orelse):

@@ -1,6 +1,6 @@
 """Views of arrays without copies (the loop IR's View: `{0}.T`, `{0}.transpose((…))`,
-`{0}.reshape(…)`, `{0}[a:b]`, `{0}[:, a:b]`, `{0}[None, :]`): a new ArrayValue over the same
-memory, with its own shape and strides, as NumPy's views are."""
+`{0}.reshape(…)`, `{0}[a:b]`, `{0}[:, a:b]`, `{0}[None, :]`; a Sub's `x[j, :]`, `x[j]`): a new
+ArrayValue over the same memory, with its own shape and strides, as NumPy's views are."""
 
 from __future__ import annotations
 
@@ -20,16 +20,21 @@ def view(lowering, base, form: str, args: list[tuple]):
         return replace(base, shape=base.shape[::-1], strides=base.strides[::-1],
                        ordered=False, fresh=False, param=-1)
     if form.startswith("{0}.transpose(("):
-        order = [int(p) for p in form[len("{0}.transpose(("):-2].split(",") if p.strip()]
-        return replace(base, shape=[base.shape[p] for p in order],
-                       strides=[base.strides[p] for p in order], ordered=False, fresh=False,
-                       param=-1)
+        return transposed(base, [int(p) for p in form[len("{0}.transpose(("):-2].split(",")
+                                 if p.strip()])
     if form.startswith("{0}.reshape("):
         return _reshaped(lowering, base, form, args)
     if form.startswith("{0}[") and form.endswith("]"):
         return _sliced(lowering, base, [e.strip() for e in form[4:-1].split(",") if e.strip()],
                        args)
     raise Unsupported(f"the view {form!r}")
+
+
+def transposed(base, order: list[int]):
+    """`base` with its axes in `order` (K.transposed's, a transpose's)."""
+    return replace(base, shape=[base.shape[p] for p in order],
+                   strides=[base.strides[p] for p in order], ordered=False, fresh=False,
+                   param=-1)
 
 
 def _reshaped(lowering, base, form: str, args: list[tuple]):
@@ -49,31 +54,53 @@ def _reshaped(lowering, base, form: str, args: list[tuple]):
 def _sliced(lowering, base, entries: list[str], args: list[tuple]):
     """`base[entries]`: each entry `:` (the axis), `{i}:{j}` (entries i … j − 1 of it) or
     `None` (a new axis of length 1)."""
+    parts: list = []
+    for entry in entries:
+        bounds = entry.split(":")
+        if entry in ("None", ":"):
+            parts.append(NEW if entry == "None" else ALL)
+        elif len(bounds) == 2 and all(_field(p) for p in bounds):
+            parts.append(tuple(lowering.cast(*args[_field(p) - 1], "int64") for p in bounds))
+        else:
+            raise Unsupported(f"the slice {entry!r}")
+    if len(parts) - parts.count(NEW) > len(base.shape):
+        raise Unsupported(f"the slice {entries}")
+    return part(lowering, base, parts)
+
+
+#: An entry of `part`: the whole axis, and a new axis of length 1.
+ALL, NEW = ":", "None"
+
+
+def part(lowering, base, entries: list):
+    """`base[entries]` as NumPy's basic indexing views it: each entry ALL (the axis), a pair
+    (start, stop) of int64 values (entries start … stop − 1 of it), NEW (a new axis of length
+    1) or an int64 value (that position: the axis dropped); the axes after them whole."""
     b = lowering.builder
     shape, strides, offset, axis = [], [], ir.Constant(I64, 0), 0
+    kept, ordered = False, base.ordered  # (C-ordered while only the first axis kept is cut)
     for entry in entries:
-        if entry == "None":
+        if isinstance(entry, str) and entry == NEW:
             shape.append(ir.Constant(I64, 1))
             strides.append(ir.Constant(I64, 0))
             continue
-        if axis >= len(base.shape):
-            raise Unsupported(f"the slice {entries}")
-        bounds = entry.split(":")
-        if entry == ":":
-            shape.append(base.shape[axis])
-        elif len(bounds) == 2 and all(_field(p) for p in bounds):
-            start, stop = (lowering.cast(*args[_field(p) - 1], "int64") for p in bounds)
-            offset = b.add(offset, b.mul(start, base.strides[axis]))
-            shape.append(b.sub(stop, start))
+        size, stride = base.shape[axis], base.strides[axis]
+        if isinstance(entry, str):  # (ALL)
+            shape.append(size)
+        elif isinstance(entry, tuple):
+            offset = b.add(offset, b.mul(entry[0], stride))
+            shape.append(b.sub(entry[1], entry[0]))
+            ordered = ordered and not kept
         else:
-            raise Unsupported(f"the slice {entry!r}")
-        strides.append(base.strides[axis])
-        axis += 1
-    shape += base.shape[axis:]
-    strides += base.strides[axis:]
-    ordered = base.ordered and all(e in (":", "None") for e in entries[1:])
-    return replace(base, data=b.gep(base.data, [offset]), shape=shape, strides=strides,
-                   ordered=ordered, fresh=False, param=-1)
+            offset = b.add(offset, b.mul(entry, stride))
+            ordered = ordered and not kept
+            axis += 1
+            continue
+        strides.append(stride)
+        kept, axis = True, axis + 1
+    return replace(base, data=b.gep(base.data, [offset]), shape=shape + base.shape[axis:],
+                   strides=strides + base.strides[axis:], ordered=ordered, fresh=False,
+                   param=-1)
 
 
 def _field(text: str) -> int:

@@ -1,0 +1,64 @@
+"""Loops over every entry of arrays as LLVM IR: counted loops, `.fill`, copies between arrays
+of one shape (K.copy_into, K.arranged_into, K.contiguous, a store into a view)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from .runtime import I64
+from .unsupported import Unsupported
+
+if TYPE_CHECKING:
+    from .expressions import ArrayValue
+
+
+class Entries:
+    """Counted loops written by `builder` into `function` (of an Expressions: its slots)."""
+
+    def _loop(self, name: str, count: ir.Value, step) -> None:
+        """`step(i)` for i = 0 … count − 1 (a counter in a slot of its own)."""
+        b = self.builder
+        counter = self._slot(f"{name}.count{len(self.slots)}", "int64")
+        b.store(ir.Constant(I64, 0), counter)
+        test = self.function.append_basic_block(f"{name}.test")
+        inside = self.function.append_basic_block(f"{name}.body")
+        after = self.function.append_basic_block(f"{name}.end")
+        b.branch(test)
+        b.position_at_end(test)
+        at = b.load(counter)
+        b.cbranch(b.icmp_signed("<", at, count), inside, after)
+        b.position_at_end(inside)
+        step(at)
+        b.store(b.add(at, ir.Constant(I64, 1)), counter)
+        b.branch(test)
+        b.position_at_end(after)
+
+    def _fill(self, array: ArrayValue, value: tuple) -> None:
+        """`array.fill(value)`: every entry, axis by axis."""
+        entry = self.cast(*value, array.dtype)
+        self._entries([array], lambda pointers: self.builder.store(entry, pointers[0]))
+
+    def _copy(self, out: ArrayValue, source: ArrayValue) -> None:
+        """K.copy_into(out, source): source's entries written to out's (of one shape)."""
+        b = self.builder
+        if len(out.shape) != len(source.shape):
+            raise Unsupported("a copy between ranks")
+        self._entries([out, source], lambda pointers: b.store(
+            self.cast(b.load(pointers[1]), source.dtype, out.dtype), pointers[0]))
+
+    def _entries(self, arrays: list[ArrayValue], do) -> None:
+        """`do(pointers)` at every position of the first array's shape, axis by axis, with
+        each array's entry's pointer there."""
+        b = self.builder
+
+        def axis(k: int, offsets: list) -> None:
+            if k == len(arrays[0].shape):
+                do([b.gep(a.data, [o]) for a, o in zip(arrays, offsets, strict=True)])
+                return
+            self._loop(f"entries{k}", arrays[0].shape[k], lambda at: axis(
+                k + 1, [b.add(o, b.mul(at, a.strides[k]))
+                        for a, o in zip(arrays, offsets, strict=True)]))
+
+        axis(0, [ir.Constant(I64, 0)] * len(arrays))
