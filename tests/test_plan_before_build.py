@@ -24,6 +24,7 @@ NORMED = "open Prelude.Networks\nfn normed(a) ↦ layerNorm(a)\n"
 STEP = ('open Prelude.Arithmetic\n'
         'fn step(x, y, w1, w2) ↦ einsum("nh,hq->nq", relu(einsum("np,ph->nh", x, w1)), w2) − y\n')
 ATTENTION = "open Prelude.Networks\nfn attend(q, k, v) ↦ attentionOf(q, k, v, 0.5)\n"
+SOFT = "open Prelude.Arithmetic\nfn soft(m) ↦ softmaxRows(m)\n"
 LOOP = ('def walk(n, a, w) ≔ if n = 0 then a else walk(n − 1, einsum("ij,jk->ik", w, a) / 3, w)\n'
         'fn run(n, a, w) ↦ walk(n, a, w)\n')
 RNN = ('def walk(t, x, w, h) ≔ if t = 0 then h else walk(t − 1, x, w, '
@@ -55,7 +56,9 @@ def _planned_then_built(f, shapes, dtype="float64"):
     (NORMED, "normed", [(96, 24)], "float32"),
     (ATTENTION, "attend", [(5, 4), (7, 4), (7, 3)], "float64"),
     (LOOP, "run", [(), (4, 3), (4, 4)], "float64"),
-], ids=["layer-norm", "mlp-forward", "mlp-step", "float32", "prelude-networks", "loop"])
+    (SOFT, "soft", [(200, 90)], "float64"),
+], ids=["layer-norm", "mlp-forward", "mlp-step", "float32", "prelude-networks", "loop",
+        "softmax-rows"])
 def test_the_plan_is_the_same_before_and_after_the_build(text, name, shapes, dtype):
     module = hilbert.load(ROOT / "examples" / "Gradients.hb") if text is None else \
         hilbert.compile_source(text)
