@@ -9,9 +9,10 @@ import re
 
 import numpy as np
 import pytest
-from hilbert.compiler.plan import scheduler
+from hilbert.compiler.plan import row_loops, scheduler
 from hilbert.compiler.plan import threads as plan_threads
 from hilbert.executor.codegen import emitter
+from hilbert.executor.codegen.verify_loops import LoopVerifyError
 
 import hilbert
 
@@ -107,3 +108,16 @@ def test_a_row_loop_runs_on_threads_when_one_of_its_nests_would(monkeypatch):
     centred = a - a.mean(axis=1, keepdims=True)
     want = centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(f(a), want, rtol=1e-9, atol=1e-12)
+
+
+def test_a_row_loop_writing_off_its_row_fails_the_loop_verifier(monkeypatch):
+    """The loop-IR verifier holds the plan to what a row loop may do: a plan that joined a
+    nest of column sums (written at each row's column, every row adding into all of them)
+    with the nest reading them is refused where the joined loop is checked."""
+    monkeypatch.setenv("HILBERT_VERIFY", "1")
+    monkeypatch.setattr(row_loops, "_runs", lambda nests, names: [
+        tuple(n.position for n in nests if isinstance(n, row_loops._Nest))])
+    f = hilbert.compile_source('fn f(a) ↦ einsum("ij,j->ij", exp(a), einsum("ij->j", exp(a)))\n'
+                               ).function("f")
+    with pytest.raises(LoopVerifyError, match="a row loop writes .*, not at its row"):
+        f.program(((120, 120),)).region.generated  # noqa: B018 (generating is what is tested)
