@@ -1,7 +1,7 @@
 """Whether generated loop nests may run on several threads, and on how many.
 
 A large loop nest whose outer iterations are independent is written with Numba's `prange`
-(codegen/entrywise.py, _parallel) and compiled with `parallel=True`, restricted to those loops.
+(where the plan says: compiler/plan/threads.py) and compiled with `parallel=True`, restricted to those loops.
 Threads are on by default: HILBERT_THREADS unset or `auto` lets large nests use all of Numba's
 threads (NUMBA_NUM_THREADS, the number of cores), N caps them at N, 0 or 1 keeps every nest
 serial (and then no threading layer is loaded).

@@ -90,7 +90,7 @@ def module():
 
 
 def _built_by(function, *shapes) -> list[str]:
-    return [note for note in function.plan(*shapes).notes if "built by" in note]
+    return [note for note in function.plan(*shapes).all_notes if "built by" in note]
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -399,7 +399,7 @@ CTRL_C = textwrap.dedent("""
     mod.counted(2.0, 0.0), mod.fitted(2.0, np.zeros(3), x, y, 0.0)  # (built before the signal)
     built = [n for f, shapes in ((mod.counted, [(), ()]),
                                  (mod.fitted, [(), (3,), (20, 3), (20,), ()]))
-             for n in f.plan(*shapes).notes if "built by" in n]
+             for n in f.plan(*shapes).all_notes if "built by" in n]
     print("ready", flush=True)
     try:
         CALL

@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 import pytest
+from hilbert.compiler.plan.schedule import RowLoop
 from hilbert.executor import threads
 from hilbert.executor.codegen import render, rows, tidy
 from hilbert.executor.codegen.loops import (
@@ -26,7 +27,6 @@ from hilbert.executor.codegen.loops import (
     Store,
     Sub,
     Var,
-    View,
     call,
     fmt,
     sizes,
@@ -337,11 +337,6 @@ def test_nests_that_read_other_rows_stay_apart_and_agree_with_numpy(text, numpy)
     np.testing.assert_allclose(f(a), numpy(a), rtol=1e-12)
 
 
-def _joined(body: list) -> list:
-    """`body` with its nests joined as rows.py decides."""
-    return rows.join(body, rows.decide(body))
-
-
 def _alloc(name: str, *dims: str) -> Assign:
     return Assign((name,), (call("K.empty", sizes([Var(d) for d in dims])),))
 
@@ -358,7 +353,7 @@ def test_merged_nests_keep_their_order_within_each_row():
             Store(Sub(B2, (I0, I1)), fmt("{} - {}", Sub(A0, (I0, I1)), Sub(B1, (I0,))))])],
             parallel=True, kernels=(2,)),
     ]
-    got = "\n".join(render.lines(_joined(body), depth=0))
+    got = "\n".join(render.lines(rows.join(body, (RowLoop((1, 2), True),)), depth=0))
     assert got == textwrap.dedent("""\
         b1 = K.empty((n1, ))
         b2 = K.empty((n1, n2, ))
@@ -366,23 +361,6 @@ def test_merged_nests_keep_their_order_within_each_row():
             b1[i0] = a0[i0, 0]
             for i1 in range(n2):
                 b2[i0, i1] = a0[i0, i1] - b1[i0]""")
-
-
-@pytest.mark.parametrize("second", [
-    Sub(B1, (call("int", Var("p3")),)),   # another row of what the first wrote
-    Sub(Var("v4"), (I0,)),                # a view of what the first wrote
-    call("K.first", B1),                  # the whole of it
-    Var("t5"),                            # a number the first computes per row
-])
-def test_nests_are_not_merged_when_a_row_reads_anything_but_itself(second):
-    body = [
-        _alloc("b1", "n1"),
-        Assign(("v4",), (View(B1, "{0}.reshape(({1}, 1))", (Var("n1"),)),)),
-        For("i0", Var("n1"), [Assign(("t5",), (Sub(A0, (I0,)),)),
-                              Store(Sub(B1, (I0,)), Var("t5"))], kernels=(1,)),
-        For("i0", Var("n1"), [Store(Sub(B2, (I0,)), second)], kernels=(2,)),
-    ]
-    assert sum(isinstance(s, For) for s in _joined(body)) == 2
 
 
 # ---------------------------------------------------------------- sliding dot products

@@ -16,7 +16,7 @@ import pytest
 from hilbert.compiler import ir
 from hilbert.compiler.ops import loop_code as lc
 from hilbert.compiler.ops.primitives import BY_OP, FORMS, FROM_FUNCTION, ROLES, TRAITS, having
-from hilbert.executor.codegen import control, forms
+from hilbert.executor.codegen import control, forms, spelling
 from hilbert.grammar.errors import CheckError
 from hilbert.grammar.source import Source, Span
 
@@ -148,6 +148,17 @@ def test_every_compiled_row_has_a_lowering_of_its_form(op):
 
 def test_every_registered_lowering_is_of_a_compiled_form():
     assert set(forms.LOWERINGS) == {BY_OP[op].form for op in COMPILED}
+
+
+def test_the_kernel_functions_are_those_compiled_code_calls_as_kernels():
+    """What a nest's work counts as calls (lc.KERNELS, read by the plan's thread rule)
+    are exactly the functions compiled code spells as hilbert's kernels, in every compiled
+    tier (executor/codegen/spelling.py)."""
+    for tier in ("compiled", "fast"):
+        called = {fn for fn in lc.FUNCTIONS
+                  if spelling.spelled(fn, tier)[0] == spelling.CALL
+                  and spelling.spelled(fn, tier)[1].startswith("K.")}
+        assert called == lc.KERNELS, tier
 
 
 def test_every_draw_has_a_kind_of_the_draw_kernel():

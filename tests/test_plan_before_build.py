@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, golden_recorder
 from hilbert.executor import threads
 from hilbert.executor.numba.kernels import PYTHON_MODE
 from hilbert.executor.numba.scope import regions_of
@@ -24,6 +24,7 @@ NORMED = "open Prelude.Networks\nfn normed(a) ↦ layerNorm(a)\n"
 STEP = ('open Prelude.Arithmetic\n'
         'fn step(x, y, w1, w2) ↦ einsum("nh,hq->nq", relu(einsum("np,ph->nh", x, w1)), w2) − y\n')
 ATTENTION = "open Prelude.Networks\nfn attend(q, k, v) ↦ attentionOf(q, k, v, 0.5)\n"
+SOFT = "open Prelude.Arithmetic\nfn soft(m) ↦ softmaxRows(m)\n"
 LOOP = ('def walk(n, a, w) ≔ if n = 0 then a else walk(n − 1, einsum("ij,jk->ik", w, a) / 3, w)\n'
         'fn run(n, a, w) ↦ walk(n, a, w)\n')
 RNN = ('def walk(t, x, w, h) ≔ if t = 0 then h else walk(t − 1, x, w, '
@@ -55,7 +56,9 @@ def _planned_then_built(f, shapes, dtype="float64"):
     (NORMED, "normed", [(96, 24)], "float32"),
     (ATTENTION, "attend", [(5, 4), (7, 4), (7, 3)], "float64"),
     (LOOP, "run", [(), (4, 3), (4, 4)], "float64"),
-], ids=["layer-norm", "mlp-forward", "mlp-step", "float32", "prelude-networks", "loop"])
+    (SOFT, "soft", [(200, 90)], "float64"),
+], ids=["layer-norm", "mlp-forward", "mlp-step", "float32", "prelude-networks", "loop",
+        "softmax-rows"])
 def test_the_plan_is_the_same_before_and_after_the_build(text, name, shapes, dtype):
     module = hilbert.load(ROOT / "examples" / "Gradients.hb") if text is None else \
         hilbert.compile_source(text)
@@ -99,6 +102,16 @@ def test_a_call_run_as_blocks_of_rows_says_so_before_it_is_built(monkeypatch):
     assert "2 blocks of rows" in before and before == after
 
 
+@pytest.mark.skipif(PYTHON_MODE, reason="NUMBA_DISABLE_JIT=1: nothing is built")
+def test_the_plan_says_which_back_end_builds_its_code_before_the_build(monkeypatch):
+    """Under HILBERT_CODEGEN=llvm the plan says what builds each generated function (the llvm
+    back end, or Numba where it does not lower it) before the build, and the same after."""
+    monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
+    f = hilbert.compile_source(NORMED).function("normed")
+    before, program, after = _planned_then_built(f, [(256, 64)])
+    assert "generated function 1 built by llvm" in before and before == after
+
+
 def test_a_plan_read_but_not_printed_decides_nothing():
     """Reading a plan's paths (as hilbert.einsum does) generates no code: the schedule is
     decided when it is first read."""
@@ -121,3 +134,36 @@ def test_a_plan_keeps_its_schedule_as_data():
     assert [u["kind"] for u in data["schedule"][0]["units"]] == \
         [u.kind for u in plan.schedule.regions[0].units]
     assert data["notes"] == list(plan.notes + plan.schedule.notes)
+
+
+def _plan_after_generating(record, program) -> str | None:
+    """A golden program's plan text read only after its generated code was written (its
+    second tier's regions made first, the plan's schedule not yet read), or None when the
+    program cannot be prepared or generated (its record says so)."""
+    with record.pinned_environment(program.get("threads", 1)):
+        try:
+            prepared = record.function_of(program)._prepare(record.shapes_of(program),
+                                                            program.get("dtype", "float64"))
+            regions_of(prepared.runner)
+        except Exception:  # noqa: BLE001 (recorded as an error: nothing to compare)
+            return None
+        return str(prepared.plan)
+
+
+def test_every_golden_plan_is_the_same_whether_code_was_written_first():
+    """Over every program of the golden guard (tests/golden/programs.json): the plan read
+    after the code generator has written every function of the program is the plan read
+    before (the golden record's, which is read first): writing the code changes nothing in
+    the plan, so nothing is decided or patched into it after the fact."""
+    record = golden_recorder()
+    compared = 0
+    for program in record.read_programs():
+        recorded = record.read_record(program["name"])
+        if "\n== plan\n" not in recorded:
+            continue
+        after = _plan_after_generating(record, program)
+        before = recorded.split("\n== plan\n", 1)[1].split("\n== second tier", 1)[0]
+        assert after is not None, program["name"]
+        assert after + "\n" == before, program["name"]
+        compared += 1
+    assert compared > 400

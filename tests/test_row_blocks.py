@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hilbert.compiler.driver import plan_entry
+from hilbert.compiler.plan import rows as plan_rows
 from hilbert.compiler.plan.rows import row_split
 from hilbert.executor import threads
 from hilbert.executor.numba import row_blocks
@@ -87,7 +88,7 @@ def test_blocks_of_whole_fours():
     assert row_blocks.bounds(18, 2) == [0, 12, 18]
     for rows in range(16, 200):
         for blocks in (2, 3, 4):
-            if rows // row_blocks.ROWS < blocks:
+            if rows // plan_rows.ROWS < blocks:
                 continue
             edges = row_blocks.bounds(rows, blocks)
             sizes = np.diff(edges)
@@ -173,7 +174,7 @@ def test_code_written_for_its_sizes_is_not_split(monkeypatch, rng):
     """A tiny program's code has its sizes as constants (codegen.TINY): it runs on those only."""
     monkeypatch.setenv("HILBERT_COMPILE", "eager")
     monkeypatch.setattr(threads, "count", lambda: 2)
-    monkeypatch.setattr(row_blocks, "WORK", 0)
+    monkeypatch.setattr(plan_rows, "WORK", 0)
     mod = hilbert.compile_source(SOURCE)
     for rows, width, tiny in [(16, 16, True), (64, 16, False)]:
         w, h = rng.normal(size=(width, width)) / 4, rng.normal(size=(rows, width))

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 import pytest
-from hilbert.compiler.plan import layout, scheduler
+from hilbert.compiler.plan import layout, row_loops, scheduler
 from hilbert.compiler.plan import threads as plan_threads
 from hilbert.compiler.plan.schedule import RowLoop, Unit, in_row_loops
 from hilbert.executor import threads
@@ -80,20 +80,22 @@ def test_nests_are_written_on_threads_as_the_plan_s_rule_says(monkeypatch):
 
 
 def test_nests_join_as_the_row_loop_record_says(monkeypatch):
-    """The rewrite performs the record it is given, not its own view: a layer norm whose
-    record joins only its first two nests runs those two as one loop and the other three
-    apart, and its schedule numbers only those two."""
+    """The rewrite performs the plan's record, not its own view: a layer norm whose plan
+    joins only its first two nests runs those two as one loop and the other three apart,
+    and its schedule numbers only those two."""
     f = hilbert.compile_source(NORMED).function("normed")
-    decided = rows.decide
+    decided = row_loops._runs
     records = []
 
-    def first_two(body):
-        records.append(decided(body))
-        return (RowLoop((1, 2), False),)
+    def first_two(nests, names):
+        records.append(decided(nests, names))
+        return [records[-1][0][:2]]
 
-    monkeypatch.setattr(rows, "decide", first_two)
+    monkeypatch.setattr(row_loops, "_runs", first_two)
     generated = _generated(f, (30, 7))
-    assert records == [(RowLoop((1, 2, 3, 4, 5), False),)]  # (what rows.py decides alone)
+    # (what the plan decides alone: five nests in a row, by their positions among the block's
+    # units, the row length's measure among them)
+    assert records == [[(0, 2, 3, 5, 6)]]
     assert [u.rows for u in generated.units] == [1, 1, 0, 0, 0]
     assert len(re.findall(r"^    for i0 in range\(", generated.source, flags=re.M)) == 4
     a = np.random.default_rng(5).normal(size=(30, 7))

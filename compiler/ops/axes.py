@@ -1,7 +1,7 @@
 """The op table's `axes` column (compiler/ops/primitives.py): a value's axes from its
 arguments' axes and the node's attributes, whatever an axis is (a size, or the expression
-generated code names it by: executor/codegen/emitter.py's dims_rule). Shape rules
-(compiler/ops/shape_rules.py) check and explain; these only carry axes through."""
+generated code names it by: compiler/plan/sizes.py, whose rule the emitter writes sizes with).
+Shape rules (compiler/ops/shape_rules.py) check and explain; these only carry axes through."""
 
 from __future__ import annotations
 

@@ -26,6 +26,11 @@ FUNCTIONS: dict[str, int] = {
     "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "sin": 1, "cos": 1, "tan": 1, "abs": 1,
     "floor": 1, "erf": 1,
 }
+#: The functions compiled code calls as kernels (vector maths and LLVM's maximum and minimum),
+#: where the rest are arithmetic written inline or a libm call LLVM expands: what a nest's
+#: work per entry counts as calls (compiler/plan/threads.py). executor/codegen/spelling.py
+#: spells exactly these as `K.…` (tests/test_op_table.py checks it).
+KERNELS = frozenset({"pow", "fmax", "fmin", "exp", "log", "tanh", "erf"})
 #: The comparisons a `Compare` makes (Python's and C's spelling alike).
 COMPARISONS = ("==", "!=", "<", ">", "<=", ">=")
 
@@ -98,6 +103,16 @@ def parts(form: Form | Compare) -> tuple[Form | Compare, ...]:
         case Select(test=test, then=then, otherwise=otherwise):
             return (test, then, otherwise)
     return ()
+
+
+def kernel_calls(form: Form | Compare) -> int:
+    """How many calls of KERNELS `form` makes.
+
+    >>> kernel_calls(Apply("mul", (unary("exp"), unary("tanh"))))
+    2
+    """
+    own = isinstance(form, Apply) and form.fn in KERNELS
+    return own + sum(kernel_calls(part) for part in parts(form))
 
 
 def read(form: Form | Compare) -> set[int]:

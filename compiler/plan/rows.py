@@ -1,4 +1,4 @@
-"""Which calls may run as independent blocks of rows: a proof over the IR.
+"""Which calls run as independent blocks of rows: a proof over the IR, and the plan's rule.
 
 A recurrence over a batch (h_t+1 = tanh(h_t W + x_t w), one sequence per row) steps every row
 of its state on its own: row r of the result depends on row r of x and h0 and on the weights
@@ -22,16 +22,25 @@ predictions for the split rows) would run whole in every block, its work done on
 thread: such a call is not split either. Operands of entrywise operations have one shape or
 are scalars, so a FREE operand that is not a scalar would have to be split too: MIXED. The
 same holds for a FREE einsum operand that carries the rows' letter.
+
+`row_blocks` is the plan's rule over the proof: a call is split when its code is compiled
+serial loops for any sizes, there are threads, its work pays for handing blocks to them, and
+each block gets ROWS rows (executor/numba/row_blocks.py runs the blocks as it says).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .. import ir
 from ..ops.einsum_spec import ELLIPSIS, parse_spec
 from ..ops.primitives import BY_OP
 from ..passes.shapes import Scope, Shape, ShapeTable
+
+if TYPE_CHECKING:
+    from . import Plan
 
 #: A value that reads no row of the split arguments.
 FREE = None
@@ -40,6 +49,14 @@ MIXED = -1
 
 #: The most parameters as long as the result that `row_split` tries sets of (2^6 − 1 sets).
 CANDIDATES = 6
+#: The least work (FLOPs by the plan's count, loops' steps included) of a call split into
+#: blocks: handing blocks to threads and back costs about 30 µs, a call of 2^22 FLOPs
+#: (a 64-row recurrence of 32 units over 30 steps) about 0.8 ms.
+WORK = 1 << 22
+#: The steps a loop is taken to run when its plan does not know (its count is a value).
+GUESSED_STEPS = 64
+#: The fewest rows of a block (the register-tiled products take rows four at a time).
+ROWS = 8
 
 _ENTRYWISE_KINDS = frozenset({"unary", "binary", "compare"})
 #: Ops whose first argument's axis attrs[0] is dropped from the result (a reduction, a read).
@@ -66,6 +83,27 @@ def row_split(body: ir.Node, table: ShapeTable, signature: tuple[Shape, ...]) ->
             if _rows_follow(body, table, frozenset(split)):
                 return split
     return ()
+
+
+def row_blocks(plan: Plan, serial_loops: bool, threads: int,
+               prove: Callable[[], tuple[int, ...]]) -> tuple[tuple[int, ...], int]:
+    """(the parameters a call planned as `plan` is split along, how many blocks of rows), or
+    ((), 0) when it runs whole: its code is compiled for any sizes (not a tiny program's) with
+    loops and no nest on threads (`serial_loops`: a loop-free call's nests and products use
+    the threads already), there are `threads` (two or more), the call has WORK (each loop of
+    unknown length taken to run GUESSED_STEPS), `prove` (called last: it walks the IR, as
+    `row_split`) gives parameters to split, and each block has at least ROWS rows.
+
+    >>> row_blocks(None, serial_loops=False, threads=4, prove=lambda: (0,))
+    ((), 0)
+    """
+    if not serial_loops or threads < 2:
+        return (), 0
+    work = plan.flops if plan.flops is not None else (
+        GUESSED_STEPS * sum(p.flops_per_step for p in plan.loops))
+    split = prove() if work >= WORK else ()
+    blocks = min(threads, plan.signature[split[0]][0] // ROWS) if split else 0
+    return (split, blocks) if blocks >= 2 else ((), 0)
 
 
 def _results(body: ir.Node, table: ShapeTable) -> tuple[Shape, ...]:

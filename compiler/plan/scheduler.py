@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from .. import ir
 from ..ops.einsum_spec import NUMPY_LETTERS, parse_spec
 from ..passes.shapes import Scope, ShapeTable
-from . import fusion
+from . import fusion, row_loops
 from .layout import SMALL_PRODUCT, Layout, layout, nest
 from .paths import contraction
 
@@ -97,6 +97,11 @@ class BlockPlan:
     loops: dict[ir.Node, tuple[BlockPlan | None, BlockPlan | None]] = field(
         default_factory=dict)
     contractions: dict[ir.Node, Contraction] = field(default_factory=dict)
+    # the runs of its nests that run as one loop over their rows, each the positions of its
+    # nests among `units`, and the positions of the nests whose rows run on threads
+    # (row_loops.py, threads.py)
+    rows: tuple[tuple[int, ...], ...] = ()
+    threads: frozenset[int] = frozenset()
 
 
 @dataclass(eq=False)
@@ -374,9 +379,10 @@ class Machine:
 
 def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: ShapeTable,
            optimize: str, exact: bool, paths: dict, fast: bool = False,
-           machine: Machine = Machine()) -> Decisions:
+           machine: Machine = Machine(), dtype: str = "float64") -> Decisions:
     """The schedule of the function computing `root` in `scope` from `inputs` (`fast`:
-    under math="fast") on `machine`."""
+    under math="fast"), in `dtype`, on `machine`: each block's units, layouts and steps, and
+    which of its nests run on threads and which run as one loop over rows (row_loops.py)."""
     scheduler = _Scheduler(table, optimize, paths)
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
     if scheduler.compiled():
@@ -387,6 +393,8 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     serial = scheduler.serial or scheduler.products and not split
     if split:
         scheduler.share_out()
+    count = machine.threads if scheduler.compiles and not serial else 1
+    if scheduler.compiles:  # (division.py splits divisions in float64 code, or fast maths')
+        row_loops.decide(top, inputs, scope, table, count, dtype == "float64" or fast)
     return Decisions(top, scheduler.compiles, serial, exact and scheduler.compiles,
-                     fast and scheduler.compiles, split,
-                     machine.threads if scheduler.compiles and not serial else 1)
+                     fast and scheduler.compiles, split, count)

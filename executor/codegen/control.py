@@ -203,16 +203,6 @@ def emit_slice(em, node: ir.Prim) -> None:
 # (a class count and a slice's bounds are known from shapes alone: their numbers, not the
 # values computed from them, which a buffer made before a loop would read before the loop
 # computes them)
-@forms.lowers("sliced", "dims")
-def _slice_dims(node: ir.Prim, dims: dict, shapes: dict) -> tuple[Expr, ...]:
-    return (whole(shapes[node][0]),) + dims[node.args[0]][1:]
-
-
-@forms.lowers("onehot", "dims")
-def _one_hot_dims(node: ir.Prim, dims: dict, shapes: dict) -> tuple[Expr, ...]:
-    return dims[node.args[0]] + (whole(shapes[node][-1]),)
-
-
 @forms.lowers("onehot", "alone")
 def emit_one_hot(em, node: ir.Prim) -> None:
     """oneHot(labels, k): every label checked to be a whole number 0 … k − 1 (or the

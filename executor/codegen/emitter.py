@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 
 from ...compiler import ir
 from ...compiler.counting import COUNTED, NOTHING, Counting
-from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
 from ...compiler.passes.shapes import Scope, ShapeTable
 from ...compiler.plan import fusion, label, scheduler
-from ...compiler.plan.schedule import Unit, in_row_loops
+from ...compiler.plan.schedule import RowLoop, Unit, in_row_loops
 from ...compiler.plan.scheduler import BlockPlan, Decisions
+from ...compiler.plan.sizes import axes_of
 from . import (
     control,
     entrywise,
@@ -118,6 +118,7 @@ class Emitter(CountedValues):
         self.host = not decided.compiled
         self.exact = decided.exact
         self.units: list[Unit] = []  # the schedule, in the order its units run
+        self.joins: list[RowLoop] = []  # the blocks' row loops (BlockPlan.rows), as numbered
         self.out = Writer()
         self.count = 0
         self.loops: list[ir.Loop] = []
@@ -170,8 +171,8 @@ class Emitter(CountedValues):
         # (each op typed by its operands: loop_types.py; division.py's rewrites are in already)
         body = self._checked(loop_types.typed(self.out.body, self.params, self.dtype), args,
                              "emitting")
-        if not self.host:  # which nests run as one loop over rows: decided, recorded, performed
-            joins = rows.decide(body)
+        if not self.host:  # the nests the plan runs as one loop over rows, joined as it says
+            joins = tuple(sorted(self.joins, key=lambda loop: loop.kernels[0]))
             self.units = list(in_row_loops(tuple(self.units), joins))
             body = self._checked(rows.join(body, joins), args, "rows.join")
         body = self._checked(tidy.without_unread(body, self.input_sizes), args, "tidy")
@@ -231,19 +232,9 @@ class Emitter(CountedValues):
         return self.frame.shapes[node]
 
     def dims_of(self, node: ir.Node) -> tuple[Expr, ...]:
-        """Each axis size of `node` as an expression over the inputs' sizes."""
-        dims = self.frame.dims
-        stack = [(node, False)]
-        while stack:  # inputs already have their sizes: do not walk below them
-            n, ready = stack.pop()
-            if n in dims:
-                continue
-            if ready:
-                dims[n] = dims_rule(n, dims, self.frame.shapes)
-                continue
-            stack.append((n, True))
-            stack.extend((k, False) for k in ir.children(n) if k not in dims)
-        return dims[node]
+        """Each axis size of `node` as an expression over the inputs' sizes (the plan's
+        rule: compiler/plan/sizes.py)."""
+        return axes_of(node, self.frame.dims, self.frame.shapes, whole)
 
     def alloc(self, node: ir.Node | None, dims: tuple[Expr, ...]) -> Var:
         """A new C-ordered buffer for `node` (made once before the enclosing loop, if any), or
@@ -288,9 +279,15 @@ class Emitter(CountedValues):
         saved = self.block
         self.frame.recomputed |= plan.recomputed
         self.frame.gathered.update(plan.gathered)
+        runs = {position: k for k, run in enumerate(plan.rows) for position in run}
+        numbered: list[list[int]] = [[] for _ in plan.rows]
         for position, unit in enumerate(plan.units):
             self.block = Block(plan, position)
             self.emit(unit)
+            if position in runs:  # (the nest it wrote is the unit recorded last)
+                numbered[runs[position]].append(len(self.units))
+        self.joins += [RowLoop(tuple(kernels), any(self.units[k - 1].parallel for k in kernels))
+                       for kernels in numbered]
         self.block = saved
 
     def emit(self, unit: fusion.Unit) -> None:
@@ -326,28 +323,6 @@ def _measured(em: Emitter, node: ir.Prim) -> None:
     em.bind(node, em.counted_number(em.dims_of(node.args[0])[BY_OP[node.op].axis]))
 
 
-def dims_rule(node: ir.Node, dims: dict, shapes: dict) -> tuple[Expr, ...]:
-    """`node`'s axis sizes as expressions, from its arguments' (`dims`) and, where they are
-    numbers known from shapes alone, its own shape."""
-    match node:
-        case ir.Const() | ir.Loop() | ir.Tuple():
-            return ()
-        case ir.Cond():
-            return dims[node.then]
-        case ir.Project():
-            return dims[node.loop.init[node.index]]
-        case ir.Prim() if forms.dims(node) is not None:
-            return forms.dims(node)(node, dims, shapes)
-        case ir.Einsum(spec=spec):
-            parsed = parse_spec(spec)
-            known = {ch: d for term, a in zip(parsed.inputs, node.args, strict=True)
-                     for ch, d in zip(term, dims[a], strict=True)}
-            return tuple(known[ch] for ch in parsed.output)
-        case ir.Prim(op=op, args=args, attrs=attrs):  # (the op table's axes rule)
-            return BY_OP[op].axes(tuple(dims[a] for a in args), attrs)
-    raise AssertionError(f"code generation: no shape rule for {node!r}")
-
-
 #: A program with loops none of whose values holds more entries than this is written for its
 #: exact sizes (generate).
 TINY = 256
@@ -368,7 +343,7 @@ def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = Fal
     (compiler/counting.py), float64 in float32 code."""
     exact = exact and bool(table.states) and is_tiny(table)
     decided = scheduler.decide(region.root, region.inputs, region.scope, table, optimize, exact,
-                               paths or {}, fast, machine())
+                               paths or {}, fast, machine(), dtype)
     return Emitter(table, decided, dtype, counted).function(region)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ops.einsum_spec import parse_spec
 from ...compiler.ops.primitives import BY_OP
-from ...compiler.plan import fusion, threads
+from ...compiler.plan import fusion
 from . import division, forms, rows, sums
 from .division import Division
 from .loops import (
@@ -28,9 +28,7 @@ from .loops import (
     Sub,
     Var,
     call,
-    exprs,
     fmt,
-    kernel_calls,
     number,
 )
 from .op_code import lowered, tier
@@ -222,7 +220,7 @@ def emit_group(em, group: fusion.Group) -> None:
     # stores last: an output may be the buffer of an input, read above at the same index
     written = [Store(Sub(stores[m], placed(index, em.frame.layouts.get(m))), temps[m])
                for m in stores]
-    parallel = _parallel(em, group, before, after, division.exact(body, divisions))
+    parallel = _parallel(em)
     pairwise = sums.arrange(em, long, before, after, dims, inner,
                             index[0] if parallel else None)
     nest = division.Nest(index, dims, before, after, body, written)
@@ -419,15 +417,8 @@ def _blocked(em, group: fusion.Group) -> bool:
     return False
 
 
-def _parallel(em, group: fusion.Group, before, after, body: list) -> bool:
-    """Whether the group's nest runs its outer loop on several threads, as the plan's rule
-    decides (compiler/plan/threads.py) from the nest's work, measured here: its shape, the
-    statements and kernel calls of its body, whether it carries a value across its rows
-    (something set before its outer loop or read after it), whether its outer axes run as one
-    flat loop; and from how many threads the function's nests may use (scheduler.py: one
-    when it is not compiled, or beside loops, or beside products it does not share out)."""
-    shape = em.frame.shapes.get(group.space, ())
-    calls = sum(kernel_calls(e, but="K.add_any_order") for s in body for e in exprs(s))
-    work = threads.NestWork(shape, bool(before[0] or after[0]), em.out.merged(len(shape)) > 0,
-                            len(body), calls)
-    return threads.parallel(work, em.decided.threads)
+def _parallel(em) -> bool:
+    """Whether the nest being written runs its rows on several threads, as the plan decided
+    (compiler/plan/threads.py, row_loops.py: alone, or in a loop over rows that does)."""
+    assert em.block is not None
+    return em.block.position in em.block.plan.threads

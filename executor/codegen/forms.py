@@ -22,13 +22,12 @@ class Lowering:
     """How compiled code writes one form. `value(em, node, index, temps)`: its value at `index`
     of a loop nest, an expression (members, generators, scalars); `fold(node)`: a tail's
     combining code and start; `alone(em, node)`: the code of a unit of its own (sizes, views,
-    oneHot, draws), which binds the node; `dims(node, dims, shapes)`: its axis sizes where the
-    row's axes rule cannot give them, because they are numbers known from its shape alone."""
+    oneHot, draws), which binds the node. (A value's sizes are the plan's rule:
+    compiler/plan/sizes.py.)"""
 
     value: Callable | None = None
     fold: Callable | None = None
     alone: Callable | None = None
-    dims: Callable | None = None
 
 
 #: Each form's lowering, as the modules that write them register it.
@@ -65,9 +64,3 @@ def lowering(node: ir.Prim, part: str) -> Callable:
     found = getattr(LOWERINGS.get(form) or Lowering(), part)
     assert found is not None, f"code generation: no {part} for {node!r} (form {form})"
     return found
-
-
-def dims(node: ir.Prim) -> Callable | None:
-    """The axis sizes rule the lowering of `node`'s form gives, or None (the axes rule)."""
-    form = BY_OP[node.op].form
-    return None if form not in LOWERINGS else LOWERINGS[form].dims

@@ -10,7 +10,8 @@ statement is well formed; and that every local is set (an argument, an assignmen
 index) before it is read and not read after it is deleted. Then the types (loop_types.py, from
 the arguments' types the emitter declares): every local read is typed, none is set to values
 of two ranks or kinds, every op of the op table's lowerings is a known function of its arity
-and of the dtype its operands make, and every store's value is a number its array holds."""
+and of the dtype its operands make, and every store's value is a number its array holds. A
+loop over rows that joins nests (the plan's, rows.py) writes every array at its row first."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ from .loops import (
     statements,
     walk,
 )
+from .rows import is_scratch
 
 __all__ = ["LoopVerifyError", "enabled", "verify"]
 
@@ -82,14 +84,25 @@ class _Checker:
                 self.defined.update(targets)
             case Update(name=name) if name not in self.defined:
                 self.fail(stmt, f"{name} updated before it is set")
-            case For(index=index, body=body):
+            case For(index=index, body=body, kernels=kernels):
                 self.defined.add(index)
+                if len(kernels) > 1:
+                    self.row_loop(stmt, index, body)
                 self.block(body)
             case Delete(names=names):
                 self.defined.difference_update(names)
             case _:
                 for block in blocks(stmt):
                     self.block(block)
+
+    def row_loop(self, stmt: Stmt, index: str, body: list[Stmt]) -> None:
+        """A loop over rows joining nests (the plan's row loop, rows.py) writes every array
+        at the row it computes, first (a row's scratch array aside: division.py)."""
+        for inner in statements(body):
+            if isinstance(inner, Store) and not (
+                    isinstance(inner.target.base, Var) and is_scratch(inner.target.base.name)) \
+                    and inner.target.index[:1] != (Var(index),):
+                self.fail(stmt, f"a row loop writes {_printed(inner.target)}, not at its row")
 
     def shape(self, stmt: Stmt) -> None:
         """The statement's own form."""

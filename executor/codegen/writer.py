@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from ...compiler.plan.threads import NESTED_BLOCKS, flat
 from .loops import Assign, Expr, Fmt, For, If, Stmt, Var, While
-
-#: Python compiles at most 20 nested `for`/`while`/`with` blocks in one function.
-NESTED_BLOCKS = 20
 
 
 class Writer:
@@ -108,8 +106,9 @@ class Writer:
         return merged
 
     def merged(self, rank: int) -> int:
-        """How many outer axes a nest of `rank` loops opened here runs as one flat loop."""
-        return 0 if rank <= self.room() else min(rank, rank - self.room() + 1)
+        """How many outer axes a nest of `rank` loops opened here runs as one flat loop (as
+        the plan counted it: compiler/plan/threads.py)."""
+        return flat(rank, self.loops)
 
     def _flat(self, dims, index) -> None:
         flat, rest = f"{index[0]}_flat", f"{index[0]}_rest"

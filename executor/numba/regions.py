@@ -45,6 +45,7 @@ class CompiledRegion:
         self._function = None
         self._parallel = False  # (its code has prange loops)
         self.backend = "numba"  # what builds it (HILBERT_CODEGEN: `_lowered`)
+        self._made: tuple | None = None  # (its LLVM lowering, once made: `lowering`)
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
                              if not table.scopes[region.scope][n])
         self.arrays = tuple(i for i in range(len(region.inputs)) if i not in self.scalars)
@@ -70,11 +71,23 @@ class CompiledRegion:
         once; Numba compiles it at its first call, or when `compile` says. In a process forked
         from one that ran parallel code, parallel code is its serial twin (threads.usable)."""
         if self._function is None or self._parallel and not threads.usable():
-            # (the twin, once made, is kept: not remade, nor relowered, at every call)
+            # (the twin, once made, is kept: not remade, nor relowered, at every call; the
+            # lowering made with the schedule has threads, so the twin is lowered afresh)
             self._parallel = self.generated.parallel and threads.usable()
-            self._function = self._lowered() or load("hilbert.executor.numba.cache").function(
+            twin = self._parallel != self.generated.parallel
+            self._function = (self._lowered() if twin else self.lowering) or load(
+                "hilbert.executor.numba.cache").function(
                 self.generated.source, self.generated.compiled, self._parallel)
         return self._function
+
+    @property
+    def lowering(self):
+        """The function as executor/llvm lowers it, or None (`_lowered`), made once: when the
+        plan's schedule is decided, which then says what builds it (schedules.py), or else at
+        the build."""
+        if self._made is None:
+            self._made = (self._lowered(),)
+        return self._made[0]
 
     def _lowered(self):
         """The function lowered to LLVM IR by executor/llvm (compiled at its first use) when

@@ -1,5 +1,6 @@
 """A call run as blocks of rows, one per thread, when each row of its result depends only on
-the same rows of some arguments (compiler/plan/rows.py proves it from the IR).
+the same rows of some arguments (compiler/plan/rows.py proves it from the IR, and its rule,
+`row_blocks`, says whether and into how many blocks: the plan's decision, run here).
 
 A recurrence over a batch steps 64 rows of state 200 times; one step is a few microseconds of
 work, less than a launch of threads costs, so its loop nests run serially. Split by rows
@@ -27,20 +28,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from ...compiler import ir
-from ...compiler.plan import Plan
+from ...compiler.plan import Plan, rows
 from .. import blas_threads, threads
 from . import interrupt
 from .loading import load
 from .regions import CompiledRegion
-
-#: The least work (FLOPs by the plan's count, loops' steps included) of a call split into
-#: blocks: handing blocks to the pool and back costs about 30 µs, a call of 2^22 FLOPs
-#: (a 64-row recurrence of 32 units over 30 steps) about 0.8 ms.
-WORK = 1 << 22
-#: The steps a loop is taken to run when its plan does not know (its count is a value).
-GUESSED_STEPS = 64
-#: The fewest rows of a block (the register-tiled products take rows four at a time).
-ROWS = 8
 
 
 class RowBlocks:
@@ -97,25 +89,17 @@ def joined(values: list):
 
 def blocks_for(region: CompiledRegion, plan: Plan,
                prove: Callable[[], tuple[int, ...]]) -> RowBlocks | None:
-    """The blocks a call of `region` (a whole program's, planned as `plan`) runs as, or None:
-    the code is compiled for any sizes (not a tiny program's), has loops (a loop-free call's
-    nests and products use the threads already) and no prange of its own, threads are on,
-    the call has WORK (each loop of unknown length taken to run GUESSED_STEPS), and `prove`
-    (called last: it walks the IR) gives the parameters to split, each with at least ROWS
-    rows a block."""
-    generated, most = region.generated, threads.count()
-    if (not generated.compiled or not generated.loops or generated.parallel
-            or generated.sized or most < 2):
-        return None
-    work = plan.flops if plan.flops is not None else (
-        GUESSED_STEPS * sum(p.flops_per_step for p in plan.loops))
-    split = prove() if work >= WORK else ()
-    if not split:
-        return None
-    blocks = min(most, plan.signature[split[0]][0] // ROWS)
+    """The blocks a call of `region` (a whole program's, planned as `plan`) runs as, or None,
+    as the plan's rule decides (compiler/plan/rows.py, `row_blocks`) from what the scheduler
+    decided of its code (compiled, loops, no nest on threads, not written for its sizes
+    alone) and this machine's threads; `prove` gives the parameters to split."""
+    generated = region.generated
+    serial_loops = (generated.compiled and bool(generated.loops) and not generated.parallel
+                    and not generated.sized)
+    split, blocks = rows.row_blocks(plan, serial_loops, threads.count(), prove)
     positions = tuple(j for j, node in enumerate(region.region.inputs)
                       if isinstance(node, ir.Param) and node.index in split)
-    return RowBlocks(region, positions, blocks) if blocks >= 2 and positions else None
+    return RowBlocks(region, positions, blocks) if split and positions else None
 
 
 def note(blocks: RowBlocks) -> str:

@@ -10,11 +10,11 @@ from ...compiler.plan import Plan
 from ...compiler.plan.schedule import Decided
 from ...compiler.plan.text import human_bytes
 from ...grammar.errors import RuntimeHilbertError, first_line
-from .. import threads
+from .. import llvm, threads
 from . import row_blocks
 from .loading import python_mode
 from .row_blocks import RowBlocks
-from .scope import ScopeRunner
+from .scope import ScopeRunner, regions_of
 
 
 def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],
@@ -31,7 +31,8 @@ def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],
     except Exception as err:  # noqa: BLE001 (raised again by the build: see above)
         return ((), (f"numba: the code could not be generated ({type(err).__name__}: "
                      f"{first_line(err)})",)), None
-    notes = [*notes_of(runner), *([row_blocks.note(blocks)] if blocks else [])]
+    notes = [*notes_of(runner), *([row_blocks.note(blocks)] if blocks else []),
+             *backends(runner)]
     held = None
     if holds_every_value(runner) and replan is not None:
         try:
@@ -47,6 +48,20 @@ def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],
                 notes.append("the generated code holds every value of a call until it ends: "
                              f"peak memory about {human_bytes(replanned)}")
     return (regions, tuple(f"numba: {line}" for line in notes)), held
+
+
+def backends(runner: ScopeRunner) -> tuple[str, ...]:
+    """Which back end builds each compiled function, under HILBERT_CODEGEN=llvm (which may
+    leave one to Numba: executor/llvm), decided with the schedule: each is lowered now
+    (LLVM IR, nothing compiled), so the plan says it before the build as after."""
+    if not llvm.wanted():
+        return ()
+    found = []
+    for number, region in enumerate(regions_of(runner), 1):
+        if region.generated.compiled:
+            region.lowering  # noqa: B018 (lowered now: `backend` says by what)
+            found.append(f"generated function {number} built by {region.backend}")
+    return tuple(found)
 
 
 def holds_every_value(runner: ScopeRunner) -> bool:

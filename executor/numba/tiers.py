@@ -188,16 +188,6 @@ def _apart() -> bool:
     return build_process.wanted() and not llvm.wanted()
 
 
-def _with_backends(plan: Plan, runner: ScopeRunner) -> Plan:
-    """`plan` saying which back end built each generated function, under HILBERT_CODEGEN=llvm
-    (which may leave a function to Numba: executor/llvm), else `plan` itself."""
-    if not llvm.wanted():
-        return plan
-    return _noted(plan, (f"generated function {number} built by {region.backend}"
-                         for number, region in enumerate(regions_of(runner), 1)
-                         if region.generated.compiled))
-
-
 def _second_tier(runner: ScopeRunner, plan: Plan, arity: int, blocks: RowBlocks | None):
     """The program of generated code for `runner`: one function of the parameters (run as
     `blocks` of rows, if given), or a host walk calling compiled regions."""
@@ -425,7 +415,6 @@ class TieredProgram(BuildsApart):
                 advance()
         if self.looped:
             built.keep(self.sources())
-        self._plan = _with_backends(self._plan, runner)
         self._fast = second
         return second
 
