@@ -36,6 +36,7 @@ from .passes.resolve import (
     ModuleScope,
     Resolved,
     _suggest,
+    arity,
     declared_lets,
     named_contractions,
 )
@@ -375,7 +376,7 @@ class _MemberLowering(Lowering):
 
     def method_call(self, name: str, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
         key, own = self.methods[name]
-        self.arity(name, len(own), len(args), span)
+        arity(name, len(own), len(args), span)
         passed = tuple(ir.Local(i, p, span) for i, p in enumerate(self.params[:self.hidden]))
         return ir.Call(key, passed + tuple(self.expr(a) for a in args), span)
 

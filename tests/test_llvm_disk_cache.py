@@ -46,7 +46,7 @@ with warnings.catch_warnings(record=True) as caught:
         module = hilbert.compile_source(SOURCE, name="llvm_disk.hb")
         x = np.linspace(-2.0, 2.0, 35).reshape(5, 7)
         values = {n: np.asarray(module.function(n)(x)).tolist() for n in NAMES}
-        notes = [note for n in NAMES for note in module.function(n).plan(x.shape).notes
+        notes = [note for n in NAMES for note in module.function(n).plan(x.shape).all_notes
                  if "built by" in note]
 print(json.dumps({"values": values, "notes": notes, "counts": compile.COUNTS,
                   "numba": sum(1 for _, e in recorder.buffer if e.is_start),

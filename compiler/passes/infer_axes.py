@@ -111,7 +111,35 @@ class Calls:
     contractions: dict[int, str] = field(default_factory=dict)
 
 
-class Checker:
+class _Callees:
+    """What a call names, for Checker: the definition (own, opened, or the model's method)."""
+
+    resolved: Resolved
+    scope: ModuleScope | None
+    members: Members
+
+    def target(self, name: str, module: str | None) -> tuple[str, s.Definition, bool] | None:
+        """The definition a call names: its key, its syntax, and whether it is a method of
+        the model being checked; None for a primitive or a name not known."""
+        method = self.members.methods.get(name) if module is None else None
+        if method is not None:
+            return f"{self.members.name}.{name}", method, True
+        key = self.callee(name, module)
+        callee = self.resolved.syntax.get(key or "")
+        return (key, callee, False) if key is not None and callee is not None else None
+
+    def callee(self, name: str, module: str | None) -> str | None:
+        """The key of the definition a plain call names, as resolve finds it (own, then opened
+        modules)."""
+        if module is not None or self.scope is None:
+            return None
+        for scope in (self.scope, *self.scope.opened):
+            if name in scope.own:
+                return scope.own[name]
+        return None
+
+
+class Checker(_Callees):
     """Infers the axes of one body's values (`env`: the names in scope and their axes)."""
 
     def __init__(self, resolved: Resolved, scope: ModuleScope | None, env: dict[str, Value],
@@ -332,26 +360,6 @@ class Checker:
         if callee.axes is not None:
             return _instantiate(callee, args, span, self.members.fixed if method else {})
         return self.through(key, callee, args, span, method)
-
-    def target(self, name: str, module: str | None) -> tuple[str, s.Definition, bool] | None:
-        """The definition a call names: its key, its syntax, and whether it is a method of
-        the model being checked; None for a primitive or a name not known."""
-        method = self.members.methods.get(name) if module is None else None
-        if method is not None:
-            return f"{self.members.name}.{name}", method, True
-        key = self.callee(name, module)
-        callee = self.resolved.syntax.get(key or "")
-        return (key, callee, False) if key is not None and callee is not None else None
-
-    def callee(self, name: str, module: str | None) -> str | None:
-        """The key of the definition a plain call names, as resolve finds it (own, then opened
-        modules)."""
-        if module is not None or self.scope is None:
-            return None
-        for scope in (self.scope, *self.scope.opened):
-            if name in scope.own:
-                return scope.own[name]
-        return None
 
     def through(self, key: str, callee: s.Definition, args: list[Value], span: Span,
                 method: bool = False) -> Value:

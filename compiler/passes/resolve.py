@@ -200,6 +200,13 @@ def _elsewhere(name: str, known: set[str]) -> str:
     return _suggest(name, known)
 
 
+def arity(name: str, expected: int, got: int, span: Span) -> None:
+    """E201 unless a call of `name` gives the `expected` number of arguments."""
+    if expected != got:
+        raise NameResolutionError(
+            "E201", f"{name} takes {expected} argument(s) but is given {got}", span)
+
+
 class Lowering:
     """Lowers one body: `locals_` are the names bound to Local(i) (parameters, weights)."""
 
@@ -344,18 +351,13 @@ class Lowering:
         key = self.definition(name, module, span)
         if key is not None:
             target = self.resolved.syntax[key]
-            self.arity(name, len(target.params), len(args), span)
+            arity(name, len(target.params), len(args), span)
             return ir.Call(key, tuple(self.expr(a) for a in args), span)
         if module is None and name == "einsum":
             return self.einsum(args, span)
         if module is None and name in PRIMITIVES:
             return self.primitive(name, args, span)
         raise self.unknown(name, module, span)
-
-    def arity(self, name: str, expected: int, got: int, span: Span) -> None:
-        if expected != got:
-            raise NameResolutionError(
-                "E201", f"{name} takes {expected} argument(s) but is given {got}", span)
 
     def einsum(self, args: tuple[s.Expr, ...], span: Span) -> ir.Node:
         if not args or not isinstance(args[0], s.String):
@@ -381,10 +383,10 @@ class Lowering:
                 "E201", f"{name} takes 3 arguments, (key, step, x), or 1 in a weight's "
                 f"initialiser, (seed), but is given {len(args)}", span)
         if name == "bernoulli":
-            self.arity(name, prim.arity, len(args), span)
+            arity(name, prim.arity, len(args), span)
             p, *keyed = (self.expr(a) for a in args)
             return ir.Prim("lt", (ir.Prim(KEYED["uniform"], tuple(keyed), (), span), p), (), span)
-        self.arity(name, prim.arity, len(args), span)
+        arity(name, prim.arity, len(args), span)
         if prim.kind == "draw" and not self.allow_draws:
             raise NameResolutionError(
                 "E207", f"{name}(seed) draws random numbers by the weight's name, which "
