@@ -1,8 +1,9 @@
-"""Warm speed of float32 code's vector maths, the LLVM back end (executor/llvm/maths32.py)
-against Numba's front end (vmath32.py), over a million entries:
+"""Warm speed of the vector maths, the LLVM back end's (executor/llvm/maths32.py, maths.py)
+against Numba's front end's (vmath32.py, vmath.py), over a million entries:
 
     .venv/bin/python -m benchmarks.llvm_maths              # exact maths
     .venv/bin/python -m benchmarks.llvm_maths --math fast  # math="fast"
+    .venv/bin/python -m benchmarks.llvm_maths --dtype float64   # float64 code's (maths.py)
 
 Each function is built twice in this process, once per back end (HILBERT_CODEGEN, read when
 it is built), checked to give the same bits, then called in alternating rounds (llvm, numba,
@@ -38,7 +39,7 @@ def built(backend: str, math: str, x: np.ndarray) -> dict:
     for name in NAMES:
         function = module.function(name).using(math=math)
         function.build(x)  # (compiled now: its calls run compiled code at once)
-        prepared = function._prepare((x.shape,), "float32")
+        prepared = function._prepare((x.shape,), x.dtype.name)
         backends = [r.backend for r in regions_of(prepared.runner)]
         assert backends and all(b.startswith(backend) for b in backends), backends
         made[name] = function
@@ -49,14 +50,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--math", default="exact", choices=("exact", "fast"))
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     args = parser.parse_args()
     os.environ.setdefault("HILBERT_COMPILE", "eager")
-    x = np.random.default_rng(1).normal(0, 3, (1000, 1000)).astype(np.float32)
+    x = np.random.default_rng(1).normal(0, 3, (1000, 1000)).astype(args.dtype)
     functions = {b: built(b, args.math, x) for b in ("llvm", "numba")}
-    print(f"float32, 1000×1000, math={args.math}: median ms of {args.rounds} alternating rounds")
+    print(f"{args.dtype}, 1000×1000, math={args.math}: median ms of {args.rounds} alternating rounds")
     for name in NAMES:
-        same = np.array_equal(np.asarray(functions["llvm"][name](x)).view(np.uint32),
-                              np.asarray(functions["numba"][name](x)).view(np.uint32))
+        bits = np.uint32 if args.dtype == "float32" else np.uint64
+        same = np.array_equal(np.asarray(functions["llvm"][name](x)).view(bits),
+                              np.asarray(functions["numba"][name](x)).view(bits))
         times: dict[str, list[float]] = {"llvm": [], "numba": []}
         for _ in range(args.rounds):
             for backend in ("llvm", "numba"):
