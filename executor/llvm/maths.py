@@ -3,9 +3,7 @@ for step (the same operations on the same constants in the same order, each fuse
 multiply-add an llvm.fma), so that they give its results to the bit. Straight-line code with
 selects, no calls: inlined into a loop, LLVM vectorises it as it does Numba's.
 
-The float32 code's exp, log and tanh are these in float64, rounded once to float32: within an
-ulp of the correctly rounded value, as vmath32.py's float32 arithmetic is, but not always the
-same bits as it (a stage to come ports vmath32 too)."""
+Float32 code's are vmath32.py's, ported by maths32.py."""
 
 from __future__ import annotations
 
@@ -165,14 +163,49 @@ def tanh(m: Code, x):
     return m.pick(m.eq(x, x), signed, x)
 
 
-#: Each function by the name generated code calls it by.
-FUNCTIONS = {"K.exp": exp, "K.log": log, "K.tanh": tanh}
+def _expm1_parts(m: Code, x):
+    """vmath._expm1_parts: (e^r − 1, k) with e^x = 2^k·e^r (math="fast")."""
+    shifted = m.fma(x, V.LOG2_E, V.SHIFTER)
+    kf = m.sub(shifted, V.SHIFTER)
+    r = m.fma(m.neg(kf), V.LN2_LO, m.fma(m.neg(kf), V.LN2_HI, x))
+    r2 = m.mul(r, r)
+    expm1 = m.fma(r2, m.fma(r, _q(m, r, r2), 0.5), r)
+    return expm1, m.b.sub(m.bits(shifted), m.w(V.SHIFTER_BITS))
+
+
+def exp_fast(m: Code, x):
+    """vmath.exp_fast."""
+    zero = m.lt(x, V.EXP_ZERO)
+    clamped = m.pick(m.lt(x, V.EXP_ABOVE), x, V.EXP_ABOVE)
+    clamped = m.pick(zero, 0.0, clamped)
+    e, k = _expm1_parts(m, clamped)
+    half = m.b.ashr(k, m.w(1))
+    y = m.mul(m.mul(m.add(1.0, e), m.power_of_two(half)), m.power_of_two(m.b.sub(k, half)))
+    y = m.pick(zero, 0.0, y)
+    return m.pick(m.eq(x, x), y, x)
+
+
+def tanh_fast(m: Code, x):
+    """vmath.tanh_fast."""
+    a = m.intrinsic("llvm.fabs.f64", x)
+    clamped = m.pick(m.lt(a, V.TANH_ONE), a, V.TANH_ONE)
+    e, k = _expm1_parts(m, m.mul(2.0, clamped))
+    scale = m.power_of_two(k)
+    big = m.fma(e, scale, m.sub(scale, 1.0))
+    t = m.div(big, m.add(big, 2.0))
+    signed = m.real(m.b.or_(m.bits(t), m.b.shl(m.b.ashr(m.bits(x), m.w(63)), m.w(63))))
+    return m.pick(m.eq(x, x), signed, x)
+
+
+#: Each function by the name generated code calls it by (math="fast": the _fast ones).
+FUNCTIONS = {"K.exp": exp, "K.log": log, "K.tanh": tanh, "K.exp_fast": exp_fast,
+             "K.tanh_fast": tanh_fast}
 
 
 def function(module: ir.Module, name: str) -> ir.Function:
     """The float64 function `name` (FUNCTIONS) in `module`, defined there once, internal and
     always inlined (a loop calling it is vectorised only once it is inlined)."""
-    symbol = "hb_" + name.split(".")[1]
+    symbol = "hb_" + name.split(".")[1]  # (hb_exp_fast: math="fast"'s)
     found = module.globals.get(symbol)
     if found is not None:
         return found

@@ -1,17 +1,18 @@
 """What generated code calls, as LLVM IR: the shared kernels of executor/numba/kernels.py
 (and kernels32.py for float32 code) and NumPy's functions on one number, each made to give
 the numba path's result: LLVM's own intrinsics where Numba uses them (fmax and fmin are
-llvm.maximum and llvm.minimum, sqrt, floor and abs LLVM's), maths.py's port of the vector
-maths, the division kernels of vmath.py operation for operation, and C's pow, cos and erf
-where Numba calls them (LLVM's pow and cos are C's). Memory comes from the C
-library's malloc and goes back with its free (call.py frees what a call returns)."""
+llvm.maximum and llvm.minimum, sqrt, floor and abs LLVM's), maths.py's and maths32.py's
+ports of the vector maths (float64's and float32's, exact and math="fast"), the division
+kernels of vmath.py operation for operation, and C's pow, cos and (float64 code's) erf where
+Numba calls them (LLVM's pow and cos are C's). Memory comes from the C library's malloc and
+goes back with its free (call.py frees what a call returns)."""
 
 from __future__ import annotations
 
 from llvmlite import ir
 
 from ..numba import vmath
-from . import maths
+from . import maths, maths32
 from .types import Type
 from .unsupported import Unsupported
 
@@ -42,6 +43,8 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
     """The value of `fn(args)` (each argument with its type), of type `result` (types.call_type
     decided it)."""
     b, cast = lowering.builder, lowering.cast
+    if lowering.code == "float32" and fn in maths32.FUNCTIONS:  # (kernels32's: vmath32's)
+        return b.call(maths32.function(b.module, fn, args[0][1]), [args[0][0]])
     m = maths.Code(b)
     numbers = [cast(v, t, result if fn in _OWN else "float64") for v, t in args]
     match fn:
@@ -49,7 +52,7 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
             width = "f32" if result == "float32" else "f64"
             return m.intrinsic(f"llvm.{'maximum' if fn == 'K.fmax' else 'minimum'}.{width}",
                                *numbers)
-        case "K.exp" | "K.log" | "K.tanh":
+        case "K.exp" | "K.log" | "K.tanh" | "K.exp_fast" | "K.tanh_fast":
             value = b.call(maths.function(b.module, fn), [cast(*args[0], "float64")])
             return cast(value, "float64", result)
         case "K.power":

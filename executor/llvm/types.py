@@ -102,14 +102,12 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
         case ("K.fmax" | "K.fmin"), (a, b):
             own = code == "float32" and number(a) == number(b) == "float32"
             return "float32" if own else "float64"
-        case ("K.exp" | "K.log" | "K.tanh"), (x,):
+        case ("K.exp" | "K.log" | "K.tanh" | "K.exp_fast" | "K.tanh_fast" | "K.erf"), (x,):
+            # (float32 code's are vmath32's, float32 only of a float32: maths32.py)
             return "float32" if code == "float32" and number(x) == "float32" else "float64"
         case "K.power", (a, b):  # (kernels32.power: float32 in float32 code, whatever in)
             number(a), number(b)
             return "float32" if code == "float32" else "float64"
-        case "K.erf", (x,) if code == "float64":  # (float32 code's is vmath32.erf: not here)
-            number(x)
-            return "float64"
         case "np.cos", (x,):
             return number(x) if number(x) in FLOATS else "float64"
         case ("K.add_any_order" | "K.quotient" | "np.float64" | "float"), _:
