@@ -38,6 +38,8 @@ fn rowMax(x) ↦ maximum(x, 1)
 fn shaped(x) ↦ ln(1 + x²) + tanh(x) · abs(x) − floor(x) + sqrt(abs(x)) + max(x, 0.5)
 def fit(t, w, x, y, r) ≔ if t = 0 then w else fit(t − 1, w − r · einsum("ni,n->i", x, einsum("ni,i->n", x, w) − y), x, y, r)
 fn fitted(x) ↦ fit(50, 0 · einsum("ni->i", x), x, einsum("ni->n", x), 0.001)
+fn mlp(x) ↦ tanh(dense(hiddenOf(x, einsum("ni,nj->ij", x, x)), einsum("ni,nj->ij", x, x)))
+fn trained(x) ↦ autoFit(20, 0.001, x, einsum("ni,nj->ij", x, x), einsum("ni,nj->ij", x, x))
 """
 
 #: (function, shape, dtype) measured.
@@ -46,7 +48,11 @@ CASES = [("softmax", (64, 100), "float64"), ("softmax", (64, 100), "float32"),
          ("logistic", (64, 100), "float64"), ("total", (16, 64), "float64"),
          ("total", (64, 100), "float64"),
          ("rowMax", (64, 100), "float64"), ("shaped", (64, 100), "float64"),
-         ("fitted", (20, 3), "float64")]  # (a loop: 50 steps of least squares' gradient)
+         ("fitted", (20, 3), "float64"),  # (a loop: 50 steps of least squares' gradient)
+         # products (products.py): a dense layer's two (BLAS's, by the product kernel), the
+         # same small (loops), and an autoencoder's 20 training steps of products
+         ("mlp", (64, 100), "float64"), ("mlp", (8, 6), "float64"),
+         ("trained", (64, 100), "float64")]
 BACKENDS = ("numba", "llvm")
 RUNS = 3
 

@@ -254,7 +254,7 @@ def test_recorded_programs_it_lowers_give_the_host_tiers_results(monkeypatch, pr
             np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=tolerance,
                                        atol=tolerance * np.abs(w).max(initial=1.0),
                                        err_msg=program["name"])
-    assert built >= 40  # (it compares something: 46 functions by default; 220 of the 463 lower, every one under -m slow)
+    assert built >= 40  # (it compares something: 103 functions by default; 314 of the 463 lower, every one under -m slow)
 
 
 LOOPS = """

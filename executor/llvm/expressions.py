@@ -19,6 +19,7 @@ from .types import (
     ARITHMETIC,
     BITWISE,
     COMPARISONS,
+    KERNEL_CONSTANTS,
     Array,
     Type,
     call_type,
@@ -233,6 +234,8 @@ class Expressions:
                 return items, tuple(t for _, t in items)
             case ast.Call(func=func, args=args, keywords=[]) if dotted(func):
                 return self._call(dotted(func), [of(a) for a in args])  # type: ignore[arg-type]
+            case ast.Attribute() if dotted(node) in KERNEL_CONSTANTS:
+                return ir.Constant(I64, KERNEL_CONSTANTS[dotted(node)]), "int64"  # type: ignore[index]
             case ast.Subscript(value=ast.Attribute(value=base, attr="shape"),
                                slice=ast.Constant(value=int() as axis)):
                 array, t = of(base)

@@ -45,6 +45,8 @@ from ..codegen.loops import (
 from ..numba.vmath import WIDE
 from .expressions import ITEMSIZE, ArrayValue, Expressions
 from .held import Held, held
+from .products import CALLS as PRODUCTS
+from .products import multiply
 from .runtime import I64, LLVM
 from .scalars import from_bits, to_bits
 from .templates import field, parsed
@@ -138,6 +140,8 @@ class Lowering(Held, Expressions):
                 self._fill(self.value(array)[0], self.value(value))
             case Do(expr=Call(fn="K.copy_into", args=(target, source))):
                 self._copy(self.value(target)[0], self.value(source)[0])
+            case Do(expr=Call(fn=fn, args=args)) if fn in PRODUCTS:  # (products.py)
+                multiply(self, fn, [self.value(a) for a in args])
             case Do(expr=Call(fn="K.wide_vectors", args=())):
                 set.add(self.function.attributes,  # (as vmath.wide_vectors asks Numba's LLVM)
                         f'"prefer-vector-width"="{WIDE}"')
