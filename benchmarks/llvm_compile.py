@@ -39,7 +39,6 @@ fn shaped(x) ↦ ln(1 + x²) + tanh(x) · abs(x) − floor(x) + sqrt(abs(x)) + m
 def fit(t, w, x, y, r) ≔ if t = 0 then w else fit(t − 1, w − r · einsum("ni,n->i", x, einsum("ni,i->n", x, w) − y), x, y, r)
 fn fitted(x) ↦ fit(50, 0 · einsum("ni->i", x), x, einsum("ni->n", x), 0.001)
 fn mlp(x) ↦ tanh(dense(hiddenOf(x, einsum("ni,nj->ij", x, x)), einsum("ni,nj->ij", x, x)))
-fn trained(x) ↦ autoFit(20, 0.001, x, einsum("ni,nj->ij", x, x), einsum("ni,nj->ij", x, x))
 """
 
 #: (function, shape, dtype) measured.
@@ -49,10 +48,9 @@ CASES = [("softmax", (64, 100), "float64"), ("softmax", (64, 100), "float32"),
          ("total", (64, 100), "float64"),
          ("rowMax", (64, 100), "float64"), ("shaped", (64, 100), "float64"),
          ("fitted", (20, 3), "float64"),  # (a loop: 50 steps of least squares' gradient)
-         # products (products.py): a dense layer's two (BLAS's, by the product kernel), the
-         # same small (loops), and an autoencoder's 20 training steps of products
-         ("mlp", (64, 100), "float64"), ("mlp", (8, 6), "float64"),
-         ("trained", (64, 100), "float64")]
+         # products (products.py): two dense layers' four (the product kernel's), and the
+         # same small (the module's loops)
+         ("mlp", (64, 100), "float64"), ("mlp", (8, 6), "float64")]
 BACKENDS = ("numba", "llvm")
 RUNS = 3
 

@@ -9,7 +9,8 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     held.py         array locals a loop reassigns (its state, its step's buffers), in slots
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
-    products.py     matrix products: the product kernel by its symbol, small ones as loops
+    products.py     matrix products (K.gemm, the small products) as calls of the two below
+    product_kernel.py  blas.py's product kernel (tiles, BLAS) and small-product loops in LLVM IR
     maths.py        vmath.py's exact exp, log and tanh, operation for operation
     compile.py      llvmlite's binding: target machine, optimisation level, addresses
     call.py         the Python side of the ABI: packing, calling, memory handed back
