@@ -10,8 +10,9 @@ back end (stage 1)", holds the figures).
 A measurement imports Numba and plans the program first (`f.plan`), then times `f.build`
 (generating the code and compiling it: the kernels it calls included, which an empty cache
 holds none of) and the first call that follows, and reports which back end built the
-function. A sum of more than 1024 entries adds pairwise blocks (K.partials), which stage 1
-leaves to Numba: `total` at 64×100 shows a fallback's cost."""
+function. A sum of more than 1024 entries adds pairwise blocks (K.partials): `total` at
+64×100; `mlp` is two dense layers' products (products.py), past K.SMALL_PRODUCT at 64×100 and
+below it at 8×6."""
 
 from __future__ import annotations
 

@@ -112,6 +112,20 @@ def test_llvm_gives_numpys_results(module, name, dtype):
             "numba: generated function 1 built by llvm (optimisation level 3)"], (name, shape)
 
 
+@pytest.mark.parametrize("shape", [(64, 100), (3, 2500)])
+def test_a_long_sum_adds_its_blocks_pairwise_in_llvm(module, shape):
+    """Past 1024 entries a sum runs in blocks whose sums are pushed onto a stack (K.partials)
+    and combined pairwise, the blocks' lengths `min(1024, n − lo)`: built by llvm. Each
+    block adds its entries in ≤ 1024 steps and the pairs in ≤ 64 levels, so the result is
+    within (1024 + 64)·ε of the sum of magnitudes of the exact sum (math.fsum)."""
+    x = np.random.default_rng(4).normal(size=shape)
+    function = module.function("total")
+    bound = (1024 + 64) * np.finfo(float).eps * np.abs(x).sum()
+    assert abs(function(x) - math.fsum(x.ravel())) <= bound
+    assert _built_by(function, shape) == [
+        "numba: generated function 1 built by llvm (optimisation level 3)"]
+
+
 def test_special_values_follow_numpy(module):
     x = np.array([[0.0, -0.0, np.inf, -np.inf, np.nan, 710.0, -746.0, 1e-310]])
     with np.errstate(all="ignore"):
@@ -254,7 +268,7 @@ def test_recorded_programs_it_lowers_give_the_host_tiers_results(monkeypatch, pr
             np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=tolerance,
                                        atol=tolerance * np.abs(w).max(initial=1.0),
                                        err_msg=program["name"])
-    assert built >= 40  # (it compares something: 103 functions by default; 314 of the 463 lower, every one under -m slow)
+    assert built >= 40  # (it compares something: 103 functions by default; 316 of the 463 lower, every one under -m slow)
 
 
 LOOPS = """

@@ -174,8 +174,9 @@ class Expressions:
             flag = self.builder.load_atomic(args[0][0].data, "monotonic", 8)
             return self.builder.icmp_signed("!=", flag, ir.Constant(I64, 0)), "bool"
         t = call_type(fn, tuple(at for _, at in args), self.code)
-        if isinstance(t, Array):
-            return self._empty(args[0], t), t
+        if isinstance(t, Array):  # (a size alone, as K.partials takes it: a shape of one)
+            shape = args[0] if isinstance(args[0][1], tuple) else ([args[0]], (args[0][1],))
+            return self._empty(shape, t), t
         return runtime.call(self, fn, args, t), t
 
     def _empty(self, shape: tuple, t: Array) -> ArrayValue:

@@ -101,6 +101,8 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
             return Array(code, len(shape))
         case "K.counted_empty", (tuple() as shape,):
             return Array("float64", len(shape))
+        case "K.partials", (size,):  # (pairwise.partials: float64 whatever the code's dtype)
+            return Array("float64", len(size) if isinstance(size, tuple) else 1)
         case ("K.fmax" | "K.fmin"), (a, b):
             own = code == "float32" and number(a) == number(b) == "float32"
             return "float32" if own else "float64"
@@ -116,6 +118,8 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
             return number(x) if number(x) in FLOATS else "float64"
         case ("np.abs" | "abs"), (x,):
             return number(x)
+        case ("min" | "max"), (a, b) if number(a) == number(b) == "int64":
+            return "int64"  # (a block's length: sums.py)
     raise Unsupported(f"a call of {fn}")
 
 
