@@ -72,6 +72,8 @@ def _cblas(module: ir.Module, dtype: str) -> tuple[ir.Function, ir.Function, ir.
         made.append(module.globals.get(symbol) or ir.Function(
             module, ir.FunctionType(ir.VoidType(), kinds[routine]), symbol))
     return made[0], made[1], whole
+
+
 class _Code:
     """What a product function's body is written with: its builder, loops counted in stack
     slots (LLVM makes them registers), conversions and vectors."""
@@ -153,7 +155,6 @@ class _Code:
         return made
 
 
-
 class SmallProduct(_Code):
     """The body of a small-product function of dtypes `types` (a's, b's, c's, beta's or ""):
     each row of c by tiles of LANES columns (b's rows read as vectors where its columns are
@@ -200,7 +201,7 @@ class SmallProduct(_Code):
         old = self._vcast(self._gathered(self.c, self.tc, first, self.c1, lanes), self.tc,
                           tbeta, lanes)
         factor = self._cast(self.beta, self.tbeta, tbeta)
-        scaled = b.fmul(old, self._spread(factor, tbeta, lanes) if lanes > 1 else factor)
+        scaled = b.fmul(old, self._spread(factor, tbeta, lanes))
         scaled = self._vcast(scaled, tbeta, "float64", lanes)
         given = b.fcmp_unordered("!=", self._cast(self.beta, self.tbeta, "float64"),
                                  ir.Constant(DOUBLE, 0.0))
@@ -217,7 +218,7 @@ class SmallProduct(_Code):
             x = self._cast(self._entry_at(self.a, b.add(a_row, b.mul(p, self.a1))), self.ta,
                            self.tp)
             y = self._vcast(row_of(p), self.tb, self.tp, lanes)
-            made = b.fmul(self._spread(x, self.tp, lanes) if lanes > 1 else x, y)
+            made = b.fmul(self._spread(x, self.tp, lanes), y)
             b.store(b.fadd(b.load(total), self._vcast(made, self.tp, "float64", lanes)), total)
 
         self._loop(ir.Constant(I64, 0), self.k, 1, term)
