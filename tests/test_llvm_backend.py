@@ -230,6 +230,24 @@ def _recorded_programs(prefixes: tuple[str, ...]) -> list[dict]:
     return [p for p in golden_recorder().read_programs() if p["name"].startswith(prefixes)]
 
 
+def _values(result) -> list[np.ndarray]:
+    """A call's results as arrays (one, or each of a tuple)."""
+    return [np.asarray(v) for v in (result if isinstance(result, tuple) else (result,))]
+
+
+def _built_by_numba(monkeypatch, record, program: dict, shapes, dtype: str, values):
+    """The recorded program built by Numba's front end (HILBERT_CODEGEN=numba), called."""
+    monkeypatch.setenv("HILBERT_CODEGEN", "numba")
+    try:
+        prepared = record.function_of(program)._prepare(shapes, dtype)
+        prepared.build()
+        assert not any(r.backend.startswith("llvm") for r in regions_of(prepared.runner))
+        with np.errstate(all="ignore"):
+            return prepared(list(values))
+    finally:
+        monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
+
+
 @pytest.mark.parametrize("prefixes", [
     ("prelude__Arithmetic", "prelude__Networks"),
     pytest.param(("",), marks=pytest.mark.slow)])
@@ -261,9 +279,16 @@ def test_recorded_programs_it_lowers_give_the_host_tiers_results(monkeypatch, pr
             built += 1
             with np.errstate(all="ignore"):
                 got = prepared(list(values))
+            if not all(np.isfinite(w).all() for w in _values(want)):
+                # (diverged on these inputs, as solve does on an a that is not positive
+                # definite: the tiers' roundings part exponentially, NaN on one and 1e17 on
+                # the other; llvm's build must still give the Numba build's bits)
+                want = _built_by_numba(monkeypatch, record, program, shapes, dtype, values)
+                assert [g.tobytes() for g in _values(got)] == [
+                    w.tobytes() for w in _values(want)], program["name"]
+                continue
         tolerance = 1e-5 if dtype == "float32" else 1e-11
-        for g, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want)),
-                        strict=True):
+        for g, w in zip(_values(got), _values(want), strict=True):
             w = np.asarray(w, np.float64)
             np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=tolerance,
                                        atol=tolerance * np.abs(w).max(initial=1.0),
