@@ -16,6 +16,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from . import product_kernel
+from .expressions import ArrayValue
 from .product_kernel import SmallProduct
 from .runtime import I64, LLVM
 from .unsupported import Unsupported
@@ -28,7 +29,7 @@ def multiply(lowering, fn: str, args: list[tuple]) -> None:
     """The statement `fn(args)` (one of CALLS; each argument its (value, type)) written by
     `lowering`'s builder."""
     arrays = [value for value, _ in args[:3]]
-    if len(args) < 3 or any(not hasattr(a, "strides") or len(a.shape) != 2 for a in arrays):
+    if len(args) < 3 or any(not isinstance(a, ArrayValue) or len(a.shape) != 2 for a in arrays):
         raise Unsupported(f"{fn} of other than three matrices")
     beta = args[3] if fn.endswith("_beta") else None
     if fn.startswith("K.gemm"):
