@@ -10,8 +10,9 @@ back end (stage 1)", holds the figures).
 A measurement imports Numba and plans the program first (`f.plan`), then times `f.build`
 (generating the code and compiling it: the kernels it calls included, which an empty cache
 holds none of) and the first call that follows, and reports which back end built the
-function. A sum of more than 1024 entries adds pairwise blocks (K.partials), which stage 1
-leaves to Numba: `total` at 64×100 shows a fallback's cost."""
+function. A sum of more than 1024 entries adds pairwise blocks (K.partials): `total` at
+64×100; `mlp` is two dense layers' products (products.py), past K.SMALL_PRODUCT at 64×100 and
+below it at 8×6."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ fn rowMax(x) ↦ maximum(x, 1)
 fn shaped(x) ↦ ln(1 + x²) + tanh(x) · abs(x) − floor(x) + sqrt(abs(x)) + max(x, 0.5)
 def fit(t, w, x, y, r) ≔ if t = 0 then w else fit(t − 1, w − r · einsum("ni,n->i", x, einsum("ni,i->n", x, w) − y), x, y, r)
 fn fitted(x) ↦ fit(50, 0 · einsum("ni->i", x), x, einsum("ni->n", x), 0.001)
+fn mlp(x) ↦ tanh(dense(hiddenOf(x, einsum("ni,nj->ij", x, x)), einsum("ni,nj->ij", x, x)))
 """
 
 #: (function, shape, dtype) measured.
@@ -46,7 +48,10 @@ CASES = [("softmax", (64, 100), "float64"), ("softmax", (64, 100), "float32"),
          ("logistic", (64, 100), "float64"), ("total", (16, 64), "float64"),
          ("total", (64, 100), "float64"),
          ("rowMax", (64, 100), "float64"), ("shaped", (64, 100), "float64"),
-         ("fitted", (20, 3), "float64")]  # (a loop: 50 steps of least squares' gradient)
+         ("fitted", (20, 3), "float64"),  # (a loop: 50 steps of least squares' gradient)
+         # products (products.py): two dense layers' four (the product kernel's), and the
+         # same small (the module's loops)
+         ("mlp", (64, 100), "float64"), ("mlp", (8, 6), "float64")]
 BACKENDS = ("numba", "llvm")
 RUNS = 3
 

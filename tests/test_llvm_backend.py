@@ -12,6 +12,7 @@ margin; values near 0 are held to 64 ε of the largest magnitude in the result."
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -109,6 +110,20 @@ def test_llvm_gives_numpys_results(module, name, dtype):
         np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance * scale)
         assert _built_by(function, shape) == [
             "numba: generated function 1 built by llvm (optimisation level 3)"], (name, shape)
+
+
+@pytest.mark.parametrize("shape", [(64, 100), (3, 2500)])
+def test_a_long_sum_adds_its_blocks_pairwise_in_llvm(module, shape):
+    """Past 1024 entries a sum runs in blocks whose sums are pushed onto a stack (K.partials)
+    and combined pairwise, the blocks' lengths `min(1024, n − lo)`: built by llvm. Each
+    block adds its entries in ≤ 1024 steps and the pairs in ≤ 64 levels, so the result is
+    within (1024 + 64)·ε of the sum of magnitudes of the exact sum (math.fsum)."""
+    x = np.random.default_rng(4).normal(size=shape)
+    function = module.function("total")
+    bound = (1024 + 64) * np.finfo(float).eps * np.abs(x).sum()
+    assert abs(function(x) - math.fsum(x.ravel())) <= bound
+    assert _built_by(function, shape) == [
+        "numba: generated function 1 built by llvm (optimisation level 3)"]
 
 
 def test_special_values_follow_numpy(module):
@@ -216,6 +231,24 @@ def _recorded_programs(prefixes: tuple[str, ...]) -> list[dict]:
     return [p for p in golden_recorder().read_programs() if p["name"].startswith(prefixes)]
 
 
+def _values(result) -> list[np.ndarray]:
+    """A call's results as arrays (one, or each of a tuple)."""
+    return [np.asarray(v) for v in (result if isinstance(result, tuple) else (result,))]
+
+
+def _built_by_numba(monkeypatch, record, program: dict, shapes, dtype: str, values):
+    """The recorded program built by Numba's front end (HILBERT_CODEGEN=numba), called."""
+    monkeypatch.setenv("HILBERT_CODEGEN", "numba")
+    try:
+        prepared = record.function_of(program)._prepare(shapes, dtype)
+        prepared.build()
+        assert not any(r.backend.startswith("llvm") for r in regions_of(prepared.runner))
+        with np.errstate(all="ignore"):
+            return prepared(list(values))
+    finally:
+        monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
+
+
 @pytest.mark.parametrize("prefixes", [
     ("prelude__Arithmetic", "prelude__Networks"),
     pytest.param(("",), marks=pytest.mark.slow)])
@@ -247,14 +280,21 @@ def test_recorded_programs_it_lowers_give_the_host_tiers_results(monkeypatch, pr
             built += 1
             with np.errstate(all="ignore"):
                 got = prepared(list(values))
+            if not all(np.isfinite(w).all() for w in _values(want)):
+                # (diverged on these inputs, as solve does on an a that is not positive
+                # definite: the tiers' roundings part exponentially, NaN on one and 1e17 on
+                # the other; llvm's build must still give the Numba build's bits)
+                want = _built_by_numba(monkeypatch, record, program, shapes, dtype, values)
+                assert [g.tobytes() for g in _values(got)] == [
+                    w.tobytes() for w in _values(want)], program["name"]
+                continue
         tolerance = 1e-5 if dtype == "float32" else 1e-11
-        for g, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want)),
-                        strict=True):
+        for g, w in zip(_values(got), _values(want), strict=True):
             w = np.asarray(w, np.float64)
             np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=tolerance,
                                        atol=tolerance * np.abs(w).max(initial=1.0),
                                        err_msg=program["name"])
-    assert built >= 40  # (it compares something: 58 programs by default; 286 of the 463 functions lower, every one under -m slow)
+    assert built >= 40  # (it compares something: over 100 functions by default; most of the 463 lower, every one under -m slow)
 
 
 LOOPS = """

@@ -12,6 +12,8 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     threads.py      parallel nests: their rows outlined, run in chunks on Numba's threads
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
+    products.py     matrix products (K.gemm, the small products) as calls of the two below
+    product_kernel.py  blas.py's product kernel (tiles, BLAS) and small-product loops in LLVM IR
     maths.py        vmath.py's exp, log and tanh (and math="fast"'s), operation for operation
     maths32.py      vmath32.py's float32 exp, log, tanh and erf, typed as Numba types them
     compile.py      llvmlite's binding: target machine, optimisation level, object code, addresses

@@ -20,6 +20,7 @@ from .types import (
     ARITHMETIC,
     BITWISE,
     COMPARISONS,
+    KERNEL_CONSTANTS,
     Array,
     Type,
     axis_order,
@@ -223,8 +224,9 @@ class Expressions(Entries):
             made = self._empty(args[0][0].shape, t)
             self._copy(made, args[0][0])
             return made, t
-        if isinstance(t, Array):
-            return self._empty([self.cast(v, vt, "int64") for v, vt in args[0][0]], t), t
+        if isinstance(t, Array):  # (a size alone, as K.partials takes it: a shape of one)
+            shape = args[0] if isinstance(args[0][1], tuple) else ([args[0]], (args[0][1],))
+            return self._empty([self.cast(v, vt, "int64") for v, vt in shape[0]], t), t
         return runtime.call(self, fn, args, t), t
 
     def _empty(self, sizes: list, t: Array, anywhere: bool = False) -> ArrayValue:
@@ -293,6 +295,8 @@ class Expressions(Entries):
                 return items, tuple(t for _, t in items)
             case ast.Call(func=func, args=args, keywords=[]) if dotted(func):
                 return self._call(dotted(func), [of(a) for a in args])  # type: ignore[arg-type]
+            case ast.Attribute() if dotted(node) in KERNEL_CONSTANTS:
+                return ir.Constant(I64, KERNEL_CONSTANTS[dotted(node)]), "int64"  # type: ignore[index]
             case ast.Subscript(value=ast.Attribute(value=base, attr="shape"),
                                slice=ast.Constant(value=int() as axis)):
                 array, t = of(base)

@@ -46,6 +46,8 @@ from ..numba.vmath import WIDE
 from . import threads
 from .expressions import ITEMSIZE, ArrayValue, Expressions
 from .held import Held, held, scratch
+from .products import CALLS as PRODUCTS
+from .products import multiply
 from .runtime import I64, LLVM
 from .scalars import from_bits, to_bits
 from .templates import field, parsed
@@ -148,6 +150,8 @@ class Lowering(Held, Expressions):
                 self._copy(self.value(target)[0], self.value(source)[0])
             case Do(expr=Call(fn="K.arranged_into", args=(source, target))):
                 self._copy(self.value(target)[0], self.value(source)[0])
+            case Do(expr=Call(fn=fn, args=args)) if fn in PRODUCTS:  # (products.py)
+                multiply(self, fn, [self.value(a) for a in args])
             case Do(expr=Call(fn="K.wide_vectors", args=())):
                 set.add(self.function.attributes,  # (as vmath.wide_vectors asks Numba's LLVM)
                         f'"prefer-vector-width"="{WIDE}"')

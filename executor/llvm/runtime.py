@@ -79,6 +79,9 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
         case "np.sqrt" | "np.floor":
             width = "f32" if result == "float32" else "f64"
             return m.intrinsic(f"llvm.{fn[3:]}.{width}", cast(*args[0], result))
+        case "min" | "max":  # (Python's: the first unless the second is below, or above)
+            x, y = numbers
+            return b.select(b.icmp_signed("<" if fn == "min" else ">", y, x), y, x)
         case "np.abs" | "abs":
             value = cast(*args[0], result)
             if result == "int64":
@@ -89,7 +92,7 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
 
 #: The calls whose arguments are taken in their result's type (the others' in float64).
 _OWN = ("K.fmax", "K.fmin", "np.float64", "np.float32", "float", "int", "np.sqrt", "np.floor",
-        "np.abs", "abs", "np.cos")
+        "np.abs", "abs", "np.cos", "min", "max")
 
 
 def _power(m: maths.Code, x, y):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from ...compiler.plan.layout import SMALL_PRODUCT
 from ..codegen import loop_types, loops
 from ..codegen.loops import (
     Assign,
@@ -29,6 +30,9 @@ from ..codegen.loops import (
 from ..codegen.spelling import INFIX, PREFIX, WRAP, spelled
 from .templates import dotted, field, parsed
 from .unsupported import Unsupported
+
+#: The kernels' constants templates read (kernels.SMALL_PRODUCT: the plan's own bound).
+KERNEL_CONSTANTS = {"K.SMALL_PRODUCT": SMALL_PRODUCT}
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,8 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
             return x
         case "K.counted_empty", (tuple() as shape,):
             return Array("float64", len(shape))
+        case "K.partials", (size,):  # (pairwise.partials: float64 whatever the code's dtype)
+            return Array("float64", len(size) if isinstance(size, tuple) else 1)
         case ("K.fmax" | "K.fmin"), (a, b):
             own = code == "float32" and number(a) == number(b) == "float32"
             return "float32" if own else "float64"
@@ -120,6 +126,8 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
             return number(x) if number(x) in FLOATS else "float64"
         case ("np.abs" | "abs"), (x,):
             return number(x)
+        case ("min" | "max"), (a, b) if number(a) == number(b) == "int64":
+            return "int64"  # (a block's length: sums.py)
     raise Unsupported(f"a call of {fn}")
 
 
@@ -306,6 +314,8 @@ def tree_type(node: ast.expr, fields: tuple[Type, ...], of, code: str) -> Type:
             return tuple(of(e) for e in elts)
         case ast.Call(func=func, args=args, keywords=[]) if dotted(func):
             return call_type(dotted(func), tuple(of(a) for a in args), code)
+        case ast.Attribute() if dotted(node) in KERNEL_CONSTANTS:
+            return "int64"
         case ast.Subscript(value=ast.Attribute(value=base, attr="shape"),
                            slice=ast.Constant(value=int())):
             if not isinstance(of(base), Array):
