@@ -118,7 +118,7 @@ def test_programs_of_products_are_built_by_llvm(module, n, dtype):
         got = function(*args)
         assert got.dtype == np.dtype(dtype)
         np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance, err_msg=name)
-        built = [note for note in function.plan(*(a.shape for a in args)).notes
+        built = [note for note in function.plan(*(a.shape for a in args)).all_notes
                  if "built by" in note]
         assert built and all("built by llvm" in note for note in built), (name, built)
 
@@ -161,7 +161,7 @@ def test_a_program_of_products_gives_the_numba_builds_bits(monkeypatch, dtype):
             monkeypatch.setenv("HILBERT_CODEGEN", backend)
             function = hilbert.compile_source(BOTH, name=f"llvm_both_{backend}.hb").function(
                 "lin")
-            notes = function.build(*args).notes
+            notes = function.build(*args).all_notes
             assert any("built by llvm" in note for note in notes) == (backend == "llvm")
             got[backend] = np.asarray(function(*args))
         assert got["llvm"].tobytes() == got["numba"].tobytes(), n
