@@ -221,3 +221,44 @@ def test_python_mode_is_read_without_importing_numba():
         answers[setting] = done.stdout.split()
     assert answers == {None: ["False", "False"], "0": ["False", "False"],
                        " 1 ": ["True", "False"], "+1": ["True", "True"]}
+
+
+#: One process: a layer norm built by llvm (one thread) and called; its values, its back end
+#: and whether Numba was imported, as JSON.
+WITHOUT_NUMBA = """
+import json, sys
+import numpy as np
+import hilbert
+module = hilbert.compile_source("open Prelude.Networks\\nfn normed(x) ↦ layerNorm(x)\\n")
+x = np.linspace(-2.0, 3.0, 16).reshape(4, 4)
+function = module.function("normed")
+values = [function(x).tolist() for _ in range(3)]
+notes = [n for n in function.plan(x.shape).notes if "built by" in n]
+print(json.dumps({"values": values[-1], "notes": notes, "numba": "numba" in sys.modules}))
+"""
+
+
+def test_a_process_whose_code_llvm_builds_never_imports_numba(tmp_path):
+    """A fresh process, cold (an empty cache) and then warm (the machine code on disk), under
+    HILBERT_CODEGEN=llvm with one thread: the layer norm is right, built by llvm, and Numba
+    (a third of a second to import) is never imported. (With threads, Numba's threading layer
+    runs the parallel nests: executor/llvm/threads.py.)"""
+    import json
+    import os
+
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm",
+               HILBERT_COMPILE="eager", HILBERT_THREADS="1")
+    env.pop("NUMBA_DISABLE_JIT", None)
+    x = np.linspace(-2.0, 3.0, 16).reshape(4, 4)
+    centred = x - x.mean(axis=1, keepdims=True)
+    want = centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + 1e-5)
+    for _ in ("cold", "warm"):
+        done = subprocess.run([sys.executable, "-c", WITHOUT_NUMBA], capture_output=True,
+                              text=True, env=env, timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout.splitlines()[-1])
+        np.testing.assert_allclose(report["values"], want, rtol=64 * np.finfo(float).eps,
+                                   atol=1e-14)
+        assert report["notes"] == ["numba: generated function 1 built by llvm (optimisation "
+                                   "level 3)"]
+        assert report["numba"] is False

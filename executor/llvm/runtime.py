@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..numba import vmath
+from ..numba import vmath_constants as vmath
 from . import maths
 from .types import Type
 from .unsupported import Unsupported
