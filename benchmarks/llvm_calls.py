@@ -18,19 +18,22 @@ import time
 SOURCE = """
 open Prelude.Arithmetic
 open Prelude.Networks
+open Prelude.Losses
 fn normed(x) ↦ layerNorm(x)
 fn logistic(x) ↦ sigmoid(x)
 fn softmax(x) ↦ softmaxRows(x)
+fn loss(z, labels) ↦ crossEntropy(z, labels)
 """
 #: (function, shape) measured.
 CASES = [("normed", (4, 4)), ("logistic", (8,)), ("softmax", (4, 4)), ("softmax", (64, 64)),
-         ("normed", (256, 64))]
+         ("normed", (256, 64)), ("loss", (256, 64))]
 WAYS = ("numba", "llvm", "llvm, ctypes path")
 ROUNDS, CALLS = 15, 2000
 
 
 def built(way: str, name: str, shape: tuple[int, ...]):
-    """The function `name` built `way` for `shape`, and its argument."""
+    """The function `name` built `way` for `shape`, and its arguments (`loss`: logits of
+    `shape` and a label for each row)."""
     import numpy as np
     from hilbert.executor.llvm import call
 
@@ -40,16 +43,19 @@ def built(way: str, name: str, shape: tuple[int, ...]):
     before = {id(o) for o in gc.get_objects() if isinstance(o, call.Lowered)}
     module = hilbert.compile_source(SOURCE, name=f"llvm_calls_{len(before)}_{way[:4]}.hb")
     function = module.function(name)
-    x = np.random.default_rng(0).normal(size=shape)
-    notes = [n for n in function.build(x).notes if "built by" in n]
+    rng = np.random.default_rng(0)
+    args = [rng.normal(size=shape)]
+    if name == "loss":
+        args.append(rng.integers(0, shape[1], shape[0]).astype(float))
+    notes = [n for n in function.build(*args).notes if "built by" in n]
     assert way == "numba" or all("built by llvm" in n for n in notes), notes
     if way.endswith("ctypes path"):
         for made in gc.get_objects():
             if isinstance(made, call.Lowered) and id(made) not in before:
                 made.compile()
                 made._entry = made._called
-    function(x)
-    return function, x
+    function(*args)
+    return function, args
 
 
 def main() -> None:
@@ -62,10 +68,10 @@ def main() -> None:
         calls = max(CALLS * 16 // max(1, shape[0] * shape[-1]), 20)
         for _ in range(ROUNDS):
             for way in WAYS:
-                function, x = made[way]
+                function, args = made[way]
                 began = time.perf_counter()
                 for _ in range(calls):
-                    function(x)
+                    function(*args)
                 times[way].append((time.perf_counter() - began) / calls * 1e6)
         print(f"{name + ' ' + 'x'.join(map(str, shape)):<22}"
               + "".join(f"{statistics.median(times[w]):>20.2f}" for w in WAYS))
