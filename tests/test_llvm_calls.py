@@ -262,3 +262,22 @@ def test_a_process_whose_code_llvm_builds_never_imports_numba(tmp_path):
         assert report["notes"] == ["numba: generated function 1 built by llvm (optimisation "
                                    "level 3)"]
         assert report["numba"] is False
+
+
+def test_arrays_alive_at_the_interpreters_exit(tmp_path):
+    """A process that ends holding arrays an llvm-built function made (module globals, gone
+    after atexit's finalisers have run) exits cleanly: their memory's destructor is still
+    mapped then (before the entry's code was kept for the whole process: a segmentation
+    fault at exit)."""
+    import os
+
+    script = ("import numpy as np, hilbert\n"
+              "m = hilbert.compile_source('open Prelude.Networks\\nfn f(x) ↦ layerNorm(x)\\n')\n"
+              "kept = [m.f(np.full((4, 4), float(k)) + np.eye(4)) for k in range(3)]\n"
+              "print(kept[-1].shape)\n")
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm",
+               HILBERT_COMPILE="eager", HILBERT_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "(4, 4)", (done.returncode,
+                                                                      done.stderr[-2000:])

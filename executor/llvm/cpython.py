@@ -67,6 +67,12 @@ _FASTCALL = 0x0080  # (METH_FASTCALL)
 _LOCK = threading.Lock()
 
 
+def _c_api(name: str, result, *args):
+    """The C API's function `name`, called with the GIL held, as a ctypes function of its own
+    (ctypes.pythonapi's are shared: their types are not ours to set)."""
+    return ctypes.PYFUNCTYPE(result, *args)((name, ctypes.pythonapi))
+
+
 def _numpy_api() -> ctypes.Array | None:
     """NumPy's table of C API functions (its `_ARRAY_API` capsule's pointer)."""
     core = sys.modules.get("numpy._core._multiarray_umath") or sys.modules.get(
@@ -74,12 +80,9 @@ def _numpy_api() -> ctypes.Array | None:
     capsule = getattr(core, "_ARRAY_API", None)
     if capsule is None:
         return None
-    api = ctypes.pythonapi
-    api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = (
-        ctypes.c_char_p, [ctypes.py_object])
-    api.PyCapsule_GetPointer.restype, api.PyCapsule_GetPointer.argtypes = (
-        ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p])
-    address = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
+    name = _c_api("PyCapsule_GetName", ctypes.c_char_p, ctypes.py_object)(capsule)
+    address = _c_api("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object,
+                     ctypes.c_char_p)(capsule, name)
     return (ctypes.c_void_p * 300).from_address(address) if address else None
 
 
@@ -115,9 +118,9 @@ class _MethodDef(ctypes.Structure):
                 ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
 
 
-_NEW_FUNCTION = ctypes.pythonapi.PyCFunction_NewEx
-_NEW_FUNCTION.restype = ctypes.py_object
-_NEW_FUNCTION.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+_INCREF = _c_api("Py_IncRef", None, ctypes.py_object)
+_NEW_FUNCTION = _c_api("PyCFunction_NewEx", ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
+                       ctypes.c_void_p)
 
 
 @functools.cache
@@ -126,6 +129,13 @@ def _compiled(layout: tuple) -> tuple:
     the disk cache), and its method record: once per layout in a process."""
     made = machine.compile_module(str(_module(*layout)), (NAME,), 1)
     record = _MethodDef(b"hb_entry", made.addresses[NAME], _FASTCALL, None)
+    # Kept for the whole process, past the interpreter's exit: the arrays it made free their
+    # memory through its capsules' destructor, and the last of them go after atexit has run
+    # the finalisers (the Machine's would close the engine: a call into unmapped code). One
+    # small module per layout, as Numba keeps its own code.
+    _, close, _, _ = made._closed.detach()
+    for kept in (close.__self__, record):
+        _INCREF(kept)
     return made, record
 
 
