@@ -19,6 +19,7 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     compile.py      llvmlite's binding: target machine, optimisation level, object code, addresses
     kept.py         object code in the disk cache, under a hash of the IR and what else it depends on
     call.py         the Python side of the ABI: packing, calling, memory handed back
+    cpython.py      the entry from Python as machine code: objects read, values made
     unsupported.py  the signal that a function is left to Numba
 
 Loops (`while True`, `break`, the Ctrl-C check of the `stop` flag, the step count) and the

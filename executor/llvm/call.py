@@ -1,6 +1,7 @@
 """The Python side of lower.py's C ABI: a lowered function compiled at its first use and called
-through its address with its parameters packed into one buffer, its results unpacked from
-another.
+through its entry (cpython.py: machine code that reads the arguments and makes the values), or,
+for arguments the entry does not take, through its address by ctypes, with its parameters
+packed into one buffer and its results unpacked from another, as the entry would.
 
 Arrays a call makes come back as malloc's memory, which the NumPy array returned owns: freed
 (by the C library's free, the allocator's own) when the last array viewing it goes. The
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..numba import faults
 from . import compile as machine
+from . import cpython
 from .lower import NAME, Result
 from .types import Array, Type
 
@@ -54,8 +56,13 @@ class Lowered:
                              for name, types in raises)  # (each raise's layout and class)
         self._out_size = max([8, struct.calcsize(self._out),
                               *(struct.calcsize(layout) for layout, _ in self._raises)])
+        self._layout = (  # (what the entry from Python depends on: cpython.py)
+            tuple((t.dtype, t.rank) if isinstance(t, Array) else t for t in params),
+            tuple((r.kind, r.dtype, r.rank, r.index) for r in results), self._out_size // 8,
+            contiguous)
         self._lock = threading.Lock()
         self._call = None
+        self._entry = None  # (the entry from Python, or `_called` where there is none)
         self._machine = None  # (keeps the code mapped while this object lives)
 
     def compile(self, *_signature) -> None:
@@ -64,11 +71,25 @@ class Lowered:
         with self._lock:
             if self._call is None:
                 self._machine = machine.compile_module(self.text, (NAME,), self.level)
-                self._call = _ABI(self._machine.addresses[NAME])
+                address = self._machine.addresses[NAME]
+                self._entry = cpython.entry(self._layout, address) or self._called
+                self._call = _ABI(address)  # (last: a call that finds it finds the entry)
 
     def __call__(self, *args):
+        """The function's values for `args`, through the entry of cpython.py (its machine
+        code reads the objects), or `_called` for arguments the entry does not take."""
         if self._call is None:
             self.compile()
+        answer = self._entry(*args)  # type: ignore[misc]
+        if type(answer) is tuple:
+            return answer
+        if answer is NotImplemented:
+            return self._called(*args)
+        raise self._fault(answer, 8)  # (bytes: the raise's number, then the result words)
+
+    def _called(self, *args) -> tuple:
+        """`__call__` through ctypes: the parameters packed by `struct`, the results unpacked
+        and wrapped here."""
         words: list = []
         for value, is_array in zip(args, self._arrays, strict=True):
             if is_array:
@@ -84,10 +105,15 @@ class Lowered:
                                              max(struct.calcsize(self._params), 8))
         out = ctypes.create_string_buffer(self._out_size)
         code = self._call(packed, out)  # type: ignore[misc]
-        if code:  # a coded runtime error, raised as Numba-built code raises it (faults.py)
-            layout, error = self._raises[code - 1]
-            raise error(*struct.unpack_from(layout, out))
+        if code:
+            raise self._fault(struct.pack("=q", code) + out.raw, 8)
         return self._unpacked(struct.unpack_from(self._out, out), args)
+
+    def _fault(self, words: bytes, at: int) -> Exception:
+        """The coded runtime error whose number is `words`' first and whose arguments follow
+        from byte `at`, as Numba-built code raises it (faults.py)."""
+        layout, error = self._raises[struct.unpack_from("=q", words)[0] - 1]
+        return error(*struct.unpack_from(layout, words, at))
 
     def _unpacked(self, words: tuple, args) -> tuple:
         values, at = [], 0

@@ -42,7 +42,7 @@ from ..codegen.loops import (
     Var,
     While,
 )
-from ..numba.vmath import WIDE
+from ..numba.vmath_constants import WIDE
 from . import threads
 from .expressions import ITEMSIZE, ArrayValue, Expressions
 from .held import Held, held, scratch

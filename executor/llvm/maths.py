@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..numba import vmath as V
+from ..numba import vmath_constants as V
 
 DOUBLE, I64, I1 = ir.DoubleType(), ir.IntType(64), ir.IntType(1)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ..numba import vmath
+from ..numba import vmath_constants as vmath
 from . import maths, maths32
 from .types import Type
 from .unsupported import Unsupported

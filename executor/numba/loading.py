@@ -11,6 +11,7 @@ under one lock; once a module is whole, `load` takes no lock.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import threading
 from types import ModuleType
@@ -37,5 +38,13 @@ def load(name: str) -> ModuleType:
 def python_mode() -> bool:
     """Whether NUMBA_DISABLE_JIT=1 runs compiled code as Python (kernels.PYTHON_MODE), read
     from Numba's settings without loading the kernels, whose import compiles the BLAS calls
-    (seconds with an empty cache) that only code Numba builds needs."""
+    (seconds with an empty cache) that only code Numba builds needs. Before Numba is imported
+    (a process whose code the LLVM back end built may never need it: its import takes a
+    third of a second) it is read as Numba would read it, from the environment, unless the
+    setting is one Numba alone can read (a number it parses, a .numba_config.yaml here)."""
+    config = sys.modules.get("numba.core.config")
+    if config is None and not os.path.isfile(".numba_config.yaml"):
+        setting = os.environ.get("NUMBA_DISABLE_JIT", "0").strip()
+        if setting.isascii() and setting.isdigit():  # (int() takes these; a sign or "_": Numba)
+            return int(setting) != 0
     return bool(getattr(load("numba.core.config"), "DISABLE_JIT", False))

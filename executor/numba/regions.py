@@ -125,6 +125,9 @@ class CompiledRegion:
             load("hilbert.executor.numba.own_products").prepare(self.dtype)
         if not self.generated.compiled or not hasattr(function, "compile"):
             return  # plain NumPy calls, or NUMBA_DISABLE_JIT: nothing to compile
+        if self.backend.startswith("llvm"):  # (its ABI fixes the types: no Numba to import)
+            function.compile()
+            return
         from numba import types
 
         shapes = self._table.scopes[self.region.scope]
