@@ -78,7 +78,7 @@ def test_a_warm_call_of_a_built_function_makes_no_ctypes_objects(monkeypatch):
                                     name="llvm_calls.hb")
     function = module.function("normed")
     x = np.linspace(-2.0, 3.0, 16).reshape(4, 4)
-    assert any("built by llvm" in note for note in function.build(x).notes)
+    assert any("built by llvm" in note for note in function.build(x).all_notes)
     function(x)
     counted = Counted(monkeypatch)
     centred = x - x.mean(axis=1, keepdims=True)
@@ -233,7 +233,7 @@ module = hilbert.compile_source("open Prelude.Networks\\nfn normed(x) ↦ layerN
 x = np.linspace(-2.0, 3.0, 16).reshape(4, 4)
 function = module.function("normed")
 values = [function(x).tolist() for _ in range(3)]
-notes = [n for n in function.plan(x.shape).notes if "built by" in n]
+notes = [n for n in function.plan(x.shape).all_notes if "built by" in n]
 print(json.dumps({"values": values[-1], "notes": notes, "numba": "numba" in sys.modules}))
 """
 

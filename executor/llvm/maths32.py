@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ..numba import vmath32 as V
+from ..numba import vmath32_constants as V
 from .maths import Code
 from .unsupported import Unsupported
 
