@@ -49,7 +49,9 @@ def test_a_network_is_one_compiled_function_under_llvm(monkeypatch):
     monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
     function = hilbert.compile_source(SOURCE, name="network_llvm.hb").function("net")
     a, b = _operands("float64")
+    before = function.plan(a.shape, b.shape).all_notes  # (decided before anything runs)
     notes = function.build(a, b).all_notes
+    assert _network_notes(before) == _network_notes(notes)
     weighed = _network_notes(notes)
     assert len(weighed) == 1 and "72 steps: compiled as one function" in weighed[0], notes
     assert "compiled by llvm" in weighed[0] and "pays for itself" in weighed[0]
