@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from .. import ir
 from ..ops.einsum_spec import NUMPY_LETTERS, parse_spec
 from ..passes.shapes import Scope, ShapeTable
-from . import fusion, row_loops
+from . import building, fusion, row_loops
+from .building import NETWORK_STEPS  # noqa: F401 (where a network begins: building.py)
 from .layout import SMALL_PRODUCT, Layout, layout, nest
 from .paths import contraction
 
@@ -25,12 +26,6 @@ from .paths import contraction
 #: NumPy calls would otherwise run only where the model says it saves this much a call: a
 #: compiled function costs a few microseconds more to call, and seconds to build.
 COMPILING_PAYS_NS = 20_000.0
-#: A function whose contractions take more pairwise steps than this (a tensor network) and
-#: which needs compiling for nothing else runs as NumPy calls, a product or an einsum per
-#: step: compiled, each small step would be loops of its own in one huge function, which
-#: Numba and LLVM take minutes to compile (280 steps: over ten), for little gain over NumPy's
-#: calls on steps that are BLAS products or tiny.
-NETWORK_STEPS = 64
 
 
 @dataclass(frozen=True)
@@ -117,7 +112,9 @@ class Decisions:
     out by blocks of rows or columns, NumPy's BLAS on one thread for the call (products.py,
     executor/blas_threads.py), so its nests may use threads too; `threads`: how many threads
     its nests and shared products may use (executor/threads.py; 1 when it is not compiled or
-    is `serial`), which each nest's decision reads (compiler/plan/threads.py)."""
+    is `serial`), which each nest's decision reads (compiler/plan/threads.py); `weighed`: a
+    tensor network's account of why it is compiled or runs as NumPy calls (building.py), for
+    the plan ("" where nothing was weighed)."""
 
     root: BlockPlan | None
     compiled: bool
@@ -126,6 +123,7 @@ class Decisions:
     fast: bool = False
     split: bool = False
     threads: int = 1
+    weighed: str = ""
 
 
 def moving(loop: ir.Loop) -> list[int]:
@@ -157,6 +155,9 @@ class _Scheduler:
         self.steps = 0  # pairwise steps of every contraction
         self.saved = 0.0  # what nests chosen over products save against NumPy calls (ns)
         self.widest = 0  # the most letters of one step
+        self.cost = 0.0  # the model's time of every step as decided (ns)
+        self.levels = 0  # the loop levels of the compiled steps' nests and copies (building.py)
+        self.weighed: building.Weighed | None = None  # a network's decision (`compiled`)
 
     def block(self, frame: _Frame, scope: Scope, roots: list[ir.Node],
               final: bool = True) -> BlockPlan | None:
@@ -233,8 +234,10 @@ class _Scheduler:
             last = number == len(steps) - 1
             taken = [terms.pop(i) for i in sorted(positions, reverse=True)]
             output = parsed.output if last else parse_spec(step.spec).output
-            run = _step(taken, output, numbers, free=not last, host=host)
+            run, cost = _priced_step(taken, output, numbers, free=not last, host=host)
             runs.append(run)
+            self.cost += cost
+            self.levels += 0 if host else building.levels(run.kind, run.spec, _copied(run, taken))
             terms.append(output if run.layout is None or run.layout.rearranged
                          else run.layout.output)
             if run.replaces:
@@ -245,16 +248,27 @@ class _Scheduler:
         self.steps += len(runs)
         return Contraction(tuple(path), tuple(steps), numbers, tuple(runs))
 
-    def compiled(self) -> bool:
-        """Whether the function is compiled: something needs compiling, and it is not a
-        tensor network's steps alone (more of them than NETWORK_STEPS, each nameable by
-        numpy.einsum: NumPy calls run them); or the nests chosen over products save enough
-        (COMPILING_PAYS_NS)."""
+    def compiled(self, backend: str, arrays: int) -> bool:
+        """Whether the function is compiled. A tensor network's steps alone (more of them than
+        NETWORK_STEPS, each nameable by numpy.einsum, so NumPy calls can run them) are
+        weighed: compiled where the cost model says compiling pays under `backend`, the
+        function taking `arrays` arrays (building.py; `weighed` says why), lone products
+        included, whose NumPy calls cost more than compiled code's. Otherwise where something
+        needs compiling, or the nests chosen over products save enough (COMPILING_PAYS_NS)."""
+        wanted = self.compiles or self.saved >= COMPILING_PAYS_NS
         if self.other_code:
             return True
-        if self.steps > NETWORK_STEPS and self.widest <= NUMPY_LETTERS:
-            return False
-        return self.compiles or self.saved >= COMPILING_PAYS_NS
+        if self.steps <= NETWORK_STEPS or self.widest > NUMPY_LETTERS:
+            return wanted
+        compiled, steps = self.cost, self.steps
+        self.cost = 0.0
+        hosted = [(made, node, self._contraction(node, shapes, host=True))
+                  for made, node, shapes in self.contractions]
+        self.weighed = building.weigh(steps, self.levels, compiled, self.cost, arrays, backend)
+        if not self.weighed.compiles:
+            for made, node, decided in hosted:
+                made.contractions[node] = decided
+        return self.weighed.compiles
 
     def share_out(self) -> None:
         """Each lone product large enough shared out among hilbert's threads (the function
@@ -268,9 +282,10 @@ class _Scheduler:
 
     def as_host(self) -> None:
         """Nothing needs compiling: every contraction laid out for NumPy calls instead (a
-        step that is no product as one numpy.einsum)."""
-        for made, node, shapes in self.contractions:
-            made.contractions[node] = self._contraction(node, shapes, host=True)
+        step that is no product as one numpy.einsum), unless `compiled` has already."""
+        if self.weighed is None:
+            for made, node, shapes in self.contractions:
+                made.contractions[node] = self._contraction(node, shapes, host=True)
         self.compiles = False  # (a network's steps, which would compile, are NumPy calls now)
 
     @staticmethod
@@ -316,6 +331,12 @@ class _Scheduler:
 
 def _step(taken: list[str], output: str, numbers: dict[str, int], free: bool,
           host: bool) -> Step:
+    """How one pairwise step runs (`_priced_step`)."""
+    return _priced_step(taken, output, numbers, free, host)[0]
+
+
+def _priced_step(taken: list[str], output: str, numbers: dict[str, int], free: bool,
+                 host: bool) -> tuple[Step, float]:
     """How one pairwise step runs. `free`: the output's letter order is ours to choose. A
     product runs as one loop nest instead where the cost model (layout.py) says that is
     quicker (a vector against a middle axis: "n,hlmnopq->hlmopq", whose product would copy
@@ -323,20 +344,31 @@ def _step(taken: list[str], output: str, numbers: dict[str, int], free: bool,
     spec = f"{','.join(taken)}->{output}"
     shape = tuple(numbers[ch] for ch in output)
     if len(taken) == 1 and taken[0] == output:
-        return Step("same", spec, shape)
+        return Step("same", spec, shape), 0.0
     loops = nest(taken, output, numbers, host)
     if len(taken) != 2 or not is_product(taken[0], taken[1], output):
-        return Step("loops", spec, shape, order=loops.order)
+        return Step("loops", spec, shape, order=loops.order), loops.cost
     product = layout(taken[0], taken[1], output, numbers, free, host)
     named = len(set(spec) - set(",->")) <= NUMPY_LETTERS
     if product.cost <= loops.cost or (host and not named):
-        return Step("product", spec, shape, product)
+        return Step("product", spec, shape, product), product.cost
     if host or Step("product", spec, shape, product).compiles(numbers):
-        return Step("loops", spec, shape, order=loops.order)
+        return Step("loops", spec, shape, order=loops.order), loops.cost
     plain = layout(taken[0], taken[1], output, numbers, free, host=True).cost
     if named:
         plain = min(plain, nest(taken, output, numbers, host=True).cost)
-    return Step("loops", spec, shape, order=loops.order, replaces=max(plain - loops.cost, 1.0))
+    return (Step("loops", spec, shape, order=loops.order, replaces=max(plain - loops.cost, 1.0)),
+            loops.cost)
+
+
+def _copied(run: Step, taken: list[str]) -> list[str]:
+    """The terms a compiled product step copies into another axis order (its operands', and
+    its result's when rearranged): each a loop nest of its own in the generated code."""
+    plan = run.layout
+    if plan is None:
+        return []
+    copied = [term for term, held in zip(taken, (plan.a, plan.b), strict=True) if held != term]
+    return copied + ([plan.output] if plan.rearranged else [])
 
 
 def is_product(a: str, b: str, output: str) -> bool:
@@ -371,10 +403,13 @@ class Machine:
     """What the executor tells the scheduler of the machine it runs on: how many `threads` a
     compiled function's nests may use (executor/threads.py), and whether a loop-free
     function's products may be shared out among them (`splits`: there are threads, on a layer
-    whose idle threads sleep, and a BLAS whose threads can be set for the call)."""
+    whose idle threads sleep, and a BLAS whose threads can be set for the call), and which
+    back end builds its compiled code (`builds`: "numba" or "llvm", HILBERT_CODEGEN), whose
+    build time the cost model weighs for a tensor network (building.py)."""
 
     threads: int = 1
     splits: bool = False
+    builds: str = "numba"
 
 
 def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: ShapeTable,
@@ -385,7 +420,7 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     which of its nests run on threads and which run as one loop over rows (row_loops.py)."""
     scheduler = _Scheduler(table, optimize, paths)
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
-    if scheduler.compiled():
+    if scheduler.compiled(machine.builds, len(inputs)):
         scheduler.compiles = True
     else:
         scheduler.as_host()
@@ -396,5 +431,6 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     count = machine.threads if scheduler.compiles and not serial else 1
     if scheduler.compiles:  # (division.py splits divisions in float64 code, or fast maths')
         row_loops.decide(top, inputs, scope, table, count, dtype == "float64" or fast)
+    weighed = scheduler.weighed.note if scheduler.weighed is not None else ""
     return Decisions(top, scheduler.compiles, serial, exact and scheduler.compiles,
-                     fast and scheduler.compiles, split, count)
+                     fast and scheduler.compiles, split, count, weighed)

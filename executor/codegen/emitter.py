@@ -85,6 +85,7 @@ class Generated:
     units: tuple[Unit, ...] = ()  # what it runs, unit by unit (the plan's schedule)
     split: bool = False  # its products are shared out by its threads, BLAS on one thread
     sized: bool = False  # written for the table's sizes only (a tiny program: `generate`)
+    weighed: str = ""  # a tensor network's account of whether it compiles (scheduler.py)
     # its loop IR (loops.py) and parameters' names, which `source` prints (executor/llvm
     # lowers them)
     body: list = field(default_factory=list, repr=False, compare=False)
@@ -188,7 +189,7 @@ class Emitter(CountedValues):
         parallel = any(isinstance(s, For) and s.parallel for s in statements(body))
         return Generated(source, not self.host, self.loops, self.reads, self.kernels,
                          self.products, self.copies, self.looped, parallel, tuple(self.units),
-                         self.split, self.exact, body, tuple(args))
+                         self.split, self.exact, self.decided.weighed, body, tuple(args))
 
     def _checked(self, body: list, args: list[str], after: str) -> list:
         """`body`, verified (verify_loops.py) when HILBERT_VERIFY asks for it."""
@@ -349,12 +350,14 @@ def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = Fal
 
 def machine() -> scheduler.Machine:
     """This machine as the scheduler needs it: hilbert's threads (executor/threads.py) and
-    whether products may be shared out among them (executor/blas_threads.py)."""
-    from .. import blas_threads, threads
+    whether products may be shared out among them (executor/blas_threads.py), and the back end
+    that builds compiled code (executor/llvm: HILBERT_CODEGEN)."""
+    from .. import blas_threads, llvm, threads
 
     count = threads.count()
     return scheduler.Machine(count, count >= 2 and threads.layer() == "workqueue"
-                             and blas_threads.controllable())
+                             and blas_threads.controllable(),
+                             "llvm" if llvm.wanted() else "numba")
 
 
 def is_tiny(table: ShapeTable) -> bool:

@@ -64,7 +64,7 @@ def _step(em, taken: list[Operand], output: str, run: Step, node) -> Operand:
         em.record("product", run.shape, run.spec, _described(run.layout, a.term, b.term,
                                                               em.host))
         return _product(em, a, b, run.layout, known, node, output, run.shared)
-    if em.host:  # (a tensor network's step: scheduler.NETWORK_STEPS)
+    if em.host:  # (a tensor network's step run as NumPy calls: compiler/plan/building.py)
         em.record("einsum", run.shape, run.spec)
         return _einsum_call(em, taken, output, known)
     em.record("loops", run.shape, run.spec, f"loops over {run.order}")

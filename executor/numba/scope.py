@@ -121,6 +121,7 @@ class ScopeRunner(Host):
                    "direct NumPy/BLAS calls (nothing to compile)")
             lines.append(f"the whole call runs as {how}: {g.kernels} fused loop nest(s), "
                          f"{g.products} contraction(s), {len(g.loops)} loop(s) inside")
+            lines += [g.weighed] if g.weighed else []
             lines += [f"loop {lp.name} compiled whole, no host turns per step" for lp in g.loops]
             return lines
         for node, why in self.hosted.items():
@@ -129,6 +130,7 @@ class ScopeRunner(Host):
             g = region.generated
             lines.append(f"compiled: {describe(region.region.root)} with {g.kernels} fused loop "
                          f"nest(s), {g.products} contraction(s), {len(g.loops)} loop(s)")
+            lines += [f"{describe(region.region.root)}: {g.weighed}"] if g.weighed else []
         for runners in self.bodies.values():
             for body in runners:
                 lines += body.notes()
