@@ -32,6 +32,8 @@ HILBERT_CODEGEN=llvm asks for it (`wanted`); a function outside what it lowers r
 
 from __future__ import annotations
 
+import threading
+
 from ...compiler import settings
 from .unsupported import Unsupported
 
@@ -71,6 +73,18 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
         threads.check(body)
     made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     loops = any(isinstance(s, (For, While)) for s in found)
-    lowered = call.Lowered(made.text, params, made.results, compile.level(len(found), loops),
-                           contiguous, made.raises)
-    return threads.Threaded(lowered) if parallel and threads.on() else lowered
+    level = compile.level(len(found), loops)
+    threaded = parallel and threads.on()
+    key = (made.text, tuple(params), level, contiguous, threaded)
+    with _LOCK:  # (one function per text, as Numba keeps one dispatcher per source)
+        if key not in _MADE:
+            lowered = call.Lowered(made.text, params, made.results, level, contiguous,
+                                   made.raises)
+            _MADE[key] = threads.Threaded(lowered) if threaded else lowered
+        return _MADE[key]
+
+
+#: Every function lowered in this process, by its IR text (and what its call depends on): the
+#: same code at other sizes (its sizes are arguments) is the same function, compiled once.
+_MADE: dict[tuple, object] = {}
+_LOCK = threading.Lock()
