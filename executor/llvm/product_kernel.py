@@ -38,17 +38,26 @@ ROW_MAJOR, PLAIN, TRANSPOSED = 101, 111, 112
 
 
 
+def symbol(dtype: str) -> str:
+    """The name the product kernel for `dtype` is called by (products.py: a module of its own)."""
+    return f"hb_product.{dtype}"
+
+
+def kind(dtype: str) -> ir.FunctionType:
+    """The product kernel's type: void(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1: i64, beta),
+    addresses as integers."""
+    return ir.FunctionType(ir.VoidType(), [I64] * 12 + [LLVM[dtype]])
+
+
 def function(module: ir.Module, dtype: str, small) -> ir.Function:
-    """The module's product kernel for `dtype` (made once): void(a, m, k, a0, a1, b, n, b0,
-    b1, c, c0, c1: i64, beta), addresses as integers; `small(t)` gives the plain loops."""
-    name = f"hb_product.{dtype}"
+    """The product kernel for `dtype` written into `module` (once), as `symbol(dtype)`, for
+    other modules to call; `small(t)` gives the plain loops."""
+    name = symbol(dtype)
     found = module.globals.get(name)
     if found is not None:
         return found
     cblas = _cblas(module, dtype)
-    kind = ir.FunctionType(ir.VoidType(), [I64] * 12 + [LLVM[dtype]])
-    made = ir.Function(module, kind, name)
-    made.linkage = "internal"
+    made = ir.Function(module, kind(dtype), name)
     made.attributes.add("nounwind")
     made.attributes.add("noinline")
     set.add(made.attributes, f'"min-legal-vector-width"="{parts.VECTOR_BITS}"')
