@@ -20,16 +20,26 @@ safe across `fork()`, so in a process forked from one that made parallel code on
 is False, new code is serial, and code already generated with threads runs as a serial twin
 (numba/cache.py). Both the code generator (which writes `prange`) and the numba runtime (which
 launches it) read this module, so it sits below both.
+
+The count is worked out without loading Numba (a third of a second) where its settings are
+plain (no .numba_config.yaml, NUMBA_NUM_THREADS unset or a plain number, workqueue the layer
+and installed): read from the environment and the cores as Numba reads them, so code the LLVM
+back end generates without parallel nests never loads Numba, and one with them loads its
+layer when it is compiled (executor/llvm/threads.py: `start`). Once Numba is imported, or
+where a setting only Numba reads, its own answers are used, as before.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
+import sys
 import threading
+from pathlib import Path
 
 from ..compiler.settings import text, whole_number
-from .numba.loading import load
+from .numba.loading import load, python_mode
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
 #: (no array expressions or NumPy calls rewritten behind the code's back).
@@ -133,15 +143,50 @@ def forget() -> None:
 def _count(cap: str, pid: int) -> int:
     if not _asked(cap):
         return 1  # (decided without loading Numba)
-    if not usable():
+    if not usable() or python_mode():
         return 1
-    config = load("numba").config
-    if getattr(config, "DISABLE_JIT", False):
-        return 1
-    wanted = config.NUMBA_NUM_THREADS if cap == "auto" else min(config.NUMBA_NUM_THREADS, int(cap))
-    if wanted < 2 or not layer():
+    cores = _numba_threads()
+    wanted = cores if cap == "auto" else min(cores, int(cap))
+    if wanted < 2 or not expected_layer():
         return 1
     return wanted
+
+
+def _numba_threads() -> int:
+    """Numba's NUMBA_NUM_THREADS: read as Numba reads it (the setting, else the cores this
+    process may run on) without loading Numba, unless Numba is loaded already or the setting
+    is one only Numba reads (not a plain number, or in a .numba_config.yaml here)."""
+    setting = os.environ.get("NUMBA_NUM_THREADS")
+    if "numba.core.config" in sys.modules or os.path.isfile(".numba_config.yaml") or (
+            setting is not None and not (setting.isascii() and setting.strip().isdigit())):
+        return load("numba").config.NUMBA_NUM_THREADS
+    if setting is not None:
+        return int(setting)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # (as Numba: where there is no affinity, the CPU's count)
+        return max(1, os.cpu_count() or 1)
+
+
+def expected_layer() -> str:
+    """The layer hilbert's parallel code will run on (`layer`'s answer): "workqueue", without
+    loading Numba, where nothing chooses another (NUMBA_THREADING_LAYER unset, default or
+    workqueue; Numba not loaded, so no parallel code of the user's chose one) and its library
+    is installed; else `layer()`."""
+    if _LAYER is None and _workqueue_expected():
+        return "workqueue"
+    return layer()
+
+
+def _workqueue_expected() -> bool:
+    if "numba.core.config" in sys.modules or os.path.isfile(".numba_config.yaml"):
+        return False
+    chosen = os.environ.get("NUMBA_THREADING_LAYER", "default").lower()
+    if _LAYERS.get(chosen, ("workqueue",)) != ("workqueue",):
+        return False
+    spec = importlib.util.find_spec("numba")  # (finds the package without importing it)
+    folders = [] if spec is None else list(spec.submodule_search_locations or [])
+    return any(any((Path(f) / "np" / "ufunc").glob("workqueue*")) for f in folders)
 
 
 def layer() -> str:

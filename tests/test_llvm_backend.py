@@ -490,3 +490,4 @@ def test_compiled_code_collected_in_a_cycle_is_freed_safely():
     done = subprocess.run([sys.executable, "-c", COLLECTED], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "collected", done.stderr[-2000:]
+

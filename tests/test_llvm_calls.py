@@ -264,6 +264,45 @@ def test_a_process_whose_code_llvm_builds_never_imports_numba(tmp_path):
         assert report["numba"] is False
 
 
+#: One process: a product's layer norm built by llvm and called; its values and whether Numba
+#: was imported, as JSON.
+PRODUCT_WITHOUT_NUMBA = """
+import json, sys
+import numpy as np
+import hilbert
+module = hilbert.compile_source("open Prelude.Networks\\nfn f(x, w) ↦ layerNorm(einsum(\\"np,pq->nq\\", x, w))\\n")
+x = np.linspace(-2.0, 3.0, 32 * 24).reshape(32, 24)
+w = np.linspace(1.0, -1.0, 24 * 16).reshape(24, 16) ** 3
+values = [module.f(x, w).tolist() for _ in range(2)]
+print(json.dumps({"values": values[-1], "numba": "numba" in sys.modules}))
+"""
+
+
+def test_a_product_on_two_threads_built_by_llvm_imports_no_numba(tmp_path):
+    """A fresh process, cold and then warm, under HILBERT_CODEGEN=llvm with two threads allowed
+    (NUMBA_NUM_THREADS=2, HILBERT_THREADS unset): a product's layer norm (the product kernel
+    written into its module) is right, and Numba is never imported: neither the thread count
+    (executor/threads.py reads Numba's settings as Numba does) nor the product kernel
+    (executor/numba/product_parts.py) loads it where no parallel nest runs."""
+    import json
+    import os
+
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm",
+               HILBERT_COMPILE="eager", NUMBA_NUM_THREADS="2")
+    for name in ("HILBERT_THREADS", "NUMBA_DISABLE_JIT", "NUMBA_THREADING_LAYER"):
+        env.pop(name, None)
+    x = np.linspace(-2.0, 3.0, 32 * 24).reshape(32, 24)
+    y = x @ np.linspace(1.0, -1.0, 24 * 16).reshape(24, 16) ** 3
+    centred = y - y.mean(axis=1, keepdims=True)
+    want = centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + 1e-5)
+    for _ in ("cold", "warm"):
+        done = subprocess.run([sys.executable, "-c", PRODUCT_WITHOUT_NUMBA], capture_output=True,
+                              text=True, env=env, timeout=300, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout.splitlines()[-1])
+        np.testing.assert_allclose(report["values"], want, rtol=1e-12, atol=1e-12)
+        assert report["numba"] is False
+
 def test_arrays_alive_at_the_interpreters_exit(tmp_path):
     """A process that ends holding arrays an llvm-built function made (module globals, gone
     after atexit's finalisers have run) exits cleanly: their memory's destructor is still

@@ -294,3 +294,23 @@ def test_a_choice_reads_only_the_side_taken():
     done = subprocess.run([sys.executable, "-c", GUARDED], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "guarded", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("extra", "level"), [(10, 3), (450, 2)])
+def test_a_large_function_with_loops_is_optimised_at_level_2(extra, level):
+    """A function with loops is optimised at level 3, but at level 2 (loops vectorised,
+    straight-line code not) past compile.SLP_LARGE statements, where the SLP vectoriser's time
+    grows with the body; its value is the same."""
+    from hilbert.executor.codegen.loops import Assign, Fmt, For, Return, Sub, Update, Var, number
+    from hilbert.executor.llvm import compile
+
+    body = [Assign(("n1",), (Fmt("{}.shape[0]", (Var("a0"),)),)),
+            Assign(("s",), (number(0.0, "float64"),)),
+            For("i0", Var("n1"), [Update("s", "+=", Sub(Var("a0"), (Var("i0"),)))]),
+            *[Update("s", "+=", number(0.5, "float64")) for _ in range(extra)],
+            Return(Fmt("{}, {}", (Var("s"), Var("n1"))))]
+    made = llvm.lowered(body, ["a0"], [Array("float64", 1)], "float64")
+    assert made.level == level and (extra < compile.SLP_LARGE) == (level == 3)
+    x = np.arange(7.0) * 0.25
+    total, size = made(x)
+    assert (total, size) == (sum(x.tolist()) + 0.5 * extra, 7)

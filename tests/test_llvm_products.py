@@ -165,3 +165,23 @@ def test_a_program_of_products_gives_the_numba_builds_bits(monkeypatch, dtype):
             assert any("built by llvm" in note for note in notes) == (backend == "llvm")
             got[backend] = np.asarray(function(*args))
         assert got["llvm"].tobytes() == got["numba"].tobytes(), n
+
+
+def test_the_product_kernel_is_a_module_of_its_own_called_by_its_symbol():
+    """Functions that multiply declare the product kernel and call it by its symbol: its
+    machine code is made once per process (and kept on disk), not compiled again into every
+    module (it was most of their compile time); what they compute is still NumPy's product."""
+    from hilbert.executor.llvm import products
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(6, 9)), rng.normal(size=(9, 5))
+    made = [_lowered("K.gemm", "float64", transposed, None) for transposed in (False, True)]
+    for function in made:
+        assert 'declare void @"hb_product.float64"' in function.text
+        assert 'define void @"hb_product.float64"' not in function.text
+    kernel = products._KERNELS["float64"]
+    for function, first in zip(made, (a, np.ascontiguousarray(a.T)), strict=True):
+        out = np.zeros((6, 5))
+        function(first, b, out)
+        np.testing.assert_allclose(out, a @ b, rtol=1e-13, atol=1e-13)
+    assert products._KERNELS["float64"] is kernel

@@ -165,3 +165,43 @@ def test_a_method_sees_the_weights_of_one_train_call(executor):
 
     assert _in_threads(train, read) == []
     assert net.a == 301.0 and gaps == [0.0] * 300
+
+
+#: One process: the thread count before Numba is imported, and whether that imported it; then
+#: the count worked out again with Numba imported (its own settings read), as JSON.
+COUNTED = """
+import json, sys
+from hilbert.executor import threads
+before = [threads.count(), "numba" in sys.modules]
+threads.forget()
+import numba
+print(json.dumps({"before": before, "numba's": threads.count()}))
+"""
+
+
+@pytest.mark.parametrize(("setting", "imports"), [(None, False), ("3", False), (" 2 ", False),
+                                                  ("+2", True)])
+def test_the_thread_count_is_numbas_without_importing_numba(setting, imports, tmp_path):
+    """The count of threads worked out in a fresh process before Numba is
+    imported equals the one worked out from Numba's own settings, and imports Numba only for a
+    NUMBA_NUM_THREADS that only Numba reads (not a plain number): code generated without
+    parallel nests never loads Numba (a third of a second), and the count planned is the one
+    the nests run with."""
+    import json
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "HILBERT_THREADS")}
+    if setting is not None:
+        env["NUMBA_NUM_THREADS"] = setting
+    done = subprocess.run([sys.executable, "-c", COUNTED], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    count, imported = report["before"]
+    assert count == report["numba's"]
+    assert imported is imports
+    cores = int(setting) if setting is not None and imports is False else None
+    if cores is not None:
+        assert count == cores

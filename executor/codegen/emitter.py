@@ -355,7 +355,7 @@ def machine() -> scheduler.Machine:
     from .. import blas_threads, llvm, threads
 
     count = threads.count()
-    return scheduler.Machine(count, count >= 2 and threads.layer() == "workqueue"
+    return scheduler.Machine(count, count >= 2 and threads.expected_layer() == "workqueue"
                              and blas_threads.controllable(),
                              "llvm" if llvm.wanted() else "numba")
 

@@ -11,7 +11,8 @@ loops for a layout BLAS cannot read (`SmallProduct`'s, which sum as those do). S
 the Numba path's, and no Numba compilation is needed: blas.py's kernel takes seconds to
 compile on an empty cache, this one milliseconds with its caller. Its symbols
 (hilbert_numpy_cblas_?gemm and ?gemv, hilbert_own_product_f64 and f32) are registered with
-LLVM while a function is lowered (`_cblas`) and when own_products.py is imported.
+LLVM while a function is lowered (`_cblas`) and when executor/numba/product_parts.py (the
+sizes and entries it reads, without Numba) is imported.
 
 A tile's vectors may differ in width from tiles.py's (which entries are computed side by side),
 never an entry's operations."""
@@ -21,7 +22,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ..numba.loading import load
+from ..numba import product_parts as parts
 from .runtime import DOUBLE, I64, LLVM
 from .unsupported import Unsupported
 
@@ -36,27 +37,30 @@ ROW_MAJOR, PLAIN, TRANSPOSED = 101, 111, 112
 
 
 
-def _numba(name: str):
-    """executor/numba's module `name` (native, own_products, tiles: their sizes and entries),
-    loaded at the first product: they import Numba, which a process whose code has no
-    products need never import (and own_products imports the row blocks, which import
-    this package)."""
-    return load(f"hilbert.executor.numba.{name}")
+
+def symbol(dtype: str) -> str:
+    """The name the product kernel for `dtype` is called by (products.py: a module of its own)."""
+    return f"hb_product.{dtype}"
+
+
+def kind(dtype: str) -> ir.FunctionType:
+    """The product kernel's type: void(a, m, k, a0, a1, b, n, b0, b1, c, c0, c1: i64, beta),
+    addresses as integers."""
+    return ir.FunctionType(ir.VoidType(), [I64] * 12 + [LLVM[dtype]])
+
 
 def function(module: ir.Module, dtype: str, small) -> ir.Function:
-    """The module's product kernel for `dtype` (made once): void(a, m, k, a0, a1, b, n, b0,
-    b1, c, c0, c1: i64, beta), addresses as integers; `small(t)` gives the plain loops."""
-    name = f"hb_product.{dtype}"
+    """The product kernel for `dtype` written into `module` (once), as `symbol(dtype)`, for
+    other modules to call; `small(t)` gives the plain loops."""
+    name = symbol(dtype)
     found = module.globals.get(name)
     if found is not None:
         return found
     cblas = _cblas(module, dtype)
-    kind = ir.FunctionType(ir.VoidType(), [I64] * 12 + [LLVM[dtype]])
-    made = ir.Function(module, kind, name)
-    made.linkage = "internal"
+    made = ir.Function(module, kind(dtype), name)
     made.attributes.add("nounwind")
     made.attributes.add("noinline")
-    set.add(made.attributes, f'"min-legal-vector-width"="{_numba("tiles").VECTOR_BITS}"')
+    set.add(made.attributes, f'"min-legal-vector-width"="{parts.VECTOR_BITS}"')
     Kernel(made, dtype, cblas, small(dtype)).write()
     return made
 
@@ -65,7 +69,7 @@ def _cblas(module: ir.Module, dtype: str) -> tuple[ir.Function, ir.Function, ir.
     """NumPy's cblas_?gemm and ?gemv declared in the module (their symbols registered with
     LLVM, as blas.py registers them), and the width of their whole numbers."""
     letter = "d" if dtype == "float64" else "s"
-    found = [_numba("native").numpy_cblas(f"{letter}{r}") for r in ("gemm", "gemv")]
+    found = [parts.numpy_cblas(f"{letter}{r}") for r in ("gemm", "gemv")]
     if any(f is None for f in found) or found[0][1] != found[1][1]:  # type: ignore[index]
         raise Unsupported("a product without NumPy's BLAS (Numba's np.dot)")
     whole = I64 if found[0][1] else I32  # type: ignore[index]
@@ -264,7 +268,7 @@ class Kernel(_Code):
         self.t, self.real = dtype, LLVM[dtype]
         self.gemm, self.gemv, self.whole = cblas
         self.small = small
-        self.width = _numba("tiles").VECTOR_BITS // (8 * _ITEMSIZE[dtype])  # (numbers in a vector)
+        self.width = parts.VECTOR_BITS // (8 * _ITEMSIZE[dtype])  # (numbers in a vector)
         (self.a, self.m, self.k, self.a0, self.a1, self.bm, self.n, self.b0, self.b1,
          self.c, self.c0, self.c1, self.beta) = function.args
         self.items = [self.b.inttoptr(x, self.real.as_pointer()) for x in
@@ -291,7 +295,7 @@ class Kernel(_Code):
         self._case(b.or_(b.icmp_signed("==", m, w(0)), b.icmp_signed("==", n, w(0))),
                    lambda: None)
         work = b.mul(b.mul(m, n), k)
-        small = b.icmp_signed("<=", work, w(_numba("tiles").TILED_PRODUCT))
+        small = b.icmp_signed("<=", work, w(parts.TILED_PRODUCT))
         self._case(b.and_(b.and_(b.icmp_signed("==", self.b1, w(1)),
                                  b.icmp_signed("==", self.c1, w(1))), small), self._tiles)
         self._own(work)
@@ -311,9 +315,9 @@ class Kernel(_Code):
             slot = ir.GlobalVariable(self.function.module, I64, name)
             slot.linkage = "external"
         entry = b.load_atomic(slot, "monotonic", 8)
-        least_m, least_k, least_n = _numba("own_products").SIDES[bits]
+        least_m, least_k, least_n = parts.SIDES[bits]
         chosen = [b.icmp_signed("!=", entry, w(0)),
-                  b.icmp_signed(">=", work, w(_numba("own_products").WORK[bits])),
+                  b.icmp_signed(">=", work, w(parts.WORK[bits])),
                   b.icmp_signed(">=", self.m, w(least_m)), b.icmp_signed(">=", self.k,
                                                                          w(least_k)),
                   b.icmp_signed(">=", self.n, w(least_n))]
@@ -392,14 +396,14 @@ class Kernel(_Code):
         columns, then one vector, then vectors of a half, a quarter, … of the width, then
         single columns (b's and c's columns adjacent)."""
         b, w = self.b, self._w
-        rows = b.sub(self.m, b.srem(self.m, w(_numba("tiles").ROWS)))
-        shapes = [(_numba("tiles").VECTORS, self.width)]
+        rows = b.sub(self.m, b.srem(self.m, w(parts.ROWS)))
+        shapes = [(parts.VECTORS, self.width)]
         lanes = self.width
         while lanes > 1:
             shapes.append((1, lanes))
             lanes //= 2
         shapes.append((1, 1))
-        for first, last, height in ((w(0), rows, _numba("tiles").ROWS), (rows, self.m, 1)):
+        for first, last, height in ((w(0), rows, parts.ROWS), (rows, self.m, 1)):
             def row(i: ir.Value, height: int = height) -> None:
                 start = w(0)
                 for vectors, width in shapes:

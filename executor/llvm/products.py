@@ -1,6 +1,6 @@
 """Matrix products in LLVM IR, as Numba-built code computes them: `K.gemm` and `K.gemm_beta`
-call the module's product kernel (product_kernel.py: blas.py's `_product_at` written again,
-register tiles, hilbert's own products or NumPy's BLAS, case for case, so the same bits);
+call the product kernel (product_kernel.py: blas.py's `_product_at` written again, register
+tiles, hilbert's own products or NumPy's BLAS, case for case, so the same bits);
 `K.small_product_into` and `K.small_product_beta` (kernels.py's plain loops) call the
 module's small-product function for their dtypes (product_kernel.SmallProduct: loops over
 tiles of LANES columns whose sums are vectors).
@@ -9,13 +9,22 @@ A small product sums each entry's terms in order from 0 (or from out·beta where
 0), each term the operands' product in their type, added in float64, and stores the sum in
 out's dtype: what kernels.py's loops do (their `total = 0.0`), operation for operation, so
 its bits are the Numba path's. The tile changes which entries are summed side by side, never
-the order of one entry's terms."""
+the order of one entry's terms.
+
+The product kernel is a module of its own (`kernel`), compiled at level 3 once per process,
+its machine code kept in the disk cache as every module's is (kept.py), and called by its
+symbol from the modules that multiply: written into each of them, it was most of their
+compile time (0.45 s of mlp's 0.5 s of LLVM), paid again by each module and each new program,
+and compiled at level 1 in a large function's module."""
 
 from __future__ import annotations
 
+import threading
+
+import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import product_kernel
+from . import compile, product_kernel
 from .expressions import ArrayValue
 from .product_kernel import SmallProduct
 from .runtime import I64, LLVM
@@ -23,6 +32,10 @@ from .unsupported import Unsupported
 
 #: The calls this module lowers (each a statement: its result, the out it is given, unused).
 CALLS = ("K.gemm", "K.gemm_beta", "K.small_product_into", "K.small_product_beta")
+#: The product kernels' machine code, by dtype, compiled or loaded once per process and kept
+#: for its whole life (every module that multiplies calls it by its symbol).
+_KERNELS: dict[str, compile.Machine] = {}
+_LOCK = threading.Lock()
 
 
 def multiply(lowering, fn: str, args: list[tuple]) -> None:
@@ -44,12 +57,27 @@ def _gemm(lowering, a, b, c, beta: tuple | None) -> None:
     if not a.dtype == b.dtype == c.dtype or c.dtype not in ("float64", "float32"):
         raise Unsupported("a product of mixed or whole-number dtypes")
     module, builder = lowering.module, lowering.builder
-    kernel = product_kernel.function(module, c.dtype, lambda t: _small_function(
-        module, t, t, t, t))
+    called = kernel(c.dtype, module)
     real = LLVM[c.dtype]
     factor = (lowering.cast(*beta, c.dtype) if beta is not None else ir.Constant(real, 0.0))
-    builder.call(kernel, [*_words(builder, a, True), *_words(builder, b, False),
+    builder.call(called, [*_words(builder, a, True), *_words(builder, b, False),
                           *_words(builder, c, None), factor])
+
+
+def kernel(dtype: str, module: ir.Module) -> ir.Function:
+    """The product kernel for `dtype` declared in `module`, its machine code made (or loaded
+    from the disk cache) first, once per process, from a module of its own, and its symbol
+    registered with LLVM for the modules that call it."""
+    name = product_kernel.symbol(dtype)
+    with _LOCK:
+        if dtype not in _KERNELS:
+            own = ir.Module(name=f"hilbert_{name}")
+            product_kernel.function(own, dtype, lambda t: _small_function(own, t, t, t, t))
+            made = compile.compile_module(str(own), (name,), 3)
+            llvm.add_symbol(name, made.addresses[name])
+            _KERNELS[dtype] = made
+    found = module.globals.get(name)
+    return found if found is not None else ir.Function(module, product_kernel.kind(dtype), name)
 
 
 def _words(builder: ir.IRBuilder, array, rows: bool | None) -> list:

@@ -30,7 +30,6 @@ import itertools
 import threading
 from contextlib import contextmanager
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 from numba import config, njit, types
@@ -38,22 +37,12 @@ from numba.extending import intrinsic
 
 from .. import blas_threads, threads
 from . import native, panels, row_blocks
+from .product_parts import ENTRIES as _ENTRIES
+from .product_parts import SIDES, WORK
 
 #: Whether own products are used, per vector width and number width: where they measured
 #: faster than OpenBLAS's kernel for the CPU on one core (AVX-512: the AMD EPYC, Zen 5).
 OWN = {512: {64: True, 32: True}, 256: {64: False, 32: False}}[panels.BITS]
-#: Per number width, the least work (m·n·k) of a product run as an own product and its least
-#: m, k and n: measured on one core of the AMD EPYC against OpenBLAS's SkylakeX kernel
-#: (docs/architecture.md, "Large products"), float64 ones were faster from 2²¹ multiply-adds
-#: (the register tiles take products up to 2¹⁸) at every shape but 8-row ones (even); float32
-#: ones from 2²⁴, but for fewer than 256 columns, which leave the 64-column tiles mostly
-#: padding (n = 96: 0.76×, n = 48: 0.74×).
-WORK = {64: 1 << 21, 32: 1 << 24}
-SIDES = {64: (16, 8, 32), 32: (8, 8, 256)}
-#: own_product's address per number width, 0 outside `used` (read by compiled code).
-_ENTRIES = {64: ctypes.c_int64(0), 32: ctypes.c_int64(0)}
-for _width, _entry in _ENTRIES.items():
-    llvm.add_symbol(f"hilbert_own_product_f{_width}", ctypes.addressof(_entry))
 #: own_product's address per number width once compiled; how many `used` calls are under way.
 _MADE: dict[int, int] = {}
 _USERS = {64: 0, 32: 0}

@@ -23,23 +23,13 @@ rows; BLAS takes the rest.
 
 from __future__ import annotations
 
-import llvmlite.binding as llvm
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-#: Rows of the result a tile holds, and vectors of its columns (each VECTOR_BITS wide): the
-#: widest the CPU has (AVX-512: 32 vector registers, so 8 sums, 2 rows of b and a broadcast
-#: fit; with AVX2's 16 they fit too).
-ROWS, VECTORS = 4, 2
-VECTOR_BITS = 512 if llvm.get_host_cpu_features().get("avx512f") else 256
-#: At most this many multiply-adds (m·n·k) run as tiles. Measured through kernels.gemm against
-#: NumPy's OpenBLAS (np.matmul into a given out) on the 2-core AMD EPYC, float64 (float32):
-#: 64×32·32×32 6.7 (3.4) against 19 (6.1) µs, 64×64·64×64 25 (12) against 51 (16) µs;
-#: 64×128·128×128, 4 times this bound, 107 (54) against 102 (45) µs, where BLAS's packing and
-#: its second thread pay.
-TILED_PRODUCT = 2 ** 18
+from .product_parts import ROWS, VECTOR_BITS, VECTORS
+from .product_parts import TILED_PRODUCT as TILED_PRODUCT  # (blas.py reads it here)
 
 
 def _tile(rows: int, vectors: int, bits: int):
