@@ -14,26 +14,33 @@ if TYPE_CHECKING:
     from .expressions import ArrayValue
 
 
+def counted(b: ir.IRBuilder, counter: ir.Value, start: ir.Value, stop: ir.Value, step: int,
+            body, name: str = "") -> None:
+    """`body(i)` for i = start, start + step, … below stop, written by `b` (its counter in
+    the int64 slot `counter`); `b` is left after the loop. Every counted loop of the back end
+    (entries, nests, the product kernel's) is this one."""
+    function = b.function
+    b.store(start, counter)
+    test, inside, after = (function.append_basic_block(f"{name}.{part}" if name else part)
+                           for part in ("test", "body", "end"))
+    b.branch(test)
+    b.position_at_end(test)
+    at = b.load(counter)
+    b.cbranch(b.icmp_signed("<", at, stop), inside, after)
+    b.position_at_end(inside)
+    body(at)
+    b.store(b.add(at, ir.Constant(I64, step)), counter)
+    b.branch(test)
+    b.position_at_end(after)
+
+
 class Entries:
     """Counted loops written by `builder` into `function` (of an Expressions: its slots)."""
 
     def _loop(self, name: str, count: ir.Value, step) -> None:
         """`step(i)` for i = 0 … count − 1 (a counter in a slot of its own)."""
-        b = self.builder
         counter = self._slot(f"{name}.count{len(self.slots)}", "int64")
-        b.store(ir.Constant(I64, 0), counter)
-        test = self.function.append_basic_block(f"{name}.test")
-        inside = self.function.append_basic_block(f"{name}.body")
-        after = self.function.append_basic_block(f"{name}.end")
-        b.branch(test)
-        b.position_at_end(test)
-        at = b.load(counter)
-        b.cbranch(b.icmp_signed("<", at, count), inside, after)
-        b.position_at_end(inside)
-        step(at)
-        b.store(b.add(at, ir.Constant(I64, 1)), counter)
-        b.branch(test)
-        b.position_at_end(after)
+        counted(self.builder, counter, ir.Constant(I64, 0), count, 1, step, name)
 
     def _fill(self, array: ArrayValue, value: tuple) -> None:
         """`array.fill(value)`: every entry, axis by axis."""

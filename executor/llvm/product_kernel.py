@@ -23,6 +23,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ..numba import product_parts as parts
+from .entries import counted
 from .runtime import DOUBLE, I64, LLVM
 from .unsupported import Unsupported
 
@@ -102,20 +103,7 @@ class _Code:
 
     def _loop(self, start: ir.Value, stop: ir.Value, step: int, body) -> None:
         """body(j) for j = start, start + step, … below stop."""
-        b = self.b
-        counter = self._slot(I64)
-        b.store(start, counter)
-        test, inside, after = (self.function.append_basic_block(n)
-                               for n in ("test", "body", "end"))
-        b.branch(test)
-        b.position_at_end(test)
-        at = b.load(counter)
-        b.cbranch(b.icmp_signed("<", at, stop), inside, after)
-        b.position_at_end(inside)
-        body(at)
-        b.store(b.add(at, ir.Constant(I64, step)), counter)
-        b.branch(test)
-        b.position_at_end(after)
+        counted(self.b, self._slot(I64), start, stop, step, body)
 
     def _cast(self, value: ir.Value, have: str, want: str) -> ir.Value:
         if have == want:
