@@ -87,6 +87,20 @@ def test_momentum_returns_a_tuple_of_arrays(forms):
     assert _built_by(forms.function("stepped"), (2, 3), (2, 3), (2, 3), (), ()) == LLVM_BUILT
 
 
+def test_functions_of_one_machine_code_keep_their_own_results(monkeypatch):
+    """Two functions whose LLVM IR is the same text but whose results differ (a parameter
+    handed back is not in the IR): each keeps its own (one function per text and results in a
+    process; keyed by the text alone, the pair answered the single array)."""
+    monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
+    module = hilbert.compile_source("fn one(q) ↦ positions(q, 0)\n"
+                                    "fn pair(q) ↦ (positions(q, 0), q)\n", export_all=True)
+    q = np.arange(1.0, 10.0)
+    np.testing.assert_array_equal(module.one(q), np.arange(9.0))
+    first, second = module.pair(q)
+    np.testing.assert_array_equal(first, np.arange(9.0))
+    np.testing.assert_array_equal(second, q)
+
+
 def test_convolve_reads_inside_its_chained_bounds(forms):
     """convolve's window reads `x[i, p] if 0 <= p < n else 0.0`: zero past the tail."""
     rng = np.random.default_rng(5)

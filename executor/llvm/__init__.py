@@ -75,7 +75,8 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     loops = any(isinstance(s, (For, While)) for s in found)
     level = compile.level(len(found), loops)
     threaded = parallel and threads.on()
-    key = (made.text, tuple(params), level, contiguous, threaded)
+    key = (made.text, tuple(params), tuple(made.results), tuple(made.raises), level,
+           contiguous, threaded)  # (the results' grouping is not in the text)
     with _LOCK:  # (one function per text, as Numba keeps one dispatcher per source)
         if key not in _MADE:
             lowered = call.Lowered(made.text, params, made.results, level, contiguous,
@@ -84,7 +85,7 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
         return _MADE[key]
 
 
-#: Every function lowered in this process, by its IR text (and what its call depends on): the
+#: Every function lowered in this process, by its IR text and what its call depends on: the
 #: same code at other sizes (its sizes are arguments) is the same function, compiled once.
 _MADE: dict[tuple, object] = {}
 _LOCK = threading.Lock()
