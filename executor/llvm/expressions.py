@@ -220,14 +220,19 @@ class Expressions(Entries):
             flag = self.builder.load_atomic(args[0][0].data, "monotonic", 8)
             return self.builder.icmp_signed("!=", flag, ir.Constant(I64, 0)), "bool"
         t = call_type(fn, tuple(at for _, at in args), self.code)
-        if fn == "K.contiguous":  # (a C-ordered copy, always: kernels.contiguous)
-            made = self._empty(args[0][0].shape, t)
-            self._copy(made, args[0][0])
-            return made, t
+        if fn == "K.contiguous":
+            return self.contiguous(*args[0]), t
         if isinstance(t, Array):  # (a size alone, as K.partials takes it: a shape of one)
             shape = args[0] if isinstance(args[0][1], tuple) else ([args[0]], (args[0][1],))
             return self._empty([self.cast(v, vt, "int64") for v, vt in shape[0]], t), t
         return runtime.call(self, fn, args, t), t
+
+    def contiguous(self, array: ArrayValue, t: Array, anywhere: bool = False) -> ArrayValue:
+        """A C-ordered copy of `array`, always, as kernels.contiguous makes (`anywhere`: as
+        `_empty`'s)."""
+        made = self._empty(array.shape, t, anywhere)
+        self._copy(made, array)
+        return made
 
     def _empty(self, sizes: list, t: Array, anywhere: bool = False) -> ArrayValue:
         """A C-ordered array of `sizes` (int64 values) from malloc (inside a block only

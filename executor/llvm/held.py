@@ -9,11 +9,26 @@ holds then is one of those: call.py hands back the parameter itself, or adopts t
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field, replace
 
 from llvmlite import ir
 
-from ..codegen.loops import Assign, Call, Expr, For, If, Sub, Var, While, exprs, kids, statements
+from ..codegen.loops import (
+    Assign,
+    Call,
+    Expr,
+    For,
+    If,
+    Sub,
+    Var,
+    While,
+    blocks,
+    exprs,
+    kids,
+    names,
+    statements,
+)
 from . import runtime
 from .expressions import ArrayValue
 from .runtime import I8P, I64, LLVM
@@ -77,6 +92,52 @@ def scratch(body: list, types: dict[str, Type]) -> set[str]:
         for expr in exprs(stmt):
             found -= _shared(expr, types)
     return found
+
+
+def copies(body: list, types: dict[str, Type]) -> set[str]:
+    """The array locals of `body` made by K.contiguous inside a block (a product's operand
+    copied C-ordered in a loop's step), each made once in the code, whose memory (the local
+    and every array local that may take a view of it) is read only later in that block, in
+    the same turn: each one made frees the one before it, no view of which is read again."""
+    assigned = collections.Counter(name for stmt in statements(body) if isinstance(stmt, Assign)
+                                   for name in stmt.targets)
+    reads = [(stmt, names_read(stmt)) for stmt in statements(body)]
+    found = set()
+    for block in (b for stmt in statements(body) for b in blocks(stmt)):
+        for at, stmt in enumerate(block):
+            if (isinstance(stmt, Assign) and len(stmt.targets) == 1
+                    and isinstance(types.get(stmt.targets[0]), Array)
+                    and isinstance(stmt.values[0], Call) and stmt.values[0].fn == "K.contiguous"
+                    and assigned[stmt.targets[0]] == 1
+                    and _read_in_turn(stmt.targets[0], block, at, types, assigned, reads)):
+                found.add(stmt.targets[0])
+    return found
+
+
+def names_read(stmt) -> set[str]:
+    """The locals `stmt` itself reads (not those of the statements inside it)."""
+    return set().union(set(), *(names(e) for e in exprs(stmt)))
+
+
+def _read_in_turn(made: str, block: list, at: int, types: dict[str, Type],
+                  assigned: collections.Counter, reads: list) -> bool:
+    """Whether `made` (assigned by block[at]) and the array locals that may view it are each
+    assigned once, at the top of `block`, and read only by the statements after that."""
+    after = {made: at}
+    for k in range(at + 1, len(block)):
+        stmt = block[k]
+        for inner in statements([stmt])[1:]:  # (a view of it made inside a nested block)
+            if isinstance(inner, Assign) and names_read(inner) & set(after) and any(
+                    isinstance(types.get(t), Array) for t in inner.targets):
+                return False
+        if isinstance(stmt, Assign):
+            for name, value in zip(stmt.targets, stmt.values, strict=True):
+                if isinstance(types.get(name), Array) and names(value) & set(after):
+                    if assigned[name] != 1:
+                        return False
+                    after[name] = k
+    allowed = {name: {id(s) for s in statements(block[k + 1:])} for name, k in after.items()}
+    return all(id(stmt) in allowed[name] for stmt, read in reads for name in read & set(after))
 
 
 def _shared(expr: Expr, types: dict[str, Type]) -> set[str]:
