@@ -67,6 +67,7 @@ class Expressions(Entries):
         self.slots: dict[str, ir.Value] = {}
         self.arrays: dict[str, ArrayValue] = {}
         self.held: dict = {}  # (array locals in slots: held.py)
+        self.stored: set[int] = set()  # (ids of the fresh arrays' data a held local may hold)
         self._depth = 0  # (blocks open: 0 at the function's top level)
 
     def cast(self, value: ir.Value, have: Type, want: Type) -> ir.Value:
@@ -206,6 +207,7 @@ class Expressions(Entries):
         if a[1] != other[1]:
             raise Unsupported("a choice of arrays of two types")
         x, y, b = a[0], other[0], self.builder
+        self.stored |= {id(v.data) for v in (x, y) if v.fresh}
         picked = ArrayValue(b.select(test, x.data, y.data),
                             [b.select(test, p, q) for p, q in zip(x.shape, y.shape, strict=True)],
                             [b.select(test, p, q) for p, q in zip(x.strides, y.strides,

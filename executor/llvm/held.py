@@ -187,6 +187,8 @@ class Held:
         """`name = value` for a held local."""
         slots, b = self.held[name], self.builder
         slots.owned = slots.owned and (value.fresh or value.param >= 0 or value.owned)
+        if value.fresh:
+            self.stored.add(id(value.data))
         slots.sources |= value.sources
         if value.dtype != slots.dtype:
             raise Unsupported(f"the array {name} of two dtypes")
@@ -228,6 +230,9 @@ class Held:
             runtime.release(b, b.load(made))
         for array in {id(a): a for a in self.arrays.values()}.values():
             if not array.fresh or id(array) in handed:
+                continue
+            if id(array.data) not in self.stored:  # (no held local ever held it: not kept)
+                runtime.release(b, b.bitcast(array.data, I8P))
                 continue
             address = b.ptrtoint(array.data, I64)
             free = ir.Constant(ir.IntType(1), 1)
