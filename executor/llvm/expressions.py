@@ -52,6 +52,11 @@ class ArrayValue:
     ordered: bool = True  # C-ordered (strides follow from the shape: a reshape is a view)
     owned: bool = False  # (not fresh itself, but one of the arrays made or given: held.py)
     sources: frozenset = frozenset()  # (the held locals it was read from: held.py)
+    picked: frozenset = frozenset()  # (ids of the fresh arrays' data it is one of: a choice)
+
+    def made(self) -> frozenset:
+        """The ids of the data of the fresh arrays this may be (held.py frees by them)."""
+        return self.picked | {id(self.data)} if self.fresh else self.picked
 
 
 class Expressions(Entries):
@@ -67,7 +72,7 @@ class Expressions(Entries):
         self.slots: dict[str, ir.Value] = {}
         self.arrays: dict[str, ArrayValue] = {}
         self.held: dict = {}  # (array locals in slots: held.py)
-        self.stored: set[int] = set()  # (ids of the fresh arrays' data a held local may hold)
+        self.stored: dict = {}  # (fresh arrays' data, by id: the held locals that took it)
         self._depth = 0  # (blocks open: 0 at the function's top level)
 
     def cast(self, value: ir.Value, have: Type, want: Type) -> ir.Value:
@@ -207,14 +212,13 @@ class Expressions(Entries):
         if a[1] != other[1]:
             raise Unsupported("a choice of arrays of two types")
         x, y, b = a[0], other[0], self.builder
-        self.stored |= {id(v.data) for v in (x, y) if v.fresh}
         picked = ArrayValue(b.select(test, x.data, y.data),
                             [b.select(test, p, q) for p, q in zip(x.shape, y.shape, strict=True)],
                             [b.select(test, p, q) for p, q in zip(x.strides, y.strides,
                                                                   strict=True)],
                             x.dtype, False, ordered=x.ordered and y.ordered,
                             owned=all(v.fresh or v.param >= 0 or v.owned for v in (x, y)),
-                            sources=x.sources | y.sources)
+                            sources=x.sources | y.sources, picked=x.made() | y.made())
         return picked, a[1]
 
     def _call(self, fn: str, args: list[tuple]) -> tuple:

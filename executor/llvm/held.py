@@ -187,8 +187,8 @@ class Held:
         """`name = value` for a held local."""
         slots, b = self.held[name], self.builder
         slots.owned = slots.owned and (value.fresh or value.param >= 0 or value.owned)
-        if value.fresh:
-            self.stored.add(id(value.data))
+        for made in value.made():
+            self.stored.setdefault(made, set()).add(name)
         slots.sources |= value.sources
         if value.dtype != slots.dtype:
             raise Unsupported(f"the array {name} of two dtypes")
@@ -212,31 +212,36 @@ class Held:
     def holds_own(self, name: str) -> bool:
         """Whether the held local `name` holds only arrays made or given (never a view), as
         every held local it took arrays from (once every assignment is lowered)."""
+        return all(self.held[at].owned for at in self._took_from(name))
+
+    def _took_from(self, name: str) -> set[str]:
+        """The held local `name` and every held local it took arrays from."""
         seen, todo = set(), [name]
         while todo:
             at = todo.pop()
             if at not in seen:
                 seen.add(at)
-                if not self.held[at].owned:
-                    return False
                 todo.extend(self.held[at].sources)
-        return True
+        return seen
 
-    def release_unless(self, handed: set[int], kept: list[ir.Value]) -> None:
+    def release_unless(self, handed: set[int], kept: list[tuple]) -> None:
         """Every array this function made freed, but those in `handed` (by id) and those at
-        the addresses `kept` (what returned held locals hold)."""
+        the addresses `kept` (what returned held locals hold: address and local, each
+        compared only with the arrays that local, or one it took arrays from, took)."""
         b = self.builder
         for made in self.scratch.values():  # (never returned: `scratch`)
             runtime.release(b, b.load(made))
         for array in {id(a): a for a in self.arrays.values()}.values():
             if not array.fresh or id(array) in handed:
                 continue
-            if id(array.data) not in self.stored:  # (no held local ever held it: not kept)
+            took = self.stored.get(id(array.data), set())
+            others = [at for at, name in kept if took & self._took_from(name)]
+            if not others:  # (no returned local can hold it)
                 runtime.release(b, b.bitcast(array.data, I8P))
                 continue
             address = b.ptrtoint(array.data, I64)
             free = ir.Constant(ir.IntType(1), 1)
-            for other in kept:
+            for other in others:
                 free = b.and_(free, b.icmp_unsigned("!=", address, other))
             with b.if_then(free):
                 runtime.release(b, b.bitcast(array.data, I8P))

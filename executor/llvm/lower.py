@@ -293,9 +293,9 @@ class Lowering(Held, Expressions):
             array = self.holding(item.name)
             if not (array.ordered and self.holds_own(item.name)):
                 raise Unsupported(f"the array {item.name} returned, a view or not C-ordered")
-            kept.append(b.ptrtoint(array.data, I64))
+            kept.append((b.ptrtoint(array.data, I64), item.name))
             self.results.append(Result("held", array.dtype, len(array.shape)))
-            return [kept[-1], *array.shape]
+            return [kept[-1][0], *array.shape]
         if isinstance(item, Var) and item.name in self.arrays:
             array = self.arrays[item.name]
             if array.param >= 0:
