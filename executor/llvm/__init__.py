@@ -8,7 +8,7 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     views.py        transposes, reshapes and slices of arrays as views, without copies
     entries.py      counted loops over every entry: fills and copies
     held.py         array locals a loop reassigns (its state, its step's buffers), in slots,
-                    and scratch rows made inside a loop
+                    and scratch rows and a turn's copies made inside a loop
     threads.py      parallel nests: their rows outlined, run in chunks on Numba's threads
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR

@@ -52,6 +52,11 @@ class ArrayValue:
     ordered: bool = True  # C-ordered (strides follow from the shape: a reshape is a view)
     owned: bool = False  # (not fresh itself, but one of the arrays made or given: held.py)
     sources: frozenset = frozenset()  # (the held locals it was read from: held.py)
+    picked: frozenset = frozenset()  # (ids of the fresh arrays' data it is one of: a choice)
+
+    def made(self) -> frozenset:
+        """The ids of the data of the fresh arrays this may be (held.py frees by them)."""
+        return self.picked | {id(self.data)} if self.fresh else self.picked
 
 
 class Expressions(Entries):
@@ -67,6 +72,7 @@ class Expressions(Entries):
         self.slots: dict[str, ir.Value] = {}
         self.arrays: dict[str, ArrayValue] = {}
         self.held: dict = {}  # (array locals in slots: held.py)
+        self.stored: dict = {}  # (fresh arrays' data, by id: the held locals that took it)
         self._depth = 0  # (blocks open: 0 at the function's top level)
 
     def cast(self, value: ir.Value, have: Type, want: Type) -> ir.Value:
@@ -212,7 +218,7 @@ class Expressions(Entries):
                                                                   strict=True)],
                             x.dtype, False, ordered=x.ordered and y.ordered,
                             owned=all(v.fresh or v.param >= 0 or v.owned for v in (x, y)),
-                            sources=x.sources | y.sources)
+                            sources=x.sources | y.sources, picked=x.made() | y.made())
         return picked, a[1]
 
     def _call(self, fn: str, args: list[tuple]) -> tuple:
@@ -220,14 +226,19 @@ class Expressions(Entries):
             flag = self.builder.load_atomic(args[0][0].data, "monotonic", 8)
             return self.builder.icmp_signed("!=", flag, ir.Constant(I64, 0)), "bool"
         t = call_type(fn, tuple(at for _, at in args), self.code)
-        if fn == "K.contiguous":  # (a C-ordered copy, always: kernels.contiguous)
-            made = self._empty(args[0][0].shape, t)
-            self._copy(made, args[0][0])
-            return made, t
+        if fn == "K.contiguous":
+            return self.contiguous(*args[0]), t
         if isinstance(t, Array):  # (a size alone, as K.partials takes it: a shape of one)
             shape = args[0] if isinstance(args[0][1], tuple) else ([args[0]], (args[0][1],))
             return self._empty([self.cast(v, vt, "int64") for v, vt in shape[0]], t), t
         return runtime.call(self, fn, args, t), t
+
+    def contiguous(self, array: ArrayValue, t: Array, anywhere: bool = False) -> ArrayValue:
+        """A C-ordered copy of `array`, always, as kernels.contiguous makes (`anywhere`: as
+        `_empty`'s)."""
+        made = self._empty(array.shape, t, anywhere)
+        self._copy(made, array)
+        return made
 
     def _empty(self, sizes: list, t: Array, anywhere: bool = False) -> ArrayValue:
         """A C-ordered array of `sizes` (int64 values) from malloc (inside a block only

@@ -9,11 +9,26 @@ holds then is one of those: call.py hands back the parameter itself, or adopts t
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field, replace
 
 from llvmlite import ir
 
-from ..codegen.loops import Assign, Call, Expr, For, If, Sub, Var, While, exprs, kids, statements
+from ..codegen.loops import (
+    Assign,
+    Call,
+    Expr,
+    For,
+    If,
+    Sub,
+    Var,
+    While,
+    blocks,
+    exprs,
+    kids,
+    names,
+    statements,
+)
 from . import runtime
 from .expressions import ArrayValue
 from .runtime import I8P, I64, LLVM
@@ -79,6 +94,52 @@ def scratch(body: list, types: dict[str, Type]) -> set[str]:
     return found
 
 
+def copies(body: list, types: dict[str, Type]) -> set[str]:
+    """The array locals of `body` made by K.contiguous inside a block (a product's operand
+    copied C-ordered in a loop's step), each made once in the code, whose memory (the local
+    and every array local that may take a view of it) is read only later in that block, in
+    the same turn: each one made frees the one before it, no view of which is read again."""
+    assigned = collections.Counter(name for stmt in statements(body) if isinstance(stmt, Assign)
+                                   for name in stmt.targets)
+    reads = [(stmt, names_read(stmt)) for stmt in statements(body)]
+    found = set()
+    for block in (b for stmt in statements(body) for b in blocks(stmt)):
+        for at, stmt in enumerate(block):
+            if (isinstance(stmt, Assign) and len(stmt.targets) == 1
+                    and isinstance(types.get(stmt.targets[0]), Array)
+                    and isinstance(stmt.values[0], Call) and stmt.values[0].fn == "K.contiguous"
+                    and assigned[stmt.targets[0]] == 1
+                    and _read_in_turn(stmt.targets[0], block, at, types, assigned, reads)):
+                found.add(stmt.targets[0])
+    return found
+
+
+def names_read(stmt) -> set[str]:
+    """The locals `stmt` itself reads (not those of the statements inside it)."""
+    return set().union(set(), *(names(e) for e in exprs(stmt)))
+
+
+def _read_in_turn(made: str, block: list, at: int, types: dict[str, Type],
+                  assigned: collections.Counter, reads: list) -> bool:
+    """Whether `made` (assigned by block[at]) and the array locals that may view it are each
+    assigned once, at the top of `block`, and read only by the statements after that."""
+    after = {made: at}
+    for k in range(at + 1, len(block)):
+        stmt = block[k]
+        for inner in statements([stmt])[1:]:  # (a view of it made inside a nested block)
+            if isinstance(inner, Assign) and names_read(inner) & set(after) and any(
+                    isinstance(types.get(t), Array) for t in inner.targets):
+                return False
+        if isinstance(stmt, Assign):
+            for name, value in zip(stmt.targets, stmt.values, strict=True):
+                if isinstance(types.get(name), Array) and names(value) & set(after):
+                    if assigned[name] != 1:
+                        return False
+                    after[name] = k
+    allowed = {name: {id(s) for s in statements(block[k + 1:])} for name, k in after.items()}
+    return all(id(stmt) in allowed[name] for stmt, read in reads for name in read & set(after))
+
+
 def _shared(expr: Expr, types: dict[str, Type]) -> set[str]:
     """The locals `expr` reads other than as the array of an entry (`x[i, j]`)."""
     if isinstance(expr, Var):
@@ -126,6 +187,8 @@ class Held:
         """`name = value` for a held local."""
         slots, b = self.held[name], self.builder
         slots.owned = slots.owned and (value.fresh or value.param >= 0 or value.owned)
+        for made in value.made():
+            self.stored.setdefault(made, set()).add(name)
         slots.sources |= value.sources
         if value.dtype != slots.dtype:
             raise Unsupported(f"the array {name} of two dtypes")
@@ -149,28 +212,36 @@ class Held:
     def holds_own(self, name: str) -> bool:
         """Whether the held local `name` holds only arrays made or given (never a view), as
         every held local it took arrays from (once every assignment is lowered)."""
+        return all(self.held[at].owned for at in self._took_from(name))
+
+    def _took_from(self, name: str) -> set[str]:
+        """The held local `name` and every held local it took arrays from."""
         seen, todo = set(), [name]
         while todo:
             at = todo.pop()
             if at not in seen:
                 seen.add(at)
-                if not self.held[at].owned:
-                    return False
                 todo.extend(self.held[at].sources)
-        return True
+        return seen
 
-    def release_unless(self, handed: set[int], kept: list[ir.Value]) -> None:
+    def release_unless(self, handed: set[int], kept: list[tuple]) -> None:
         """Every array this function made freed, but those in `handed` (by id) and those at
-        the addresses `kept` (what returned held locals hold)."""
+        the addresses `kept` (what returned held locals hold: address and local, each
+        compared only with the arrays that local, or one it took arrays from, took)."""
         b = self.builder
         for made in self.scratch.values():  # (never returned: `scratch`)
             runtime.release(b, b.load(made))
         for array in {id(a): a for a in self.arrays.values()}.values():
             if not array.fresh or id(array) in handed:
                 continue
+            took = self.stored.get(id(array.data), set())
+            others = [at for at, name in kept if took & self._took_from(name)]
+            if not others:  # (no returned local can hold it)
+                runtime.release(b, b.bitcast(array.data, I8P))
+                continue
             address = b.ptrtoint(array.data, I64)
             free = ir.Constant(ir.IntType(1), 1)
-            for other in kept:
+            for other in others:
                 free = b.and_(free, b.icmp_unsigned("!=", address, other))
             with b.if_then(free):
                 runtime.release(b, b.bitcast(array.data, I8P))

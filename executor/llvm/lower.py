@@ -45,7 +45,7 @@ from ..codegen.loops import (
 from ..numba.vmath_constants import WIDE
 from . import threads
 from .expressions import ITEMSIZE, ArrayValue, Expressions
-from .held import Held, held, scratch
+from .held import Held, copies, held, scratch
 from .products import CALLS as PRODUCTS
 from .products import multiply
 from .runtime import I64, LLVM
@@ -90,7 +90,8 @@ class Lowering(Held, Expressions):
         self._breaks: list[ir.Block] = []  # (where a `break` goes: the innermost loop's end)
         self._returned = False
         self.hold_slots(held(body, self.types) - {name for name, _ in params})
-        self.hold_scratch(scratch(body, self.types) & set(self.held))
+        self.hold_scratch((scratch(body, self.types) | copies(body, self.types))
+                          & set(self.held))
         self._parameters(params)
         self._block(body)
         if not self._returned:
@@ -130,6 +131,10 @@ class Lowering(Held, Expressions):
 
     def _statement(self, stmt) -> None:
         match stmt:
+            case Assign(targets=(name,), values=(Call(fn="K.contiguous", args=(source,)),)) if (
+                    name in self.scratch):  # (a copy made anywhere: held.copies)
+                array, t = self.value(source)
+                self.remade(name, self.contiguous(array, t, anywhere=True))
             case Assign(targets=(name,), values=(Call(fn=fn, args=(shape,)),)) if (
                     name in self.scratch):  # (made anywhere: the one before it freed)
                 t = call_type(fn, (self.value(shape)[1],), self.code)
@@ -288,9 +293,9 @@ class Lowering(Held, Expressions):
             array = self.holding(item.name)
             if not (array.ordered and self.holds_own(item.name)):
                 raise Unsupported(f"the array {item.name} returned, a view or not C-ordered")
-            kept.append(b.ptrtoint(array.data, I64))
+            kept.append((b.ptrtoint(array.data, I64), item.name))
             self.results.append(Result("held", array.dtype, len(array.shape)))
-            return [kept[-1], *array.shape]
+            return [kept[-1][0], *array.shape]
         if isinstance(item, Var) and item.name in self.arrays:
             array = self.arrays[item.name]
             if array.param >= 0:
