@@ -118,6 +118,7 @@ def test_a_copy_whose_memory_could_outlive_its_turn_is_left_to_numba(body):
 TRANSFORMER = Path(__file__).resolve().parents[1] / "examples" / "Transformer.hb"
 
 
+@pytest.mark.slow  # (its Numba build, compared with, takes over a minute cold)
 @pytest.mark.timeout(1200)
 def test_the_transformer_blocks_train_step_is_built_by_llvm(monkeypatch):
     """examples/Transformer.hb's Block.train (its step copies the attention weights
