@@ -34,7 +34,7 @@ from .types import (
     whole_axis,
 )
 from .unsupported import Unsupported
-from .views import ALL, part, transposed, view
+from .views import ALL, c_strides, part, transposed, view
 
 #: Each array dtype's entry size in bytes.
 ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8}
@@ -246,18 +246,11 @@ class Expressions(Entries):
         if self._depth and not anywhere:
             raise Unsupported("an array made inside a block")
         b = self.builder
-        strides = self.c_strides(sizes)
+        strides = c_strides(self.builder, sizes)
         total = b.mul(strides[0], sizes[0]) if sizes else strides[0]
         memory = runtime.allocate(b, b.mul(total, ir.Constant(I64, ITEMSIZE[t.dtype])))
         return ArrayValue(b.bitcast(memory, LLVM[t.dtype].as_pointer()), sizes, strides,
                           t.dtype, True)
-
-    def c_strides(self, sizes: list) -> list:
-        """The strides, in entries, of a C-ordered array of `sizes` (a scalar's: [1])."""
-        strides = [ir.Constant(I64, 1)]
-        for size in reversed(sizes[1:]):
-            strides.insert(0, self.builder.mul(strides[0], size))
-        return strides
 
     def _binary(self, op: str, a: tuple, other: tuple) -> tuple:
         return binary_value(self.builder, self.cast, op, a, other)

@@ -53,6 +53,7 @@ from .scalars import from_bits, to_bits
 from .templates import field, parsed
 from .types import Array, Inference, Type, call_type, is_part
 from .unsupported import Unsupported
+from .views import c_strides
 
 #: The ABI's function type, and the name of the function.
 SIGNATURE = ir.FunctionType(I64, [I64.as_pointer(), I64.as_pointer()])
@@ -110,7 +111,7 @@ class Lowering(Held, Expressions):
                          for j in range(1 + 2 * t.rank)]
                 shape = words[1:1 + t.rank]
                 item = ir.Constant(I64, ITEMSIZE[t.dtype])  # (strides: bytes to entries)
-                strides = (self.c_strides(shape) if self._contiguous
+                strides = (c_strides(self.builder, shape) if self._contiguous
                            else [b.sdiv(w, item) for w in words[1 + t.rank:]])
                 self.arrays[name] = ArrayValue(b.inttoptr(words[0], LLVM[t.dtype].as_pointer()),
                                                shape, strides, t.dtype, False, k,

@@ -53,6 +53,7 @@ from .runtime import I8P, I64, LLVM, _declared
 from .scalars import from_bits, to_bits
 from .types import Array
 from .unsupported import Unsupported
+from .views import c_strides
 
 I32 = ir.IntType(32)
 #: `rows` and `chunks` (the module's doc), and Numba's `parallel_for` and `get_num_threads`.
@@ -215,7 +216,7 @@ def _unpacked(lowering, data: ir.Value, captured: list) -> None:
         if isinstance(t, Array):
             pointer = b.inttoptr(word(), LLVM[t.dtype].as_pointer())
             shape = [word() for _ in value.shape]
-            strides = (lowering.c_strides(shape) if value.ordered
+            strides = (c_strides(lowering.builder, shape) if value.ordered
                        else [word() for _ in value.strides])
             lowering.arrays[name] = dataclasses.replace(
                 value, data=pointer, shape=shape, strides=strides, fresh=False, param=-1,

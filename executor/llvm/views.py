@@ -13,6 +13,14 @@ from .runtime import I64
 from .unsupported import Unsupported
 
 
+def c_strides(b: ir.IRBuilder, sizes: list) -> list:
+    """The strides, in entries, of a C-ordered array of `sizes` (a scalar's: [1])."""
+    strides = [ir.Constant(I64, 1)]
+    for size in reversed(sizes[1:]):
+        strides.insert(0, b.mul(strides[0], size))
+    return strides
+
+
 def view(lowering, base, form: str, args: list[tuple]):
     """The ArrayValue of the view `form` of `base` (an ArrayValue), `args` its fields' values
     ({1}, {2}, …: each a (value, type))."""
@@ -47,7 +55,7 @@ def _reshaped(lowering, base, form: str, args: list[tuple]):
             raise Unsupported(f"the reshape {form!r}")
         pairs = args[0][0]
     values = [lowering.cast(v, t, "int64") for v, t in pairs]
-    return replace(base, shape=values, strides=lowering.c_strides(values), fresh=False,
+    return replace(base, shape=values, strides=c_strides(lowering.builder, values), fresh=False,
                    param=-1)
 
 
