@@ -11,7 +11,6 @@ below 1e-12 after three Adam steps of weights of size ≤ 1."""
 
 from __future__ import annotations
 
-import resource
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +34,7 @@ from hilbert.executor.codegen.loops import (
 )
 from hilbert.executor.llvm.held import copies
 from hilbert.executor.llvm.types import Array
+from test_llvm_forms import grown_kib
 
 import hilbert
 
@@ -79,13 +79,7 @@ def test_a_copy_made_at_each_turn_is_right_and_freed():
     out, count = made(a)
     np.testing.assert_array_equal(out, 6.0 * a.T.ravel())
     assert count == 3
-    big = np.ones((1024, 1024))
-    made(big)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    for _ in range(200):
-        made(big)
-    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-    assert grown_kib < 200_000
+    assert grown_kib(made, np.ones((1024, 1024)), 200) < 200_000
 
 
 def test_a_copy_of_a_strided_argument_reads_through_its_strides():
