@@ -47,7 +47,7 @@ def built(way: str, name: str, shape: tuple[int, ...]):
     args = [rng.normal(size=shape)]
     if name == "loss":
         args.append(rng.integers(0, shape[1], shape[0]).astype(float))
-    notes = [n for n in function.build(*args).notes if "built by" in n]
+    notes = [n for n in function.build(*args).all_notes if "built by" in n]
     assert way == "numba" or all("built by llvm" in n for n in notes), notes
     if way.endswith("ctypes path"):
         for made in gc.get_objects():

@@ -72,7 +72,7 @@ def child(name: str, shape: tuple[int, ...], dtype: str) -> dict:
     built = time.perf_counter()
     function(x)
     called = time.perf_counter()
-    notes = [n.split("built by ")[1] for n in plan.notes if "built by" in n]
+    notes = [n.split("built by ")[1] for n in plan.all_notes if "built by" in n]
     return {"build_s": built - began, "first_call_s": called - built,
             "backend": notes[0] if notes else "numba"}
 
@@ -80,11 +80,17 @@ def child(name: str, shape: tuple[int, ...], dtype: str) -> dict:
 def measure(name: str, shape: tuple[int, ...], dtype: str, backend: str) -> dict:
     """`child` in a fresh process with an empty cache directory, under `backend`."""
     with tempfile.TemporaryDirectory(prefix="hilbert-llvm-compile-") as cache:
-        env = dict(os.environ, HILBERT_CACHE_DIR=cache, HILBERT_CODEGEN=backend,
-                   HILBERT_COMPILE="eager", HILBERT_THREADS="1")
-        done = subprocess.run([sys.executable, "-m", "benchmarks.llvm_compile", "--child", name,
-                               json.dumps(shape), dtype], cwd=ROOT, env=env, check=True,
-                              capture_output=True, text=True)
+        return in_fresh_process("benchmarks.llvm_compile", name, shape, dtype, backend, cache)
+
+
+def in_fresh_process(module: str, name: str, shape: tuple[int, ...], dtype: str,
+                     backend: str, cache: str) -> dict:
+    """What `module --child name shape dtype` prints last (JSON), run in a fresh process with
+    HILBERT_CACHE_DIR=cache under `backend`, compiling first, on one thread."""
+    env = dict(os.environ, HILBERT_CACHE_DIR=cache, HILBERT_CODEGEN=backend,
+               HILBERT_COMPILE="eager", HILBERT_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", module, "--child", name, json.dumps(shape),
+                           dtype], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 
-from .llvm_compile import BACKENDS, CASES, ROOT, RUNS, SOURCE
+from .llvm_compile import BACKENDS, CASES, RUNS, SOURCE, in_fresh_process
 
 
 def child(name: str, shape: tuple[int, ...], dtype: str) -> dict:
@@ -57,13 +54,8 @@ def child(name: str, shape: tuple[int, ...], dtype: str) -> dict:
 
 def measure(name: str, shape: tuple[int, ...], dtype: str, backend: str, cache: str) -> dict:
     """`child` in a fresh process with the cache directory `cache`, under `backend`."""
-    env = dict(os.environ, HILBERT_CACHE_DIR=cache, HILBERT_CODEGEN=backend,
-               HILBERT_COMPILE="eager", HILBERT_THREADS="1")
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "benchmarks.llvm_disk_cache", "--child", name,
-                           json.dumps(shape), dtype], cwd=ROOT, env=env, check=True,
-                          capture_output=True, text=True)
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = in_fresh_process("benchmarks.llvm_disk_cache", name, shape, dtype, backend, cache)
     return {**found, "process_s": time.perf_counter() - began}
 
 
