@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 #: Every setting, by variable, and what it says (docs/settings.md lists them for users).
 SETTINGS: dict[str, str] = {
-    "HILBERT_COMPILE": "when a call's generated code is built: eager, never, or the call of a "
-                       "signature from which it is built in the background",
+    "HILBERT_COMPILE": "when a call's generated code is built: eager (the default under "
+                       "HILBERT_CODEGEN=llvm), never, background, or the call of a signature "
+                       "from which it is built in the background",
     "HILBERT_BUILDS": "where background builds run: process (one of their own, which the exit "
                       "leaves to finish) or thread (the process's own, whose exit waits for "
                       "loops' builds)",
@@ -24,8 +25,9 @@ SETTINGS: dict[str, str] = {
                         "notebook only",
     "HILBERT_DUMP": "passes after which the IR is printed, comma-separated (inline, share, "
                     "masks, hoist, fuse, windows, and parse and plan)",
-    "HILBERT_CODEGEN": "what compiles generated code: numba (the default) or llvm (llvmlite "
-                       "directly, for the functions it lowers; Numba for the rest)",
+    "HILBERT_CODEGEN": "what compiles generated code: llvm (the default: llvmlite directly, "
+                       "for the functions it lowers; Numba for the rest) or numba (Numba's "
+                       "front end for every function)",
     "HILBERT_MATH": "the maths of modules loaded without math=: exact (the default) or fast",
     "HILBERT_VERIFY": "1 verifies the IR after every pass (the test suite sets it)",
     "HILBERT_BENCH_LIFTED": "set by the benchmark suite in the process it starts with an "

@@ -47,9 +47,9 @@ CHOICES = ("numba", "llvm")
 
 
 def wanted() -> bool:
-    """Whether HILBERT_CODEGEN asks for this back end (an ArgumentError, E600, if it is
-    neither numba nor llvm)."""
-    chosen = settings.text(ENVIRONMENT).lower() or "numba"
+    """Whether HILBERT_CODEGEN asks for this back end, the default (an ArgumentError, E600, if
+    it is neither numba nor llvm)."""
+    chosen = settings.text(ENVIRONMENT).lower() or "llvm"
     if chosen not in CHOICES:
         raise settings.not_understood(ENVIRONMENT, chosen, " or ".join(CHOICES))
     return chosen == "llvm"

@@ -1,7 +1,8 @@
 """The background thread that builds queued programs one after another (each in a process of its
 own by default, executor/numba/build_process.py), the threads that build what the main thread
-waits for (so that Ctrl-C reaches it at once), and what the exit does about builds: it leaves
-those of processes of their own to finish, and waits for those in this process."""
+waits for (so that Ctrl-C reaches it at once), and what the exit does about builds: under the
+LLVM back end it waits for none; under Numba's front end it leaves those of processes of their
+own to finish, and waits for those in this process."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from .. import llvm
 from . import build_process
 
 if TYPE_CHECKING:
@@ -178,6 +180,9 @@ class Builder:
         hold yet is built, saying so on a terminal once the wait has lasted a second."""
         from ...compiler.terminal import BUILD_LINE_DELAY_S, wanted
 
+        if llvm.wanted():
+            self._abandon()
+            return
         try:
             self._hand_over()
             with self._lock:
@@ -196,6 +201,16 @@ class Builder:
             self._stop()
         except KeyboardInterrupt:
             pass
+
+    def _abandon(self) -> None:
+        """At exit, under the LLVM back end: start no other build and wait for none under way.
+        Its builds take seconds, so a program still wanted is built by the next process that
+        calls it (a build under way writes its object code to the disk cache whole or not at
+        all: executor/llvm/kept.py). The build threads are daemons, and llvmlite frees nothing
+        while the interpreter shuts down, so a thread left inside LLVM holds up nothing."""
+        with self._lock:
+            self._exiting = self._stopped = True
+            self._done.notify_all()
 
     def _hand_over(self) -> None:
         """At exit: let the children being started start, hand the programs with loops still

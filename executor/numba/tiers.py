@@ -160,10 +160,15 @@ def _maths(fast: bool) -> tuple[str, ...]:
 
 def compile_when(looped: bool = False) -> int | None:
     """HILBERT_COMPILE as the call of a signature from which its code is built (0: eager, at
-    the first call before it runs; None: never), or an ArgumentError (E600). By default a call
-    with loops is built from its first call (its steps are worth compiling), one without from
-    the COMPILE_AFTER-th."""
+    the first call before it runs; None: never), or an ArgumentError (E600). By default every
+    call is built before it runs when the LLVM back end builds (HILBERT_CODEGEN=llvm, the
+    default): its builds take seconds, and only the compiled code then computes results, so
+    every process gives the same bits whenever its builds finish (docs/semantics.md, "Tiers").
+    Under Numba's front end, and under `background`, a call with loops is built from its first
+    call (its steps are worth compiling), one without from the COMPILE_AFTER-th."""
     text = settings.text(COMPILE_ENVIRONMENT).lower()
+    if text == "" and llvm.wanted():
+        return 0
     if text in ("", "background"):
         return 1 if looped else COMPILE_AFTER
     if text == "eager":
