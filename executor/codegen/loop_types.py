@@ -237,15 +237,17 @@ def _form(template: str, args: list[Type | None]) -> Type | None:
 
 
 #: The numbers' dtypes, narrowest first: arithmetic on several gives the widest (as NumPy's
-#: scalars and Numba do: a float32 and a float64 make a float64).
-ORDER = ("bool", "int64", "float32", "float64")
+#: scalars and Numba do: a float32 and a float64 make a float64; a complex64 and a float64 a
+#: complex128).
+ORDER = ("bool", "int64", "float32", "float64", "complex64", "complex128")
 
 
 def widest(dtypes: list[str]) -> str:
     """The dtype arithmetic on numbers of `dtypes` gives (OTHER where one is no number)."""
     if any(d not in ORDER for d in dtypes):
         return OTHER
-    return max(dtypes, key=ORDER.index)
+    found = max(dtypes, key=ORDER.index)
+    return "complex128" if found == "complex64" and "float64" in dtypes else found
 
 
 def locals_of(body: list[Stmt], params: dict[str, Type], code: str,

@@ -25,8 +25,10 @@ from . import cpython
 from .lower import NAME, Result
 from .types import Array, Type
 
-#: Each number's layout in one 8-byte slot (a float32 in the low half).
-_NUMBER = {"float64": "d", "float32": "f4x", "int64": "q", "bool": "q"}
+#: Each number's layout in one 8-byte slot (a float32 in the low half; a complex number's parts
+#: in two, as its real parts': lower.py).
+_NUMBER = {"float64": "d", "float32": "f4x", "int64": "q", "bool": "q", "complex128": "dd",
+           "complex64": "f4xf4x"}
 _ABI = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)  # (releases the GIL)
 _LIBC = ctypes.CDLL(None)
 _FREE = _LIBC.free
@@ -99,8 +101,10 @@ class Lowered:
                 words.append(value.ctypes.data)
                 words.extend(value.shape)
                 words.extend(value.strides)
-            else:
+            elif type(value) is not complex and not isinstance(value, np.complexfloating):
                 words.append(value)
+            else:
+                words.extend((value.real, value.imag))
         packed = ctypes.create_string_buffer(struct.pack(self._params, *words), 
                                              max(struct.calcsize(self._params), 8))
         out = ctypes.create_string_buffer(self._out_size)
@@ -133,6 +137,9 @@ class Lowered:
                                               result.dtype)
                 values.append(known[address])
                 at += 1 + result.rank
+            elif result.dtype in ("complex128", "complex64"):
+                values.append(complex(words[at], words[at + 1]))
+                at += 2
             else:
                 word = words[at]
                 values.append(bool(word) if result.dtype == "bool" else word)

@@ -42,7 +42,7 @@ from .runtime import DOUBLE, FLOAT, I8P, I64, release
 NAME = "hb_entry"
 I32 = ir.IntType(32)
 _OBJECTS = ("ndarray", "float", "float64", "float32", "int64", "NotImplemented", "True",
-            "False", "d:float64", "d:float32", "d:int64", "d:bool")
+            "False", "d:float64", "d:float32", "d:int64", "d:bool", "d:complex128", "d:complex64")
 #: What the table of objects holds, in order (a "d:" entry is that dtype's object).
 _TABLE = (ctypes.c_void_p * len(_OBJECTS))(*(
     id(np.dtype(name[2:])) if name.startswith("d:") else
@@ -54,6 +54,7 @@ _API = {
     "PyLong_AsVoidPtr": (I8P, [I8P]), "PyEval_SaveThread": (I8P, []),
     "PyEval_RestoreThread": (ir.VoidType(), [I8P]), "Py_IncRef": (ir.VoidType(), [I8P]),
     "PyFloat_FromDouble": (I8P, [DOUBLE]), "PyLong_FromLongLong": (I8P, [I64]),
+    "PyComplex_FromDoubles": (I8P, [DOUBLE, DOUBLE]),
     "PyTuple_New": (I8P, [I64]), "PyTuple_SetItem": (I32, [I8P, I64, I8P]),
     "PyBytes_FromStringAndSize": (I8P, [I8P, I64]),
     "PyCapsule_New": (I8P, [I8P, I8P, I8P]), "PyCapsule_GetPointer": (I8P, [I8P, I8P]),
@@ -64,6 +65,7 @@ _NUMPY = {"PyArray_NewFromDescr": (94, I8P, [I8P, I8P, I32, I64.as_pointer(),
           "PyArray_SetBaseObject": (282, I32, [I8P, I8P])}
 _C_ORDER_WRITEABLE = 0x0001 | 0x0400  # (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE)
 _FASTCALL = 0x0080  # (METH_FASTCALL)
+_COMPLEX = ("complex128", "complex64")
 _LOCK = threading.Lock()
 
 
@@ -142,8 +144,8 @@ def _compiled(layout: tuple) -> tuple:
 def entry(layout: tuple, run: int):
     """A Python callable (a builtin) entering the function at address `run` through the entry
     of `layout`; None where `available` says no."""
-    if not available():
-        return None
+    if not available() or any(p in _COMPLEX for p in layout[0]):
+        return None  # (a complex number given: call.py's path packs its parts)
     with _LOCK:
         made, record = _compiled(layout)
     return _NEW_FUNCTION(ctypes.addressof(record), run, None)
@@ -285,9 +287,14 @@ class _Entry:
             if kind == "param":
                 values.append(self._incref(self._params[index][0]))
                 continue
+            count = 2 if kind == "number" and dtype in _COMPLEX else 1
             words = [self.b.load(self.b.gep(out, [ir.Constant(I64, at + j)]))
-                     for j in range(1 + rank if kind in ("fresh", "held") else 1)]
+                     for j in range(1 + rank if kind in ("fresh", "held") else count)]
             at += len(words)
+            if kind == "number" and dtype in _COMPLEX:  # (Python's complex, as call.py's)
+                real = [self._boxed_part(w, dtype == "complex64") for w in words]
+                values.append(self.b.call(self.api("PyComplex_FromDoubles"), real))
+                continue
             if kind == "number":
                 values.append(self._boxed(words[0], dtype))
                 continue
@@ -296,13 +303,19 @@ class _Entry:
             values.append(array)
         return self._grouped(values, results)
 
+    def _boxed_part(self, word: ir.Value, narrow: bool) -> ir.Value:
+        """A double of a word's bits (a float's in its low half where `narrow`)."""
+        b = self.b
+        if narrow:
+            return b.fpext(b.bitcast(b.trunc(word, I32), FLOAT), DOUBLE)
+        return b.bitcast(word, DOUBLE)
+
     def _boxed(self, word: ir.Value, dtype: str) -> ir.Value:
         b = self.b
         if dtype == "float64":
             return b.call(self.api("PyFloat_FromDouble"), [b.bitcast(word, DOUBLE)])
         if dtype == "float32":
-            single = b.bitcast(b.trunc(word, I32), FLOAT)
-            return b.call(self.api("PyFloat_FromDouble"), [b.fpext(single, DOUBLE)])
+            return b.call(self.api("PyFloat_FromDouble"), [self._boxed_part(word, True)])
         if dtype == "bool":
             chosen = b.select(b.icmp_signed("!=", word, ir.Constant(I64, 0)),
                               self.object("True"), self.object("False"))

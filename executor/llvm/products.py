@@ -3,7 +3,8 @@ call the product kernel (product_kernel.py: blas.py's `_product_at` written agai
 tiles, hilbert's own products or NumPy's BLAS, case for case, so the same bits);
 `K.small_product_into` and `K.small_product_beta` (kernels.py's plain loops) call the
 module's small-product function for their dtypes (product_kernel.SmallProduct: loops over
-tiles of LANES columns whose sums are vectors).
+tiles of LANES columns whose sums are vectors). Complex matrices' products, either call, are
+complex_products.py's.
 
 A small product sums each entry's terms in order from 0 (or from out·beta where beta is not
 0), each term the operands' product in their type, added in float64, and stores the sum in
@@ -24,7 +25,7 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import compile, product_kernel
+from . import compile, complex_products, product_kernel
 from .expressions import ArrayValue
 from .product_kernel import SmallProduct
 from .runtime import I64, LLVM
@@ -45,7 +46,9 @@ def multiply(lowering, fn: str, args: list[tuple]) -> None:
     if len(args) < 3 or any(not isinstance(a, ArrayValue) or len(a.shape) != 2 for a in arrays):
         raise Unsupported(f"{fn} of other than three matrices")
     beta = args[3] if fn.endswith("_beta") else None
-    if fn.startswith("K.gemm"):
+    if any(a.dtype in complex_products.cplx.PARTS for a in arrays):
+        complex_products.multiply(lowering, *arrays, beta)
+    elif fn.startswith("K.gemm"):
         _gemm(lowering, *arrays, beta)
     else:
         _small(lowering, *arrays, beta)

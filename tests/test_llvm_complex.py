@@ -1,0 +1,129 @@
+"""Complex numbers in the LLVM back end (executor/llvm/complex.py, complex_products.py): under
+HILBERT_CODEGEN=llvm complex128 and complex64 calls are compiled, their functions built by
+llvm (the plan says so), and give NumPy's answers, computed here. A quotient is NumPy's own
+formula, so the same bits; a product rounds each real product (NumPy's scalar loop), where
+NumPy's AVX-512 loops fuse a multiply and an add, and a modulus is C's hypot where NumPy's
+AVX-512 loop scales its own: those agree with NumPy to an ulp or two, whatever the machine, so
+they are compared to 4 ulps of the result's size. Matrix products sum in another order than
+NumPy's BLAS: compared to a tolerance of the sums' size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hilbert
+
+SOURCE = """
+def mixed(a, b, c) ≔ a · conj(a) + a / c − im(a) + re(c) · abs(b)
+def divided(a, c) ≔ a / c + a
+def chained(a, b, c) ≔ einsum("ij,jk->ik", a · b, c) · 0.5
+def inner(a, b) ≔ einsum("ij,ij->", a · b, conj(b))
+def scaled(a, s) ≔ a · s − conj(a)
+"""
+
+
+@pytest.fixture(scope="module")
+def module():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HILBERT_CODEGEN", "llvm")
+        yield hilbert.compile_source(SOURCE, name="llvm_complex.hb")
+
+
+@pytest.fixture(autouse=True)
+def _llvm(monkeypatch):
+    monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
+
+
+def _values(rng, shape, dtype):
+    return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(dtype)
+
+
+def _built_by_llvm(function, *args) -> None:
+    notes = function.build(*args).all_notes
+    assert any("built by llvm" in n for n in notes), notes
+    assert not any("built by numba" in n or "on the host tier only" in n for n in notes), notes
+
+
+def _close(got, want, dtype, ulps=4.0):
+    eps = np.finfo(np.dtype(dtype).type(0).real.dtype).eps
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got, want, rtol=0, atol=ulps * eps * np.max(np.abs(want)))
+
+
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_entrywise_complex_arithmetic_is_built_by_llvm(module, dtype):
+    rng = np.random.default_rng(1)
+    a, b, c = (_values(rng, (5, 7), dtype) for _ in range(3))
+    f = module.function("mixed")
+    _built_by_llvm(f, a, b, c)
+    want = a * np.conj(a) + a / c - a.imag + c.real * np.abs(b)
+    _close(f(a, b, c), want, dtype, ulps=8.0)
+
+
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_a_complex_quotient_has_numpys_bits(module, dtype):
+    """NumPy's division (the larger part of the divisor divides the smaller), operation for
+    operation, with divisors of very different parts and zero ones."""
+    rng = np.random.default_rng(2)
+    a = _values(rng, (64,), dtype)
+    c = _values(rng, (64,), dtype) * np.exp(rng.uniform(-20, 20, 64)).astype(dtype)
+    c[:4] = [0, 1j, 2, 0]
+    a[3] = 0
+    f = module.function("divided")
+    _built_by_llvm(f, a, c)
+    with np.errstate(all="ignore"):
+        want = a / c + a
+        got = f(a, c)
+    np.testing.assert_array_equal(got.view(got.real.dtype), want.view(want.real.dtype))
+
+
+@pytest.mark.parametrize("size", [3, 24])
+def test_a_complex_contraction_is_built_by_llvm(module, size):
+    """Small products by the back end's loops, large ones (over SMALL_PRODUCT) by NumPy's
+    zgemm."""
+    rng = np.random.default_rng(3)
+    a, b = (_values(rng, (size, size + 1), "complex128") for _ in range(2))
+    c = _values(rng, (size + 1, size + 2), "complex128")
+    f = module.function("chained")
+    _built_by_llvm(f, a, b, c)
+    want = ((a * b) @ c) * 0.5
+    got = f(a, b, c)
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.max(np.abs(want)))
+
+
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_a_complex_scalar_result(module, dtype):
+    """A full contraction answers one complex number (two words through the ABI)."""
+    rng = np.random.default_rng(4)
+    a, b = (_values(rng, (6, 5), dtype) for _ in range(2))
+    f = module.function("inner")
+    _built_by_llvm(f, a, b)
+    got = f(a, b)
+    want = np.sum(a * b * np.conj(b))
+    assert np.iscomplexobj(got) and np.asarray(got).dtype == np.dtype(dtype)
+    tol = 1e-12 if dtype == "complex128" else 1e-4
+    assert abs(got - want) <= tol * np.sum(np.abs(a * b * np.conj(b)))
+
+
+def test_a_complex_scalar_argument(module):
+    """A complex number given crosses the ABI as its two parts."""
+    rng = np.random.default_rng(5)
+    a = _values(rng, (4, 3), "complex128")
+    f = module.function("scaled")
+    s = 0.5 - 2.0j
+    _built_by_llvm(f, a, s)
+    _close(f(a, s), a * s - np.conj(a), "complex128")
+
+
+def test_complex_code_numba_cannot_build_stays_on_the_host(monkeypatch):
+    """Under Numba (which builds no complex code) a complex call runs on the host tier."""
+    monkeypatch.setenv("HILBERT_CODEGEN", "numba")
+    f = hilbert.compile_source(SOURCE, name="numba_complex.hb").function("mixed")
+    rng = np.random.default_rng(6)
+    a, b, c = (_values(rng, (2, 3), "complex128") for _ in range(3))
+    notes = f.build(a, b, c).all_notes
+    assert any("complex128 calls run on the host tier only" in n for n in notes), notes
+    _close(f(a, b, c), a * np.conj(a) + a / c - a.imag + c.real * np.abs(b), "complex128",
+           ulps=8.0)
