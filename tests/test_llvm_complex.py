@@ -78,10 +78,10 @@ def test_a_complex_quotient_has_numpys_bits(module, dtype):
     np.testing.assert_array_equal(got.view(got.real.dtype), want.view(want.real.dtype))
 
 
-@pytest.mark.parametrize("size", [3, 24])
+@pytest.mark.parametrize("size", [3, 24, 100])
 def test_a_complex_contraction_is_built_by_llvm(module, size):
-    """Small products by the back end's loops, large ones (over SMALL_PRODUCT) by NumPy's
-    zgemm."""
+    """Products by the back end's loops, the largest (over complex_products.BLAS_WORK) by
+    NumPy's zgemm."""
     rng = np.random.default_rng(3)
     a, b = (_values(rng, (size, size + 1), "complex128") for _ in range(2))
     c = _values(rng, (size + 1, size + 2), "complex128")

@@ -1,15 +1,15 @@
 """Complex matrix products in LLVM IR (products.py's calls on complex128 or complex64
-matrices): out = a · b + beta · out, by NumPy's own cblas_zgemm (cgemm) where BLAS reads the
-layout and the product is larger than SMALL_PRODUCT (what np.matmul calls), else loops that
-sum each entry's terms in order from 0 (or from beta · out where beta is not 0), each term
-complex.py's product. One function per dtype in each module that multiplies, called with the
-matrices' addresses, sizes and steps in entries, and beta's parts."""
+matrices): out = a · b + beta · out, by loops that start each entry from beta · out (0 where
+beta is 0) and add its terms a[i, p] · b[p, j] in order of p (complex.py's product and sum),
+row by row along j so that LLVM vectorises them, or, for a product over BLAS_WORK that BLAS
+reads the layout of, NumPy's own cblas_zgemm (cgemm), what np.matmul calls. One function per
+dtype in each module that multiplies, called with the matrices' addresses, sizes and steps in
+entries, and beta's parts. Like BLAS, it takes out to share no memory with a or b."""
 
 from __future__ import annotations
 
 from llvmlite import ir
 
-from ...compiler.plan.layout import SMALL_PRODUCT
 from ..numba import product_parts as parts
 from . import complex as cplx
 from .product_kernel import PLAIN, ROW_MAJOR, Kernel, _Code
@@ -17,6 +17,10 @@ from .runtime import I64, LLVM
 from .unsupported import Unsupported
 
 I32 = ir.IntType(32)
+#: The work (m·n·k) above which a product is BLAS's: below it, loops (a network's products,
+#: QAOA's at most 131 072, run in them without waking OpenBLAS's threads, which on a loaded
+#: machine made some calls 50 ms where most took 0.4 ms).
+BLAS_WORK = 1 << 20
 
 
 def multiply(lowering, a, b, c, beta: tuple | None) -> None:
@@ -70,7 +74,7 @@ class _Product(_Code):
         self._case(b.or_(b.icmp_signed("==", m, w(0)), b.icmp_signed("==", n, w(0))),
                    lambda: None)
         self._blas()
-        self._loop(w(0), m, 1, lambda i: self._loop(w(0), n, 1, lambda j: self._sum_into(i, j)))
+        self._loop(w(0), m, 1, self._row)
         b.branch(self._done)
         b.position_at_end(self._done)
         b.ret_void()
@@ -85,7 +89,7 @@ class _Product(_Code):
         ta, lda = self._layout(m, k, self.a0, self.a1)
         tb, ldb = self._layout(k, n, self.b0, self.b1)
         tc, ldc = self._layout(m, n, self.c0, self.c1)
-        large = b.icmp_signed(">", b.mul(b.mul(m, n), k), w(SMALL_PRODUCT))
+        large = b.icmp_signed(">", b.mul(b.mul(m, n), k), w(BLAS_WORK))
         readable = b.and_(b.and_(b.icmp_signed(">", k, w(0)), b.icmp_signed("!=", ta, w(0))),
                           b.and_(b.icmp_signed("!=", tb, w(0)),
                                  b.icmp_signed("==", tc, w(PLAIN))))
@@ -118,23 +122,45 @@ class _Product(_Code):
                       sized(self.m), sized(self.n), sized(self.k), one, a, sized(lda), bm,
                       sized(ldb), beta, c, sized(ldc)])
 
-    def _sum_into(self, i: ir.Value, j: ir.Value) -> None:
-        """c[i, j] = beta · c[i, j] (0 where beta is 0) + Σ_p a[i, p] · b[p, j], in order."""
-        b, t = self.b, self.t
-        a, bm, c = self.items
-        at = b.gep(c, [b.add(b.mul(i, self.c0), b.mul(j, self.c1))])
+    def _row(self, i: ir.Value) -> None:
+        """Row i of c: each entry beta · c[i, j] (0 where beta is 0), then a[i, p] · b[p, j]
+        added for p = 0, 1, … in order (the row of b and c along j: LLVM vectorises it, its
+        parts read as pairs of reals, where b's and c's rows are adjacent)."""
+        b, t, w = self.b, self.t, self._w
+        c_row = b.mul(i, self.c0)
         zero = cplx.constant(0j, t)
         given = cplx.arithmetic(b, "!=", self.beta, zero, t)
-        with b.if_then(given):  # (c read only where beta is given: it may be uninitialised)
-            b.store(cplx.arithmetic(b, "*", self.beta, b.load(at), t), at)
-        total = self._slot(LLVM[t])
-        b.store(b.select(given, b.load(at), zero), total)
 
-        def term(p: ir.Value) -> None:
-            x = b.load(b.gep(a, [b.add(b.mul(i, self.a0), b.mul(p, self.a1))]))
-            y = b.load(b.gep(bm, [b.add(b.mul(p, self.b0), b.mul(j, self.b1))]))
-            b.store(cplx.arithmetic(b, "+", b.load(total), cplx.arithmetic(b, "*", x, y, t),
-                                    t), total)
+        def start(j: ir.Value) -> None:
+            at = b.gep(self.items[2], [b.add(c_row, b.mul(j, self.c1))])
+            with b.if_else(given) as (scaled, cleared):
+                with scaled:  # (c read only where beta is given: it may be uninitialised)
+                    b.store(cplx.arithmetic(b, "*", self.beta, b.load(at), t), at)
+                with cleared:
+                    b.store(zero, at)
 
-        self._loop(self._w(0), self.k, 1, term)
-        b.store(b.load(total), at)
+        self._loop(w(0), self.n, 1, start)
+        unit = b.and_(b.icmp_signed("==", self.b1, w(1)), b.icmp_signed("==", self.c1, w(1)))
+        with b.if_else(unit) as (adjacent, strided):
+            for block, steps in ((adjacent, (w(1), w(1))), (strided, (self.b1, self.c1))):
+                with block:
+                    self._loop(w(0), self.k, 1, lambda p, s=steps: self._terms(i, p, c_row, *s))
+
+    def _terms(self, i: ir.Value, p: ir.Value, c_row: ir.Value, b1, c1) -> None:
+        """c[i, j] += a[i, p] · b[p, j] for every j, as complex.py multiplies and adds."""
+        b, w = self.b, self._w
+        x = b.load(b.gep(self.items[0], [b.add(b.mul(i, self.a0), b.mul(p, self.a1))]))
+        xr, xi = cplx.parts(b, x)
+        b_row = b.mul(p, self.b0)
+        real = LLVM[cplx.PARTS[self.t]].as_pointer()
+        bm, c = (b.bitcast(v, real) for v in self.items[1:])
+
+        def term(j: ir.Value) -> None:
+            bj, cj = (b.mul(b.add(row, b.mul(j, step)), w(2))
+                      for row, step in ((b_row, b1), (c_row, c1)))
+            yr, yi = (b.load(b.gep(bm, [b.add(bj, w(k))])) for k in (0, 1))
+            re, im = (b.gep(c, [b.add(cj, w(k))]) for k in (0, 1))
+            b.store(b.fadd(b.load(re), b.fsub(b.fmul(xr, yr), b.fmul(xi, yi))), re)
+            b.store(b.fadd(b.load(im), b.fadd(b.fmul(xr, yi), b.fmul(xi, yr))), im)
+
+        self._loop(w(0), self.n, 1, term)
