@@ -20,6 +20,9 @@ def divided(a, c) ≔ a / c + a
 def chained(a, b, c) ≔ einsum("ij,jk->ik", a · b, c) · 0.5
 def inner(a, b) ≔ einsum("ij,ij->", a · b, conj(b))
 def scaled(a, s) ≔ a · s − conj(a)
+def parts(z) ≔ re(z) · 2 − im(z) + abs(z)
+def size(z) ≔ einsum("ij,ij->", abs(z), re(z))
+def both(z) ≔ (abs(z), z · 2)
 """
 
 
@@ -127,3 +130,22 @@ def test_complex_code_numba_cannot_build_stays_on_the_host(monkeypatch):
     assert any("complex128 calls run on the host tier only" in n for n in notes), notes
     _close(f(a, b, c), a * np.conj(a) + a / c - a.imag + c.real * np.abs(b), "complex128",
            ulps=8.0)
+
+
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_real_results_of_a_complex_call_are_real(module, dtype):
+    """re, im and abs are real (compiler/passes/realness.py): compiled code computes them in
+    complex arrays, and the call answers their real parts, as the host answers NumPy's."""
+    rng = np.random.default_rng(7)
+    z = _values(rng, (3, 5), dtype)
+    real = np.dtype(dtype).type(0).real.dtype
+    parts, size, both = (module.function(n) for n in ("parts", "size", "both"))
+    for f in (parts, size, both):
+        _built_by_llvm(f, z)
+    _close(parts(z), z.real * 2 - z.imag + np.abs(z), real, ulps=8.0)
+    got = size(z)
+    assert not np.iscomplexobj(got)
+    assert abs(got - np.sum(np.abs(z) * z.real)) <= 1e-5 * np.sum(np.abs(z) ** 2)
+    modulus, doubled = both(z)
+    _close(modulus, np.abs(z), real)
+    _close(doubled, z * 2, dtype)

@@ -42,6 +42,8 @@ def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],
              *backends(runner)]
     held = None
     left = [n for n in notes if " built by numba" in n]
+    if llvm_only and runner.whole is None:  # (the host's walk would read a real value's
+        left.append("the call is not one compiled function")  # complex array: one answers)
     if llvm_only and left:
         held = COMPLEX_HELD.format(why=left[0])
         notes.append(held)
