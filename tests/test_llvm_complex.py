@@ -23,6 +23,8 @@ def scaled(a, s) ≔ a · s − conj(a)
 def parts(z) ≔ re(z) · 2 − im(z) + abs(z)
 def size(z) ≔ einsum("ij,ij->", abs(z), re(z))
 def both(z) ≔ (abs(z), z · 2)
+def rot(t, z, u) ≔ if t = 0 then z else rot(t − 1, einsum("ij,j->i", u, z) · 0.5 + conj(z), u)
+fn rotated(t, z, u) ↦ rot(t, z, u)
 """
 
 
@@ -149,3 +151,49 @@ def test_real_results_of_a_complex_call_are_real(module, dtype):
     modulus, doubled = both(z)
     _close(modulus, np.abs(z), real)
     _close(doubled, z * 2, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["complex128"])
+def test_a_complex_loop_is_built_by_llvm(module, dtype):
+    """A counted loop over complex state (its count given as a complex number: its real part
+    counts, its imaginary part checked to be 0). A complex64 call's count is a counted
+    float64 (compiler/counting.py), which the back end does not take: its loops stay on the
+    host (test_a_complex64_loop_stays_on_the_host)."""
+    rng = np.random.default_rng(8)
+    z, u = _values(rng, (4,), dtype), _values(rng, (4, 4), dtype) / 4
+    f = module.function("rotated")
+    _built_by_llvm(f, 5, z, u)
+    want = z
+    for _ in range(5):
+        want = (u @ want) * 0.5 + np.conj(want)
+    got = f(5, z, u)
+    assert f.tier == "compiled"
+    tol = 1e-13 if dtype == "complex128" else 1e-5
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol * np.max(np.abs(want)))
+
+
+@pytest.mark.parametrize("count, why", [(2.5, "(not whole)"), (-1, "(negative)"),
+                                        (2 + 1j, "the complex number (2+1j)")])
+def test_a_complex_loops_bad_count_is_the_hosts_error(module, count, why):
+    """The count is checked in compiled code and raised as the host raises it (E500)."""
+    z, u = np.ones(4, np.complex128), np.eye(4, dtype=np.complex128)
+    f = module.function("rotated")
+    _built_by_llvm(f, 3, z, u)
+    with pytest.raises(hilbert.HilbertError) as raised:
+        f(count, z, u)
+    assert raised.value.code == "E500" and why in str(raised.value)
+    assert f.tier == "compiled"
+
+
+def test_a_complex64_loop_stays_on_the_host(module):
+    z, u = np.ones(4, np.complex64), np.eye(4, dtype=np.complex64)
+    f = module.function("rotated")
+    notes = f.build(3, z, u).all_notes
+    assert any("calls stay on the host" in n and "counts" in n for n in notes), notes
+    with pytest.raises(hilbert.HilbertError) as raised:
+        f(2 + 1j, z, u)
+    assert raised.value.code == "E500"
+    want = z
+    for _ in range(3):
+        want = (u @ want) * np.float32(0.5) + np.conj(want)
+    np.testing.assert_allclose(f(3, z, u), want, rtol=1e-6)

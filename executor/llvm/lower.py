@@ -49,7 +49,7 @@ from .held import Held, copies, held, scratch
 from .products import CALLS as PRODUCTS
 from .products import multiply
 from .runtime import I64, LLVM
-from .scalars import from_words, to_bits, to_words
+from .scalars import from_words, to_words
 from .scalars import words as number_words
 from .templates import field, parsed
 from .types import Array, Inference, Type, call_type, is_part
@@ -247,12 +247,14 @@ class Lowering(Held, Expressions):
     def _raise(self, fn: str, args: tuple) -> None:
         """The coded error `fn(args)`: its arguments' bits written to `results`, the arrays
         made so far freed, and its number answered."""
-        b, out, types = self.builder, self.function.args[1], []
-        for at, arg in enumerate(args):
+        b, out, types, at = self.builder, self.function.args[1], [], 0
+        for arg in args:
             computed, t = self.value(arg)
             if not isinstance(t, str):
                 raise Unsupported(f"a {t} raised")
-            b.store(to_bits(b, computed, t), b.gep(out, [ir.Constant(I64, at)]))
+            for word in to_words(b, computed, t):  # (a complex number's parts: two words)
+                b.store(word, b.gep(out, [ir.Constant(I64, at)]))
+                at += 1
             types.append(t)
         self.raises.append((fn[2:], tuple(types)))
         self.release_unless(set(), [])

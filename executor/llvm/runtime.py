@@ -45,6 +45,8 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
     decided it)."""
     b, cast = lowering.builder, lowering.cast
     if any(t in cplx.PARTS for _, t in args):  # (types.COMPLEX_CALLS, and sums' adds)
+        if fn in ("np.complex128", "np.complex64"):
+            return cast(*args[0], result)
         if fn == "K.add_any_order":
             return cplx.arithmetic(b, "+", *(cast(v, t, result) for v, t in args), result)
         return cplx.unary(b, COMPLEX_CALLS[fn], *args[0])[0]
@@ -82,7 +84,7 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
             inside = b.and_(b.fcmp_ordered(">=", size, m.c(vmath.DIVISOR_LOW)),
                             b.fcmp_ordered("<=", size, m.c(vmath.DIVISOR_HIGH)))
             return b.select(inside, m.w(0), m.w(1))
-        case "np.float64" | "np.float32" | "float" | "int":
+        case "np.float64" | "np.float32" | "float" | "int" | "np.complex128" | "np.complex64":
             return cast(*args[0], result)
         case "np.sqrt" | "np.floor":
             width = "f32" if result == "float32" else "f64"
@@ -100,7 +102,7 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
 
 #: The calls whose arguments are taken in their result's type (the others' in float64).
 _OWN = ("K.fmax", "K.fmin", "np.float64", "np.float32", "float", "int", "np.sqrt", "np.floor",
-        "np.abs", "abs", "np.cos", "min", "max")
+        "np.abs", "abs", "np.cos", "min", "max", "np.complex128", "np.complex64")
 
 
 def _power(m: maths.Code, x, y):

@@ -130,6 +130,9 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
             return "int64"
         case "np.float32", _:
             return "float32"
+        case ("np.complex128" | "np.complex64"), (x,):  # (a step count made data again)
+            number(x)
+            return fn[3:]
         case ("np.conj" | "np.real" | "np.imag"), (x,):  # (of a real number in complex code)
             return number(x) if number(x) in FLOATS else "float64"
         case ("np.sqrt" | "np.floor"), (x,):
@@ -152,6 +155,8 @@ def _complex_call(fn: str, args: tuple[Type, ...]) -> Type:
     conj, the sum's for K.add_any_order (added in order: no reassociation of complex sums)."""
     if fn == "K.add_any_order" and len(args) == 2:
         return unify(number(args[0]), number(args[1]))
+    if fn in ("np.complex128", "np.complex64") and len(args) == 1:
+        return fn[3:]
     if fn not in COMPLEX_CALLS or len(args) != 1:
         raise Unsupported(f"a call of {fn} on a complex number")
     if COMPLEX_CALLS[fn] == "conj":
