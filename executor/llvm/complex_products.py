@@ -1,10 +1,12 @@
 """Complex matrix products in LLVM IR (products.py's calls on complex128 or complex64
-matrices): out = a · b + beta · out, by loops that start each entry from beta · out (0 where
-beta is 0) and add its terms a[i, p] · b[p, j] in order of p (complex.py's product and sum),
-row by row along j so that LLVM vectorises them, or, for a product over BLAS_WORK that BLAS
-reads the layout of, NumPy's own cblas_zgemm (cgemm), what np.matmul calls. One function per
-dtype in each module that multiplies, called with the matrices' addresses, sizes and steps in
-entries, and beta's parts. Like BLAS, it takes out to share no memory with a or b."""
+matrices): out = a · b + beta · out, by tiles of up to 8 columns of a row of out whose sums,
+started from beta · out (0 where beta is 0), add the terms a[i, p] · b[p, j] in order of p
+(complex.py's product and sum, lane by lane, in vectors of the real and the imaginary parts),
+or, for a product over BLAS_WORK that BLAS reads the layout of, NumPy's own cblas_zgemm
+(cgemm), what np.matmul calls. One function per dtype, in a module of its own compiled once
+per process at level 3 (products.shared, as the real product kernel), called by its symbol
+with the matrices' data, sizes and steps in entries, and beta's parts. As BLAS does, it takes
+out to share no memory with a or b."""
 
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ I32 = ir.IntType(32)
 #: QAOA's at most 131 072, run in them without waking OpenBLAS's threads, which on a loaded
 #: machine made some calls 50 ms where most took 0.4 ms).
 BLAS_WORK = 1 << 20
+#: The columns of c a tile sums side by side, widest first (then one at a time).
+WIDTHS = (8, 4, 2, 1)
+#: The alignment of a complex entry's parts (what a vector read from any entry may assume).
+_ALIGN = {"complex128": 8, "complex64": 4}
 
 
 def multiply(lowering, a, b, c, beta: tuple | None) -> None:
@@ -31,25 +37,29 @@ def multiply(lowering, a, b, c, beta: tuple | None) -> None:
     builder = lowering.builder
     factor = lowering.cast(*beta, t) if beta is not None else cplx.constant(0j, t)
     function = _function(lowering.module, t)
-    builder.call(function, [
-        builder.ptrtoint(a.data, I64), *a.shape, *a.strides,
-        builder.ptrtoint(b.data, I64), b.shape[1], *b.strides,
-        builder.ptrtoint(c.data, I64), *c.strides, *cplx.parts(builder, factor)])
+    builder.call(function, [a.data, *a.shape, *a.strides, b.data, b.shape[1], *b.strides,
+                            c.data, *c.strides, *cplx.parts(builder, factor)])
 
 
 def _function(module: ir.Module, t: str) -> ir.Function:
+    """The product function of `t` declared in `module`: a module of its own, compiled at
+    level 3 once per process (products.shared), as the real product kernel is."""
+    from .products import shared
+
     name = f"hb_complex_product.{t}"
-    found = module.globals.get(name)
-    if found is not None:
-        return found
-    part = LLVM[cplx.PARTS[t]]
-    kind = ir.FunctionType(ir.VoidType(), [I64] * 12 + [part, part])
+    part, items = LLVM[cplx.PARTS[t]], LLVM[t].as_pointer()
+    kind = ir.FunctionType(ir.VoidType(), [items, *[I64] * 4, items, *[I64] * 3, items, I64, I64,
+                                           part, part])
+    return shared(t, name, kind, module, lambda own: _written(own, name, kind, t))
+
+
+def _written(module: ir.Module, name: str, kind: ir.FunctionType, t: str) -> None:
     function = ir.Function(module, kind, name)
-    function.linkage = "internal"
+    for k in (0, 5, 9):  # (out shares no memory with a or b, as BLAS's; a and b are read only:
+        function.args[k].add_attribute("noalias")  # LLVM then vectorises without checks)
     function.attributes.add("nounwind")
     function.attributes.add("noinline")
     _Product(function, t).write()
-    return function
 
 
 class _Product(_Code):
@@ -61,8 +71,7 @@ class _Product(_Code):
         (self.a, self.m, self.k, self.a0, self.a1, self.bm, self.n, self.b0, self.b1,
          self.c, self.c0, self.c1, beta_re, beta_im) = function.args
         self.beta = cplx.made(self.b, beta_re, beta_im, t)
-        self.items = [self.b.inttoptr(x, LLVM[t].as_pointer()) for x in
-                      (self.a, self.bm, self.c)]
+        self.items = [self.a, self.bm, self.c]
         self._done = function.append_basic_block("done")
 
     # (the product kernel's own: its cases, and blas._blas_layout's reading of a layout)
@@ -123,44 +132,86 @@ class _Product(_Code):
                       sized(ldb), beta, c, sized(ldc)])
 
     def _row(self, i: ir.Value) -> None:
-        """Row i of c: each entry beta · c[i, j] (0 where beta is 0), then a[i, p] · b[p, j]
-        added for p = 0, 1, … in order (the row of b and c along j: LLVM vectorises it, its
-        parts read as pairs of reals, where b's and c's rows are adjacent)."""
-        b, t, w = self.b, self.t, self._w
-        c_row = b.mul(i, self.c0)
-        zero = cplx.constant(0j, t)
-        given = cplx.arithmetic(b, "!=", self.beta, zero, t)
-
-        def start(j: ir.Value) -> None:
-            at = b.gep(self.items[2], [b.add(c_row, b.mul(j, self.c1))])
-            with b.if_else(given) as (scaled, cleared):
-                with scaled:  # (c read only where beta is given: it may be uninitialised)
-                    b.store(cplx.arithmetic(b, "*", self.beta, b.load(at), t), at)
-                with cleared:
-                    b.store(zero, at)
-
-        self._loop(w(0), self.n, 1, start)
+        """Row i of c by tiles of WIDTHS columns (then single columns), each `_tile`; b's and
+        c's rows read as vectors where their entries are adjacent."""
+        b, w = self.b, self._w
         unit = b.and_(b.icmp_signed("==", self.b1, w(1)), b.icmp_signed("==", self.c1, w(1)))
         with b.if_else(unit) as (adjacent, strided):
-            for block, steps in ((adjacent, (w(1), w(1))), (strided, (self.b1, self.c1))):
+            for block, together in ((adjacent, True), (strided, False)):
                 with block:
-                    self._loop(w(0), self.k, 1, lambda p, s=steps: self._terms(i, p, c_row, *s))
+                    start = w(0)
+                    for width in WIDTHS:
+                        stop = b.sub(self.n, b.srem(self.n, w(width))) if width > 1 else self.n
+                        self._loop(start, stop, width, lambda j, x=width, y=together:
+                                   self._tile(i, j, x, y))
+                        start = stop
 
-    def _terms(self, i: ir.Value, p: ir.Value, c_row: ir.Value, b1, c1) -> None:
-        """c[i, j] += a[i, p] · b[p, j] for every j, as complex.py multiplies and adds."""
+    def _tile(self, i: ir.Value, j: ir.Value, width: int, adjacent: bool) -> None:
+        """c[i, j … j + width − 1] = beta · c (0 where beta is 0) + Σ_p a[i, p] · b[p, j …],
+        the terms added in order of p to sums held in vectors of their real and imaginary
+        parts: complex.py's product and sum, lane by lane."""
+        b, t, w = self.b, self.t, self._w
+        real = LLVM[cplx.PARTS[t]]
+        lanes = ir.VectorType(real, width)
+        zero = cplx.constant(0j, t)
+        sums = [self._slot(lanes), self._slot(lanes)]
+        for total in sums:
+            b.store(ir.Constant(lanes, None), total)
+        c_at = b.add(b.mul(i, self.c0), b.mul(j, self.c1))
+        with b.if_then(cplx.arithmetic(b, "!=", self.beta, zero, t)):
+            # (c read only where beta is given: it may be uninitialised)
+            old = [cplx.arithmetic(b, "*", self.beta, x, t)
+                   for x in self._entries(self.items[2], c_at, self.c1, width, adjacent)]
+            for part, total in enumerate(sums):
+                b.store(self._vector(lanes, [b.extract_value(x, part) for x in old]), total)
+
+        def term(p: ir.Value) -> None:
+            x = b.load(b.gep(self.items[0], [b.add(b.mul(i, self.a0), b.mul(p, self.a1))]))
+            xr, xi = (self._vector(lanes, [v] * width) for v in cplx.parts(b, x))
+            yr, yi = self._parts(self.items[1], b.add(b.mul(p, self.b0), b.mul(j, self.b1)),
+                                 self.b1, width, adjacent)
+            re = b.fsub(b.fmul(xr, yr), b.fmul(xi, yi))
+            im = b.fadd(b.fmul(xr, yi), b.fmul(xi, yr))
+            for total, made in zip(sums, (re, im), strict=True):
+                b.store(b.fadd(b.load(total), made), total)
+
+        self._loop(w(0), self.k, 1, term)
+        re, im = (b.load(total) for total in sums)
+        if adjacent and width > 1:  # (the parts interleaved again: one store)
+            pointer = b.bitcast(b.gep(self.items[2], [c_at]),
+                                ir.VectorType(real, 2 * width).as_pointer())
+            b.store(b.shuffle_vector(re, im, ir.Constant(ir.VectorType(I32, 2 * width), [
+                lane // 2 + width * (lane % 2) for lane in range(2 * width)])), pointer,
+                align=_ALIGN[t])
+            return
+        for lane in range(width):
+            value = cplx.made(b, *(b.extract_element(v, w(lane)) for v in (re, im)), t)
+            b.store(value, b.gep(self.items[2], [b.add(c_at, b.mul(w(lane), self.c1))]))
+
+    def _entries(self, items, first, step, width: int, adjacent: bool) -> list:
+        """The `width` complex entries at first, first + step, …"""
         b, w = self.b, self._w
-        x = b.load(b.gep(self.items[0], [b.add(b.mul(i, self.a0), b.mul(p, self.a1))]))
-        xr, xi = cplx.parts(b, x)
-        b_row = b.mul(p, self.b0)
-        real = LLVM[cplx.PARTS[self.t]].as_pointer()
-        bm, c = (b.bitcast(v, real) for v in self.items[1:])
+        return [b.load(b.gep(items, [b.add(first, w(lane) if adjacent else
+                                           b.mul(w(lane), step))])) for lane in range(width)]
 
-        def term(j: ir.Value) -> None:
-            bj, cj = (b.mul(b.add(row, b.mul(j, step)), w(2))
-                      for row, step in ((b_row, b1), (c_row, c1)))
-            yr, yi = (b.load(b.gep(bm, [b.add(bj, w(k))])) for k in (0, 1))
-            re, im = (b.gep(c, [b.add(cj, w(k))]) for k in (0, 1))
-            b.store(b.fadd(b.load(re), b.fsub(b.fmul(xr, yr), b.fmul(xi, yi))), re)
-            b.store(b.fadd(b.load(im), b.fadd(b.fmul(xr, yi), b.fmul(xi, yr))), im)
+    def _parts(self, items, first, step, width: int, adjacent: bool) -> tuple:
+        """The vectors of the real and the imaginary parts of `_entries` (adjacent entries:
+        one load of 2·width reals, split by shuffles)."""
+        b = self.b
+        real = LLVM[cplx.PARTS[self.t]]
+        if not adjacent or width == 1:
+            found = self._entries(items, first, step, width, adjacent)
+            return tuple(self._vector(ir.VectorType(real, width),
+                                      [b.extract_value(x, part) for x in found])
+                         for part in (0, 1))
+        pointer = b.bitcast(b.gep(items, [first]), ir.VectorType(real, 2 * width).as_pointer())
+        both = b.load(pointer, align=_ALIGN[self.t])
+        return tuple(b.shuffle_vector(both, ir.Constant(both.type, None), ir.Constant(
+            ir.VectorType(I32, width), [2 * lane + part for lane in range(width)]))
+            for part in (0, 1))
 
-        self._loop(w(0), self.n, 1, term)
+    def _vector(self, lanes: ir.VectorType, values: list) -> ir.Value:
+        made = ir.Constant(lanes, ir.Undefined)
+        for lane, value in enumerate(values):
+            made = self.b.insert_element(made, value, self._w(lane))
+        return made

@@ -33,8 +33,9 @@ from .unsupported import Unsupported
 
 #: The calls this module lowers (each a statement: its result, the out it is given, unused).
 CALLS = ("K.gemm", "K.gemm_beta", "K.small_product_into", "K.small_product_beta")
-#: The product kernels' machine code, by dtype, compiled or loaded once per process and kept
-#: for its whole life (every module that multiplies calls it by its symbol).
+#: The product kernels' machine code, by dtype (complex ones': complex_products.py's),
+#: compiled or loaded once per process and kept for its whole life (every module that
+#: multiplies calls it by its symbol).
 _KERNELS: dict[str, compile.Machine] = {}
 _LOCK = threading.Lock()
 
@@ -71,16 +72,25 @@ def kernel(dtype: str, module: ir.Module) -> ir.Function:
     """The product kernel for `dtype` declared in `module`, its machine code made (or loaded
     from the disk cache) first, once per process, from a module of its own, and its symbol
     registered with LLVM for the modules that call it."""
-    name = product_kernel.symbol(dtype)
+    return shared(dtype, product_kernel.symbol(dtype), product_kernel.kind(dtype), module,
+                  lambda own: product_kernel.function(
+                      own, dtype, lambda t: _small_function(own, t, t, t, t)))
+
+
+def shared(dtype: str, name: str, kind: ir.FunctionType, module: ir.Module,
+           write) -> ir.Function:
+    """The function `name` of type `kind`, which `write(own)` writes into a module of its own,
+    declared in `module`: its machine code made at level 3 (or loaded from the disk cache)
+    once per process and kept (`_KERNELS[dtype]`), its symbol registered with LLVM."""
     with _LOCK:
         if dtype not in _KERNELS:
             own = ir.Module(name=f"hilbert_{name}")
-            product_kernel.function(own, dtype, lambda t: _small_function(own, t, t, t, t))
+            write(own)
             made = compile.compile_module(str(own), (name,), 3)
             llvm.add_symbol(name, made.addresses[name])
             _KERNELS[dtype] = made
     found = module.globals.get(name)
-    return found if found is not None else ir.Function(module, product_kernel.kind(dtype), name)
+    return found if found is not None else ir.Function(module, kind, name)
 
 
 def _words(builder: ir.IRBuilder, array, rows: bool | None) -> list:
