@@ -197,3 +197,25 @@ def test_a_complex64_loop_stays_on_the_host(module):
     for _ in range(3):
         want = (u @ want) * np.float32(0.5) + np.conj(want)
     np.testing.assert_allclose(f(3, z, u), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("size", [3, 13])
+def test_a_complex_loop_products_bits_are_pythons_in_order(module, size):
+    """The back end's product loops add each entry's terms in order from 0, each a product
+    rounded as Python's complex multiplies: the same bits as Python's complex arithmetic."""
+    rng = np.random.default_rng(9)
+    a, b = (_values(rng, (size, size + 1), "complex128") for _ in range(2))
+    c = _values(rng, (size + 1, size + 9), "complex128")
+    f = module.function("chained")
+    _built_by_llvm(f, a, b, c)
+    ab = [[complex(x) * complex(y) for x, y in zip(ra, rb, strict=True)]
+          for ra, rb in zip(a, b, strict=True)]
+    want = np.empty((size, size + 9), np.complex128)
+    for i in range(size):
+        for j in range(size + 9):
+            total = 0j
+            for p in range(size + 1):
+                total += ab[i][p] * complex(c[p, j])
+            want[i, j] = total * 0.5
+    got = f(a, b, c)
+    np.testing.assert_array_equal(got.view(np.float64), want.view(np.float64))
