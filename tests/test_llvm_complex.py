@@ -112,14 +112,23 @@ def test_a_complex_scalar_result(module, dtype):
     assert abs(got - want) <= tol * np.sum(np.abs(a * b * np.conj(b)))
 
 
-def test_a_complex_scalar_argument(module):
-    """A complex number given crosses the ABI as its two parts."""
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
+def test_a_complex_scalar_argument(module, monkeypatch, dtype):
+    """A complex number given crosses the ABI as its two parts, read from the object by the
+    entry from Python (cpython.py): call.py's ctypes path is never taken."""
+    from hilbert.executor.llvm import call
+
     rng = np.random.default_rng(5)
-    a = _values(rng, (4, 3), "complex128")
+    a = _values(rng, (4, 3), dtype)
     f = module.function("scaled")
     s = 0.5 - 2.0j
     _built_by_llvm(f, a, s)
-    _close(f(a, s), a * s - np.conj(a), "complex128")
+
+    def refused(*args):
+        raise AssertionError("the ctypes path was taken")
+
+    monkeypatch.setattr(call.ctypes, "create_string_buffer", refused)  # (its packing)
+    _close(f(a, s), a * np.dtype(dtype).type(s) - np.conj(a), dtype)
 
 
 def test_complex_code_numba_cannot_build_stays_on_the_host(monkeypatch):

@@ -9,7 +9,8 @@ Python, took ten times as long on a 4×4 layerNorm).
 `self` is the address of the function (`hb_run`). An argument it does not take as it is (not
 exactly an ndarray of the parameter's dtype object and rank, C-ordered when the function
 needs it; a number other than a float, NumPy float64 or NumPy float32 for a float parameter,
-or a NumPy int64 for an integer) makes it answer `NotImplemented` before anything runs: call.py
+other than a complex, NumPy complex128 or complex64 for a complex one, or a NumPy int64 for an
+integer) makes it answer `NotImplemented` before anything runs: call.py
 then takes its own path, which converts or refuses as before. After the call it answers the
 function's values as call.py makes them (a tuple; a parameter's memory is that parameter, the
 same memory twice is one array, an array the function made owns its malloc'd memory through a
@@ -42,13 +43,15 @@ from .runtime import DOUBLE, FLOAT, I8P, I64, release
 NAME = "hb_entry"
 I32 = ir.IntType(32)
 _OBJECTS = ("ndarray", "float", "float64", "float32", "int64", "NotImplemented", "True",
-            "False", "d:float64", "d:float32", "d:int64", "d:bool", "d:complex128", "d:complex64")
+            "False", "d:float64", "d:float32", "d:int64", "d:bool", "d:complex128", "d:complex64",
+            "complex", "complex128", "complex64")
 #: What the table of objects holds, in order (a "d:" entry is that dtype's object).
 _TABLE = (ctypes.c_void_p * len(_OBJECTS))(*(
     id(np.dtype(name[2:])) if name.startswith("d:") else
     id({"ndarray": np.ndarray, "float": float, "float64": np.float64, "float32": np.float32,
         "int64": np.int64, "NotImplemented": NotImplemented, "True": True,
-        "False": False}[name]) for name in _OBJECTS))
+        "False": False, "complex": complex, "complex128": np.complex128,
+        "complex64": np.complex64}[name]) for name in _OBJECTS))
 #: The C API's functions the entry calls, and their types.
 _API = {
     "PyLong_AsVoidPtr": (I8P, [I8P]), "PyEval_SaveThread": (I8P, []),
@@ -104,7 +107,11 @@ def available() -> bool:
             or words[7] != id(probe.dtype) or not words[8] & 1
             or ctypes.c_double.from_address(id(np.float64(2.5)) + 16).value != 2.5
             or ctypes.c_float.from_address(id(np.float32(2.5)) + 16).value != 2.5
-            or ctypes.c_int64.from_address(id(np.int64(7)) + 16).value != 7):
+            or ctypes.c_int64.from_address(id(np.int64(7)) + 16).value != 7
+            or not all((ctypes.c_double * 2).from_address(id(z) + 16)[:] == [2.5, -1.0]
+                       for z in (2.5 - 1j, np.complex128(2.5 - 1j)))
+            or (ctypes.c_float * 2).from_address(id(np.complex64(2.5 - 1j)) + 16)[:] != [
+                2.5, -1.0]):
         return False
     for name in _API:
         llvm.add_symbol(f"hilbert_{name}",
@@ -144,8 +151,8 @@ def _compiled(layout: tuple) -> tuple:
 def entry(layout: tuple, run: int):
     """A Python callable (a builtin) entering the function at address `run` through the entry
     of `layout`; None where `available` says no."""
-    if not available() or any(p in _COMPLEX for p in layout[0]):
-        return None  # (a complex number given: call.py's path packs its parts)
+    if not available():
+        return None
     with _LOCK:
         made, record = _compiled(layout)
     return _NEW_FUNCTION(ctypes.addressof(record), run, None)
@@ -229,7 +236,8 @@ class _Entry:
         b = self.b
         args, count = self.function.args[1:]
         self.check(b.icmp_signed("==", count, ir.Constant(I64, len(params))))
-        size = sum(1 + 2 * p[1] if isinstance(p, tuple) else 1 for p in params)
+        size = sum(1 + 2 * p[1] if isinstance(p, tuple) else 2 if p in _COMPLEX else 1
+                   for p in params)
         self.args = b.alloca(I64, max(size, 1))
         at = 0
         for k, param in enumerate(params):
@@ -238,6 +246,9 @@ class _Entry:
             if isinstance(param, tuple):
                 words = self._array(value, kind, *param, contiguous)
                 self._params.append((value, words[0]))
+            elif param in _COMPLEX:
+                words = self._complex(value, kind, param)
+                self._params.append((value, None))
             else:
                 words = [self._number(value, kind, param)]
                 self._params.append((value, None))
@@ -277,6 +288,23 @@ class _Entry:
         if dtype == "float64":
             return b.bitcast(double, I64)
         return b.zext(b.bitcast(b.fptrunc(double, FLOAT), I32), I64)
+
+    def _complex(self, value, kind, dtype: str) -> list:
+        """A complex number's two words (its parts' bits, a complex64's in their low halves),
+        from Python's complex or NumPy's complex128 (two doubles after the object's head) or
+        NumPy's complex64 (two floats)."""
+        b = self.b
+        wide = b.or_(b.icmp_unsigned("==", kind, self.object("complex")),
+                     b.icmp_unsigned("==", kind, self.object("complex128")))
+        narrow = b.icmp_unsigned("==", kind, self.object("complex64"))
+        self.check(b.or_(wide, narrow))
+        words = []
+        for part in (0, 1):
+            double = b.select(wide, self.field(value, 16 + 8 * part, DOUBLE),
+                              b.fpext(self.field(value, 16 + 4 * part, FLOAT), DOUBLE))
+            words.append(b.bitcast(double, I64) if dtype == "complex128" else
+                         b.zext(b.bitcast(b.fptrunc(double, FLOAT), I32), I64))
+        return words
 
     def made(self, results: tuple, out: ir.Value) -> ir.Value:
         """The tuple call.py's `_unpacked` makes of the result words at `out`."""
