@@ -145,9 +145,12 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
 
 
 #: The calls of a complex number lowered (complex.py), by the real functions' names:
-#: np.abs (a modulus), and conj, re and im as complex code spells them (spelling.py).
+#: np.abs (a modulus), conj, re and im as complex code spells them (spelling.py), and the
+#: maths functions (C's cexp, clog, …: complex.MATHS).
 COMPLEX_CALLS = {"np.abs": "abs", "abs": "abs", "np.conj": "conj", "np.real": "re",
-                 "np.imag": "im"}
+                 "np.imag": "im", "K.exp": "exp", "K.exp_fast": "exp", "K.log": "log",
+                 "K.tanh": "tanh", "K.tanh_fast": "tanh", "np.sqrt": "sqrt", "np.sin": "sin",
+                 "np.cos": "cos", "np.tan": "tan"}
 
 
 def _complex_call(fn: str, args: tuple[Type, ...]) -> Type:
@@ -159,7 +162,7 @@ def _complex_call(fn: str, args: tuple[Type, ...]) -> Type:
         return fn[3:]
     if fn not in COMPLEX_CALLS or len(args) != 1:
         raise Unsupported(f"a call of {fn} on a complex number")
-    if COMPLEX_CALLS[fn] == "conj":
+    if COMPLEX_CALLS[fn] not in ("abs", "re", "im"):  # (conj, and the maths functions)
         return args[0]
     return "float64" if args[0] == "complex128" else "float32"
 
