@@ -47,8 +47,10 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
     if any(t in cplx.PARTS for _, t in args):  # (types.COMPLEX_CALLS, and sums' adds)
         if fn in ("np.complex128", "np.complex64"):
             return cast(*args[0], result)
-        if fn == "K.add_any_order":
-            return cplx.arithmetic(b, "+", *(cast(v, t, result) for v, t in args), result)
+        if fn == "K.add_any_order":  # (each part's sum reassociated, as a real one's)
+            x, y = (cplx.parts(b, cast(v, t, result)) for v, t in args)
+            return cplx.made(b, *(b.fadd(p, q, flags=("reassoc",))
+                                  for p, q in zip(x, y, strict=True)), result)
         return cplx.unary(b, COMPLEX_CALLS[fn], *args[0])[0]
     if fn in ("np.conj", "np.real", "np.imag"):  # (of a real number: itself, or 0)
         value = cast(*args[0], result)

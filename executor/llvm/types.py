@@ -155,7 +155,7 @@ COMPLEX_CALLS = {"np.abs": "abs", "abs": "abs", "np.conj": "conj", "np.real": "r
 
 def _complex_call(fn: str, args: tuple[Type, ...]) -> Type:
     """The type of a call of a complex number: its parts' for abs, re and im, its own for
-    conj, the sum's for K.add_any_order (added in order: no reassociation of complex sums)."""
+    conj and the maths functions, the sum's for K.add_any_order."""
     if fn == "K.add_any_order" and len(args) == 2:
         return unify(number(args[0]), number(args[1]))
     if fn in ("np.complex128", "np.complex64") and len(args) == 1:
