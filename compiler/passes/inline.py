@@ -56,6 +56,7 @@ class Inliner:
         self._orders: dict[str, list[ir.Node]] = {}
         self._ready: set[str] = set()  # keys whose reachable loops are all formed
         self._derivatives: dict[ir.Grad, ir.Node] = {}
+        self._root_derivatives: dict[tuple, ir.Node] = {}
 
     def expand(self, node: ir.Node, owner: str = "this expression") -> ir.Node:
         """Requires resolved IR; ensures no Call remains in `node`'s scope. `owner` names what
@@ -117,6 +118,20 @@ class Inliner:
             self._derivatives[grad] = differentiate(self.expand(grad.of, owner), grad.wrt,
                                                     grad.span)
         return self._derivatives[grad]
+
+    def root_derivative(self, of: ir.Node, wrt: ir.Node, span: Span) -> ir.Node:
+        """`differentiate(of, wrt, span)` for a `∂` term of what is being expanded (its operands
+        written out already), once for equal operands written at the same place: a model's
+        train block expands each assignment on its own, and an Adam step's fifteen weights
+        and their two moments read one `∂ loss / ∂ weights` (the block's 675 sweeps were 15).
+        The place is part of the key (equality leaves spans out), so what is given back is
+        what differentiating again would make, spans included."""
+        place = (span.source.name, span.source.text, span.line, span.column, span.end_line,
+                 span.end_column, span.via)
+        key = (ir.Grad(of, wrt, span), place)
+        if key not in self._root_derivatives:
+            self._root_derivatives[key] = differentiate(of, wrt, span)
+        return self._root_derivatives[key]
 
     def _loop(self, key: str, args: tuple[ir.Node, ...], span: Span) -> ir.Node:
         """A call of a loop: the Loop from these arguments, and the component it answers."""
@@ -207,7 +222,7 @@ class _Writer:
             return frame.env[node] if frame.site else frame.env.setdefault(node, node)
         if isinstance(node, ir.Grad):
             if frame.site is None:  # its value is written out over this body's own variables
-                return differentiate(kids[0], kids[1], node.span)
+                return self.inliner.root_derivative(kids[0], kids[1], node.span)
             own = self.inliner.derivative(node, frame.name)
             return substitute(own, frame.env)
         new = settle(node, kids)
