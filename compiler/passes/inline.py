@@ -57,7 +57,7 @@ class Inliner:
         self._ready: set[str] = set()  # keys whose reachable loops are all formed
         self._derivatives: dict[ir.Grad, ir.Node] = {}
         self._root_derivatives: dict[tuple, ir.Node] = {}
-        self._root_seen: dict[tuple, tuple[ir.Node, ir.Node, ir.Node]] = {}
+        self._root_operands: dict[ir.Node, ir.Node] = {}
 
     def expand(self, node: ir.Node, owner: str = "this expression") -> ir.Node:
         """Requires resolved IR; ensures no Call remains in `node`'s scope. `owner` names what
@@ -129,15 +129,14 @@ class Inliner:
         what differentiating again would make, spans included."""
         place = (span.source.name, span.source.text, span.line, span.column, span.end_line,
                  span.end_column, span.via)
-        known = self._root_seen.get((id(of), id(wrt), place))  # (the same objects: no walk)
-        if known is not None:
-            return known[2]
-        key = (ir.Grad(of, wrt, span), place)  # (equal operands: one walk comparing them)
+        # (each operand taken as the first equal one met: a new object is compared with it
+        # once, walking its graph, and then found by identity)
+        of = self._root_operands.setdefault(of, of)
+        wrt = self._root_operands.setdefault(wrt, wrt)
+        key = (id(of), id(wrt), place)  # (the ids of objects `_root_operands` holds)
         if key not in self._root_derivatives:
             self._root_derivatives[key] = differentiate(of, wrt, span)
-        found = self._root_derivatives[key]
-        self._root_seen[(id(of), id(wrt), place)] = (of, wrt, found)  # (holds the ids' objects)
-        return found
+        return self._root_derivatives[key]
 
     def _loop(self, key: str, args: tuple[ir.Node, ...], span: Span) -> ir.Node:
         """A call of a loop: the Loop from these arguments, and the component it answers."""
