@@ -51,6 +51,7 @@ STAGES = (
     ("back: machine code loaded", 0, "hilbert.executor.llvm.compile", "_loaded"),
     ("back: entry from Python (its module)", 0, "hilbert.executor.llvm.cpython", "_module"),
     ("first call", 0, "hilbert.executor.llvm.call", "Lowered.__call__"),
+    ("disk cache: pickles written (inside the above)", 0, "hilbert.compiler.pickles", "write"),
 )
 
 

@@ -70,6 +70,7 @@ class Lowered:
         the ABI fixes the parameters' types)."""
         with self._lock:
             if self._call is None:
+                machine.settled()  # (the shared kernels it calls, compiled apart: products.py)
                 self._machine = machine.compile_module(self.text, (NAME,), self.level)
                 address = self._machine.addresses[NAME]
                 self._entry = cpython.entry(self._layout, address) or self._called

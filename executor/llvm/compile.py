@@ -11,9 +11,11 @@ the next."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import threading
 import weakref
+from collections.abc import Callable
 
 import llvmlite.binding as llvm
 
@@ -79,6 +81,48 @@ class Machine:
         self._closed = weakref.finalize(self, engine.close)
         self.addresses = addresses
         self.level = level
+
+
+#: Modules being compiled in threads of their own (`apart`): each thread, and what it raised.
+_APART: list[tuple[threading.Thread, list[BaseException]]] = []
+_APART_LOCK = threading.Lock()
+
+
+def apart(make: Callable[[], None]) -> None:
+    """Run `make` (which compiles a module of shared code with `compile_module` and registers
+    its symbols with LLVM) in a thread of its own, while the caller goes on writing the IR
+    that calls those symbols: LLVM's work releases the GIL. `settled` waits for it, and
+    must be called before a module naming its symbols is loaded."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            make()
+        except BaseException as err:  # noqa: BLE001 (raised again by `settled`)
+            failed.append(err)
+
+    thread = threading.Thread(target=run, name="hilbert-compile-shared", daemon=True)
+    with _APART_LOCK:
+        if not _APART:
+            atexit.register(_settle_quietly)  # (no thread left inside LLVM at the exit)
+        _APART.append((thread, failed))
+        thread.start()
+
+
+def settled() -> None:
+    """Wait for every `apart` compile under way; raise what the first that failed raised."""
+    with _APART_LOCK:
+        waiting, _APART[:] = list(_APART), []
+    for thread, _ in waiting:
+        thread.join()
+    for _, failed in waiting:
+        if failed:
+            raise failed[0]
+
+
+def _settle_quietly() -> None:
+    for thread, _ in list(_APART):
+        thread.join()
 
 
 def compile_module(module_text: str, names: tuple[str, ...], level: int) -> Machine:

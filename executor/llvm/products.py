@@ -11,9 +11,11 @@ out's dtype: what kernels.py's loops do (their `total = 0.0`), operation for ope
 its bits are the Numba path's. The tile changes which entries are summed side by side, never
 the order of one entry's terms.
 
-The product kernel is a module of its own (`kernel`), compiled at level 3 once per process,
-its machine code kept in the disk cache as every module's is (kept.py), and called by its
-symbol from the modules that multiply: written into each of them, it was most of their
+The product kernel is a module of its own (`kernel`), compiled at level 3 once per process
+(in a thread of its own, compile.apart, while the module that first calls it is written: its
+0.2–0.37 s of LLVM were most of lowering the circle classifier), its machine code kept in the
+disk cache as every module's is (kept.py), and called by its symbol from the modules that
+multiply: written into each of them, it was most of their
 compile time (0.45 s of mlp's 0.5 s of LLVM), paid again by each module and each new program,
 and compiled at level 1 in a large function's module."""
 
@@ -35,6 +37,7 @@ CALLS = ("K.gemm", "K.gemm_beta", "K.small_product_into", "K.small_product_beta"
 #: The product kernels' machine code, by dtype, compiled or loaded once per process and kept
 #: for its whole life (every module that multiplies calls it by its symbol).
 _KERNELS: dict[str, compile.Machine] = {}
+_STARTED: set[str] = set()  # (the dtypes whose kernel is made or being made)
 _LOCK = threading.Lock()
 
 
@@ -70,14 +73,26 @@ def kernel(dtype: str, module: ir.Module) -> ir.Function:
     registered with LLVM for the modules that call it."""
     name = product_kernel.symbol(dtype)
     with _LOCK:
-        if dtype not in _KERNELS:
-            own = ir.Module(name=f"hilbert_{name}")
-            product_kernel.function(own, dtype, lambda t: _small_function(own, t, t, t, t))
-            made = compile.compile_module(str(own), (name,), 3)
-            llvm.add_symbol(name, made.addresses[name])
-            _KERNELS[dtype] = made
+        if dtype not in _STARTED:  # (compiled while the caller writes on: compile.settled)
+            _STARTED.add(dtype)
+            compile.apart(lambda: _compiled(dtype, name))
     found = module.globals.get(name)
     return found if found is not None else ir.Function(module, product_kernel.kind(dtype), name)
+
+
+def _compiled(dtype: str, name: str) -> None:
+    """The product kernel for `dtype` made, loaded and its symbol registered (or, where that
+    fails, to be made again by the next `kernel`: the failure is raised by compile.settled)."""
+    try:
+        own = ir.Module(name=f"hilbert_{name}")
+        product_kernel.function(own, dtype, lambda t: _small_function(own, t, t, t, t))
+        made = compile.compile_module(str(own), (name,), 3)
+        llvm.add_symbol(name, made.addresses[name])
+        _KERNELS[dtype] = made
+    except BaseException:
+        with _LOCK:
+            _STARTED.discard(dtype)
+        raise
 
 
 def _words(builder: ir.IRBuilder, array, rows: bool | None) -> list:
