@@ -13,9 +13,10 @@ the front half (Lark's parser tables, parsing, the modules' checks, the entries:
 and the passes; planning) and the back half (the loop IR and its LLVM IR, LLVM's optimiser
 and code generator, loading the machine code, the entry from Python), and the first call
 (`Lowered.__call__`, the compiled function run once its code is there). It also lists each
-LLVM module compiled: its optimisation level, its size and its two LLVM times. What is left
-of the time after the import is Python's glue around these (the model's or function's
-objects, the host tier's setup)."""
+LLVM module compiled: its optimisation level, its size and its two LLVM times, and the
+processor time the process spent after the import (all its threads: steadier than the wall
+time on a loaded machine). What is left of the time after the import is Python's glue
+around these (the model's or function's objects, the host tier's setup)."""
 
 from __future__ import annotations
 
@@ -115,10 +116,10 @@ def child(program: str) -> dict:
                  "hilbert.executor.numba.tiers", "hilbert.compiler.models"):
         importlib.import_module(name)  # (so that each stage's function is there to wrap)
     _install(spent, modules)
-    began = time.perf_counter()
+    began, worked = time.perf_counter(), time.process_time()
     parts[1](inputs, lambda _: None)
-    after = time.perf_counter() - began
-    return {"import_s": imported, "after_import_s": after, "stages": spent,
+    after, cpu = time.perf_counter() - began, time.process_time() - worked
+    return {"import_s": imported, "after_import_s": after, "cpu_s": cpu, "stages": spent,
             "modules": modules, "numba_loaded": "numba" in sys.modules}
 
 
@@ -156,7 +157,9 @@ def report(program: str, runs: int) -> None:
         median(jax, lambda r: r["after_import_s"])
     print(f"## start-{program}: after the import, hilbert {mine:.2f} s, jax.jit {theirs:.2f} s "
           f"(×{mine / theirs:.1f}); import {median(ours, lambda r: r['import_s']):.2f} s "
-          f"against {median(jax, lambda r: r['import_s']):.2f} s; medians of {runs}")
+          f"against {median(jax, lambda r: r['import_s']):.2f} s; hilbert's processor time "
+          f"after the import (all its threads) {median(ours, lambda r: r['cpu_s']):.2f} s; "
+          f"medians of {runs}")
     for stage, depth, _, _ in STAGES:
         value = median(ours, lambda r, s=stage: r["stages"].get(s, 0.0))
         print(f"{'    ' * depth}- {stage}: {value:.3f} s")
