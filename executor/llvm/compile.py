@@ -86,6 +86,7 @@ class Machine:
 #: Modules being compiled in threads of their own (`apart`): each thread, and what it raised.
 _APART: list[tuple[threading.Thread, list[BaseException]]] = []
 _APART_LOCK = threading.Lock()
+_EXIT_WAITS: list[bool] = []  # (once `_settle_quietly` is registered to run at exit)
 
 
 def apart(make: Callable[[], None]) -> None:
@@ -103,7 +104,8 @@ def apart(make: Callable[[], None]) -> None:
 
     thread = threading.Thread(target=run, name="hilbert-compile-shared", daemon=True)
     with _APART_LOCK:
-        if not _APART:
+        if not _EXIT_WAITS:
+            _EXIT_WAITS.append(True)
             atexit.register(_settle_quietly)  # (no thread left inside LLVM at the exit)
         _APART.append((thread, failed))
         thread.start()
@@ -121,7 +123,10 @@ def settled() -> None:
 
 
 def _settle_quietly() -> None:
-    for thread, _ in list(_APART):
+    """At exit: wait for the `apart` jobs still under way (what they raised is dropped)."""
+    with _APART_LOCK:
+        waiting = list(_APART)
+    for thread, _ in waiting:
         thread.join()
 
 
