@@ -836,3 +836,27 @@ def test_a_train_block_differentiates_each_gradient_once(monkeypatch, tmp_path):
     np.testing.assert_allclose(net.a, a - 0.1 * residual * x, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(net.b, b - 0.1 * residual, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(net.v["a"], residual * x, rtol=1e-12, atol=1e-12)
+
+
+def test_a_train_blocks_components_of_one_right_hand_side_are_written_out_once(monkeypatch,
+                                                                               tmp_path):
+    """`(weights, v) ≔ momentum(…)` is four assignments, two components of each weight's
+    step (`momentum(a, v.a, …)`, `momentum(b, v.b, …)`): each step is written out (inlined)
+    once, not once per component (with the train block's body: three write-outs, not five);
+    the step is still momentum's (NumPy's here)."""
+    from hilbert.compiler.passes import inline
+
+    monkeypatch.setenv("HILBERT_CACHE_DIR", str(tmp_path / "cache"))  # (nothing kept: built)
+    written = []
+    write_out = inline.Inliner._write_out
+    monkeypatch.setattr(inline.Inliner, "_write_out",
+                        lambda self, owner, *rest: written.append(owner) or write_out(
+                            self, owner, *rest))
+    net = hilbert.compile_source(MOMENTUM).Fit(3, 5)
+    a, b = net.a.copy(), net.b.copy()
+    x, y = np.array([0.5, -2.0, 1.0]), np.array([1.0, 1.0, 0.0])
+    net.train(x, y)
+    assert written.count("Fit.train") == 3
+    residual = 2 * (a * x + b - y)
+    np.testing.assert_allclose(net.a, a - 0.1 * residual * x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(net.b, b - 0.1 * residual, rtol=1e-12, atol=1e-12)

@@ -65,6 +65,27 @@ class Inliner:
         self._form_loops_below(self._callees(ir.topological(node)))
         return self._write_out(owner, node.span, ir.topological(node))
 
+    def expand_each(self, values: list[ir.Node], owner: str) -> list[ir.Node]:
+        """`[self.expand(v, owner) for v in values]`, the right-hand side of components
+        (`Item`s) expanded once for equal right-hand sides written at the same place: the
+        transformer block's `(weights, m, v) ≔ adam(…)` is 45 assignments, three components
+        of each weight's Adam step, and each was written out whole (15 now). A component of
+        an expanded right-hand side is what its own expansion makes: its tuple taken apart
+        (`settle`), at no call site."""
+        wholes: dict[tuple, ir.Node] = {}
+        made = []
+        for value in values:
+            if not isinstance(value, ir.Item):
+                made.append(self.expand(value, owner))
+                continue
+            span = value.of.span
+            key = (value.of, span.source.name, span.source.text, span.line, span.column,
+                   span.end_line, span.end_column, span.via)
+            if key not in wholes:
+                wholes[key] = self.expand(value.of, owner)
+            made.append(settle(value, (wholes[key],)))
+        return made
+
     def body(self, key: str) -> ir.Node:
         """The definition's body with every call inside it expanded (still over Local)."""
         if key not in self._bodies:
