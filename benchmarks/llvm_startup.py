@@ -38,7 +38,7 @@ RUNS = 3
 
 #: (stage, depth in the table, module, attribute: a function, or Class.method).
 STAGES = (
-    ("front: Lark's parser tables", 1, "hilbert.grammar.parser", "_lark"),
+    ("front: Lark's parser tables", 1, "hilbert.grammar.tables", "lark_parser"),
     ("front: parse (tables included)", 0, "hilbert.compiler.parsed", "_parse"),
     ("front: modules (resolve, checks)", 0, "hilbert.compiler.driver", "compile_module"),
     ("front: entries (inline, ∂, passes)", 0, "hilbert.compiler.kept", "kept_entry"),

@@ -55,15 +55,15 @@ def parse_module(text: str, name: str) -> Module:
 
 
 def _parse(text: str, name: str) -> tuple[Module, int]:
-    from ..grammar import parser  # (Lark is imported only to parse)
+    from ..grammar import parser, tables  # (Lark is imported only to parse)
 
-    if not parser.has_tables():
-        _load_tables(parser)
+    if not tables.has_tables():
+        _load_tables(tables)
     return parser.parse_counting(text, name)
 
 
-def _load_tables(parser) -> None:
-    """Give the parser Lark's tables from the disk cache, where a process kept them before
+def _load_tables(tables) -> None:
+    """Give the parser (grammar/tables.py) Lark's tables from the disk cache, where a process kept them before
     (read as every pickle of the cache is: only if hilbert wrote it for this user), else
     have it build them (a fifth of a second) and keep them: a process that parses a text
     it has not parsed before (an edited .hb file) then skips Lark's grammar analysis."""
@@ -74,8 +74,8 @@ def _load_tables(parser) -> None:
     saved = pickles.read(TABLES, digest, bytes)
     if saved is not None:
         try:
-            parser.use_tables(saved)
+            tables.use_tables(saved)
             return
         except Exception:  # noqa: BLE001, S110 (damaged: built again and rewritten)
             pass
-    pickles.write(TABLES, digest, parser.tables())
+    pickles.write(TABLES, digest, tables.tables())

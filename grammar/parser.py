@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import math
 import unicodedata
 from dataclasses import replace
-from importlib import resources
 
-from lark import Lark, Token, Tree, v_args
+from lark import Token, Tree, v_args
 from lark.exceptions import (
     LarkError,
     UnexpectedCharacters,
@@ -49,6 +47,7 @@ from .syntax import (
     Tuple,
     Weight,
 )
+from .tables import lark_parser
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
@@ -70,43 +69,6 @@ MAX_NESTING = 100
 #: The precedence group of each binary operator token: a chain continues within a group.
 _GROUPS = {"PLUS": "sum", "MINUS": "sum", "TIMES": "product", "DIVIDE": "product",
            "MOD": "product", "DIV": "product", "POW": "power"}
-
-
-
-#: The parser, once made or loaded (`_lark`, `use_tables`).
-_parser: list[Lark] = []
-
-
-def _lark() -> Lark:
-    """The parser: Lark's LALR tables for hb.lark, built on first use (a fifth of a second)
-    unless `use_tables` gave them."""
-    if not _parser:
-        grammar = resources.files("hilbert.grammar").joinpath("hb.lark").read_text(
-            encoding="utf-8")
-        made = Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True,
-                    start=["start", "expression"])
-        _parser[:] = [made]  # (two threads may both build: either parser serves)
-    return _parser[0]
-
-
-def has_tables() -> bool:
-    """Whether this process's parser is made (or loaded) already."""
-    return bool(_parser)
-
-
-def tables() -> bytes:
-    """The parser's tables as Lark saves them (its `save`: a pickle), for `use_tables` in
-    another process; compiler/parsed.py keeps them in the private cache directory."""
-    saved = io.BytesIO()
-    _lark().save(saved)
-    return saved.getvalue()
-
-
-def use_tables(saved: bytes) -> None:
-    """Parse with the tables `tables` gave (Lark's `load`: unpickled, so `saved` must come
-    from a file only hilbert could have written, as compiler/pickles.py reads them)."""
-    if not _parser:
-        _parser[:] = [Lark.load(io.BytesIO(saved))]
 
 
 def _doc_above(source: Source, line: int) -> str:
@@ -357,7 +319,7 @@ def _annotates(before: list[Token]) -> bool:
 def _tokens_before(text: str, position: int) -> list[Token]:
     """The tokens of `text` before `position` (lexed again: only when reporting an error)."""
     try:
-        return list(_lark().lex(text[:position]))
+        return list(lark_parser().lex(text[:position]))
     except LarkError:
         return []
 
@@ -429,7 +391,7 @@ def parse_counting(text: str, name: str = "<string>", start: str = "start") -> t
     text = text.removeprefix("\ufeff")  # a byte-order mark some editors write: not text
     source = Source(name, text)
     try:
-        tree = _lark().parse(text, start=start)
+        tree = lark_parser().parse(text, start=start)
     except UnexpectedInput as err:
         raise _syntax_error(source, err) from None
     except LarkError as err:  # anything else Lark may raise is still the user's text
