@@ -12,9 +12,10 @@ out's dtype: what kernels.py's loops do (their `total = 0.0`), operation for ope
 its bits are the Numba path's. The tile changes which entries are summed side by side, never
 the order of one entry's terms.
 
-The product kernel is a module of its own (`kernel`), compiled at level 3 once per process,
-its machine code kept in the disk cache as every module's is (kept.py), and called by its
-symbol from the modules that multiply: written into each of them, it was most of their
+The product kernel is a module of its own (`kernel`), compiled at level 3 once per process
+(its 0.2–0.37 s of LLVM were most of lowering the circle classifier), its machine code kept in the
+disk cache as every module's is (kept.py), and called by its symbol from the modules that
+multiply: written into each of them, it was most of their
 compile time (0.45 s of mlp's 0.5 s of LLVM), paid again by each module and each new program,
 and compiled at level 1 in a large function's module."""
 
