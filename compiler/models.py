@@ -300,7 +300,8 @@ class _ModelCompiler:
 
         def build() -> Entry:
             with self.building:
-                new = {w: inliner.expand(value, name) for w, value in lowered.items()}
+                new = dict(zip(lowered, inliner.expand_each(list(lowered.values()), name),
+                               strict=True))
                 d = Definition(self.key(t.name), name, self.scope.module.key, "train",
                                full + (STEPS,), _counted_loop(name, full, new, t.span), t.span,
                                t.doc, tuple(fired))

@@ -1,6 +1,7 @@
 """Parsed modules kept by their text: once per process, and on disk in the private cache
 directory, so that loading a module parsed before (the Prelude, every time) needs neither
-Lark nor the parser.
+Lark nor the parser; and Lark's parser tables, so that parsing a new text needs no grammar
+analysis.
 
 An entry is named by a hash of what the parse depends on: the parser's own sources and
 grammar, the module's name (it is in every span) and its text. A text whose parse warned
@@ -19,6 +20,8 @@ from . import pickles
 
 #: The folder of the cache directory that holds parsed modules.
 FOLDER = "parsed"
+#: The folder of the cache directory that holds the parser's tables (`_load_tables`).
+TABLES = "parser"
 #: How many parsed texts a process keeps in memory, least recently used dropped first.
 KEPT = 256
 _kept: OrderedDict[str, Module] = OrderedDict()
@@ -52,6 +55,27 @@ def parse_module(text: str, name: str) -> Module:
 
 
 def _parse(text: str, name: str) -> tuple[Module, int]:
-    from ..grammar.parser import parse_counting  # (Lark is imported only to parse)
+    from ..grammar import parser, tables  # (Lark is imported only to parse)
 
-    return parse_counting(text, name)
+    if not tables.has_tables():
+        _load_tables(tables)
+    return parser.parse_counting(text, name)
+
+
+def _load_tables(tables) -> None:
+    """Give the parser (grammar/tables.py) Lark's tables from the disk cache, where a process kept them before
+    (read as every pickle of the cache is: only if hilbert wrote it for this user), else
+    have it build them (a fifth of a second) and keep them: a process that parses a text
+    it has not parsed before (an edited .hb file) then skips Lark's grammar analysis."""
+    import lark
+
+    made_by = f"{pickles.stamp('grammar')}\0lark {lark.__version__}"
+    digest = hashlib.sha256(made_by.encode()).hexdigest()[:32]
+    saved = pickles.read(TABLES, digest, bytes)
+    if saved is not None:
+        try:
+            tables.use_tables(saved)
+            return
+        except Exception:  # noqa: BLE001, S110 (damaged: built again and rewritten)
+            pass
+    pickles.write(TABLES, digest, tables.tables())

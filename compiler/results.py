@@ -51,6 +51,8 @@ def scalar(array: np.ndarray, dtype: str = "float64"):
     gives float32 out)."""
     if dtype in ("float32", "complex64") and array.dtype.itemsize == 8 and array.dtype.kind == "f":
         array = array.astype(np.float32)  # (a float32 that compiled code boxed as a float)
+    if dtype == "complex64" and array.dtype.itemsize == 16:
+        array = array.astype(np.complex64)  # (a complex64 boxed as Python's complex)
     if array.dtype.itemsize == 8 and array.dtype.kind == "f" or array.dtype.kind in "biu":
         return float(array)
     if array.dtype.kind == "c" and array.dtype.itemsize == 16:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import math
 import unicodedata
 from dataclasses import replace
-from functools import lru_cache
-from importlib import resources
 
-from lark import Lark, Token, Tree, v_args
+from lark import Token, Tree, v_args
 from lark.exceptions import (
     LarkError,
     UnexpectedCharacters,
@@ -49,6 +47,7 @@ from .syntax import (
     Tuple,
     Weight,
 )
+from .tables import lark_parser
 
 _ASCII = {"−": "-", "·": "*", "≠": "!=", "≤": "<=", "≥": ">="}
 _KEYWORDS = {"open", "def", "fn", "model", "weight", "from", "if", "then", "else", "let", "in",
@@ -70,14 +69,6 @@ MAX_NESTING = 100
 #: The precedence group of each binary operator token: a chain continues within a group.
 _GROUPS = {"PLUS": "sum", "MINUS": "sum", "TIMES": "product", "DIVIDE": "product",
            "MOD": "product", "DIV": "product", "POW": "power"}
-
-
-
-@lru_cache(maxsize=1)
-def _lark() -> Lark:
-    grammar = resources.files("hilbert.grammar").joinpath("hb.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True,
-                start=["start", "expression"])
 
 
 def _doc_above(source: Source, line: int) -> str:
@@ -328,7 +319,7 @@ def _annotates(before: list[Token]) -> bool:
 def _tokens_before(text: str, position: int) -> list[Token]:
     """The tokens of `text` before `position` (lexed again: only when reporting an error)."""
     try:
-        return list(_lark().lex(text[:position]))
+        return list(lark_parser().lex(text[:position]))
     except LarkError:
         return []
 
@@ -400,7 +391,7 @@ def parse_counting(text: str, name: str = "<string>", start: str = "start") -> t
     text = text.removeprefix("\ufeff")  # a byte-order mark some editors write: not text
     source = Source(name, text)
     try:
-        tree = _lark().parse(text, start=start)
+        tree = lark_parser().parse(text, start=start)
     except UnexpectedInput as err:
         raise _syntax_error(source, err) from None
     except LarkError as err:  # anything else Lark may raise is still the user's text

@@ -112,7 +112,7 @@ def test_every_cache_file_goes_under_the_cache_dir(tmp_path):
     assert any(re.fullmatch(r"numba/kernels\.product-\d+\.py\d+\.nbi", n) for n in made)
     assert any(re.fullmatch(r"numba/hb_[0-9a-f]{32}\.run-\d+\.py\d+\.1\.nbc", n) for n in made)
     assert all(re.fullmatch(r"hb_[0-9a-f]{32}\.py|numba/[\w.-]+\.(nbi|nbc)"
-                            r"|(parsed|entries|plans)/[0-9a-f]{32}\.pickle|built/[0-9a-f]{32}|key", n)
+                            r"|(parsed|parser|entries|plans)/[0-9a-f]{32}\.pickle|built/[0-9a-f]{32}|key", n)
                for n in made)
     assert all(stat.S_IMODE(mode) == 0o600 for mode, _ in made.values())
     for level in (directory.parent, directory, directory / "numba"):  # all made by hilbert

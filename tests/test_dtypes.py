@@ -195,7 +195,10 @@ def test_each_dtype_of_a_signature_gets_its_own_program(source_module, rng):
 
 def test_a_complex_call_on_the_numba_executor_stays_on_the_host_and_says_so(source_module,
                                                                             monkeypatch, rng):
+    """Under Numba, which builds no complex code (HILBERT_CODEGEN=llvm compiles it:
+    tests/test_llvm_complex.py)."""
     monkeypatch.setenv("HILBERT_COMPILE", "eager")
+    monkeypatch.setenv("HILBERT_CODEGEN", "numba")
     dense = source_module.dense.using("numba")
     a, w = array(rng, (3, 4), "complex64"), array(rng, (4, 2), "complex64")
     for _ in range(3):

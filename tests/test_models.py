@@ -799,3 +799,64 @@ model Counter : Learner {
     net = module.Counter()
     assert str(net.ahead.plan(steps=4)).startswith("plan of Counter.ahead(c: scalar, steps: scalar)")
     assert net.ahead(steps=4) == 4.0
+
+
+MOMENTUM = """\
+open Prelude.Optimisers
+
+model Fit(n, seed) : Learner {
+  weight a : Tensor[n] from gaussian(seed)
+  weight b : Tensor[n] from gaussian(seed)
+  state v like weights from 0
+  def train(x, y) {
+    (weights, v) ≔ momentum(weights, v, ∂ loss(x, y) / ∂ weights, 0.1, 0.9)
+  }
+  def loss(x, y) ≔ einsum("i->", (a · x + b − y)²)
+}
+"""
+
+
+def test_a_train_block_differentiates_each_gradient_once(monkeypatch, tmp_path):
+    """Four assignments (a, b and their velocities) read one `∂ loss / ∂ weights`: the block
+    is expanded assignment by assignment, and the gradient of each weight is swept once,
+    not once per assignment that reads it; the step is still momentum's (NumPy's here)."""
+    from hilbert.compiler.passes import inline
+
+    monkeypatch.setenv("HILBERT_CACHE_DIR", str(tmp_path / "cache"))  # (nothing kept: built)
+    sweeps = []
+    differentiate = inline.differentiate
+    monkeypatch.setattr(inline, "differentiate",
+                        lambda *args: sweeps.append(args[1]) or differentiate(*args))
+    net = hilbert.compile_source(MOMENTUM).Fit(3, 4)
+    a, b = net.a.copy(), net.b.copy()
+    x, y = np.array([1.0, 2.0, -1.0]), np.array([0.5, 0.0, 2.0])
+    net.train(x, y)
+    assert len(sweeps) == 2
+    residual = 2 * (a * x + b - y)
+    np.testing.assert_allclose(net.a, a - 0.1 * residual * x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(net.b, b - 0.1 * residual, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(net.v["a"], residual * x, rtol=1e-12, atol=1e-12)
+
+
+def test_a_train_blocks_components_of_one_right_hand_side_are_written_out_once(monkeypatch,
+                                                                               tmp_path):
+    """`(weights, v) ≔ momentum(…)` is four assignments, two components of each weight's
+    step (`momentum(a, v.a, …)`, `momentum(b, v.b, …)`): each step is written out (inlined)
+    once, not once per component (with the train block's body: three write-outs, not five);
+    the step is still momentum's (NumPy's here)."""
+    from hilbert.compiler.passes import inline
+
+    monkeypatch.setenv("HILBERT_CACHE_DIR", str(tmp_path / "cache"))  # (nothing kept: built)
+    written = []
+    write_out = inline.Inliner._write_out
+    monkeypatch.setattr(inline.Inliner, "_write_out",
+                        lambda self, owner, *rest: written.append(owner) or write_out(
+                            self, owner, *rest))
+    net = hilbert.compile_source(MOMENTUM).Fit(3, 5)
+    a, b = net.a.copy(), net.b.copy()
+    x, y = np.array([0.5, -2.0, 1.0]), np.array([1.0, 1.0, 0.0])
+    net.train(x, y)
+    assert written.count("Fit.train") == 3
+    residual = 2 * (a * x + b - y)
+    np.testing.assert_allclose(net.a, a - 0.1 * residual * x, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(net.b, b - 0.1 * residual, rtol=1e-12, atol=1e-12)

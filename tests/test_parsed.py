@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pytest
 from hilbert.compiler import parsed
-from hilbert.grammar import parser
+from hilbert.grammar import parser, tables
 from hilbert.grammar.errors import HilbertWarning
 
 import hilbert
@@ -120,3 +120,37 @@ def test_the_prelude_is_parsed_once_per_process(fresh):
     assert prelude == ["prelude/Arithmetic.hb"]  # parsed once, in this empty cache
     hilbert.compile_source("open Prelude.Arithmetic\nfn g(x) ↦ relu(x) + 1")
     assert [name for name in fresh if "prelude/" in name] == prelude
+
+
+def test_the_parser_tables_are_kept_and_read_back(fresh, monkeypatch, tmp_path):
+    """A process that parses a text it has not parsed before reads Lark's tables from the
+    cache directory (kept by the first such process) instead of building them; a table file
+    someone else planted is never loaded, and the parses are the parser's own."""
+    built = []
+
+    class Counted(tables.Lark):
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(tables, "Lark", Counted)
+    monkeypatch.setattr(tables, "_parser", [])  # (a new process: no parser made yet)
+    first = parsed.parse_module(TEXT, "first.hb")
+    assert built == [1]
+    kept = list((tmp_path / "cache").rglob("*.pickle"))
+    found = [p for p in kept if p.parent.name == parsed.TABLES]
+    assert len(found) == 1
+    monkeypatch.setattr(tables, "_parser", [])
+    other = TEXT.replace("tanh", "sigmoid")
+    second = parsed.parse_module(other, "second.hb")
+    assert built == [1] and tables.has_tables()  # (the tables read back: nothing built)
+    assert fresh == ["first.hb", "second.hb"]
+    monkeypatch.setattr(tables, "_parser", [])
+    assert parser.parse(other, "second.hb") == second and built == [1, 1]
+    assert parser.parse(TEXT, "first.hb") == first
+    found[0].write_bytes(b"planted")  # (not sealed by the user's key: removed unread)
+    monkeypatch.setattr(tables, "_parser", [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", HilbertWarning)  # (W902 says it was removed)
+        third = parsed.parse_module(TEXT.replace("tanh", "exp"), "third.hb")
+    assert built == [1, 1, 1] and third == parser.parse(TEXT.replace("tanh", "exp"), "third.hb")

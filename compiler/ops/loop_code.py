@@ -18,11 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: The functions a lowering applies, by arity: arithmetic (add … neg, `real`: a real value's
-#: real part, itself), and maths functions (exp, log, … erf; fmax and fmin: IEEE maximum and
-#: minimum, the other argument where one is NaN in compiled code, as NumPy's fmax).
+#: real part, itself; conj, re and im: a complex value's conjugate and parts, COMPLEX_CODE),
+#: and maths functions (exp, log, … erf; fmax and fmin: IEEE maximum and minimum, the other
+#: argument where one is NaN in compiled code, as NumPy's fmax).
 FUNCTIONS: dict[str, int] = {
     "add": 2, "sub": 2, "mul": 2, "div": 2, "mod": 2, "floordiv": 2, "pow": 2,
-    "fmax": 2, "fmin": 2, "neg": 1, "real": 1,
+    "fmax": 2, "fmin": 2, "neg": 1, "real": 1, "conj": 1, "re": 1, "im": 1,
     "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "sin": 1, "cos": 1, "tan": 1, "abs": 1,
     "floor": 1, "erf": 1,
 }
@@ -133,3 +134,8 @@ def well_formed(form: Form | Compare) -> bool:
         case Const(value=value) if not isinstance(value, float):
             return False
     return all(well_formed(part) for part in parts(form))
+
+
+#: What conj, re and im compute in complex code: the op table's rows give their real meaning
+#: (the value, the value, 0: compiler/ops/primitives.py), which complex code replaces.
+COMPLEX_CODE: dict[str, Form] = {op: unary(op) for op in ("conj", "re", "im")}

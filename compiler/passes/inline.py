@@ -56,12 +56,35 @@ class Inliner:
         self._orders: dict[str, list[ir.Node]] = {}
         self._ready: set[str] = set()  # keys whose reachable loops are all formed
         self._derivatives: dict[ir.Grad, ir.Node] = {}
+        self._root_derivatives: dict[tuple, ir.Node] = {}
+        self._root_operands: dict[ir.Node, ir.Node] = {}
 
     def expand(self, node: ir.Node, owner: str = "this expression") -> ir.Node:
         """Requires resolved IR; ensures no Call remains in `node`'s scope. `owner` names what
         `node` belongs to (in E701 and in call chains)."""
         self._form_loops_below(self._callees(ir.topological(node)))
         return self._write_out(owner, node.span, ir.topological(node))
+
+    def expand_each(self, values: list[ir.Node], owner: str) -> list[ir.Node]:
+        """`[self.expand(v, owner) for v in values]`, the right-hand side of components
+        (`Item`s) expanded once for equal right-hand sides written at the same place: the
+        transformer block's `(weights, m, v) ≔ adam(…)` is 45 assignments, three components
+        of each weight's Adam step, and each was written out whole (15 now). A component of
+        an expanded right-hand side is what its own expansion makes: its tuple taken apart
+        (`settle`), at no call site."""
+        wholes: dict[tuple, ir.Node] = {}
+        made = []
+        for value in values:
+            if not isinstance(value, ir.Item):
+                made.append(self.expand(value, owner))
+                continue
+            span = value.of.span
+            key = (value.of, span.source.name, span.source.text, span.line, span.column,
+                   span.end_line, span.end_column, span.via)
+            if key not in wholes:
+                wholes[key] = self.expand(value.of, owner)
+            made.append(settle(value, (wholes[key],)))
+        return made
 
     def body(self, key: str) -> ir.Node:
         """The definition's body with every call inside it expanded (still over Local)."""
@@ -117,6 +140,24 @@ class Inliner:
             self._derivatives[grad] = differentiate(self.expand(grad.of, owner), grad.wrt,
                                                     grad.span)
         return self._derivatives[grad]
+
+    def root_derivative(self, of: ir.Node, wrt: ir.Node, span: Span) -> ir.Node:
+        """`differentiate(of, wrt, span)` for a `∂` term of what is being expanded (its operands
+        written out already), once for equal operands written at the same place: a model's
+        train block expands each assignment on its own, and an Adam step's fifteen weights
+        and their two moments read one `∂ loss / ∂ weights` (the block's 675 sweeps were 15).
+        The place is part of the key (equality leaves spans out), so what is given back is
+        what differentiating again would make, spans included."""
+        place = (span.source.name, span.source.text, span.line, span.column, span.end_line,
+                 span.end_column, span.via)
+        # (each operand taken as the first equal one met: a new object is compared with it
+        # once, walking its graph, and then found by identity)
+        of = self._root_operands.setdefault(of, of)
+        wrt = self._root_operands.setdefault(wrt, wrt)
+        key = (id(of), id(wrt), place)  # (the ids of objects `_root_operands` holds)
+        if key not in self._root_derivatives:
+            self._root_derivatives[key] = differentiate(of, wrt, span)
+        return self._root_derivatives[key]
 
     def _loop(self, key: str, args: tuple[ir.Node, ...], span: Span) -> ir.Node:
         """A call of a loop: the Loop from these arguments, and the component it answers."""
@@ -207,7 +248,7 @@ class _Writer:
             return frame.env[node] if frame.site else frame.env.setdefault(node, node)
         if isinstance(node, ir.Grad):
             if frame.site is None:  # its value is written out over this body's own variables
-                return differentiate(kids[0], kids[1], node.span)
+                return self.inliner.root_derivative(kids[0], kids[1], node.span)
             own = self.inliner.derivative(node, frame.name)
             return substitute(own, frame.env)
         new = settle(node, kids)

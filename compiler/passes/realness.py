@@ -70,3 +70,13 @@ def _is_complex(node: ir.Node, complex_: set) -> bool:
         case ir.Cond():
             return node.then in complex_ or node.orelse in complex_
     return any(k in complex_ for k in ir.children(node))
+
+
+def real_results(root: ir.Node) -> bool | tuple:
+    """Whether the value of `root` is real in a complex call (re, im, abs and what only they
+    make: compiled code computes it in a complex array, whose real part the call answers, as
+    the host answers NumPy's real array); a tuple's, item by item."""
+    if isinstance(root, ir.Tuple):
+        return tuple(real_results(item) for item in root.items)
+    return root not in _complex_values(root)
+

@@ -29,11 +29,15 @@ NETWORK_STEPS = 64
 STEP_NS = {"numba": 2.5e9, "llvm": 5e6}
 LEVEL_NS = {"numba": 0.0, "llvm": 4e6}
 #: What a compiled call costs beyond its steps for each array it takes (ns): Numba's
-#: dispatcher unboxes it; the LLVM back end's call (executor/llvm/call.py) packs its address,
-#: shape and strides in Python (measured: 80 arrays, 150 µs a call). This is what keeps
-#: networks of many arrays NumPy calls under llvm today (a QAOA network's 168 arrays: 0.46 ms
-#: a call, its compiled steps 0.09 ms): a cheaper call makes them compile, with this figure.
-ARGUMENT_NS = {"numba": 300.0, "llvm": 1_900.0}
+#: dispatcher unboxes it; the LLVM back end's entry (executor/llvm/cpython.py) reads it from
+#: the object, after the region's check of its layout in Python (measured, 168 complex
+#: arrays: the entry 2.0 µs a call, the check 15.5 µs; it was 1.9 µs an array when ctypes
+#: packed them).
+ARGUMENT_NS = {"numba": 300.0, "llvm": 100.0}
+#: How many times the cost model's time for a real step a step of each dtype takes: a complex
+#: product's entry is four real products and their sums, in NumPy's BLAS and compiled code
+#: alike (QAOA's network: 0.81 ms a call as NumPy calls, the model's real figure 0.20 ms).
+WORK = {"complex128": 4.0, "complex64": 4.0}
 #: The calls over which a build must pay for itself: a network planned once
 #: (contract_expression) and called where its speed matters (a parameter sweep, an optimiser)
 #: is called this many times; the host tier runs the first calls while it builds.
@@ -56,12 +60,12 @@ def levels(kind: str, spec: str, copied: list[str]) -> int:
 
 
 def weigh(steps: int, depth: int, compiled_ns: float, host_ns: float, arrays: int,
-          backend: str) -> Weighed:
+          backend: str, dtype: str = "float64") -> Weighed:
     """Whether a network of `steps` steps, its nests and copies `depth` loop levels (`levels`),
     is compiled by `backend` ("numba" or "llvm"): its steps take `compiled_ns` compiled and
     `host_ns` as NumPy calls (the cost model's times, layout.py), and a compiled call takes
-    `arrays` arrays. Compiled where that is quicker a call and the saving pays the build
-    back within PAYBACK_CALLS calls.
+    `arrays` arrays, both times for real steps (WORK: those of `dtype`). Compiled where that
+    is quicker a call and the saving pays the build back within PAYBACK_CALLS calls.
 
     >>> weigh(100, 400, 50_000.0, 400_000.0, 100, "llvm").compiles
     True
@@ -69,6 +73,8 @@ def weigh(steps: int, depth: int, compiled_ns: float, host_ns: float, arrays: in
     False
     """
     build = steps * STEP_NS[backend] + depth * LEVEL_NS[backend]
+    work = WORK.get(dtype, 1.0)
+    compiled_ns, host_ns = compiled_ns * work, host_ns * work
     call = compiled_ns + arrays * ARGUMENT_NS[backend]
     saving = host_ns - call
     compiles = saving > 0 and saving * PAYBACK_CALLS >= build

@@ -248,7 +248,7 @@ class _Scheduler:
         self.steps += len(runs)
         return Contraction(tuple(path), tuple(steps), numbers, tuple(runs))
 
-    def compiled(self, backend: str, arrays: int) -> bool:
+    def compiled(self, backend: str, arrays: int, dtype: str = "float64") -> bool:
         """Whether the function is compiled. A tensor network's steps alone (more of them than
         NETWORK_STEPS, each nameable by numpy.einsum, so NumPy calls can run them) are
         weighed: compiled where the cost model says compiling pays under `backend`, the
@@ -264,7 +264,8 @@ class _Scheduler:
         self.cost = 0.0
         hosted = [(made, node, self._contraction(node, shapes, host=True))
                   for made, node, shapes in self.contractions]
-        self.weighed = building.weigh(steps, self.levels, compiled, self.cost, arrays, backend)
+        self.weighed = building.weigh(steps, self.levels, compiled, self.cost, arrays, backend,
+                                      dtype)
         if not self.weighed.compiles:
             for made, node, decided in hosted:
                 made.contractions[node] = decided
@@ -420,7 +421,7 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     which of its nests run on threads and which run as one loop over rows (row_loops.py)."""
     scheduler = _Scheduler(table, optimize, paths)
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
-    if scheduler.compiled(machine.builds, len(inputs)):
+    if scheduler.compiled(machine.builds, len(inputs), dtype):
         scheduler.compiles = True
     else:
         scheduler.as_host()

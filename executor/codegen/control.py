@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...compiler import ir
 from ...compiler.counting import EXACT
+from ...compiler.dtypes import is_complex, real
 from ...compiler.ops.primitives import spoken
 from ...compiler.plan import fusion, scheduler
 from . import forms
@@ -37,10 +38,28 @@ LARGEST_COUNT = EXACT
 
 
 
-def _not_whole(em, x, bound, below: str = "<"):
-    """A test that `x` is not a whole number in [0, bound) (`below` "<="`: [0, bound])."""
+def _not_whole(em, x, bound, below: str = "<", dtype: str = ""):
+    """A test that `x` is not a whole number in [0, bound) (`below` "<="`: [0, bound]), of
+    `dtype` (the code's unless given)."""
     return fmt(f"not ({{}} >= {{}} and {{}} {below} {{}} and np.floor({{}}) == {{}})",
-               x, number(0.0, em.dtype), x, bound, x, x)
+               x, number(0.0, dtype or em.dtype), x, bound, x, x)
+
+
+def _count_checked(em, c: Var, number_: int) -> Expr:
+    """The raise of a step count `c` that is no whole number in [0, LARGEST_COUNT], and the
+    count as a whole number; a complex code's count is its real part, where its imaginary
+    part is 0 (the host's test: compiler/loops.py's step_count)."""
+    if not is_complex(em.dtype):
+        with em.out.if_(_not_whole(em, c, number(LARGEST_COUNT, em.dtype), "<=")):
+            em.out.add(Raise(call("K.StepCountError", whole(number_), c)))
+        return call("int", c)
+    part = real(em.dtype)
+    re, im = call("np.real", c), call("np.imag", c)
+    bad = fmt("{} or {} != {}", _not_whole(em, re, number(LARGEST_COUNT, part), "<=", part),
+              im, number(0.0, part))
+    with em.out.if_(bad):
+        em.out.add(Raise(call("K.StepCountError", whole(number_), c)))
+    return call("int", re)
 
 
 def emit_cond(em, node: ir.Cond) -> None:
@@ -95,10 +114,7 @@ def emit_loop(em, loop: ir.Loop) -> None:
     arrays = [i for i in moving if state_dims[i]]
     left, turns = f"left{number_}", f"turns{number_}"
     if loop.counter is not None:
-        c = Var(state[loop.counter])
-        with em.out.if_(_not_whole(em, c, number(LARGEST_COUNT, em.dtype), "<=")):
-            em.out.add(Raise(call("K.StepCountError", whole(number_), c)))
-        em.out.add(Assign((left,), (call("int", c),)))
+        em.out.add(Assign((left,), (_count_checked(em, Var(state[loop.counter]), number_),)))
     mark = em.out.mark()
     hoist: list = []
     for i in arrays:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...compiler import ir
+from ...compiler.dtypes import is_complex
 from ...compiler.ops.einsum_spec import parse_spec
+from ...compiler.ops.loop_code import COMPLEX_CODE
 from ...compiler.ops.primitives import BY_OP
 from ...compiler.plan import fusion
 from . import division, forms, rows, sums
@@ -93,8 +95,10 @@ def coded(em, node: ir.Prim, index: list, temps: dict) -> Expr:
             em.divisions.append(split)
             return Var(split.quotient)
         case ir.Prim(op=op, args=args) if BY_OP[op].code is not None:
-            return lowered(BY_OP[op].code, tuple(operand(em, node, k, index, temps)
-                                                 for k in range(len(args))), em.dtype, tier(em))
+            code = COMPLEX_CODE.get(op) if is_complex(em.dtype) else None
+            return lowered(code or BY_OP[op].code, tuple(operand(em, node, k, index, temps)
+                                                         for k in range(len(args))),
+                           em.dtype, tier(em))
     raise AssertionError(f"code generation: {node.op} has no code")
 
 

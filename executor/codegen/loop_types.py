@@ -77,6 +77,14 @@ def _converted(dtype: str) -> Callable[[list[Type | None]], Type | None]:
     return lambda args: Type(dtype, args[0].rank if args and args[0] else 0)
 
 
+def _part(args: list[Type | None]) -> Type | None:
+    """np.real(x), np.imag(x): x's rank in its parts' dtype (a real x's own)."""
+    if not args or args[0] is None:
+        return None
+    parts = {"complex128": "float64", "complex64": "float32"}
+    return Type(parts.get(args[0].dtype, args[0].dtype), args[0].rank)
+
+
 def _product(args: list[Type | None]) -> Type | None:
     """np.dot(a, b) (and K.shared_product, its compiled twin): the last axis of a summed
     against b's last but one."""
@@ -111,6 +119,8 @@ _EFFECTS = ("K.total_rows", "K.wide_vectors")
 CALLS: dict[str, Callable[[list[Type | None]], Type | None]] = {
     "int": _scalar("int64"), "min": _scalar("int64"), "K.levels": _scalar("int64"),
     "np.float64": _converted("float64"), "np.float32": _converted("float32"),
+    "np.complex128": _converted("complex128"), "np.complex64": _converted("complex64"),
+    "np.real": _part, "np.imag": _part,
     "K.add_any_order": _same, "K.quotient": _same, "np.ascontiguousarray": _same,
     "K.contiguous": _same, "K.transposed": _same, "np.dot": _product,
     "K.shared_product": _product, "np.matmul": _stacked, "np.full": _filled,
@@ -237,15 +247,17 @@ def _form(template: str, args: list[Type | None]) -> Type | None:
 
 
 #: The numbers' dtypes, narrowest first: arithmetic on several gives the widest (as NumPy's
-#: scalars and Numba do: a float32 and a float64 make a float64).
-ORDER = ("bool", "int64", "float32", "float64")
+#: scalars and Numba do: a float32 and a float64 make a float64; a complex64 and a float64 a
+#: complex128).
+ORDER = ("bool", "int64", "float32", "float64", "complex64", "complex128")
 
 
 def widest(dtypes: list[str]) -> str:
     """The dtype arithmetic on numbers of `dtypes` gives (OTHER where one is no number)."""
     if any(d not in ORDER for d in dtypes):
         return OTHER
-    return max(dtypes, key=ORDER.index)
+    found = max(dtypes, key=ORDER.index)
+    return "complex128" if found == "complex64" and "float64" in dtypes else found
 
 
 def locals_of(body: list[Stmt], params: dict[str, Type], code: str,

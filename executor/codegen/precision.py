@@ -17,7 +17,8 @@ import math
 from ...compiler.dtypes import FLOAT32_MAX
 
 #: The dtypes code is generated in, and the kernels module each binds as `K`.
-KERNELS = {"float64": None, "float32": "hilbert.executor.numba.kernels32"}
+KERNELS = {"float64": None, "float32": "hilbert.executor.numba.kernels32",
+           "complex128": None, "complex64": None}  # (complex code: built by llvm only)
 
 
 def literal(text: str, dtype: str) -> str:

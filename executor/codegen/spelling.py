@@ -23,7 +23,8 @@ COMPILED: dict[str, tuple[str, str]] = {
     "exp": (CALL, "K.exp"), "log": (CALL, "K.log"), "sqrt": (CALL, "np.sqrt"),
     "tanh": (CALL, "K.tanh"), "sin": (CALL, "np.sin"), "cos": (CALL, "np.cos"),
     "tan": (CALL, "np.tan"), "abs": (CALL, "np.abs"), "floor": (CALL, "np.floor"),
-    "erf": (CALL, "K.erf"),
+    "erf": (CALL, "K.erf"), "conj": (CALL, "np.conj"), "re": (CALL, "np.real"),
+    "im": (CALL, "np.imag"),
 }
 HOST: dict[str, tuple[str, str]] = {
     "exp": (CALL, "np.exp"), "log": (CALL, "np.log"), "tanh": (CALL, "np.tanh"),

@@ -127,13 +127,14 @@ class _Checker:
 
     def literal(self, stmt: Stmt, num: Num, start: bool) -> None:
         """A literal's dtype is one of DTYPES and fits its text; a float one is of the code's
-        dtype but for an accumulator's start."""
+        dtype but for an accumulator's start (and in complex code, of its parts' dtype: the
+        bounds a step count's real part is checked against, control.py)."""
         if num.dtype not in DTYPES:
             self.fail(stmt, f"the literal {num.text!r} untyped ({num.dtype!r})")
         if _kind(num.text) != _KINDS.get(num.dtype, float):
             self.fail(stmt, f"the literal {num.text!r} typed {num.dtype}")
-        if num.dtype in FLOATS and num.dtype != self.dtype and not (
-                start and num.dtype == ACCUMULATOR):
+        if num.dtype in FLOATS and num.dtype not in (self.dtype, PARTS.get(self.dtype)) and \
+                not (start and num.dtype == ACCUMULATOR):
             self.fail(stmt, f"a {num.dtype} literal {num.text} in {self.dtype} code")
 
     def operands(self, stmt: Stmt, node: Expr) -> None:
@@ -163,6 +164,9 @@ def _starts(stmt: Stmt, expr: Expr) -> bool:
     """Whether `expr` is a whole value a local starts at (an accumulator's start)."""
     return isinstance(stmt, Assign) and expr in stmt.values
 
+
+#: Complex code's parts' dtype, whose literals it may hold (`literal`).
+PARTS = {"complex128": "float64", "complex64": "float32"}
 
 #: What a literal of each dtype is written as (_kind); a float or complex one as a float.
 _KINDS: dict[str, type | None] = {"int64": int, "bool": bool, OTHER: None}

@@ -11,9 +11,11 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
                     and scratch rows and a turn's copies made inside a loop
     threads.py      parallel nests: their rows outlined, run in chunks on Numba's threads
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
+    complex.py      complex numbers: {re, im} structures, NumPy's arithmetic, C's cexp, …
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
     products.py     matrix products (K.gemm, the small products) as calls of the two below
     product_kernel.py  blas.py's product kernel (tiles, BLAS) and small-product loops in LLVM IR
+    complex_products.py  complex matrices' products: tiles in vectors of parts, or zgemm
     maths.py        vmath.py's exp, log and tanh (and math="fast"'s), operation for operation
     maths32.py      vmath32.py's float32 exp, log, tanh and erf, typed as Numba types them
     compile.py      llvmlite's binding: target machine, optimisation level, object code, addresses

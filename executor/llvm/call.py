@@ -25,8 +25,11 @@ from . import cpython
 from .lower import NAME, Result
 from .types import Array, Type
 
-#: Each number's layout in one 8-byte slot (a float32 in the low half).
-_NUMBER = {"float64": "d", "float32": "f4x", "int64": "q", "bool": "q"}
+#: Each number's layout in one 8-byte slot (a float32 in the low half; a complex number's parts
+#: in two, as its real parts': lower.py).
+_NUMBER = {"float64": "d", "float32": "f4x", "int64": "q", "bool": "q", "complex128": "dd",
+           "complex64": "f4xf4x"}
+_COMPLEX = ("complex128", "complex64")
 _ABI = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)  # (releases the GIL)
 _LIBC = ctypes.CDLL(None)
 _FREE = _LIBC.free
@@ -52,10 +55,10 @@ class Lowered:
         self._out = "=" + "".join("q" * (1 + r.rank) if r.kind in ("fresh", "held")
                                   else _NUMBER[r.dtype] if r.kind == "number" else ""
                                   for r in results)
-        self._raises = tuple(("=" + "".join(_NUMBER[t] for t in types), getattr(faults, name))
-                             for name, types in raises)  # (each raise's layout and class)
+        self._raises = tuple(("=" + "".join(_NUMBER[t] for t in types), getattr(faults, name),
+                              types) for name, types in raises)  # (layout, class, types)
         self._out_size = max([8, struct.calcsize(self._out),
-                              *(struct.calcsize(layout) for layout, _ in self._raises)])
+                              *(struct.calcsize(layout) for layout, _, _ in self._raises)])
         self._layout = (  # (what the entry from Python depends on: cpython.py)
             tuple((t.dtype, t.rank) if isinstance(t, Array) else t for t in params),
             tuple((r.kind, r.dtype, r.rank, r.index) for r in results), self._out_size // 8,
@@ -99,8 +102,10 @@ class Lowered:
                 words.append(value.ctypes.data)
                 words.extend(value.shape)
                 words.extend(value.strides)
-            else:
+            elif type(value) is not complex and not isinstance(value, np.complexfloating):
                 words.append(value)
+            else:
+                words.extend((value.real, value.imag))
         packed = ctypes.create_string_buffer(struct.pack(self._params, *words), 
                                              max(struct.calcsize(self._params), 8))
         out = ctypes.create_string_buffer(self._out_size)
@@ -112,8 +117,10 @@ class Lowered:
     def _fault(self, words: bytes, at: int) -> Exception:
         """The coded runtime error whose number is `words`' first and whose arguments follow
         from byte `at`, as Numba-built code raises it (faults.py)."""
-        layout, error = self._raises[struct.unpack_from("=q", words)[0] - 1]
-        return error(*struct.unpack_from(layout, words, at))
+        layout, error, types = self._raises[struct.unpack_from("=q", words)[0] - 1]
+        parts = iter(struct.unpack_from(layout, words, at))
+        return error(*(complex(next(parts), next(parts)) if t in _COMPLEX else next(parts)
+                       for t in types))
 
     def _unpacked(self, words: tuple, args) -> tuple:
         values, at = [], 0
@@ -133,6 +140,9 @@ class Lowered:
                                               result.dtype)
                 values.append(known[address])
                 at += 1 + result.rank
+            elif result.dtype in ("complex128", "complex64"):
+                values.append(complex(words[at], words[at + 1]))
+                at += 2
             else:
                 word = words[at]
                 values.append(bool(word) if result.dtype == "bool" else word)

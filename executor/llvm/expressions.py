@@ -11,6 +11,7 @@ from llvmlite import ir
 
 from ..codegen.loops import Call, Compare, Expr, Fmt, Num, Op, Pick, Select, Sub, Var, View, walk
 from ..codegen.spelling import INFIX, PREFIX, WRAP, spelled
+from . import complex as cplx
 from . import runtime
 from .entries import Entries
 from .runtime import I64, LLVM
@@ -37,7 +38,7 @@ from .unsupported import Unsupported
 from .views import ALL, c_strides, part, transposed, view
 
 #: Each array dtype's entry size in bytes.
-ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8}
+ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8, "complex128": 16, "complex64": 8}
 
 
 @dataclass
@@ -150,6 +151,8 @@ class Expressions(Entries):
     def _negated(self, operand: tuple) -> tuple:
         value, t = operand
         value, t = self.cast(value, t, number(t)), number(t)
+        if t in cplx.PARTS:
+            return cplx.negated(self.builder, value, t), t
         return (self.builder.fneg(value) if t != "int64" else self.builder.neg(value)), t
 
     def _part(self, array: ArrayValue, index: tuple) -> ArrayValue:

@@ -6,9 +6,9 @@ C ABI that call.py calls:
 `args` holds each parameter in turn: an array as its data's address, its shape and its
 strides in bytes, as NumPy's (1 + 2·rank slots; a multiple of the entry size: indexing is in
 entries), a number as its bits in one slot (a float32's in the low
-half). `results` receives each returned value in turn: an array made by the function as its
+half; a complex number as its real and imaginary parts', two slots: complex.py). `results` receives each returned value in turn: an array made by the function as its
 data's address and its shape (1 + rank slots: C order, memory from malloc that the caller now
-owns and frees), a number as its bits; an array that is a parameter takes no slot (the caller
+owns and frees), a number as its bits (a complex one's in two); an array that is a parameter takes no slot (the caller
 hands back its own). The answer is 0, or the number (1, 2, …) of the `raise` that stopped it:
 a coded runtime error (executor/numba/faults.py) whose arguments are then in `results`, as
 bits, for call.py to raise it as Numba-built code would.
@@ -49,7 +49,8 @@ from .held import Held, copies, held, scratch
 from .products import CALLS as PRODUCTS
 from .products import multiply
 from .runtime import I64, LLVM
-from .scalars import from_bits, to_bits
+from .scalars import from_words, to_words
+from .scalars import words as number_words
 from .templates import field, parsed
 from .types import Array, Inference, Type, call_type, is_part
 from .unsupported import Unsupported
@@ -117,10 +118,11 @@ class Lowering(Held, Expressions):
                                                shape, strides, t.dtype, False, k,
                                                self._contiguous)
                 at += 1 + 2 * t.rank
-            else:
-                bits = b.load(b.gep(args, [ir.Constant(I64, at)]))
-                b.store(from_bits(b, bits, t), self._slot(name))
-                at += 1
+            else:  # (a number: its bits, a complex one's parts' in two words)
+                given = [b.load(b.gep(args, [ir.Constant(I64, at + j)]))
+                         for j in range(number_words(t))]
+                b.store(from_words(b, given, t), self._slot(name))
+                at += number_words(t)
 
     # ------------------------------------------------------------------ statements
 
@@ -245,12 +247,14 @@ class Lowering(Held, Expressions):
     def _raise(self, fn: str, args: tuple) -> None:
         """The coded error `fn(args)`: its arguments' bits written to `results`, the arrays
         made so far freed, and its number answered."""
-        b, out, types = self.builder, self.function.args[1], []
-        for at, arg in enumerate(args):
+        b, out, types, at = self.builder, self.function.args[1], [], 0
+        for arg in args:
             computed, t = self.value(arg)
             if not isinstance(t, str):
                 raise Unsupported(f"a {t} raised")
-            b.store(to_bits(b, computed, t), b.gep(out, [ir.Constant(I64, at)]))
+            for word in to_words(b, computed, t):  # (a complex number's parts: two words)
+                b.store(word, b.gep(out, [ir.Constant(I64, at)]))
+                at += 1
             types.append(t)
         self.raises.append((fn[2:], tuple(types)))
         self.release_unless(set(), [])
@@ -311,7 +315,7 @@ class Lowering(Held, Expressions):
         if not isinstance(t, str):
             raise Unsupported(f"a returned {t}")
         self.results.append(Result("number", t))
-        return [to_bits(b, computed, t)]
+        return to_words(b, computed, t)
 
 
 def _items(value: Expr, alone: tuple = None) -> list[Expr]:  # type: ignore[assignment]

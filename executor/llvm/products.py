@@ -3,7 +3,8 @@ call the product kernel (product_kernel.py: blas.py's `_product_at` written agai
 tiles, hilbert's own products or NumPy's BLAS, case for case, so the same bits);
 `K.small_product_into` and `K.small_product_beta` (kernels.py's plain loops) call the
 module's small-product function for their dtypes (product_kernel.SmallProduct: loops over
-tiles of LANES columns whose sums are vectors).
+tiles of LANES columns whose sums are vectors). Complex matrices' products, either call, are
+complex_products.py's.
 
 A small product sums each entry's terms in order from 0 (or from out·beta where beta is not
 0), each term the operands' product in their type, added in float64, and stores the sum in
@@ -11,9 +12,10 @@ out's dtype: what kernels.py's loops do (their `total = 0.0`), operation for ope
 its bits are the Numba path's. The tile changes which entries are summed side by side, never
 the order of one entry's terms.
 
-The product kernel is a module of its own (`kernel`), compiled at level 3 once per process,
-its machine code kept in the disk cache as every module's is (kept.py), and called by its
-symbol from the modules that multiply: written into each of them, it was most of their
+The product kernel is a module of its own (`kernel`), compiled at level 3 once per process
+(its 0.2–0.37 s of LLVM were most of lowering the circle classifier), its machine code kept in the
+disk cache as every module's is (kept.py), and called by its symbol from the modules that
+multiply: written into each of them, it was most of their
 compile time (0.45 s of mlp's 0.5 s of LLVM), paid again by each module and each new program,
 and compiled at level 1 in a large function's module."""
 
@@ -24,7 +26,7 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import compile, product_kernel
+from . import compile, complex_products, product_kernel
 from .expressions import ArrayValue
 from .product_kernel import SmallProduct
 from .runtime import I64, LLVM
@@ -32,8 +34,9 @@ from .unsupported import Unsupported
 
 #: The calls this module lowers (each a statement: its result, the out it is given, unused).
 CALLS = ("K.gemm", "K.gemm_beta", "K.small_product_into", "K.small_product_beta")
-#: The product kernels' machine code, by dtype, compiled or loaded once per process and kept
-#: for its whole life (every module that multiplies calls it by its symbol).
+#: The product kernels' machine code, by dtype (complex ones': complex_products.py's),
+#: compiled or loaded once per process and kept for its whole life (every module that
+#: multiplies calls it by its symbol).
 _KERNELS: dict[str, compile.Machine] = {}
 _LOCK = threading.Lock()
 
@@ -45,7 +48,9 @@ def multiply(lowering, fn: str, args: list[tuple]) -> None:
     if len(args) < 3 or any(not isinstance(a, ArrayValue) or len(a.shape) != 2 for a in arrays):
         raise Unsupported(f"{fn} of other than three matrices")
     beta = args[3] if fn.endswith("_beta") else None
-    if fn.startswith("K.gemm"):
+    if any(a.dtype in complex_products.cplx.PARTS for a in arrays):
+        complex_products.multiply(lowering, *arrays, beta)
+    elif fn.startswith("K.gemm"):
         _gemm(lowering, *arrays, beta)
     else:
         _small(lowering, *arrays, beta)
@@ -68,16 +73,25 @@ def kernel(dtype: str, module: ir.Module) -> ir.Function:
     """The product kernel for `dtype` declared in `module`, its machine code made (or loaded
     from the disk cache) first, once per process, from a module of its own, and its symbol
     registered with LLVM for the modules that call it."""
-    name = product_kernel.symbol(dtype)
+    return shared(dtype, product_kernel.symbol(dtype), product_kernel.kind(dtype), module,
+                  lambda own: product_kernel.function(
+                      own, dtype, lambda t: _small_function(own, t, t, t, t)))
+
+
+def shared(dtype: str, name: str, kind: ir.FunctionType, module: ir.Module,
+           write) -> ir.Function:
+    """The function `name` of type `kind`, which `write(own)` writes into a module of its own,
+    declared in `module`: its machine code made at level 3 (or loaded from the disk cache)
+    once per process and kept (`_KERNELS[dtype]`), its symbol registered with LLVM."""
     with _LOCK:
         if dtype not in _KERNELS:
             own = ir.Module(name=f"hilbert_{name}")
-            product_kernel.function(own, dtype, lambda t: _small_function(own, t, t, t, t))
+            write(own)
             made = compile.compile_module(str(own), (name,), 3)
             llvm.add_symbol(name, made.addresses[name])
             _KERNELS[dtype] = made
     found = module.globals.get(name)
-    return found if found is not None else ir.Function(module, product_kernel.kind(dtype), name)
+    return found if found is not None else ir.Function(module, kind, name)
 
 
 def _words(builder: ir.IRBuilder, array, rows: bool | None) -> list:

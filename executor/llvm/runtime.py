@@ -12,14 +12,15 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..numba import vmath_constants as vmath
+from . import complex as cplx
 from . import maths, maths32
-from .types import Type
+from .types import COMPLEX_CALLS, Type
 from .unsupported import Unsupported
 
 DOUBLE, FLOAT, I64, I1 = ir.DoubleType(), ir.FloatType(), ir.IntType(64), ir.IntType(1)
 I8P = ir.IntType(8).as_pointer()
-#: Each scalar type's LLVM type.
-LLVM = {"float64": DOUBLE, "float32": FLOAT, "int64": I64, "bool": I1}
+#: Each scalar type's LLVM type (a complex number's: its two parts, complex.py).
+LLVM = {"float64": DOUBLE, "float32": FLOAT, "int64": I64, "bool": I1, **cplx.TYPES}
 
 
 def _declared(module: ir.Module, name: str, kind: ir.FunctionType) -> ir.Function:
@@ -43,6 +44,17 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
     """The value of `fn(args)` (each argument with its type), of type `result` (types.call_type
     decided it)."""
     b, cast = lowering.builder, lowering.cast
+    if any(t in cplx.PARTS for _, t in args):  # (types.COMPLEX_CALLS, and sums' adds)
+        if fn in ("np.complex128", "np.complex64"):
+            return cast(*args[0], result)
+        if fn == "K.add_any_order":  # (each part's sum reassociated, as a real one's)
+            x, y = (cplx.parts(b, cast(v, t, result)) for v, t in args)
+            return cplx.made(b, *(b.fadd(p, q, flags=("reassoc",))
+                                  for p, q in zip(x, y, strict=True)), result)
+        return cplx.unary(b, COMPLEX_CALLS[fn], *args[0])[0]
+    if fn in ("np.conj", "np.real", "np.imag"):  # (of a real number: itself, or 0)
+        value = cast(*args[0], result)
+        return ir.Constant(LLVM[result], 0.0) if fn == "np.imag" else value
     if lowering.code == "float32" and fn in maths32.FUNCTIONS:  # (kernels32's: vmath32's)
         return b.call(maths32.function(b.module, fn, args[0][1]), [args[0][0]])
     m = maths.Code(b)
@@ -74,7 +86,7 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
             inside = b.and_(b.fcmp_ordered(">=", size, m.c(vmath.DIVISOR_LOW)),
                             b.fcmp_ordered("<=", size, m.c(vmath.DIVISOR_HIGH)))
             return b.select(inside, m.w(0), m.w(1))
-        case "np.float64" | "np.float32" | "float" | "int":
+        case "np.float64" | "np.float32" | "float" | "int" | "np.complex128" | "np.complex64":
             return cast(*args[0], result)
         case "np.sqrt" | "np.floor":
             width = "f32" if result == "float32" else "f64"
@@ -92,7 +104,7 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
 
 #: The calls whose arguments are taken in their result's type (the others' in float64).
 _OWN = ("K.fmax", "K.fmin", "np.float64", "np.float32", "float", "int", "np.sqrt", "np.floor",
-        "np.abs", "abs", "np.cos", "min", "max")
+        "np.abs", "abs", "np.cos", "min", "max", "np.complex128", "np.complex64")
 
 
 def _power(m: maths.Code, x, y):

@@ -9,6 +9,7 @@ from llvmlite import ir
 
 from ...compiler.dtypes import FLOAT32_MAX
 from ..codegen.loops import Num
+from . import complex as cplx
 from .runtime import DOUBLE, I1, I64, LLVM
 from .types import BITWISE, COMPARISONS, Type, binary, literal, number, unify
 from .unsupported import Unsupported
@@ -20,9 +21,30 @@ def constant(num: Num) -> ir.Constant:
     values = {"np.inf": float("inf"), "(-np.inf)": float("-inf"), "-np.inf": float("-inf"),
               "np.nan": float("nan"), "True": True, "False": False}
     value = values[text] if text in values else (int(text) if t == "int64" else float(text))
+    if t in cplx.PARTS:  # (a real number's text, in complex code)
+        return cplx.constant(complex(value), t)
     if t == "float32" and math.isfinite(value) and abs(value) > FLOAT32_MAX:
         value = math.copysign(FLOAT32_MAX, value)  # (as precision.literal writes it)
     return ir.Constant(LLVM[t], value)
+
+
+def words(t: Type) -> int:
+    """How many of the ABI's words a number of type `t` takes (a complex one: its parts')."""
+    return 2 if t in cplx.PARTS else 1
+
+
+def from_words(b: ir.IRBuilder, given: list, t: Type) -> ir.Value:
+    """A number of type `t` from its words (`words(t)` of them)."""
+    if t in cplx.PARTS:
+        return cplx.from_words(b, given, t, from_bits)  # type: ignore[arg-type]
+    return from_bits(b, given[0], t)
+
+
+def to_words(b: ir.IRBuilder, value: ir.Value, t: str) -> list:
+    """The words of a number of type `t`."""
+    if t in cplx.PARTS:
+        return cplx.to_words(b, value, t, to_bits)
+    return [to_bits(b, value, t)]
 
 
 def from_bits(b: ir.IRBuilder, bits: ir.Value, t: Type) -> ir.Value:
@@ -38,6 +60,8 @@ def from_bits(b: ir.IRBuilder, bits: ir.Value, t: Type) -> ir.Value:
 
 
 def to_bits(b: ir.IRBuilder, value: ir.Value, t: str) -> ir.Value:
+    if t in cplx.PARTS:
+        raise Unsupported(f"a {t} in one word")
     if t == "float64":
         return b.bitcast(value, I64)
     if t == "float32":
@@ -57,6 +81,8 @@ def binary_value(b: ir.IRBuilder, cast, op: str, a: tuple, other: tuple) -> tupl
     if op == "/" and common == "int64":
         common = "float64"
     x, y = cast(*a, common), cast(*other, common)
+    if common in cplx.PARTS:
+        return cplx.arithmetic(b, op, x, y, common), result
     if op in COMPARISONS.values():
         if common == "int64":
             return b.icmp_signed(op, x, y), "bool"
@@ -90,6 +116,8 @@ def cast(b: ir.IRBuilder, value: ir.Value, have: Type, want: Type) -> ir.Value:
     """`value` of scalar type `have` as `want` (Numba's conversions)."""
     if have == want:
         return value
+    if have in cplx.PARTS or want in cplx.PARTS:
+        return cplx.cast(b, lambda v, h, w: cast(b, v, h, w), value, have, want)  # type: ignore[arg-type]
     if want == "bool":
         if have == "int64":
             return b.icmp_signed("!=", value, ir.Constant(I64, 0))

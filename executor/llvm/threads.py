@@ -50,7 +50,8 @@ from .. import threads as pool
 from ..codegen.loops import Assign, For, Update, Var, exprs, names, statements
 from ..numba.loading import load
 from .runtime import I8P, I64, LLVM, _declared
-from .scalars import from_bits, to_bits
+from .scalars import from_words, to_words
+from .scalars import words as number_words
 from .types import Array
 from .unsupported import Unsupported
 from .views import c_strides
@@ -145,7 +146,7 @@ def _words(b: ir.IRBuilder, value, t) -> list[ir.Value]:
                 *([] if value.ordered else value.strides)]
     if not isinstance(t, str):
         raise Unsupported(f"a parallel nest reading a {t}")
-    return [to_bits(b, value, t)]
+    return to_words(b, value, t)
 
 
 def _packed(lowering, captured: list) -> ir.Value:
@@ -222,7 +223,8 @@ def _unpacked(lowering, data: ir.Value, captured: list) -> None:
                 value, data=pointer, shape=shape, strides=strides, fresh=False, param=-1,
                 owned=False, sources=frozenset())
         else:
-            b.store(from_bits(b, word(), t), lowering._slot(name))
+            b.store(from_words(b, [word() for _ in range(number_words(t))], t),
+                    lowering._slot(name))
 
 
 def _chunks(module: ir.Module, rows: ir.Function, width: int) -> ir.Function:

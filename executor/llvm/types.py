@@ -1,7 +1,8 @@
 """The type of every local of a loop-IR function (executor/codegen/loops.py), inferred from its
-parameters' as Numba infers them: a scalar (float64, float32, int64, bool) or an array of a
-dtype and rank. A local assigned values of several number types takes their union (int64
-and float32: float64), as Numba unifies them; anything else (an array assigned twice with
+parameters' as Numba infers them: a scalar (complex128, complex64, float64, float32, int64,
+bool) or an array of a dtype and rank. A local assigned values of several number types takes
+their union (int64 and float32: float64; complex64 and float64: complex128), as Numba unifies
+them; anything else (an array assigned twice with
 different ranks, a string, a slice) is `Unsupported`, and the function is built by Numba."""
 
 from __future__ import annotations
@@ -41,9 +42,11 @@ class Array:
     rank: int
 
 
-#: Scalar types, narrowest first (their union is the wider, but int64 ∪ float32 = float64).
-SCALARS = ("bool", "int64", "float32", "float64")
+#: Scalar types, narrowest first (their union is the wider, but int64 ∪ float32 = float64 and
+#: complex64 ∪ float64 (or int64) = complex128).
+SCALARS = ("bool", "int64", "float32", "float64", "complex64", "complex128")
 FLOATS = ("float32", "float64")
+COMPLEX = ("complex64", "complex128")
 Type = str | Array | tuple
 
 
@@ -54,6 +57,8 @@ def unify(a: Type, b: Type) -> Type:
     if isinstance(a, str) and isinstance(b, str):
         if {a, b} == {"int64", "float32"}:
             return "float64"
+        if {a, b} & {"int64", "float64"} and "complex64" in (a, b):
+            return "complex128"
         return max(a, b, key=SCALARS.index)
     raise Unsupported(f"a local of types {a} and {b}")
 
@@ -77,7 +82,8 @@ BITWISE = {ast.BitAnd: "&", ast.BitOr: "|"}
 def binary(op: str, a: Type, b: Type) -> str:
     """The type of `a op b` (op: ARITHMETIC's, COMPARISONS' or BITWISE's)."""
     if op in COMPARISONS.values():
-        number(a), number(b)
+        if (number(a) in COMPLEX or number(b) in COMPLEX) and op not in ("==", "!="):
+            raise Unsupported(f"the ordering {op} of complex numbers")
         return "bool"
     if op in BITWISE.values():
         if a == b == "bool":
@@ -96,6 +102,8 @@ def binary(op: str, a: Type, b: Type) -> str:
 #: The calls this back end makes, each with the type of its result from its arguments' and
 #: the code's dtype (executor/numba/kernels.py and kernels32.py: what Numba makes of them).
 def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
+    if any(isinstance(a, str) and a in COMPLEX for a in args):
+        return _complex_call(fn, args)
     match fn, args:
         case "K.empty", (tuple() as shape,):
             return Array(code, len(shape))
@@ -122,6 +130,11 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
             return "int64"
         case "np.float32", _:
             return "float32"
+        case ("np.complex128" | "np.complex64"), (x,):  # (a step count made data again)
+            number(x)
+            return fn[3:]
+        case ("np.conj" | "np.real" | "np.imag"), (x,):  # (of a real number in complex code)
+            return number(x) if number(x) in FLOATS else "float64"
         case ("np.sqrt" | "np.floor"), (x,):
             return number(x) if number(x) in FLOATS else "float64"
         case ("np.abs" | "abs"), (x,):
@@ -129,6 +142,29 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
         case ("min" | "max"), (a, b) if number(a) == number(b) == "int64":
             return "int64"  # (a block's length: sums.py)
     raise Unsupported(f"a call of {fn}")
+
+
+#: The calls of a complex number lowered (complex.py), by the real functions' names:
+#: np.abs (a modulus), conj, re and im as complex code spells them (spelling.py), and the
+#: maths functions (C's cexp, clog, …: complex.MATHS).
+COMPLEX_CALLS = {"np.abs": "abs", "abs": "abs", "np.conj": "conj", "np.real": "re",
+                 "np.imag": "im", "K.exp": "exp", "K.exp_fast": "exp", "K.log": "log",
+                 "K.tanh": "tanh", "K.tanh_fast": "tanh", "np.sqrt": "sqrt", "np.sin": "sin",
+                 "np.cos": "cos", "np.tan": "tan"}
+
+
+def _complex_call(fn: str, args: tuple[Type, ...]) -> Type:
+    """The type of a call of a complex number: its parts' for abs, re and im, its own for
+    conj and the maths functions, the sum's for K.add_any_order."""
+    if fn == "K.add_any_order" and len(args) == 2:
+        return unify(number(args[0]), number(args[1]))
+    if fn in ("np.complex128", "np.complex64") and len(args) == 1:
+        return fn[3:]
+    if fn not in COMPLEX_CALLS or len(args) != 1:
+        raise Unsupported(f"a call of {fn} on a complex number")
+    if COMPLEX_CALLS[fn] not in ("abs", "re", "im"):  # (conj, and the maths functions)
+        return args[0]
+    return "float64" if args[0] == "complex128" else "float32"
 
 
 def axis_order(axes: Num) -> list[int]:
@@ -237,6 +273,8 @@ def op_type(fn: str, tier: str, args: tuple[Type, ...], code: str) -> Type:
     form, name = spelled(fn, tier)
     if form == INFIX:
         return binary(name, *args)
+    if form == WRAP and number(args[0]) in COMPLEX:  # (`real`: a real value's own part)
+        raise Unsupported(f"{fn} of a complex number")
     if form in (PREFIX, WRAP):
         return number(args[0])
     return call_type(name, args, code)
@@ -292,6 +330,8 @@ def tree_type(node: ast.expr, fields: tuple[Type, ...], of, code: str) -> Type:
             return "int64"
         case ast.Constant(value=float()):
             return "float64"
+        case ast.Constant(value=complex()):
+            return "complex128"
         case ast.BinOp(left=left, op=op, right=right) if type(op) in ARITHMETIC | BITWISE:
             return binary((ARITHMETIC | BITWISE)[type(op)], of(left), of(right))
         case ast.UnaryOp(op=ast.USub() | ast.UAdd(), operand=operand):

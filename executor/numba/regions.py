@@ -99,8 +99,13 @@ class CompiledRegion:
         if self.python_mode:
             self.backend = "numba (NUMBA_DISABLE_JIT=1: run as Python)"
             return None
-        from ..llvm.types import Array
+        from ..llvm.types import COMPLEX, Array
 
+        if self.dtype.name in COMPLEX and any(d != self.dtype for d in self.dtypes):
+            # (a complex64 call's counted values are float64, compiler/counting.py: converted
+            # here, a complex count would lose its imaginary part before its check)
+            self.backend = "numba (the llvm back end does not lower a complex call's counts)"
+            return None
         shapes = self._table.scopes[self.region.scope]
         params = [Array(d.name, len(shapes[n])) if shapes[n] else d.name
                   for n, d in zip(self.region.inputs, self.dtypes, strict=True)]

@@ -15,25 +15,38 @@ from . import row_blocks
 from .loading import python_mode
 from .row_blocks import RowBlocks
 from .scope import ScopeRunner, regions_of
+from .tier_notes import COMPLEX_HELD
 
 
 def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],
-           replan: Callable[[], Plan] | None, peak: int) -> tuple[Decided, str | None]:
+           replan: Callable[[], Plan] | None, peak: int,
+           llvm_only: bool = False) -> tuple[Decided, str | None]:
     """(the schedule of the code `generate` gives: its runner and the blocks of rows the call
     runs as, if any; why its calls stay on the host though it is generated, or None). Code
     that holds every value of a call until it ends is planned again as such (`replan`): over
     the memory limit, its calls stay on the host; within it, its peak is noted where it is not
     the plan's `peak`. Code that cannot be generated is noted so: the build raises the error,
-    or its calls stay on the host (W903)."""
+    or its calls stay on the host (W903). `llvm_only`: code only the LLVM back end builds (a
+    complex call's): where it is not generated or a function is left to Numba, its calls stay
+    on the host, saying why."""
     try:
         runner, blocks = generate()
         regions = tuple(runner.schedule())
     except Exception as err:  # noqa: BLE001 (raised again by the build: see above)
-        return ((), (f"numba: the code could not be generated ({type(err).__name__}: "
-                     f"{first_line(err)})",)), None
+        why = f"the code could not be generated ({type(err).__name__}: {first_line(err)})"
+        if llvm_only:
+            held = COMPLEX_HELD.format(why=why)
+            return ((), (f"numba: {held}",)), held
+        return ((), (f"numba: {why}",)), None
     notes = [*notes_of(runner), *([row_blocks.note(blocks)] if blocks else []),
              *backends(runner)]
     held = None
+    left = [n for n in notes if " built by numba" in n]
+    if llvm_only and runner.whole is None:  # (the host's walk would read a real value's
+        left.append("the call is not one compiled function")  # complex array: one answers)
+    if llvm_only and left:
+        held = COMPLEX_HELD.format(why=left[0])
+        notes.append(held)
     if holds_every_value(runner) and replan is not None:
         try:
             replanned = replan().peak_bytes

@@ -26,9 +26,23 @@ RESTARTED = "calls that start once it is built run on it"
 #: What a plan of a dtype the code generator does not write says.
 HOST_ONLY = ("{dtype} calls run on the host tier only (each einsum along its path as NumPy/BLAS "
              "pairwise steps in {dtype}, entrywise work in NumPy, loops stepped in Python): "
-             "the code generator writes float64 and float32 code only, so nothing is compiled")
-#: The dtypes generated code computes in (executor/codegen/precision.py).
+             "the code generator writes float64 and float32 code only (complex code only "
+             "under HILBERT_CODEGEN=llvm), so nothing is compiled")
+#: The dtypes generated code computes in (executor/codegen/precision.py), and those it
+#: computes in only where the LLVM back end builds it (Numba builds no complex code).
 COMPILED_DTYPES = ("float64", "float32")
+LLVM_DTYPES = ("complex128", "complex64")
+#: What a complex call's plan says when its code is generated but not all built by llvm.
+COMPLEX_HELD = ("calls stay on the host: complex code is built by the llvm back end only, "
+                "and {why}")
+
+
+def compiled(dtype: str) -> bool:
+    """Whether calls of `dtype` have a compiled tier (complex ones: under HILBERT_CODEGEN=llvm,
+    executor/llvm/complex.py)."""
+    from .. import llvm
+
+    return dtype in COMPILED_DTYPES or dtype in LLVM_DTYPES and llvm.wanted()
 
 
 #: What a plan under math="fast" says (hilbert.load's `math`: executor.MATHS).

@@ -34,13 +34,14 @@ from .scope import ScopeRunner, only_loop, regions_of, resume_points
 from .tier_notes import (
     COMPILE_AFTER,
     COMPILE_ENVIRONMENT,
-    COMPILED_DTYPES,
     FAST_MATHS,
     HOST_ONLY,
+    LLVM_DTYPES,
     RESTARTED,
     RESUMED,
     STEPPED,
     TIERED,
+    compiled,
 )
 
 #: A call whose loop the host would finish sooner than this (seconds, at the pace of its first
@@ -62,7 +63,7 @@ class Tiers:
     def __init__(self, ready: Specialised, optimize: str, forced: frozenset[str],
                  fast: bool = False, replan: Callable[[], Plan] | None = None):
         self.looped = bool(ready.plan.loops)
-        self.compiles = ready.plan.dtype in COMPILED_DTYPES  # else calls stay on the host
+        self.compiles = compiled(ready.plan.dtype)  # else calls stay on the host
         self.counter = None  # the state component that counts a resumable loop's steps left
         if self.looped:
             self.resumes = resume_points(ready.body)
@@ -105,7 +106,8 @@ class Tiers:
         """The schedule of the generated code (schedules.decide): generated now, compiled by
         the build."""
         decided, self._held = schedules.decide(lambda: (self.runner, self.blocks()),
-                                               self._replan, self._ready.plan.peak_bytes)
+                                               self._replan, self._ready.plan.peak_bytes,
+                                               self._ready.plan.dtype in LLVM_DTYPES)
         return decided
 
     def stays_on_host(self) -> str | None:
@@ -410,10 +412,10 @@ class TieredProgram(BuildsApart):
             return fast
 
     def _built(self, advance=None):
-        second = self.generated()
-        runner = self._tiers.runner
         if self._tiers.stays_on_host() is not None:  # (its plan's schedule says why)
             return None
+        second = self.generated()
+        runner = self._tiers.runner
         for region in regions_of(runner):
             region.compile()
             if advance is not None:
