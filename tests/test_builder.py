@@ -4,14 +4,19 @@ so that a process never ends with a daemon thread frozen inside Numba or LLVM ho
 locks (the main thread, freeing LLVM objects as the interpreter finalised, then waited for it
 forever: a warm process hung at exit about one run in two). Builds in processes of their own
 (the default, executor/numba/build_process.py) are waited for by no exit: those under way are
-left to finish, those of loops still queued handed to one last child."""
+left to finish, those of loops still queued handed to one last child. That is Numba's front
+end's exit (HILBERT_CODEGEN=numba, pinned here); under the LLVM back end the exit waits for no
+build (tests/test_one_answer.py)."""
 
 from __future__ import annotations
 
 import threading
 
+import pytest
 from hilbert.executor.numba import build_process
 from hilbert.executor.numba.builder import Builder
+
+pytestmark = pytest.mark.usefixtures("numba_front_end")
 
 
 class _Program:

@@ -59,8 +59,11 @@ def expected() -> dict:
 
 
 def run_cached(directory: Path, **environment: str) -> dict:
-    """Run SCRIPT in a fresh process with HILBERT_CACHE_DIR=directory; its report."""
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory), **environment)
+    """Run SCRIPT in a fresh process with HILBERT_CACHE_DIR=directory; its report. Numba's
+    front end builds its code (HILBERT_CODEGEN=numba: these are tests of Numba's files; the
+    LLVM back end's are tests/test_llvm_disk_cache.py's)."""
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory), HILBERT_CODEGEN="numba",
+               **environment)
     env.pop("NUMBA_DISABLE_JIT", None)
     done = subprocess.run([sys.executable, "-c", SCRIPT.replace("SOURCE", repr(SOURCE))],
                           capture_output=True, text=True, env=env, timeout=300,

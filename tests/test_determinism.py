@@ -51,7 +51,7 @@ def run(seed: str, cache) -> dict:
 
 
 @pytest.mark.timeout(1200)
-def test_a_second_process_with_another_hash_seed_compiles_nothing(tmp_path):
+def test_a_second_process_with_another_hash_seed_compiles_nothing(numba_front_end, tmp_path):
     first = run("1", tmp_path / "cache")
     second = run("2", tmp_path / "cache")
     assert first["sources"] > 0 and first["compiles"] > 0

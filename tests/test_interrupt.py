@@ -168,7 +168,7 @@ BUILDING = HANDLER + textwrap.dedent("""
 
 
 @pytest.mark.timeout(600)
-def test_ctrl_c_during_an_eager_build_is_raised_at_once_and_the_build_goes_on(tmp_path):
+def test_ctrl_c_during_an_eager_build_is_raised_at_once_and_the_build_goes_on(numba_front_end, tmp_path):
     """The main thread waits while another builds (executor/numba/builder.py, build_waiting):
     KeyboardInterrupt comes while the build is still under way (built in the main thread, it
     came only when Numba returned, or was lost inside it), and the build, which cannot be

@@ -566,7 +566,7 @@ def _expected(constant: float) -> str:
     return repr(mod.f(3, np.arange(6.0).reshape(2, 3)).round(12).tolist())
 
 
-def test_a_second_process_starts_warm(tmp_path):
+def test_a_second_process_starts_warm(numba_front_end, tmp_path):
     constant = 1.0 + np.random.default_rng().uniform()  # a source no earlier run has cached
     first, second = _run(tmp_path, constant), _run(tmp_path, constant)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
@@ -575,7 +575,7 @@ def test_a_second_process_starts_warm(tmp_path):
     assert list(tmp_path.glob("hb_*.py")) and "RuntimeWarning" not in second.stderr
 
 
-def test_an_unusable_cache_directory_warns_and_compiles_in_memory(tmp_path):
+def test_an_unusable_cache_directory_warns_and_compiles_in_memory(numba_front_end, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     result = _run(blocker / "cache", 2.5)
@@ -584,7 +584,7 @@ def test_an_unusable_cache_directory_warns_and_compiles_in_memory(tmp_path):
     assert "cannot use the cache directory" in result.stderr
 
 
-def test_corrupt_cache_files_are_replaced(tmp_path):
+def test_corrupt_cache_files_are_replaced(numba_front_end, tmp_path):
     constant = 3.0 + np.random.default_rng().uniform()
     assert _run(tmp_path, constant).returncode == 0
     for path in tmp_path.glob("hb_*.py"):

@@ -98,7 +98,7 @@ _COUNT = textwrap.dedent("""
 """)
 
 
-def test_a_program_with_a_relayout_compiles_no_string_formatting(tmp_path):
+def test_a_program_with_a_relayout_compiles_no_string_formatting(numba_front_end, tmp_path):
     """Numba's own transpose-and-copy compiles the formatting of its shape errors (unicode,
     hashing: seconds) into every program that uses it; hilbert's kernels format nothing."""
     env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path), HILBERT_COMPILE="eager")

@@ -8,7 +8,9 @@ signature.
 
 The rest of the suite builds every call's code at its first call (conftest.py sets
 HILBERT_COMPILE=eager); these tests set the tier setting themselves. Structure is checked by
-the programs' state and Numba's compile events, never by timing.
+the programs' state and Numba's compile events, never by timing. They are tests of the tiers
+under Numba's front end (HILBERT_CODEGEN=numba, pinned here), whose builds take seconds to
+minutes: the LLVM back end, the default, compiles every call first (tests/test_one_answer.py).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from numba.core import event
 from opt_einsum.testing import rand_equation
 
 import hilbert
+
+pytestmark = pytest.mark.usefixtures("numba_front_end")
 
 #: One einsum that is no plain product (a scalar out of four operands), one with a diagonal,
 #: and entrywise work around a product: each needs Numba to compile.

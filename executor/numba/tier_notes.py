@@ -23,6 +23,11 @@ STEPPED = ("the first calls run on the host (loops step by step in Python, each 
            f"({COMPILE_ENVIRONMENT} says when: by default from the first call); ")
 RESUMED = "a running loop moves to it at the next step boundary, its state carried over"
 RESTARTED = "calls that start once it is built run on it"
+#: What a plan says under the LLVM back end, where every call is compiled first by default.
+COMPILED_FIRST = ("calls run on the generated code, built before the first call runs "
+                  f"({COMPILE_ENVIRONMENT}: eager by default under the LLVM back end, so every "
+                  "process gives the same bits; background, or N, runs the first calls on the "
+                  "host while it is built)")
 #: What a plan of a dtype the code generator does not write says.
 HOST_ONLY = ("{dtype} calls run on the host tier only (each einsum along its path as NumPy/BLAS "
              "pairwise steps in {dtype}, entrywise work in NumPy, loops stepped in Python): "

@@ -34,6 +34,7 @@ from .scope import ScopeRunner, only_loop, regions_of, resume_points
 from .tier_notes import (
     COMPILE_AFTER,
     COMPILE_ENVIRONMENT,
+    COMPILED_FIRST,
     FAST_MATHS,
     HOST_ONLY,
     LLVM_DTYPES,
@@ -75,6 +76,8 @@ class Tiers:
         else:
             self.resumes = None
             note = TIERED if self.compiles else HOST_ONLY.format(dtype=ready.plan.dtype)
+        if self.compiles and llvm.wanted():
+            note = COMPILED_FIRST
         plan = _noted(ready.plan, (note, *_maths(fast)),
                       Schedule(self._decide) if self.compiles else Schedule())
         if self.looped:
