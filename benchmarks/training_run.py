@@ -4,7 +4,7 @@ empty cache, timed from before the library's import to the first step's result, 
 ("done"), and to the process's end ("exit": from the child's last line to when the parent saw
 it end, which is what a wait for builds at exit would lengthen).
 
-    .venv/bin/python -m benchmarks.training_run [--runs 3] [--steps 300] [--numba]
+    .venv/bin/python -m benchmarks.training_run [--runs 3] [--steps 300] [--numba] [--one-thread]
 
 The contestants are benchmarks/first_results.py's block functions (the same model, inputs and
 Adam; float64): hilbert two ways, HILBERT_CODEGEN=llvm with every call compiled first
@@ -14,6 +14,9 @@ the first left (warm); jax.jit (one jitted Adam step, its step number a traced v
 compiles once; JAX's persistent compilation cache is off: JAX_COMPILATION_CACHE_DIR unset and
 JAX_ENABLE_COMPILATION_CACHE=false, so each process compiles); torch eager. `--numba` adds
 hilbert's old default (Numba's front end, host tier first), whose cold build takes minutes.
+`--one-thread` runs every library on one thread: on a 2-core machine loaded by other work,
+threads that wait for each other (OpenMP's, OpenBLAS's, hilbert's nests') made torch's steps
+and hilbert's ×10–25 slower than on one thread (docs/architecture.md, "A training run").
 Each process writes to files, not pipes, so that a process left behind by a build (Numba's
 HILBERT_BUILDS=process) cannot hold the parent's reading open. Medians of `--runs` runs."""
 
@@ -39,6 +42,10 @@ LLVM_WAYS = {"llvm, compiled first (the new default)": {"HILBERT_CODEGEN": "llvm
 NUMBA_WAY = {"numba, host tier first (the old default)": {"HILBERT_CODEGEN": "numba"}}
 #: Settings that would change what is measured, taken out of each child's environment.
 CLEARED = ("HILBERT_COMPILE", "HILBERT_CODEGEN", "NUMBA_DISABLE_JIT", "JAX_COMPILATION_CACHE_DIR")
+#: `--one-thread`: every library's threads (BLAS, OpenMP, XLA's Eigen pool, hilbert's nests).
+ONE_THREAD = {"HILBERT_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+              "MKL_NUM_THREADS": "1",
+              "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false"}
 #: What each child reports, in the table's order: seconds from before the import.
 COLUMNS = ("import_s", "first_s", "done_s", "exit_s", "process_s")
 
@@ -60,10 +67,11 @@ def child(contestant: str, steps: int) -> None:
 
 
 def measure(contestant: str, steps: int, cache: Path, settings: dict[str, str]) -> dict:
-    """`child` in a fresh process with HILBERT_CACHE_DIR=cache and `settings`: its report,
-    with `exit_s` (its last line to its end) and `process_s` (its start to its end)."""
+    """`child` in a fresh process with HILBERT_CACHE_DIR=cache and `settings` (added to the
+    environment): its report, with `exit_s` (its last line to its end) and `process_s` (its
+    start to its end)."""
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
-    env |= {"HILBERT_CACHE_DIR": str(cache), "JAX_ENABLE_COMPILATION_CACHE": "false", **settings}
+    env |= {"HILBERT_CACHE_DIR": str(cache), "JAX_ENABLE_COMPILATION_CACHE": "false"} | settings
     command = [sys.executable, "-m", "benchmarks.training_run", "--child", contestant,
                "--steps", str(steps)]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
@@ -81,17 +89,19 @@ def measure(contestant: str, steps: int, cache: Path, settings: dict[str, str]) 
     return report | {"exit_s": ended - report["printed_at"], "process_s": ended - started}
 
 
-def one_run(steps: int, ways: dict[str, dict[str, str]]) -> dict[str, dict]:
-    """Every row once: each of hilbert's ways cold then warm (a fresh cache directory each
-    way), then jax.jit and torch (each with an empty cache directory of its own)."""
+def one_run(steps: int, ways: dict[str, dict[str, str]], common: dict[str, str]) -> dict:
+    """Every row once, each process given `common` settings: each of hilbert's ways cold then
+    warm (a fresh cache directory each way), then jax.jit and torch (each with an empty cache
+    directory of its own)."""
     rows = {}
     for name, settings in ways.items():
         with tempfile.TemporaryDirectory(prefix="hilbert-training-run-") as folder:
             for warmth in ("cold", "warm"):  # (the second process finds what the first left)
-                rows[f"hilbert {name}, {warmth}"] = measure(OURS, steps, Path(folder), settings)
+                rows[f"hilbert {name}, {warmth}"] = measure(OURS, steps, Path(folder),
+                                                            common | settings)
     for anchor in (JAX, TORCH):
         with tempfile.TemporaryDirectory(prefix="hilbert-training-run-") as folder:
-            rows[anchor] = measure(anchor, steps, Path(folder), {})
+            rows[anchor] = measure(anchor, steps, Path(folder), common)
     return rows
 
 
@@ -114,6 +124,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--numba", action="store_true", help="add hilbert's old default")
+    parser.add_argument("--one-thread", action="store_true",
+                        help="every library on one thread (BLAS, OpenMP, XLA, hilbert's nests)")
     parser.add_argument("--child", choices=sorted(CONTESTANTS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -125,11 +137,14 @@ def main() -> None:
     ways = LLVM_WAYS | (NUMBA_WAY if args.numba else {})
     runs = []
     for number in range(args.runs):
-        runs.append(one_run(args.steps, ways))
-        checksums = {row: f"{r['checksum']:.12g}" for row, r in runs[-1].items()}
-        print(f"run {number + 1} of {args.runs}: final weights' sums {checksums}", flush=True)
-    print(f"{args.steps} steps, one a call; medians of {args.runs} runs, load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
+        runs.append(one_run(args.steps, ways, ONE_THREAD if args.one_thread else {}))
+        print(f"run {number + 1} of {args.runs}:", flush=True)
+        for row, r in runs[-1].items():  # (each run's figures, and the final weights' sum)
+            print(f"  {row}: " + ", ".join(f"{c} {r[c]:.2f}" for c in COLUMNS)
+                  + f", sum {r['checksum']!r}", flush=True)
+    print(f"{args.steps} steps, one a call{', one thread' if args.one_thread else ''}; medians "
+          f"of {args.runs} runs, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
+          "cores\n")
     print(table(runs))
 
 
