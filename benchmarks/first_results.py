@@ -4,7 +4,9 @@ first result. `child` runs one of them in a fresh process and prints its times a
 
 This module imports nothing but NumPy (hilbert, torch and JAX only inside the contestants), so
 the clock in a fresh process starts before any of them is imported. The training steps the
-other benchmark cases time in torch and JAX are written here too, so that both use one copy."""
+other benchmark cases time in torch and JAX are written here too, so that both use one copy.
+The transformer block's contestants train any number of steps, one a call (one by default):
+benchmarks/training_run.py times a whole training run with them."""
 
 from __future__ import annotations
 
@@ -259,13 +261,16 @@ def _block_inputs() -> dict:
     return {"tok": tok[:, :-1], "next": tok[:, 1:], "weights": weights}
 
 
-def _block_hilbert(inputs: dict, mark):
+def _block_hilbert(inputs: dict, mark, steps: int = 1):
     import hilbert
 
     mark("import")
     module = hilbert.load(ROOT / "examples" / "Transformer.hb")
     block = module.Block(_VOCAB, _WIDTH, _HEADS, _KEY, _HIDDEN, 0)
-    block.train(inputs["tok"], inputs["next"])
+    for taken in range(1, steps + 1):
+        block.train(inputs["tok"], inputs["next"])
+        if taken == 1:
+            mark("first step")
     return block.weights["wq"]
 
 
@@ -284,7 +289,7 @@ def _block_forward(np_, einsum, gelu, p: dict, tok, n_layer_norm, rowmax):
     return (h + u @ p["w2"] + p["c2"]) @ p["out"] + p["d"]
 
 
-def _block_torch(inputs: dict, mark):
+def _block_torch(inputs: dict, mark, steps: int = 1):
     import torch
 
     mark("import")
@@ -297,16 +302,19 @@ def _block_torch(inputs: dict, mark):
     def norm(x, gain, shift):
         return torch.nn.functional.layer_norm(x, (_WIDTH,), gain, shift, 1e-5)
 
-    z = _block_forward(torch, torch.einsum, torch.nn.functional.gelu, params, tok, norm,
-                       lambda s: s.amax(-1, keepdim=True))
-    loss = torch.nn.functional.cross_entropy(z.reshape(-1, _VOCAB), nxt.reshape(-1))
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
+    for taken in range(1, steps + 1):
+        z = _block_forward(torch, torch.einsum, torch.nn.functional.gelu, params, tok, norm,
+                           lambda s: s.amax(-1, keepdim=True))
+        loss = torch.nn.functional.cross_entropy(z.reshape(-1, _VOCAB), nxt.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if taken == 1:
+            mark("first step")
     return params["wq"].detach().numpy()
 
 
-def _block_jax(inputs: dict, mark):
+def _block_jax(inputs: dict, mark, steps: int = 1):
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -325,17 +333,22 @@ def _block_jax(inputs: dict, mark):
         return jnp.mean(jax.nn.logsumexp(z, axis=-1) - picked)
 
     @jax.jit
-    def step(p, m, v, tok, nxt):
+    def step(p, m, v, tok, nxt, taken):
         grads = jax.grad(loss)(p, tok, nxt)
         m = {k: 0.9 * m[k] + 0.1 * grads[k] for k in p}
         v = {k: 0.999 * v[k] + 0.001 * grads[k] ** 2 for k in p}
-        p = {k: p[k] - 1e-3 * (m[k] / 0.1) / (jnp.sqrt(v[k] / 0.001) + 1e-8) for k in p}
+        p = {k: p[k] - 1e-3 * (m[k] / (1 - 0.9 ** taken))
+             / (jnp.sqrt(v[k] / (1 - 0.999 ** taken)) + 1e-8) for k in p}
         return p, m, v
 
     p = {k: jnp.asarray(value) for k, value in inputs["weights"].items()}
-    zeros = {k: jnp.zeros_like(value) for k, value in p.items()}
-    p, _, _ = step(p, zeros, zeros, jnp.asarray(inputs["tok"]).astype(int),
-                   jnp.asarray(inputs["next"]).astype(int))
+    m = v = {k: jnp.zeros_like(value) for k, value in p.items()}
+    tok, nxt = (jnp.asarray(inputs[k]).astype(int) for k in ("tok", "next"))
+    for taken in range(1, steps + 1):  # (the step number traced as a value: one compilation)
+        p, m, v = step(p, m, v, tok, nxt, float(taken))
+        if taken == 1:  # (JAX answers before it has computed: wait for the result)
+            p["wq"].block_until_ready()
+            mark("first step")
     return np.asarray(p["wq"])
 
 
@@ -371,7 +384,8 @@ PROGRAMS = {
     "lstm": (_lstm_inputs, _lstm_hilbert, _lstm_torch, _lstm_jax),
     "block": (_block_inputs, _block_hilbert, _block_torch, _block_jax),
 }
-_CONTESTANTS = {OURS: 1, TORCH: 2, JAX: 3}
+#: Where each contestant's function is in a row of PROGRAMS.
+CONTESTANTS = {OURS: 1, TORCH: 2, JAX: 3}
 
 
 def child(program: str, contestant: str) -> None:
@@ -381,7 +395,7 @@ def child(program: str, contestant: str) -> None:
     imported = sorted(m for m in ("hilbert", "torch", "jax", "numba", "lark") if m in sys.modules)
     begun = time.perf_counter()
     marks: dict[str, float] = {}
-    answer = parts[_CONTESTANTS[contestant]](inputs, lambda name: marks.setdefault(
+    answer = parts[CONTESTANTS[contestant]](inputs, lambda name: marks.setdefault(
         name, time.perf_counter() - begun))
     total = time.perf_counter() - begun
     extra = {}

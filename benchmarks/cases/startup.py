@@ -8,7 +8,7 @@ code compiled before the first call, what JAX's jit does), each with an empty ca
 (cold: nothing of hilbert's ever compiled on this machine, shared kernels included) and with
 the cache one such process left (warm: a second process). Inputs are made before the clock
 starts; importing NumPy is not counted for anyone. hilbert's modules are compiled to bytecode
-first (`_bytecode`), as `pip install` leaves them and as the anchors' packages are: in an
+first (`bytecode`), as `pip install` leaves them and as the anchors' packages are: in an
 environment with PYTHONDONTWRITEBYTECODE set, every process measured would otherwise compile
 hilbert's sources again (about 0.2 s), and only hilbert's.
 
@@ -58,7 +58,7 @@ def _run(program: str, contestant: str, cache: Path | None, compile_setting: str
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def _bytecode() -> None:
+def bytecode() -> None:
     """hilbert's Python modules (and the benchmark's own) compiled to bytecode beside them, as
     an installed package's are; a no-op when they already are."""
     import compileall
@@ -68,7 +68,7 @@ def _bytecode() -> None:
 
 
 def _measure(program: str, config: Config, repeats: int | None = None) -> Measured:
-    _bytecode()
+    bytecode()
     repeats = repeats or config.pick(3, 1)
     runs: dict[str, list[dict]] = {way: [] for way in WAYS}
     anchors: dict[str, list[dict]] = {TORCH: [], JAX: []}
