@@ -21,7 +21,7 @@ import numpy as np
 
 from ..numba import faults
 from . import compile as machine
-from . import cpython
+from . import cpython, heap
 from .lower import NAME, Result
 from .types import Array, Type
 
@@ -73,6 +73,7 @@ class Lowered:
         the ABI fixes the parameters' types)."""
         with self._lock:
             if self._call is None:
+                heap.settle()  # (before any compiled code makes arrays)
                 self._machine = machine.compile_module(self.text, (NAME,), self.level)
                 address = self._machine.addresses[NAME]
                 self._entry = cpython.entry(self._layout, address) or self._called
