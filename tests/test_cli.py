@@ -374,7 +374,17 @@ def test_console_script_without_tracebacks(good, tmp_path):
 
 
 def test_plan_build_compiles_for_the_shapes_given(capsys, good, monkeypatch):
+    """`--build` compiles the code even where calls would never (HILBERT_COMPILE=never); the
+    plan alone compiles nothing (the LLVM back end's compiles counted)."""
+    from hilbert.executor.llvm import call
+
+    compiled: list = []
+    real = call.Lowered.compile
+    monkeypatch.setattr(call.Lowered, "compile",
+                        lambda self, *signature: compiled.append(self) or real(self, *signature))
     monkeypatch.setenv("HILBERT_COMPILE", "never")
+    code, out, err = run(capsys, "plan", good, "total", "--shape", "a=4x3")
+    assert code == 0 and err == "" and compiled == []
     code, out, err = run(capsys, "plan", good, "total", "--shape", "a=3x4", "--build")
     assert code == 0 and err == ""
-    assert "the generated code is built" in out
+    assert "built by llvm" in out and compiled

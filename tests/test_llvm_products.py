@@ -171,7 +171,7 @@ def test_the_product_kernel_is_a_module_of_its_own_called_by_its_symbol():
     """Functions that multiply declare the product kernel and call it by its symbol: its
     machine code is made once per process (and kept on disk), not compiled again into every
     module (it was most of their compile time); what they compute is still NumPy's product."""
-    from hilbert.executor.llvm import products
+    from hilbert.executor.llvm import shared
 
     rng = np.random.default_rng(5)
     a, b = rng.normal(size=(6, 9)), rng.normal(size=(9, 5))
@@ -179,9 +179,9 @@ def test_the_product_kernel_is_a_module_of_its_own_called_by_its_symbol():
     for function in made:
         assert 'declare void @"hb_product.float64"' in function.text
         assert 'define void @"hb_product.float64"' not in function.text
-    kernel = products._KERNELS["float64"]
+    kernel = shared.KERNELS["float64"]
     for function, first in zip(made, (a, np.ascontiguousarray(a.T)), strict=True):
         out = np.zeros((6, 5))
         function(first, b, out)
         np.testing.assert_allclose(out, a @ b, rtol=1e-13, atol=1e-13)
-    assert products._KERNELS["float64"] is kernel
+    assert shared.KERNELS["float64"] is kernel

@@ -14,6 +14,7 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     complex.py      complex numbers: {re, im} structures, NumPy's arithmetic, C's cexp, …
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
     products.py     matrix products (K.gemm, the small products) as calls of the two below
+    shared.py       kernels made once per process and called by their symbol (products')
     product_kernel.py  blas.py's product kernel (tiles, BLAS) and small-product loops in LLVM IR
     complex_products.py  complex matrices' products: tiles in vectors of parts, or zgemm
     maths.py        vmath.py's exp, log and tanh (and math="fast"'s), operation for operation

@@ -4,7 +4,7 @@ started from beta · out (0 where beta is 0), add the terms a[i, p] · b[p, j] i
 (complex.py's product and sum, lane by lane, in vectors of the real and the imaginary parts),
 or, for a product over BLAS_WORK that BLAS reads the layout of, NumPy's own cblas_zgemm
 (cgemm), what np.matmul calls. One function per dtype, in a module of its own compiled once
-per process at level 3 (products.shared, as the real product kernel), called by its symbol
+per process at level 3 (shared.py, as the real product kernel), called by its symbol
 with the matrices' data, sizes and steps in entries, and beta's parts. As BLAS does, it takes
 out to share no memory with a or b."""
 
@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from ..numba import product_parts as parts
 from . import complex as cplx
+from . import shared
 from .product_kernel import PLAIN, ROW_MAJOR, Kernel, _Code
 from .runtime import I64, LLVM
 from .unsupported import Unsupported
@@ -43,14 +44,13 @@ def multiply(lowering, a, b, c, beta: tuple | None) -> None:
 
 def _function(module: ir.Module, t: str) -> ir.Function:
     """The product function of `t` declared in `module`: a module of its own, compiled at
-    level 3 once per process (products.shared), as the real product kernel is."""
-    from .products import shared
+    level 3 once per process (shared.py), as the real product kernel is."""
 
     name = f"hb_complex_product.{t}"
     part, items = LLVM[cplx.PARTS[t]], LLVM[t].as_pointer()
     kind = ir.FunctionType(ir.VoidType(), [items, *[I64] * 4, items, *[I64] * 3, items, I64, I64,
                                            part, part])
-    return shared(t, name, kind, module, lambda own: _written(own, name, kind, t))
+    return shared.declared(t, name, kind, module, lambda own: _written(own, name, kind, t))
 
 
 def _written(module: ir.Module, name: str, kind: ir.FunctionType, t: str) -> None:

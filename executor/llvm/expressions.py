@@ -95,7 +95,6 @@ class Expressions(Entries):
     def _read(self, name: str) -> ir.Value:
         return self.builder.load(self._slot(name))
 
-
     def value(self, expr: Expr) -> tuple:
         """(value, type) of `expr` (an array's value: its ArrayValue)."""
         match expr:

@@ -21,12 +21,9 @@ and compiled at level 1 in a large function's module."""
 
 from __future__ import annotations
 
-import threading
-
-import llvmlite.binding as llvm
 from llvmlite import ir
 
-from . import compile, complex_products, product_kernel
+from . import complex_products, product_kernel, shared
 from .expressions import ArrayValue
 from .product_kernel import SmallProduct
 from .runtime import I64, LLVM
@@ -34,11 +31,6 @@ from .unsupported import Unsupported
 
 #: The calls this module lowers (each a statement: its result, the out it is given, unused).
 CALLS = ("K.gemm", "K.gemm_beta", "K.small_product_into", "K.small_product_beta")
-#: The product kernels' machine code, by dtype (complex ones': complex_products.py's),
-#: compiled or loaded once per process and kept for its whole life (every module that
-#: multiplies calls it by its symbol).
-_KERNELS: dict[str, compile.Machine] = {}
-_LOCK = threading.Lock()
 
 
 def multiply(lowering, fn: str, args: list[tuple]) -> None:
@@ -73,25 +65,9 @@ def kernel(dtype: str, module: ir.Module) -> ir.Function:
     """The product kernel for `dtype` declared in `module`, its machine code made (or loaded
     from the disk cache) first, once per process, from a module of its own, and its symbol
     registered with LLVM for the modules that call it."""
-    return shared(dtype, product_kernel.symbol(dtype), product_kernel.kind(dtype), module,
-                  lambda own: product_kernel.function(
-                      own, dtype, lambda t: _small_function(own, t, t, t, t)))
-
-
-def shared(dtype: str, name: str, kind: ir.FunctionType, module: ir.Module,
-           write) -> ir.Function:
-    """The function `name` of type `kind`, which `write(own)` writes into a module of its own,
-    declared in `module`: its machine code made at level 3 (or loaded from the disk cache)
-    once per process and kept (`_KERNELS[dtype]`), its symbol registered with LLVM."""
-    with _LOCK:
-        if dtype not in _KERNELS:
-            own = ir.Module(name=f"hilbert_{name}")
-            write(own)
-            made = compile.compile_module(str(own), (name,), 3)
-            llvm.add_symbol(name, made.addresses[name])
-            _KERNELS[dtype] = made
-    found = module.globals.get(name)
-    return found if found is not None else ir.Function(module, kind, name)
+    return shared.declared(dtype, product_kernel.symbol(dtype), product_kernel.kind(dtype),
+                           module, lambda own: product_kernel.function(
+                               own, dtype, lambda t: _small_function(own, t, t, t, t)))
 
 
 def _words(builder: ir.IRBuilder, array, rows: bool | None) -> list:
