@@ -144,9 +144,9 @@ def _fresh(program: str, contestant: str) -> dict:
 
 def report(program: str, runs: int) -> None:
     """Print `program`'s medians: hilbert against jax.jit, then hilbert's stages."""
-    from benchmarks.cases.startup import _bytecode
+    from benchmarks.cases.startup import bytecode
 
-    _bytecode()
+    bytecode()
     ours = [_fresh(program, "hilbert") for _ in range(runs)]
     jax = [_fresh(program, "jax.jit") for _ in range(runs)]
 
