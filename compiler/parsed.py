@@ -63,10 +63,10 @@ def _parse(text: str, name: str) -> tuple[Module, int]:
 
 
 def _load_tables(tables) -> None:
-    """Give the parser (grammar/tables.py) Lark's tables from the disk cache, where a process kept them before
-    (read as every pickle of the cache is: only if hilbert wrote it for this user), else
-    have it build them (a fifth of a second) and keep them: a process that parses a text
-    it has not parsed before (an edited .hb file) then skips Lark's grammar analysis."""
+    """Give the parser (grammar/tables.py) Lark's tables from the disk cache, where a process
+    kept them before (read as every pickle of the cache is: only if hilbert wrote it for this
+    user), else have it build them (a fifth of a second) and keep them: a process that parses
+    a text it has not parsed before (an edited .hb file) then skips Lark's grammar analysis."""
     import lark
 
     made_by = f"{pickles.stamp('grammar')}\0lark {lark.__version__}"

@@ -42,6 +42,13 @@ class _Frame:
     position: int = 0
 
 
+def _place(span: Span) -> tuple:
+    """Where `span` stands, whole (equal IR nodes compare without their spans, so a key that
+    must give back what expanding again would make, spans included, holds the place too)."""
+    return (span.source.name, span.source.text, span.line, span.column, span.end_line,
+            span.end_column, span.via)
+
+
 class Inliner:
     """Expands every Call: non-recursive bodies are written out at each call, self-recursive
     ones become Loop nodes whose `until` and `step` are closed over State (formed once per
@@ -78,9 +85,7 @@ class Inliner:
             if not isinstance(value, ir.Item):
                 made.append(self.expand(value, owner))
                 continue
-            span = value.of.span
-            key = (value.of, span.source.name, span.source.text, span.line, span.column,
-                   span.end_line, span.end_column, span.via)
+            key = (value.of, _place(value.of.span))
             if key not in wholes:
                 wholes[key] = self.expand(value.of, owner)
             made.append(settle(value, (wholes[key],)))
@@ -148,13 +153,11 @@ class Inliner:
         and their two moments read one `∂ loss / ∂ weights` (the block's 675 sweeps were 15).
         The place is part of the key (equality leaves spans out), so what is given back is
         what differentiating again would make, spans included."""
-        place = (span.source.name, span.source.text, span.line, span.column, span.end_line,
-                 span.end_column, span.via)
         # (each operand taken as the first equal one met: a new object is compared with it
         # once, walking its graph, and then found by identity)
         of = self._root_operands.setdefault(of, of)
         wrt = self._root_operands.setdefault(wrt, wrt)
-        key = (id(of), id(wrt), place)  # (the ids of objects `_root_operands` holds)
+        key = (id(of), id(wrt), _place(span))  # (the ids of objects `_root_operands` holds)
         if key not in self._root_derivatives:
             self._root_derivatives[key] = differentiate(of, wrt, span)
         return self._root_derivatives[key]

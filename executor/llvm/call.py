@@ -23,13 +23,12 @@ from ..numba import faults
 from . import compile as machine
 from . import cpython, heap
 from .lower import NAME, Result
-from .types import Array, Type
+from .types import COMPLEX, Array, Type
 
 #: Each number's layout in one 8-byte slot (a float32 in the low half; a complex number's parts
 #: in two, as its real parts': lower.py).
 _NUMBER = {"float64": "d", "float32": "f4x", "int64": "q", "bool": "q", "complex128": "dd",
            "complex64": "f4xf4x"}
-_COMPLEX = ("complex128", "complex64")
 _ABI = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)  # (releases the GIL)
 _LIBC = ctypes.CDLL(None)
 _FREE = _LIBC.free
@@ -120,7 +119,7 @@ class Lowered:
         from byte `at`, as Numba-built code raises it (faults.py)."""
         layout, error, types = self._raises[struct.unpack_from("=q", words)[0] - 1]
         parts = iter(struct.unpack_from(layout, words, at))
-        return error(*(complex(next(parts), next(parts)) if t in _COMPLEX else next(parts)
+        return error(*(complex(next(parts), next(parts)) if t in COMPLEX else next(parts)
                        for t in types))
 
     def _unpacked(self, words: tuple, args) -> tuple:
@@ -141,7 +140,7 @@ class Lowered:
                                               result.dtype)
                 values.append(known[address])
                 at += 1 + result.rank
-            elif result.dtype in ("complex128", "complex64"):
+            elif result.dtype in COMPLEX:
                 values.append(complex(words[at], words[at + 1]))
                 at += 2
             else:

@@ -39,6 +39,7 @@ from llvmlite import ir
 from . import compile as machine
 from .lower import SIGNATURE
 from .runtime import DOUBLE, FLOAT, I8P, I64, release
+from .types import COMPLEX
 
 NAME = "hb_entry"
 I32 = ir.IntType(32)
@@ -68,7 +69,6 @@ _NUMPY = {"PyArray_NewFromDescr": (94, I8P, [I8P, I8P, I32, I64.as_pointer(),
           "PyArray_SetBaseObject": (282, I32, [I8P, I8P])}
 _C_ORDER_WRITEABLE = 0x0001 | 0x0400  # (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE)
 _FASTCALL = 0x0080  # (METH_FASTCALL)
-_COMPLEX = ("complex128", "complex64")
 #: The optimisation level of an entry: 0, LLVM's optimiser and code generator at their
 #: quickest. An entry is straight-line glue whose IR grows with its parameters and results
 #: (the transformer block's train, 45 arrays in and out: 811 KiB of IR, 0.69 s of LLVM at
@@ -243,7 +243,7 @@ class _Entry:
         b = self.b
         args, count = self.function.args[1:]
         self.check(b.icmp_signed("==", count, ir.Constant(I64, len(params))))
-        size = sum(1 + 2 * p[1] if isinstance(p, tuple) else 2 if p in _COMPLEX else 1
+        size = sum(1 + 2 * p[1] if isinstance(p, tuple) else 2 if p in COMPLEX else 1
                    for p in params)
         self.args = b.alloca(I64, max(size, 1))
         at = 0
@@ -253,7 +253,7 @@ class _Entry:
             if isinstance(param, tuple):
                 words = self._array(value, kind, *param, contiguous)
                 self._params.append((value, words[0]))
-            elif param in _COMPLEX:
+            elif param in COMPLEX:
                 words = self._complex(value, kind, param)
                 self._params.append((value, None))
             else:
@@ -322,11 +322,11 @@ class _Entry:
             if kind == "param":
                 values.append(self._incref(self._params[index][0]))
                 continue
-            count = 2 if kind == "number" and dtype in _COMPLEX else 1
+            count = 2 if kind == "number" and dtype in COMPLEX else 1
             words = [self.b.load(self.b.gep(out, [ir.Constant(I64, at + j)]))
                      for j in range(1 + rank if kind in ("fresh", "held") else count)]
             at += len(words)
-            if kind == "number" and dtype in _COMPLEX:  # (Python's complex, as call.py's)
+            if kind == "number" and dtype in COMPLEX:  # (Python's complex, as call.py's)
                 real = [self._boxed_part(w, dtype == "complex64") for w in words]
                 values.append(self.b.call(self.api("PyComplex_FromDoubles"), real))
                 continue

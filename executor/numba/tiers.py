@@ -66,18 +66,17 @@ class Tiers:
         self.looped = bool(ready.plan.loops)
         self.compiles = compiled(ready.plan.dtype)  # else calls stay on the host
         self.counter = None  # the state component that counts a resumable loop's steps left
-        if self.looped:
-            self.resumes = resume_points(ready.body)
-            if self.resumes is not None:
-                self.counter = only_loop(ready.body).counter  # type: ignore[union-attr]
-            note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
-            if not self.compiles:
-                note = HOST_ONLY.format(dtype=ready.plan.dtype)
-        else:
-            self.resumes = None
-            note = TIERED if self.compiles else HOST_ONLY.format(dtype=ready.plan.dtype)
-        if self.compiles and llvm.wanted():
+        self.resumes = resume_points(ready.body) if self.looped else None
+        if self.resumes is not None:
+            self.counter = only_loop(ready.body).counter  # type: ignore[union-attr]
+        if not self.compiles:
+            note = HOST_ONLY.format(dtype=ready.plan.dtype)
+        elif llvm.wanted():
             note = COMPILED_FIRST
+        elif self.looped:
+            note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
+        else:
+            note = TIERED
         plan = _noted(ready.plan, (note, *_maths(fast)),
                       Schedule(self._decide) if self.compiles else Schedule())
         if self.looped:
