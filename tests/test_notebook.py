@@ -341,9 +341,10 @@ def executed(name: str, tmp_path):
 
 
 def printed(outputs) -> list[list[str]]:
-    """The `name = value` lines the cells printed, as [name, value]."""
-    return [line.rsplit(" = ", 1) for o in outputs if o.output_type == "stream"
-            and o.name == "stdout" for line in o.text.splitlines()]
+    """The `name = value` lines the cells printed, as [name, value] (the stream's pieces joined
+    first: the kernel may send one line in two messages)."""
+    text = "".join(o.text for o in outputs if o.output_type == "stream" and o.name == "stdout")
+    return [line.rsplit(" = ", 1) for line in text.splitlines()]
 
 
 @pytest.mark.timeout(300)
