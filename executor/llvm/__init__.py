@@ -13,6 +13,8 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     complex.py      complex numbers: {re, im} structures, NumPy's arithmetic, C's cexp, …
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR
+    draws.py        counter-based draws (Philox-4x32-10), the host's bits; permutations' sort
+    pairwise.py     column sums' pushes and totals (pairwise.py's), the same additions
     products.py     matrix products (K.gemm, the small products) as calls of the two below
     shared.py       kernels made once per process and called by their symbol (products')
     product_kernel.py  blas.py's product kernel (tiles, BLAS) and small-product loops in LLVM IR

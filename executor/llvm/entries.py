@@ -14,23 +14,38 @@ if TYPE_CHECKING:
     from .expressions import ArrayValue
 
 
-def counted(b: ir.IRBuilder, counter: ir.Value, start: ir.Value, stop: ir.Value, step: int,
-            body, name: str = "") -> None:
+def counted(b: ir.IRBuilder, counter: ir.Value, start: ir.Value, stop: ir.Value,
+            step: int | ir.Value, body, name: str = "") -> None:
     """`body(i)` for i = start, start + step, … below stop, written by `b` (its counter in
     the int64 slot `counter`); `b` is left after the loop. Every counted loop of the back end
     (entries, nests, the product kernel's) is this one."""
-    function = b.function
     b.store(start, counter)
-    test, inside, after = (function.append_basic_block(f"{name}.{part}" if name else part)
-                           for part in ("test", "body", "end"))
-    b.branch(test)
-    b.position_at_end(test)
-    at = b.load(counter)
-    b.cbranch(b.icmp_signed("<", at, stop), inside, after)
+    increment = step if isinstance(step, ir.Value) else ir.Constant(I64, step)
+    at: list[ir.Value] = []  # (the counter as the test read it: the body's index)
+
+    def test() -> ir.Value:
+        at.append(b.load(counter))
+        return b.icmp_signed("<", at[0], stop)
+
+    def once() -> None:
+        body(at[0])
+        b.store(b.add(at[0], increment), counter)
+
+    while_(b, test, once, name)
+
+
+def while_(b: ir.IRBuilder, test, body, name: str = "") -> None:
+    """`body()` while `test()` is true, each written by `b` in the loop's own blocks; `b` is
+    left after the loop."""
+    function = b.function
+    check, inside, after = (function.append_basic_block(f"{name}.{part}" if name else part)
+                            for part in ("test", "body", "end"))
+    b.branch(check)
+    b.position_at_end(check)
+    b.cbranch(test(), inside, after)
     b.position_at_end(inside)
-    body(at)
-    b.store(b.add(at, ir.Constant(I64, step)), counter)
-    b.branch(test)
+    body()
+    b.branch(check)
     b.position_at_end(after)
 
 

@@ -12,7 +12,7 @@ from llvmlite import ir
 from ..codegen.loops import Call, Compare, Expr, Fmt, Num, Op, Pick, Select, Sub, Var, View, walk
 from ..codegen.spelling import INFIX, PREFIX, WRAP, spelled
 from . import complex as cplx
-from . import runtime
+from . import draws, pairwise, runtime
 from .entries import Entries
 from .runtime import I64, LLVM
 from .scalars import binary_value, cast, constant
@@ -21,9 +21,11 @@ from .types import (
     ARITHMETIC,
     BITWISE,
     COMPARISONS,
+    CONVERSIONS,
     KERNEL_CONSTANTS,
     Array,
     Type,
+    astype,
     axis_order,
     call_type,
     element,
@@ -230,6 +232,14 @@ class Expressions(Entries):
         t = call_type(fn, tuple(at for _, at in args), self.code)
         if fn == "K.contiguous":
             return self.contiguous(*args[0]), t
+        if fn == "np.full":  # (a scalar as a vector of `size` entries of it)
+            made = self._empty([self.cast(*args[0], "int64")], t)
+            self._fill(made, args[1])
+            return made, t
+        if fn == "K.keyed_draws":
+            return draws.keyed_draws(self, args[0][0], args[1], args[2], args[3][0]), t
+        if fn == "K.push_rows":
+            return pairwise.push_rows(self, *(value for value, _ in args)), t
         if isinstance(t, Array):  # (a size alone, as K.partials takes it: a shape of one)
             shape = args[0] if isinstance(args[0][1], tuple) else ([args[0]], (args[0][1],))
             return self._empty([self.cast(v, vt, "int64") for v, vt in shape[0]], t), t
@@ -299,6 +309,10 @@ class Expressions(Entries):
             case ast.Tuple(elts=elts):
                 items = [of(e) for e in elts]
                 return items, tuple(t for _, t in items)
+            case ast.Call(func=ast.Attribute(value=base, attr="astype"), args=[kind],
+                          keywords=[]) if dotted(kind) in CONVERSIONS:
+                array, t = of(base)
+                return self.contiguous(array, astype(t, dotted(kind))), astype(t, dotted(kind))
             case ast.Call(func=func, args=args, keywords=[]) if dotted(func):
                 return self._call(dotted(func), [of(a) for a in args])  # type: ignore[arg-type]
             case ast.Attribute() if dotted(node) in KERNEL_CONSTANTS:

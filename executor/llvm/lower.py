@@ -43,7 +43,7 @@ from ..codegen.loops import (
     While,
 )
 from ..numba.vmath_constants import WIDE
-from . import threads
+from . import pairwise, threads
 from .expressions import ITEMSIZE, ArrayValue, Expressions
 from .held import Held, copies, held, scratch
 from .products import CALLS as PRODUCTS
@@ -158,6 +158,8 @@ class Lowering(Held, Expressions):
                 self._copy(self.value(target)[0], self.value(source)[0])
             case Do(expr=Call(fn="K.arranged_into", args=(source, target))):
                 self._copy(self.value(target)[0], self.value(source)[0])
+            case Do(expr=Call(fn="K.total_rows", args=args)):  # (pairwise.py)
+                pairwise.total_rows(self, *(self.value(a)[0] for a in args))
             case Do(expr=Call(fn=fn, args=args)) if fn in PRODUCTS:  # (products.py)
                 multiply(self, fn, [self.value(a) for a in args])
             case Do(expr=Call(fn="K.wide_vectors", args=())):

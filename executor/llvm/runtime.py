@@ -3,9 +3,10 @@
 the numba path's result: LLVM's own intrinsics where Numba uses them (fmax and fmin are
 llvm.maximum and llvm.minimum, sqrt, floor and abs LLVM's), maths.py's and maths32.py's
 ports of the vector maths (float64's and float32's, exact and math="fast"), the division
-kernels of vmath.py operation for operation, and C's pow, cos and (float64 code's) erf where
-Numba calls them (LLVM's pow and cos are C's). Memory comes from the C library's malloc and
-goes back with its free (call.py frees what a call returns)."""
+kernels of vmath.py operation for operation, and C's pow, cos, sin, tan and (float64 code's)
+erf where Numba calls them (LLVM's pow, cos and sin are C's); the depth of a pairwise sum's
+stack (pairwise.py writes its pushes). Memory comes from the C library's malloc and goes back
+with its free (call.py frees what a call returns)."""
 
 from __future__ import annotations
 
@@ -72,9 +73,18 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
         case "K.erf":  # (C's erf, as Numba calls it for math.erf)
             erf = _declared(b.module, "erf", ir.FunctionType(DOUBLE, [DOUBLE]))
             return b.call(erf, numbers)
-        case "np.cos":  # (LLVM's cos, as Numba's np.cos: C's cos)
+        case "np.cos" | "np.sin":  # (LLVM's, as Numba's np.cos and np.sin: C's cos and sin)
             width = "f32" if result == "float32" else "f64"
-            return m.intrinsic(f"llvm.cos.{width}", cast(*args[0], result))
+            return m.intrinsic(f"llvm.{fn[3:]}.{width}", numbers[0])
+        case "np.tan":  # (C's tan or tanf, as Numba calls them: LLVM has no tan of its own)
+            kind = LLVM[result]
+            tan = _declared(b.module, "tanf" if result == "float32" else "tan",
+                            ir.FunctionType(kind, [kind]))
+            return b.call(tan, numbers)
+        case "K.levels":  # (pairwise.levels: 1 and the count's length in bits)
+            count = numbers[0]
+            bits = b.sub(m.w(64), m.intrinsic("llvm.ctlz.i64", count, ir.Constant(I1, 0)))
+            return b.select(b.icmp_signed(">", count, m.w(0)), b.add(bits, m.w(1)), m.w(1))
         case "K.add_any_order":
             return b.fadd(*numbers, flags=("reassoc",))
         case "K.quotient":
@@ -104,7 +114,8 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
 
 #: The calls whose arguments are taken in their result's type (the others' in float64).
 _OWN = ("K.fmax", "K.fmin", "np.float64", "np.float32", "float", "int", "np.sqrt", "np.floor",
-        "np.abs", "abs", "np.cos", "min", "max", "np.complex128", "np.complex64")
+        "np.abs", "abs", "np.cos", "np.sin", "np.tan", "min", "max", "np.complex128",
+        "np.complex64", "K.levels")
 
 
 def _power(m: maths.Code, x, y):

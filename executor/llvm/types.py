@@ -122,8 +122,20 @@ def call_type(fn: str, args: tuple[Type, ...], code: str) -> Type:
         case "K.power", (a, b):  # (kernels32.power: float32 in float32 code, whatever in)
             number(a), number(b)
             return "float32" if code == "float32" else "float64"
-        case "np.cos", (x,):
+        case ("np.cos" | "np.sin" | "np.tan"), (x,):
             return number(x) if number(x) in FLOATS else "float64"
+        case "np.full", (size, value):  # (a scalar as a vector of one: control.py's _flat)
+            number(size)
+            return Array(number(value), 1)
+        case "K.levels", (count,):  # (pairwise.py's: how deep a stack of pushed sums is)
+            number(count)
+            return "int64"
+        case "K.keyed_draws", (kind, key, step, Array()):  # (draws.py: 0, or 1 for E512)
+            number(kind), number(key), number(step)
+            return "int64"
+        case "K.push_rows", (Array(), count, Array()):
+            number(count)
+            return "int64"
         case ("K.add_any_order" | "K.quotient" | "np.float64" | "float"), _:
             return "float64"
         case ("K.quotient_unsafe" | "K.divisor_unsafe" | "int"), _:
@@ -165,6 +177,18 @@ def _complex_call(fn: str, args: tuple[Type, ...]) -> Type:
     if COMPLEX_CALLS[fn] not in ("abs", "re", "im"):  # (conj, and the maths functions)
         return args[0]
     return "float64" if args[0] == "complex128" else "float32"
+
+
+#: The dtypes an array is converted to by `x.astype(np.…)` (counted.py: a counted tensor's
+#: buffer read in the code's dtype, or the code's dtype's in float64).
+CONVERSIONS = ("np.float64", "np.float32")
+
+
+def astype(base: Type, kind: str) -> Array:
+    """The type of `x.astype(kind)`: a new array of x's rank in `kind`'s dtype."""
+    if not isinstance(base, Array):
+        raise Unsupported(f"astype of a {base}")
+    return Array(kind[3:], base.rank)
 
 
 def axis_order(axes: Num) -> list[int]:
@@ -352,6 +376,9 @@ def tree_type(node: ast.expr, fields: tuple[Type, ...], of, code: str) -> Type:
             return unify(of(body), of(orelse))
         case ast.Tuple(elts=elts):
             return tuple(of(e) for e in elts)
+        case ast.Call(func=ast.Attribute(value=base, attr="astype"), args=[kind],
+                      keywords=[]) if dotted(kind) in CONVERSIONS:
+            return astype(of(base), dotted(kind))
         case ast.Call(func=func, args=args, keywords=[]) if dotted(func):
             return call_type(dotted(func), tuple(of(a) for a in args), code)
         case ast.Attribute() if dotted(node) in KERNEL_CONSTANTS:
