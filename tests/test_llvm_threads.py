@@ -151,6 +151,50 @@ def test_threaded_nests_called_from_many_threads_at_once():
     assert done.stdout.split()[1:] == ["1200", "False"], done.stdout
 
 
+#: A child: which thread imports Numba while a threaded function's machine code is made.
+BESIDE = textwrap.dedent("""
+    import sys, threading, traceback
+    import numpy as np
+    importers = []
+
+    class Watch:
+        def find_spec(self, name, path=None, target=None):
+            looked_up = any("importlib.util" in f.filename or f.filename.endswith(
+                "importlib/util.py") for f in traceback.extract_stack())  # (not imported)
+            if name == "numba" and "numba" not in sys.modules and not looked_up:
+                importers.append(threading.current_thread().name)
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    from hilbert.executor import llvm, threads
+    from hilbert.executor.llvm.types import Array
+    from test_llvm_threads import _doubled
+    threads.count = lambda: 2
+    made = llvm.lowered(_doubled(), ["a0", "a1"], [Array("float64", 1), "float64"], "float64")
+    before = "numba" in sys.modules
+    a = np.arange(5000.0)
+    out, _ = made(a, 1.0)
+    print(before, threads.layer(), np.array_equal(out, 2.0 * a + 1.0), sorted(set(importers)))
+""")
+
+
+@pytest.mark.timeout(300)
+def test_the_threading_layer_starts_beside_the_first_compile(tmp_path):
+    """Numba's import (a fifth of a second) for the layer of a threaded function runs on a
+    thread of its own while LLVM compiles the function (wanted only before its machine code
+    is loaded), where the layer is workqueue: lowering imports nothing."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING")}
+    done = subprocess.run([sys.executable, "-c", BESIDE], capture_output=True, text=True,
+                          timeout=280, cwd=Path(__file__).parent,
+                          env={**env, "NUMBA_NUM_THREADS": "2", "HILBERT_CACHE_DIR":
+                               str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    if "workqueue" not in done.stdout.split():
+        pytest.skip("the threading layer here is not workqueue")  # (started in the caller)
+    assert done.stdout.split("[")[0].split() == ["False", "workqueue", "True"], done.stdout
+    assert done.stdout.rstrip().endswith("['hilbert-threads-start']"), done.stdout
+
+
 # ---------------------------------------------------------------- loop IR of our own
 
 

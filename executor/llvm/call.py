@@ -67,13 +67,14 @@ class Lowered:
         self._entry = None  # (the entry from Python, or `_called` where there is none)
         self._machine = None  # (keeps the code mapped while this object lives)
 
-    def compile(self, *_signature) -> None:
+    def compile(self, *_signature, before_load=None) -> None:
         """Compile the machine code now (the signature Numba's dispatcher takes is ignored:
-        the ABI fixes the parameters' types)."""
+        the ABI fixes the parameters' types); `before_load()` runs before it is loaded."""
         with self._lock:
             if self._call is None:
                 heap.settle()  # (before any compiled code makes arrays)
-                self._machine = machine.compile_module(self.text, (NAME,), self.level)
+                self._machine = machine.compile_module(self.text, (NAME,), self.level,
+                                                       before_load)
                 address = self._machine.addresses[NAME]
                 self._entry = cpython.entry(self._layout, address) or self._called
                 self._call = _ABI(address)  # (last: a call that finds it finds the entry)

@@ -81,10 +81,12 @@ class Machine:
         self.level = level
 
 
-def compile_module(module_text: str, names: tuple[str, ...], level: int) -> Machine:
+def compile_module(module_text: str, names: tuple[str, ...], level: int,
+                   before_load=None) -> Machine:
     """`module_text` (LLVM IR as text) parsed, verified, optimised at `level` and compiled for
     this CPU, or its object code read from the disk cache when a process compiled it before
-    (kept.py); loaded, and the addresses of `names`."""
+    (kept.py); loaded (after `before_load()`, which makes what it links to), and the
+    addresses of `names`."""
     with _LOCK:
         target, cpu, features = _host()
         name = kept.key(module_text, level, (target.triple, cpu, features))
@@ -95,6 +97,8 @@ def compile_module(module_text: str, names: tuple[str, ...], level: int) -> Mach
             kept.write(name, code)
         else:
             COUNTS["loaded"] += 1
+        if before_load is not None:
+            before_load()
         return _loaded(code, names, level)
 
 

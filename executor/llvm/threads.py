@@ -43,6 +43,7 @@ blocks run at once; only serial code is split into blocks."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 from llvmlite import ir
 
@@ -328,35 +329,66 @@ def _least(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
 
 
 _started = False
+_START = threading.Lock()
+#: The thread that starts the layer beside a compile (`start_beside`), while it runs.
+_starting: threading.Thread | None = None
 
 
 def start() -> None:
     """Numba's threading layer, the one executor/threads.py chooses, loaded and its threads
     started (once): its functions are then in LLVM's symbol table, where the machine code that
-    names them finds them."""
+    names them finds them. Waits for a start begun beside a compile (`start_beside`); one that
+    failed there is tried again here, where its error reaches the caller."""
     global _started
-    if not _started:
-        pool.layer()
-        load("numba.np.ufunc.parallel")._launch_threads()
-        pool.own()
-        _started = True
+    starting = _starting
+    if starting is not None and starting is not threading.current_thread():
+        starting.join()
+    with _START:
+        if not _started:
+            pool.layer()
+            load("numba.np.ufunc.parallel")._launch_threads()
+            pool.own()
+            _started = True
+
+
+def start_beside() -> None:
+    """`start` begun on a thread of its own, once: Numba's import (a fifth of a second) then
+    runs beside LLVM's compile of the first function that needs it, which waits for it only
+    before its machine code is loaded (a non-daemon thread: an exit waits for the import)."""
+    global _starting
+    with _START:
+        if _started or _starting is not None or pool.expected_layer() != "workqueue":
+            return  # (another layer is started in the compiling thread: OpenMP's settings
+            # are a thread's own)
+        _starting = threading.Thread(target=_quietly_started, name="hilbert-threads-start")
+        _starting.start()
+
+
+def _quietly_started() -> None:
+    try:
+        start()
+    except Exception:  # noqa: BLE001 (`start` in the caller's thread raises it again)
+        pass
 
 
 class Threaded:
     """A lowered function (call.Lowered) with nests on threads: the layer started before its
-    machine code is made, and each call under the launch lock where the layer needs it
-    (threads.launched). Everything else is the function's own."""
+    machine code is loaded, and each call under the launch lock where the layer needs it
+    (threads.launched, decided at the first call). Everything else is the function's own."""
 
     def __init__(self, lowered) -> None:
         self.lowered = lowered
-        self._call = pool.launched(lowered)
+        self._call = None
 
     def compile(self, *signature) -> None:
-        start()
-        self.lowered.compile(*signature)
+        start_beside()
+        self.lowered.compile(*signature, before_load=start)
+        start()  # (nothing to do once started: its machine code may have been loaded before)
 
     def __call__(self, *args):
-        start()
+        if self._call is None:
+            self.compile()
+            self._call = pool.launched(self.lowered)
         return self._call(*args)
 
     def __getattr__(self, name: str):
