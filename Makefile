@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-nojit lint golden bench bench-quick clean
+.PHONY: demo test test-nojit lint golden tables bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ test: $(STAMP) lint
 
 golden: $(STAMP)
 	$(PY) tests/golden/record.py --update
+
+tables: $(STAMP)
+	$(PY) -m hilbert.grammar.tables
 
 bench: $(BENCH_STAMP)
 	$(VENV)/bin/hilbert bench --suite

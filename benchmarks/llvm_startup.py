@@ -38,6 +38,7 @@ RUNS = 3
 
 #: (stage, depth in the table, module, attribute: a function, or Class.method).
 STAGES = (
+    ("front: shipped parser tables loaded", 1, "hilbert.grammar.tables", "use_shipped"),
     ("front: Lark's parser tables", 1, "hilbert.grammar.tables", "lark_parser"),
     ("front: parse (tables included)", 0, "hilbert.compiler.parsed", "_parse"),
     ("front: modules (resolve, checks)", 0, "hilbert.compiler.driver", "compile_module"),

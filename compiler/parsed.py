@@ -57,7 +57,7 @@ def parse_module(text: str, name: str) -> Module:
 def _parse(text: str, name: str) -> tuple[Module, int]:
     from ..grammar import parser, tables  # (Lark is imported only to parse)
 
-    if not tables.has_tables():
+    if not tables.has_tables() and not tables.use_shipped():
         _load_tables(tables)
     return parser.parse_counting(text, name)
 
