@@ -79,13 +79,14 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     loops = any(isinstance(s, (For, While)) for s in found)
     level = compile.level(len(found), loops)
+    passes = compile.rounds(level, parallel)
     threaded = parallel and threads.on()
     key = (made.text, tuple(params), tuple(made.results), tuple(made.raises), level,
-           contiguous, threaded)  # (the results' grouping is not in the text)
+           contiguous, threaded, passes)  # (the results' grouping is not in the text)
     with _LOCK:  # (one function per text, as Numba keeps one dispatcher per source)
         if key not in _MADE:
             lowered = call.Lowered(made.text, params, made.results, level, contiguous,
-                                   made.raises)
+                                   made.raises, passes)
             _MADE[key] = threads.Threaded(lowered) if threaded else lowered
         return _MADE[key]
 

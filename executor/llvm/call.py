@@ -43,10 +43,12 @@ class Lowered:
     answering what the function returns."""
 
     def __init__(self, text: str, params: list[Type], results: list[Result], level: int,
-                 contiguous: bool = False, raises: list[tuple[str, tuple[str, ...]]] = ()):
+                 contiguous: bool = False, raises: list[tuple[str, tuple[str, ...]]] = (),
+                 passes: int = 1):
         self.text = text
         self._contiguous = contiguous  # (its arrays must be C-ordered: lower.py)
         self.level = level
+        self.passes = passes  # (the rounds of LLVM's pipeline: compile.rounds)
         self._params = "=" + "".join("q" * (1 + 2 * t.rank) if isinstance(t, Array)
                                      else _NUMBER[t] for t in params)
         self._arrays = tuple(isinstance(t, Array) for t in params)
@@ -74,7 +76,7 @@ class Lowered:
             if self._call is None:
                 heap.settle()  # (before any compiled code makes arrays)
                 self._machine = machine.compile_module(self.text, (NAME,), self.level,
-                                                       before_load)
+                                                       self.passes, before_load)
                 address = self._machine.addresses[NAME]
                 self._entry = cpython.entry(self._layout, address) or self._called
                 self._call = _ABI(address)  # (last: a call that finds it finds the entry)

@@ -38,11 +38,13 @@ def _stamp() -> str:
     return f"llvmlite {llvmlite.__version__} LLVM {release} {sources.hexdigest()}"
 
 
-def key(text: str, level: int, host: tuple[str, str, str]) -> str:
+def key(text: str, level: int, host: tuple[str, str, str], passes: int = 1) -> str:
     """The name the machine code of `text` (a module's LLVM IR, byte-identical in every
-    process for the same program) compiled at `level` for `host` (the target triple, CPU name
-    and CPU features) is kept under: a hash of those and of `_stamp`."""
-    described = "\0".join([_stamp(), f"O{level}", *host, text])
+    process for the same program) compiled at `level` in `passes` rounds (compile.rounds) for
+    `host` (the target triple, CPU name and CPU features) is kept under: a hash of those and
+    of `_stamp`."""
+    rounds = f"O{level}" if passes == 1 else f"O{level}x{passes}"
+    described = "\0".join([_stamp(), rounds, *host, text])
     return hashlib.sha256(described.encode()).hexdigest()[:32]
 
 
