@@ -50,6 +50,7 @@ from .expressions import ITEMSIZE, ArrayValue, Expressions
 from .held import Held, copies, held, scratch
 from .products import CALLS as PRODUCTS
 from .products import multiply
+from .remade import remade
 from .runtime import I64, LLVM
 from .scalars import from_words, to_words
 from .scalars import words as number_words
@@ -94,8 +95,8 @@ class Lowering(Held, Expressions):
         self._breaks: list[ir.Block] = []  # (where a `break` goes: the innermost loop's end)
         self._returned = False
         self.hold_slots(held(body, self.types) - {name for name, _ in params})
-        self.hold_scratch((scratch(body, self.types) | copies(body, self.types))
-                          & set(self.held))
+        self.hold_scratch((scratch(body, self.types) | copies(body, self.types)
+                           | remade(body, self.types)) & set(self.held))
         self._parameters(params)
         self._block(body)
         if not self._returned:
