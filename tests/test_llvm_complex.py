@@ -171,12 +171,11 @@ def test_real_results_of_a_complex_call_are_real(module, dtype):
     _close(doubled, z * 2, dtype)
 
 
-@pytest.mark.parametrize("dtype", ["complex128"])
+@pytest.mark.parametrize("dtype", ["complex128", "complex64"])
 def test_a_complex_loop_is_built_by_llvm(module, dtype):
     """A counted loop over complex state (its count given as a complex number: its real part
     counts, its imaginary part checked to be 0). A complex64 call's count is a counted
-    float64 (compiler/counting.py), which the back end does not take: its loops stay on the
-    host (test_a_complex64_loop_stays_on_the_host)."""
+    float64 (compiler/counting.py), given to compiled code as its real part."""
     rng = np.random.default_rng(8)
     z, u = _values(rng, (4,), dtype), _values(rng, (4, 4), dtype) / 4
     f = module.function("rotated")
@@ -203,18 +202,23 @@ def test_a_complex_loops_bad_count_is_the_hosts_error(module, count, why):
     assert f.tier == "compiled"
 
 
-def test_a_complex64_loop_stays_on_the_host(module):
+@pytest.mark.parametrize("count, why", [(2.5, "(not whole)"), (-1, "(negative)"),
+                                        (2 + 1j, "the complex number (2+1j)")])
+def test_a_complex64_loops_bad_count_is_the_hosts_error(module, count, why):
+    """A complex64 call's count is a float64 in compiled code: a whole real part is counted
+    there, a bad one refused there (E500), and one with an imaginary part, which float64
+    cannot hold, makes the call run on the host, which refuses it as it refuses it alone."""
     z, u = np.ones(4, np.complex64), np.eye(4, dtype=np.complex64)
     f = module.function("rotated")
-    notes = f.build(3, z, u).all_notes
-    assert any("calls stay on the host" in n and "counts" in n for n in notes), notes
+    _built_by_llvm(f, 3, z, u)
     with pytest.raises(hilbert.HilbertError) as raised:
-        f(2 + 1j, z, u)
-    assert raised.value.code == "E500"
+        f(count, z, u)
+    assert raised.value.code == "E500" and why in str(raised.value)
     want = z
     for _ in range(3):
         want = (u @ want) * np.float32(0.5) + np.conj(want)
-    np.testing.assert_allclose(f(3, z, u), want, rtol=1e-6)
+    np.testing.assert_allclose(f(3 + 0j, z, u), want, rtol=1e-6)
+    assert f.tier == "compiled"
 
 
 @pytest.mark.parametrize("size", [3, 13])

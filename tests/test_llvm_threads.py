@@ -23,6 +23,7 @@ from hilbert.executor import threads as nest_threads
 from hilbert.executor.codegen.loops import (
     Assign,
     Call,
+    Do,
     Fmt,
     For,
     If,
@@ -277,6 +278,42 @@ def test_values_a_nest_keeps_to_itself(threads_at):
                Return(Fmt("{}, {}", (Var("n"), Var("n"))))]
     with pytest.raises(llvm.Unsupported, match="row to row"):
         llvm.lowered(carried, ["a0"], [Array("float64", 1)], "float64")
+
+
+def _rows_into_a_turns_row(made_in_rows: bool = False) -> list:
+    """out = Σ over two turns of row, where row[i] = 2·a0[i] is made at each turn (a scratch
+    row: held.py) and written by a prange whose rows raise PositionError(7, the entry, the
+    row) for a negative entry; `made_in_rows`: the row made in each of the prange's rows."""
+    i, n, entry = Var("i"), Var("n"), Sub(Var("a0"), (Var("i"),))
+    make = Assign(("row",), (Call("K.empty", (sizes([n]),)),))
+    rows = [If(Fmt("{} < 0.0", (entry,)), [Raise(Call("K.PositionError", (
+        whole(7), entry, i)))], []), Store(Sub(Var("row"), (i,)), Fmt("2.0 * {}", (entry,)))]
+    added = [Store(Sub(Var("out"), (i,)), Sub(Var("row"), (i,)), add=True)]
+    turn = ([For("i", n, [make, *rows, *added], parallel=True)] if made_in_rows else
+            [make, For("i", n, rows, parallel=True), For("i", n, added)])
+    return [Assign(("n",), (Fmt("{}.shape[0]", (Var("a0"),)),)),
+            Assign(("out",), (Call("K.empty", (sizes([n]),)),)),
+            Do(Fmt("{}.fill({})", (Var("out"), number(0.0, "float64")))),
+            For("k", whole(2), turn),
+            Return(Fmt("{}, {}", (Var("out"), n)))]
+
+
+def test_a_raise_in_rows_leaves_the_function_arounds_arrays_to_it(threads_at):
+    """The rows' function frees none of the arrays the function around it made in its loops
+    (those are in that function's slots: their raise is answered there, which frees them):
+    lowered, NumPy's values, and the first failing row's error. An array made in the rows
+    themselves is left to Numba (no slot of the rows' own holds it)."""
+    threads_at(2)
+    made = llvm.lowered(_rows_into_a_turns_row(), ["a0"], [Array("float64", 1)], "float64")
+    assert isinstance(made, llvm_threads.Threaded)
+    a = np.arange(1000.0)
+    np.testing.assert_array_equal(made(a)[0], 4.0 * a)
+    a[[5, 600]] = -1.0
+    with pytest.raises(PositionError) as caught:
+        made(a)
+    assert caught.value.args == (7, -1.0, 5)
+    with pytest.raises(llvm.Unsupported, match="made inside a block"):
+        llvm.lowered(_rows_into_a_turns_row(True), ["a0"], [Array("float64", 1)], "float64")
 
 
 def test_a_nest_inside_a_nests_rows_runs_serially_in_its_thread(threads_at):

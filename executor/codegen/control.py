@@ -132,18 +132,19 @@ def emit_loop(em, loop: ir.Loop) -> None:
     em.frame = outer
     em.out.insert(mark, hoist)
     if loop.counter is not None:
-        em.out.add(Assign((state[loop.counter],), (_steps_left(em, loop, number(0.0, em.dtype)),)))
+        em.out.add(Assign((state[loop.counter],), (_steps_left(em, loop),)))
     em.out.add(Update("steps", "+=", Var(turns)))
     em.bind(loop, Fmt("(" + ", ".join("{}" for _ in state) + ",)",
                       tuple(Var(s) for s in state)))  # the loop's value: its final state
 
 
-def _steps_left(em, loop: ir.Loop, left):
-    """A counted loop's counter holding `left` steps: counted (float64 in every call) when
-    the loop counts it (compiler/counting.py), else of the code's dtype."""
+def _steps_left(em, loop: ir.Loop, left: Expr | None = None):
+    """A counted loop's counter holding `left` steps (None: none, 0): counted (float64 in
+    every call) when the loop counts it (compiler/counting.py), else of the code's dtype (a
+    counted 0 is real: a complex call's, of its parts' dtype, made float64)."""
     if loop.counter in em.counting.components.get(loop, frozenset()):
-        return em.counted_number(left)
-    return call(f"np.{em.dtype}", left)
+        return em.counted_number(number(0.0, real(em.dtype)) if left is None else left)
+    return call(f"np.{em.dtype}", number(0.0, em.dtype) if left is None else left)
 
 
 def _loop_body(em, loop: ir.Loop, number_: int, state: list[str], moving: list[int],

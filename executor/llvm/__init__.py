@@ -9,6 +9,8 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     entries.py      counted loops over every entry: fills and copies
     held.py         array locals a loop reassigns (its state, its step's buffers), in slots,
                     and scratch rows and a turn's copies made inside a loop
+    remade.py       which arrays made inside a block are dead when made again (liveness):
+                    a loop's buffers made at each turn of the loop around it
     threads.py      parallel nests: their rows outlined, run in chunks on Numba's threads
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     complex.py      complex numbers: {re, im} structures, NumPy's arithmetic, C's cexp, …

@@ -2,10 +2,12 @@
 double buffering): held in stack slots (data pointer, shape, strides) that each assignment
 writes and each read loads, where other arrays are values assigned once.
 
-Which memory such a local holds is known only at run time, so what the function made is freed
-by address at its return: every array it made but those a returned local holds then. A held
-local returned takes only arrays this function made or was given (not views), so whatever it
-holds then is one of those: call.py hands back the parameter itself, or adopts the rest."""
+An array made inside a block (scratch rows, a turn's copies, the arrays remade.py finds dead
+where they are made again) has a slot of its own for what it made last, freed when it makes the
+next. Which memory such a local holds is known only at run time, so what the function made is
+freed by address at its return: every array it made but those a returned local holds then. A
+held local returned takes only arrays this function made or was given (not views), so whatever
+it holds then is one of those: call.py hands back the parameter itself, or adopts the rest."""
 
 from __future__ import annotations
 
@@ -167,7 +169,8 @@ class Held:
                                         [b.alloca(I64) for _ in range(t.rank)], t.dtype)
 
     def hold_scratch(self, names: set[str]) -> None:
-        """A slot for what each scratch local (`scratch`) made last: NULL until it makes one."""
+        """A slot for what each local made inside a block (`scratch`, `copies`, remade.py)
+        made last: NULL until it makes one."""
         self.scratch: dict[str, ir.Value] = {}
         b = self.builder
         with b.goto_block(self._entry):
@@ -229,19 +232,24 @@ class Held:
         the addresses `kept` (what returned held locals hold: address and local, each
         compared only with the arrays that local, or one it took arrays from, took)."""
         b = self.builder
-        for made in self.scratch.values():  # (never returned: `scratch`)
-            runtime.release(b, b.load(made))
+        for name, made in self.scratch.items():  # (what each made last: `remade`)
+            self._free_unless(b.load(made), {name}, kept)
         for array in {id(a): a for a in self.arrays.values()}.values():
-            if not array.fresh or id(array) in handed:
-                continue
-            took = self.stored.get(id(array.data), set())
-            others = [at for at, name in kept if took & self._took_from(name)]
-            if not others:  # (no returned local can hold it)
-                runtime.release(b, b.bitcast(array.data, I8P))
-                continue
-            address = b.ptrtoint(array.data, I64)
-            free = ir.Constant(ir.IntType(1), 1)
-            for other in others:
-                free = b.and_(free, b.icmp_unsigned("!=", address, other))
-            with b.if_then(free):
-                runtime.release(b, b.bitcast(array.data, I8P))
+            if array.fresh and id(array) not in handed:
+                self._free_unless(b.bitcast(array.data, I8P),
+                                  self.stored.get(id(array.data), set()), kept)
+
+    def _free_unless(self, memory: ir.Value, took: set[str], kept: list[tuple]) -> None:
+        """`memory` freed unless a returned held local that took from one of `took` (the
+        held locals it was stored in) holds it now."""
+        b = self.builder
+        others = [at for at, name in kept if took & self._took_from(name)]
+        if not others:  # (no returned local can hold it)
+            runtime.release(b, memory)
+            return
+        address = b.ptrtoint(memory, I64)
+        free = ir.Constant(ir.IntType(1), 1)
+        for other in others:
+            free = b.and_(free, b.icmp_unsigned("!=", address, other))
+        with b.if_then(free):
+            runtime.release(b, memory)

@@ -3,15 +3,17 @@ C ABI that call.py calls:
 
     int64 run(int64 *args, int64 *results)
 
-`args` holds each parameter in turn: an array as its data's address, its shape and its
-strides in bytes, as NumPy's (1 + 2·rank slots; a multiple of the entry size: indexing is in
-entries), a number as its bits in one slot (a float32's in the low
-half; a complex number as its real and imaginary parts', two slots: complex.py). `results` receives each returned value in turn: an array made by the function as its
-data's address and its shape (1 + rank slots: C order, memory from malloc that the caller now
-owns and frees), a number as its bits (a complex one's in two); an array that is a parameter takes no slot (the caller
-hands back its own). The answer is 0, or the number (1, 2, …) of the `raise` that stopped it:
-a coded runtime error (executor/numba/faults.py) whose arguments are then in `results`, as
-bits, for call.py to raise it as Numba-built code would.
+`args` holds each parameter in turn: an array as its data's address, its shape and its strides
+in bytes, as NumPy's (1 + 2·rank slots; a multiple of the entry size: indexing is in entries),
+a number as its bits in one slot (a float32's in the low half; a complex number as its real and
+imaginary parts', two slots: complex.py). `results` receives each returned value in turn: an
+array made by the function as its data's address and its shape (1 + rank slots: C order, memory
+from malloc that the caller now owns and frees; a view is returned as a C-ordered copy, so that
+each address has one owner, and an array returned twice as the same address twice), a number as
+its bits (a complex one's in two); an array that is a parameter takes no slot (the caller hands
+back its own). The answer is 0, or the number (1, 2, …) of the `raise` that stopped it: a coded
+runtime error (executor/numba/faults.py) whose arguments are then in `results`, as bits, for
+call.py to raise it as Numba-built code would.
 
 Scalars live in stack slots (LLVM makes them registers); arrays are each assigned once, at the
 function's top level (so their pointers, shapes and strides are values there), and every array
@@ -48,6 +50,7 @@ from .expressions import ITEMSIZE, ArrayValue, Expressions
 from .held import Held, copies, held, scratch
 from .products import CALLS as PRODUCTS
 from .products import multiply
+from .remade import remade
 from .runtime import I64, LLVM
 from .scalars import from_words, to_words
 from .scalars import words as number_words
@@ -92,8 +95,8 @@ class Lowering(Held, Expressions):
         self._breaks: list[ir.Block] = []  # (where a `break` goes: the innermost loop's end)
         self._returned = False
         self.hold_slots(held(body, self.types) - {name for name, _ in params})
-        self.hold_scratch((scratch(body, self.types) | copies(body, self.types))
-                          & set(self.held))
+        self.hold_scratch((scratch(body, self.types) | copies(body, self.types)
+                           | remade(body, self.types)) & set(self.held))
         self._parameters(params)
         self._block(body)
         if not self._returned:
@@ -294,30 +297,34 @@ class Lowering(Held, Expressions):
 
     def _result_words(self, item: Expr, handed: set, kept: list) -> list:
         """The words of one returned value (its Result noted), the arrays handed back noted
-        in `handed` (by id) and `kept` (held locals' addresses)."""
+        in `handed` (by id) and `kept` (held locals' addresses). A view, or a held local that
+        may hold one, is returned as a C-ordered copy: call.py makes every address it is
+        handed the one owner of that memory (the same address twice is one array)."""
         b = self.builder
         if isinstance(item, Var) and item.name in self.held:
             array = self.holding(item.name)
             if not (array.ordered and self.holds_own(item.name)):
-                raise Unsupported(f"the array {item.name} returned, a view or not C-ordered")
+                return self._fresh_words(self.contiguous(array, self.types[item.name]), handed)
             kept.append((b.ptrtoint(array.data, I64), item.name))
             self.results.append(Result("held", array.dtype, len(array.shape)))
             return [kept[-1][0], *array.shape]
-        if isinstance(item, Var) and item.name in self.arrays:
-            array = self.arrays[item.name]
-            if array.param >= 0:
-                self.results.append(Result("param", index=array.param))
-                return []
-            if id(array) in handed or not array.fresh:
-                raise Unsupported("an array returned twice, or a view returned")
-            handed.add(id(array))
-            self.results.append(Result("fresh", array.dtype, len(array.shape)))
-            return [b.ptrtoint(array.data, I64), *array.shape]
         computed, t = self.value(item)
+        if isinstance(computed, ArrayValue):
+            if computed.param >= 0:
+                self.results.append(Result("param", index=computed.param))
+                return []
+            return self._fresh_words(computed if computed.fresh else
+                                     self.contiguous(computed, t), handed)
         if not isinstance(t, str):
             raise Unsupported(f"a returned {t}")
         self.results.append(Result("number", t))
         return to_words(b, computed, t)
+
+    def _fresh_words(self, array: ArrayValue, handed: set) -> list:
+        """The words of an array this function made, returned (not freed: `handed`)."""
+        handed.add(id(array))
+        self.results.append(Result("fresh", array.dtype, len(array.shape)))
+        return [self.builder.ptrtoint(array.data, I64), *array.shape]
 
 
 def _items(value: Expr, alone: tuple = None) -> list[Expr]:  # type: ignore[assignment]

@@ -69,8 +69,8 @@ NUM_THREADS = ir.FunctionType(I32, [])
 HEAD = 3
 #: What a Lowering holds of the one function it writes (the rest is the module's): set aside
 #: while a nest's rows are written into a function of their own.
-OWN = ("function", "_entry", "builder", "slots", "arrays", "held", "_depth", "_breaks",
-       "_returned")
+OWN = ("function", "_entry", "builder", "slots", "arrays", "held", "scratch", "_depth",
+       "_breaks", "_returned")
 
 
 def on() -> bool:
@@ -182,7 +182,7 @@ def _outlined(lowering, loop: For, captured: list) -> ir.Function:
         lowering.function, lowering._in_rows = rows, True
         lowering._entry = rows.append_basic_block("entry")
         lowering.builder = ir.IRBuilder(lowering._entry)
-        lowering.slots, lowering.arrays, lowering.held = {}, {}, {}
+        lowering.slots, lowering.arrays, lowering.held, lowering.scratch = {}, {}, {}, {}
         lowering._depth, lowering._breaks, lowering._returned = 0, [], False
         _unpacked(lowering, rows.args[0], captured)
         start, stop = rows.args[2], rows.args[3]

@@ -21,6 +21,13 @@ from .loading import load, python_mode
 if TYPE_CHECKING:
     from .. import codegen
 
+class OnHost(Exception):  # noqa: N818 (not an error: how a call is handed to the host tier)
+    """Raised by `convert` for values its compiled code cannot take as the host does: a complex
+    number with an imaginary part given where a complex call counts (its counted values are
+    float64 there, compiler/counting.py), which the host refuses as a count, or reads as it
+    would where it is no count after all. The call runs on the host tier (tiers.py)."""
+
+
 class CompiledRegion:
     """One generated function and how to call it: `inputs` are the IR nodes whose values it is
     given (scalars are passed as NumPy floats, arrays as C-ordered writable arrays, both of
@@ -41,6 +48,8 @@ class CompiledRegion:
         # each input's dtype: float64 for a counted one (a position, a step count)
         self.dtypes = tuple(np.dtype(COUNTED) if n in within else self.dtype
                             for n in region.inputs)
+        self._counts = tuple(i for i, d in enumerate(self.dtypes)  # (a complex call's)
+                             if d != self.dtype) if self.dtype.kind == "c" else ()
         self._generated: codegen.Generated | None = None
         self._function = None
         self._parallel = False  # (its code has prange loops)
@@ -99,13 +108,8 @@ class CompiledRegion:
         if self.python_mode:
             self.backend = "numba (NUMBA_DISABLE_JIT=1: run as Python)"
             return None
-        from ..llvm.types import COMPLEX, Array
+        from ..llvm.types import Array
 
-        if self.dtype.name in COMPLEX and any(d != self.dtype for d in self.dtypes):
-            # (a complex64 call's counted values are float64, compiler/counting.py: converted
-            # here, a complex count would lose its imaginary part before its check)
-            self.backend = "numba (the llvm back end does not lower a complex call's counts)"
-            return None
         shapes = self._table.scopes[self.region.scope]
         params = [Array(d.name, len(shapes[n])) if shapes[n] else d.name
                   for n, d in zip(self.region.inputs, self.dtypes, strict=True)]
@@ -187,6 +191,11 @@ class CompiledRegion:
         subclass) is copied into it here, at the boundary, instead of reaching compiled code."""
         args = list(values)
         dtypes = self.dtypes
+        for i in self._counts:  # (counted in a complex call: float64, a real number's)
+            if np.iscomplexobj(args[i]):
+                if np.any(np.imag(args[i])):
+                    raise OnHost
+                args[i] = np.real(args[i])
         for i in self.scalars:
             args[i] = dtypes[i].type(args[i])
         for i in self.arrays:

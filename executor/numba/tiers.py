@@ -28,7 +28,7 @@ from .apart import BuildsApart
 from .builder import BUILDER
 from .placement import Placement
 from .programs import HostProgram, WholeProgram
-from .regions import CompiledRegion
+from .regions import CompiledRegion, OnHost
 from .row_blocks import RowBlocks
 from .scope import ScopeRunner, only_loop, regions_of, resume_points
 from .tier_notes import (
@@ -250,7 +250,10 @@ class TieredProgram(BuildsApart):
     def __call__(self, values):
         fast = self._fast
         if fast is not None:
-            return fast.run(values)
+            try:
+                return fast.run(values)
+            except OnHost:  # (values compiled code does not take as the host does)
+                return self.host(values)
         return self._first_tier(values)
 
     @property
@@ -281,7 +284,7 @@ class TieredProgram(BuildsApart):
         if self._apart.is_set() and not self._done.is_set():
             self.build_quietly()
             if self._fast is not None:
-                return self._fast.run(values)
+                return self(values)
         if self._error is not None:  # the build failed: as a call that compiles would
             if self._when == 0 or isinstance(self._error, HilbertError):
                 raise _fresh(self._error) from self._error  # (never one object raised again)
@@ -339,7 +342,10 @@ class TieredProgram(BuildsApart):
         moved = list(values)
         for component, parameter in self._resumes:
             moved[parameter] = state[component]
-        value = fast.run(moved)
+        try:
+            value = fast.run(moved)
+        except OnHost:  # (the host goes on)
+            return
         self._host_steps += steps
         self.moved += 1
         raise _Moved(value)
