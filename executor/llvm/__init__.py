@@ -10,6 +10,8 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     held.py         array locals a loop reassigns (its state, its step's buffers), in slots,
                     and scratch rows and a turn's copies made inside a loop
     threads.py      parallel nests: their rows outlined, run in chunks on Numba's threads
+    outline.py      a large function's runs of nests outlined as functions of their own
+                    (LLVM's loop passes take longer per loop in a larger function)
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     complex.py      complex numbers: {re, im} structures, NumPy's arithmetic, C's cexp, …
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR

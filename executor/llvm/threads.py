@@ -68,8 +68,8 @@ NUM_THREADS = ir.FunctionType(I32, [])
 HEAD = 3
 #: What a Lowering holds of the one function it writes (the rest is the module's): set aside
 #: while a nest's rows are written into a function of their own.
-OWN = ("function", "_entry", "builder", "slots", "arrays", "held", "_depth", "_breaks",
-       "_returned")
+OWN = ("function", "_entry", "builder", "slots", "arrays", "held", "scratch", "_depth",
+       "_breaks", "_returned")
 
 
 def on() -> bool:
@@ -168,11 +168,12 @@ def _stack(lowering, kind: ir.Type, count: int) -> ir.Value:
         return b.alloca(kind, size=count)
 
 
-def _outlined(lowering, loop: For, captured: list) -> ir.Function:
+def _outlined(lowering, loop: For, captured: list, prefix: str = "hb_rows") -> ir.Function:
     """`rows` of `loop` (the module's doc): the rows written by `lowering` into a function of
-    their own, the module's (its maths, its raises' numbers) shared with the function around."""
+    their own, the module's (its maths, its raises' numbers) shared with the function around
+    (which alone frees the arrays it made: a raise in the rows frees none)."""
     module = lowering.module
-    rows = ir.Function(module, ROWS, f"hb_rows{sum(1 for _ in module.functions)}")
+    rows = ir.Function(module, ROWS, f"{prefix}{sum(1 for _ in module.functions)}")
     rows.linkage = "internal"
     for attribute in sorted(lowering.function.attributes):  # (nounwind, the vector width)
         set.add(rows.attributes, attribute)
@@ -181,7 +182,7 @@ def _outlined(lowering, loop: For, captured: list) -> ir.Function:
         lowering.function, lowering._in_rows = rows, True
         lowering._entry = rows.append_basic_block("entry")
         lowering.builder = ir.IRBuilder(lowering._entry)
-        lowering.slots, lowering.arrays, lowering.held = {}, {}, {}
+        lowering.slots, lowering.arrays, lowering.held, lowering.scratch = {}, {}, {}, {}
         lowering._depth, lowering._breaks, lowering._returned = 0, [], False
         _unpacked(lowering, rows.args[0], captured)
         start, stop = rows.args[2], rows.args[3]
