@@ -8,12 +8,15 @@ loop, so one function of many nests costs more than the same nests as functions 
 Measured (2-core machine, LLVM's `-time-passes`): the circle classifier's step, 306 KiB of IR
 with 70 loops, takes 1.1 s of LLVM; the transformer block's training step, 994 KiB with 324
 loops, 7.7 s, its vectoriser ×8 and its unroller ×10 of the circle's for ×4.6 of its loops.
-In pieces the block's step takes 4.7–5.4 s against 8.0–10.2 s whole (three runs each, the
-machine loaded).
+In pieces (52) the block's step takes 4.1–4.5 s of LLVM against 6.8–7.0 s whole, and the
+QAOA network's function (1415 statements) 4.6–4.8 s against 4.9–6.1 s; the circle's (747
+statements) took no less in pieces (0.99 s against 0.96 s) and its warm step 1–2% longer
+(calls of each form interleaved in one process), so a function of its size stays whole;
+the block's warm step took the same time in either form (medians ×0.99 and ×1.01), the
+QAOA network's ×1.02.
 
-Which runs: in a function of more than `LARGE` statements (a smaller one compiles in a
-fraction of a second whole), the longest runs of consecutive statements, at any depth, that
-(a) assign no array (what the function makes, it frees), (b) hold no `break` out of them, no
+Which runs: in a function of more than `LARGE` statements (the gain grows with the size),
+the longest runs of consecutive statements, at any depth, that (a) assign no array (what the function makes, it frees), (b) hold no `break` out of them, no
 `return`, no parallel nest and no vector width's statement, (c) read only numbers and arrays
 from around them, and (d) assign no local that the function reads outside them (but the
 index of another loop, which that loop sets before reading it: threads.check's rule; a
@@ -45,13 +48,12 @@ from ..codegen.loops import (
     whole,
 )
 from . import threads
-from .compile import SLP_LARGE
 from .runtime import I64
 from .types import Array
 
-#: Statements above which a function is outlined in pieces (compile.SLP_LARGE's bound: a
-#: function below it compiles in a fraction of a second whole).
-LARGE = SLP_LARGE
+#: Statements above which a function is outlined in pieces (the module's doc: the circle
+#: classifier's 747 gained nothing, the block's 1972 a third of its LLVM time).
+LARGE = 1000
 
 
 def chosen(body: list, types: dict) -> dict[int, For]:
