@@ -12,6 +12,8 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     remade.py       which arrays made inside a block are dead when made again (liveness):
                     a loop's buffers made at each turn of the loop around it
     threads.py      parallel nests: their rows outlined, run in chunks on Numba's threads
+    outline.py      a large function's runs of nests outlined as functions of their own
+                    (LLVM's loop passes take longer per loop in a larger function)
     scalars.py      numbers: literals, conversions, arithmetic with Numba's types
     complex.py      complex numbers: {re, im} structures, NumPy's arithmetic, C's cexp, …
     runtime.py      the kernels and NumPy functions it calls, as LLVM IR

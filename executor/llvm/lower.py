@@ -45,7 +45,7 @@ from ..codegen.loops import (
     While,
 )
 from ..numba.vmath_constants import WIDE
-from . import pairwise, threads
+from . import outline, pairwise, threads
 from .expressions import ITEMSIZE, ArrayValue, Expressions
 from .held import Held, copies, held, scratch
 from .products import CALLS as PRODUCTS
@@ -98,7 +98,13 @@ class Lowering(Held, Expressions):
         self.hold_scratch((scratch(body, self.types) | copies(body, self.types)
                            | remade(body, self.types)) & set(self.held))
         self._parameters(params)
+        self._pieces = outline.chosen(body, self.types)  # (runs outlined: outline.py)
+        self._nests = {id(nest) for nest in self._pieces.values()}
+        self._outlined: list[ir.Function] = []
         self._block(body)
+        for made in self._outlined:  # (the vector width, set where its statement ran)
+            for attribute in sorted(self.function.attributes):
+                set.add(made.attributes, attribute)
         if not self._returned:
             raise Unsupported("a function that does not end in a return")
 
@@ -130,7 +136,8 @@ class Lowering(Held, Expressions):
     # ------------------------------------------------------------------ statements
 
     def _block(self, body: list) -> None:
-        for stmt in body:
+        rows = getattr(self, "_in_rows", False)  # (a run's own statements: threads.py's rows)
+        for stmt in body if rows else outline.grouped(body, self._pieces):
             if self._returned:
                 raise Unsupported("statements after the return")
             self._statement(stmt)
@@ -168,6 +175,8 @@ class Lowering(Held, Expressions):
             case Do(expr=Call(fn="K.wide_vectors", args=())):
                 set.add(self.function.attributes,  # (as vmath.wide_vectors asks Numba's LLVM)
                         f'"prefer-vector-width"="{WIDE}"')
+            case For() if id(stmt) in self._nests:
+                self._outlined.append(outline.piece(self, stmt))
             case For(index=index, size=size, body=body, parallel=False):
                 self._for(index, size, body)
             case For(parallel=True):

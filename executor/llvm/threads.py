@@ -169,11 +169,12 @@ def _stack(lowering, kind: ir.Type, count: int) -> ir.Value:
         return b.alloca(kind, size=count)
 
 
-def _outlined(lowering, loop: For, captured: list) -> ir.Function:
+def _outlined(lowering, loop: For, captured: list, prefix: str = "hb_rows") -> ir.Function:
     """`rows` of `loop` (the module's doc): the rows written by `lowering` into a function of
-    their own, the module's (its maths, its raises' numbers) shared with the function around."""
+    their own, the module's (its maths, its raises' numbers) shared with the function around
+    (which alone frees the arrays it made: a raise in the rows frees none)."""
     module = lowering.module
-    rows = ir.Function(module, ROWS, f"hb_rows{sum(1 for _ in module.functions)}")
+    rows = ir.Function(module, ROWS, f"{prefix}{sum(1 for _ in module.functions)}")
     rows.linkage = "internal"
     for attribute in sorted(lowering.function.attributes):  # (nounwind, the vector width)
         set.add(rows.attributes, attribute)
