@@ -2,8 +2,8 @@
 old path goes once the new one lowers everything): counter-based draws, bit for bit with the
 host's (compiler/ops/draws.py); column sums added pairwise, bit for bit with the pairwise
 order written here in NumPy; sin and tan (C's); a scalar made a vector (np.full) and a
-counted buffer converted (astype); and every compiled function of the golden guard's
-programs. Each is checked to be built by llvm (the plan's note), not only to be right."""
+counted buffer converted (astype); floats' floored remainder and quotient (NumPy's bits,
+signed zeros included); and every compiled function of the golden guard's programs. Each is checked to be built by llvm (the plan's note), not only to be right."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ fn badKey(t, x) ↦ uniform(7.5, t, x) · x + einsum("ij,ij->", x, x)
 fn columns(a) ↦ einsum("ij->j", a)
 fn tangent(x) ↦ tan(x) + sin(x) · x
 fn picked(q, t) ↦ einsum("s,s->", q, oneHot(t, rows(q)))
+fn remainder(a, b) ↦ a mod b
+fn quotient(a, b) ↦ a div b
 fn past(q) ↦ minimum(einsum("b,ab->ab", positions(q, 1), q = q) + (1 − (q = 1)) · 9007199254740992, 1)
 """
 
@@ -117,6 +119,18 @@ def test_a_scalar_made_a_vector_and_a_counted_buffer_converted(module):
     rows = np.float32([[0, 1, 0, 1], [1, 0, 0, 0]])
     np.testing.assert_array_equal(module.past(rows), np.float32([1, 0]))
     assert _built_by(module.past, (2, 4)) == [LLVM]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_floats_remainder_and_quotient_are_numpys(module, dtype):
+    a = np.array([7, -7, 7, -7, 0, -0.0, 5.5, -5.5, np.inf, 3, np.nan, -7, 1e30, 2.5], dtype)
+    b = np.array([3, 3, -3, -3, 3, 3, 2, 2, 3, 0, 2, 0, 7, -0.5], dtype)
+    with np.errstate(all="ignore"):
+        for name, meaning in (("remainder", np.mod), ("quotient", np.floor_divide)):
+            got, want = getattr(module, name)(a, b), meaning(a, b)
+            np.testing.assert_array_equal(got, want)
+            assert np.array_equal(np.signbit(got), np.signbit(want)), name
+            assert _built_by(getattr(module, name), (14,), (14,)) == [LLVM]
 
 
 @pytest.mark.timeout(600)

@@ -184,7 +184,7 @@ class Expressions(Entries):
     def _pick(self, test, a, other) -> tuple:
         """`a if test else other` as a select (both sides are computed: they have no effect)."""
         if isinstance(a[0], ArrayValue) and isinstance(other[0], ArrayValue):
-            return self._pick_array(self.cast(*test, "bool"), a, other)
+            return picked_array(self.builder, self.cast(*test, "bool"), a, other)
         t = unify(a[1], other[1])
         if not isinstance(t, str):
             raise Unsupported("a choice of arrays")
@@ -210,20 +210,6 @@ class Expressions(Entries):
                 merged.add_incoming(self.cast(value, have, t), where)
         b.position_at_end(after)
         return merged, t
-
-    def _pick_array(self, test: ir.Value, a: tuple, other: tuple) -> tuple:
-        """One of two arrays of one type (the double buffers of a loop's state)."""
-        if a[1] != other[1]:
-            raise Unsupported("a choice of arrays of two types")
-        x, y, b = a[0], other[0], self.builder
-        picked = ArrayValue(b.select(test, x.data, y.data),
-                            [b.select(test, p, q) for p, q in zip(x.shape, y.shape, strict=True)],
-                            [b.select(test, p, q) for p, q in zip(x.strides, y.strides,
-                                                                  strict=True)],
-                            x.dtype, False, ordered=x.ordered and y.ordered,
-                            owned=all(v.fresh or v.param >= 0 or v.owned for v in (x, y)),
-                            sources=x.sources | y.sources, picked=x.made() | y.made())
-        return picked, a[1]
 
     def _call(self, fn: str, args: list[tuple]) -> tuple:
         if fn == "K.stop_requested":  # (stop[0], read from memory at every step: kernels.py)
@@ -325,6 +311,20 @@ class Expressions(Entries):
                 return array.shape[axis], "int64"
         raise Unsupported(f"the template form {ast.dump(node)[:60]}")
 
+
+
+def picked_array(b: ir.IRBuilder, test: ir.Value, a: tuple, other: tuple) -> tuple:
+    """One of two arrays of one type (the double buffers of a loop's state), by `test`."""
+    if a[1] != other[1]:
+        raise Unsupported("a choice of arrays of two types")
+    x, y = a[0], other[0]
+    picked = ArrayValue(b.select(test, x.data, y.data),
+                        [b.select(test, p, q) for p, q in zip(x.shape, y.shape, strict=True)],
+                        [b.select(test, p, q) for p, q in zip(x.strides, y.strides, strict=True)],
+                        x.dtype, False, ordered=x.ordered and y.ordered,
+                        owned=all(v.fresh or v.param >= 0 or v.owned for v in (x, y)),
+                        sources=x.sources | y.sources, picked=x.made() | y.made())
+    return picked, a[1]
 
 def reads(node: ast.expr, fields: tuple[Expr, ...]) -> bool:
     """Whether a template's tree reads an array's entry (a field holding a Sub)."""

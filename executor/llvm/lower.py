@@ -313,7 +313,8 @@ class Lowering(Held, Expressions):
         if isinstance(item, Var) and item.name in self.held:
             array = self.holding(item.name)
             if not (array.ordered and self.holds_own(item.name)):
-                return self._fresh_words(self.contiguous(array, self.types[item.name]), handed)
+                copy = self.contiguous(array, self.types[item.name])
+                return _fresh_words(b, self.results, copy, handed)
             kept.append((b.ptrtoint(array.data, I64), item.name))
             self.results.append(Result("held", array.dtype, len(array.shape)))
             return [kept[-1][0], *array.shape]
@@ -322,18 +323,14 @@ class Lowering(Held, Expressions):
             if computed.param >= 0:
                 self.results.append(Result("param", index=computed.param))
                 return []
-            return self._fresh_words(computed if computed.fresh else
-                                     self.contiguous(computed, t), handed)
+            made = computed if computed.fresh else self.contiguous(computed, t)
+            return _fresh_words(b, self.results, made, handed)
         if not isinstance(t, str):
             raise Unsupported(f"a returned {t}")
         self.results.append(Result("number", t))
         return to_words(b, computed, t)
 
-    def _fresh_words(self, array: ArrayValue, handed: set) -> list:
-        """The words of an array this function made, returned (not freed: `handed`)."""
-        handed.add(id(array))
-        self.results.append(Result("fresh", array.dtype, len(array.shape)))
-        return [self.builder.ptrtoint(array.data, I64), *array.shape]
+
 
 
 def _items(value: Expr, alone: tuple = None) -> list[Expr]:  # type: ignore[assignment]
@@ -344,3 +341,10 @@ def _items(value: Expr, alone: tuple = None) -> list[Expr]:  # type: ignore[assi
         if isinstance(tree, ast.Tuple) and all(field(e) is not None for e in tree.elts):
             return [value.args[field(e)] for e in tree.elts]  # type: ignore[index]
     return [value] if alone is None else list(alone)
+
+
+def _fresh_words(b: ir.IRBuilder, results: list, array: ArrayValue, handed: set) -> list:
+    """The words of an array the function made, returned (not freed: `handed`)."""
+    handed.add(id(array))
+    results.append(Result("fresh", array.dtype, len(array.shape)))
+    return [b.ptrtoint(array.data, I64), *array.shape]

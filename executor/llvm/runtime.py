@@ -70,17 +70,8 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
             return cast(value, "float64", result)
         case "K.power":
             return cast(_power(m, *numbers), "float64", result)
-        case "K.erf":  # (C's erf, as Numba calls it for math.erf)
-            erf = _declared(b.module, "erf", ir.FunctionType(DOUBLE, [DOUBLE]))
-            return b.call(erf, numbers)
-        case "np.cos" | "np.sin":  # (LLVM's, as Numba's np.cos and np.sin: C's cos and sin)
-            width = "f32" if result == "float32" else "f64"
-            return m.intrinsic(f"llvm.{fn[3:]}.{width}", numbers[0])
-        case "np.tan":  # (C's tan or tanf, as Numba calls them: LLVM has no tan of its own)
-            kind = LLVM[result]
-            tan = _declared(b.module, "tanf" if result == "float32" else "tan",
-                            ir.FunctionType(kind, [kind]))
-            return b.call(tan, numbers)
+        case "K.erf" | "np.cos" | "np.sin" | "np.tan":
+            return _c_maths(m, fn, numbers[0], result)
         case "K.levels":  # (pairwise.levels: 1 and the count's length in bits)
             count = numbers[0]
             bits = b.sub(m.w(64), m.intrinsic("llvm.ctlz.i64", count, ir.Constant(I1, 0)))
@@ -116,6 +107,17 @@ def call(lowering, fn: str, args: list[tuple[ir.Value, Type]], result: Type) -> 
 _OWN = ("K.fmax", "K.fmin", "np.float64", "np.float32", "float", "int", "np.sqrt", "np.floor",
         "np.abs", "abs", "np.cos", "np.sin", "np.tan", "min", "max", "np.complex128",
         "np.complex64", "K.levels")
+
+
+def _c_maths(m: maths.Code, fn: str, x: ir.Value, result: str) -> ir.Value:
+    """C's erf (as Numba calls it for math.erf), cos and sin (LLVM's intrinsics, C's), and tan
+    (C's tan or tanf, as Numba calls them: LLVM has no tan of its own) of `x`, in `result`."""
+    b, width = m.b, "f32" if result == "float32" else "f64"
+    if fn in ("np.cos", "np.sin"):
+        return m.intrinsic(f"llvm.{fn[3:]}.{width}", x)
+    name = "erf" if fn == "K.erf" else "tanf" if result == "float32" else "tan"
+    kind = LLVM["float64" if fn == "K.erf" else result]
+    return b.call(_declared(b.module, name, ir.FunctionType(kind, [kind])), [x])
 
 
 def _power(m: maths.Code, x, y):

@@ -90,8 +90,38 @@ def binary_value(b: ir.IRBuilder, cast, op: str, a: tuple, other: tuple) -> tupl
         return compare(op, x, y), "bool"
     if common == "int64":
         return _integer(b, op, x, y), result
+    if op in ("//", "%"):
+        return _floored(b, op, x, y), result
     made = {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}[op](x, y)
     return made, result
+
+
+def _floored(b: ir.IRBuilder, op: str, x, y) -> ir.Value:
+    """Python's float `x // y` or `x % y` as Numba computes them (CPython's float_divmod:
+    the remainder from fmod given the divisor's sign, the quotient from (x − remainder) / y
+    snapped to the nearest whole number, a zero keeping the true quotient's sign), in the
+    operands' own width; a zero divisor gives x / y and fmod's NaN (NumPy's error model)."""
+    t = x.type
+    zero, negative_zero, one = ir.Constant(t, 0.0), ir.Constant(t, -0.0), ir.Constant(t, 1.0)
+    mod = b.frem(x, y)
+    div = b.fdiv(b.fsub(x, mod), y)
+    remains = b.fcmp_unordered("!=", mod, zero)  # (nonzero, or NaN)
+    below = b.fcmp_ordered("<", y, zero)
+    flip = b.and_(remains, b.icmp_unsigned("!=", below, b.fcmp_ordered("<", mod, zero)))
+    by_zero = b.fcmp_ordered("==", y, zero)
+    if op == "%":
+        signed = b.select(remains, b.select(flip, b.fadd(mod, y), mod),
+                          b.select(below, negative_zero, zero))
+        return b.select(by_zero, b.frem(x, y), signed)
+    div = b.select(flip, b.fsub(div, one), div)
+    name = f"llvm.floor.{'f32' if t == ir.FloatType() else 'f64'}"
+    floor = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(t, [t]), name)
+    whole = b.call(floor, [div])
+    snapped = b.select(b.fcmp_ordered(">", b.fsub(div, whole), ir.Constant(t, 0.5)),
+                       b.fadd(whole, one), whole)
+    zero_signed = b.fdiv(b.fmul(b.fmul(div, div), x), y)  # (a zero with the sign of x / y)
+    quotient = b.select(b.fcmp_ordered("!=", div, zero), snapped, zero_signed)
+    return b.select(by_zero, b.fdiv(x, y), quotient)
 
 
 def _integer(b: ir.IRBuilder, op: str, x, y) -> ir.Value:

@@ -94,7 +94,7 @@ def binary(op: str, a: Type, b: Type) -> str:
     common = unify(number(a), number(b))
     if op == "/" and common == "int64":
         return "float64"
-    if op in ("//", "%") and common != "int64":
+    if op in ("//", "%") and common in COMPLEX:
         raise Unsupported(f"{op} of {common}")
     return common  # type: ignore[return-value]
 

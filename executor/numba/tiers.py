@@ -332,7 +332,7 @@ class TieredProgram(BuildsApart):
         ends, so Numba loading beside the steps does not slow them down); once it is built,
         the rest of the call runs on the compiled code from `state` when its loop can move
         (raised as _Moved, with its result)."""
-        if not self.queued and self._worth_moving(began, state, steps):
+        if not self.queued and _worth_moving(self._resumes, self._counter, began, state, steps):
             self._start_when_due()
         if self._apart.is_set() and not self._done.is_set():
             self.build_quietly()
@@ -349,17 +349,6 @@ class TieredProgram(BuildsApart):
         self._host_steps += steps
         self.moved += 1
         raise _Moved(value)
-
-    def _worth_moving(self, began: float, state: tuple, steps: int) -> bool:
-        """Whether this call could move to the compiled code before its loop ends: the loop can
-        move (`resume_points`) and, when it is counted, its steps left (its counter in `state`)
-        would take the host at least SHORT_LOOP_S at the pace of the `steps` run so far."""
-        if self._resumes is None:
-            return False
-        if self._counter is None or not steps:
-            return True
-        pace = (time.perf_counter() - began) / steps
-        return pace * float(np.real(state[self._counter])) >= SHORT_LOOP_S
 
     def _stay_on_host(self, err: BaseException) -> None:
         """After a background build failed for a reason of hilbert's own (a bug): calls go on
@@ -461,6 +450,18 @@ class TieredProgram(BuildsApart):
         second = self._second
         return steps + (second.loop_steps if second is not None else 0)
 
+
+
+def _worth_moving(resumes, counter: int | None, began: float, state: tuple, steps: int) -> bool:
+    """Whether a call could move to the compiled code before its loop ends: the loop can move
+    (`resumes`, resume_points) and, when it is counted, its steps left (its counter in
+    `state`) would take the host at least SHORT_LOOP_S at the pace of the `steps` run so far."""
+    if resumes is None:
+        return False
+    if counter is None or not steps:
+        return True
+    pace = (time.perf_counter() - began) / steps
+    return pace * float(np.real(state[counter])) >= SHORT_LOOP_S
 
 class _Moved(Exception):  # noqa: N818 (not an error: how a host call hands over its result)
     """Raised at a step boundary of a host call once the compiled code has finished it."""
