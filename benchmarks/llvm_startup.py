@@ -88,13 +88,14 @@ def _install(spent: dict, modules: list) -> None:
     compile_ = importlib.import_module("hilbert.executor.llvm.compile")
     made = compile_._object_code
 
-    def recorded(text: str, level: int) -> bytes:
+    def recorded(text: str, level: int, passes: int = 1) -> bytes:
         began, optimised = time.perf_counter(), spent.get("back: LLVM optimiser", 0.0)
-        code = made(text, level)
+        code = made(text, level, passes)
         whole = time.perf_counter() - began
         optimise = spent.get("back: LLVM optimiser", 0.0) - optimised
         first = text.split("define ", 1)[1].split("(", 1)[0].split("@", 1)[1]
-        modules.append({"first": first.strip('"'), "level": level, "kib": len(text) // 1024,
+        modules.append({"first": first.strip('"'), "level": level, "passes": passes,
+                        "kib": len(text) // 1024,
                         "optimise_s": optimise, "machine_code_s": whole - optimise})
         return code
     compile_._object_code = recorded
@@ -166,7 +167,7 @@ def report(program: str, runs: int) -> None:
         print(f"{'    ' * depth}- {stage}: {value:.3f} s")
     print(f"- Numba imported: {ours[0]['numba_loaded']}; LLVM modules (first run):")
     for m in ours[0]["modules"]:
-        print(f"    - {m['first']} O{m['level']} {m['kib']} KiB: optimiser "
+        print(f"    - {m['first']} O{m['level']}{'' if m.get('passes', 1) == 1 else ' ×' + str(m['passes'])} {m['kib']} KiB: optimiser "
               f"{m['optimise_s']:.3f} s, machine code {m['machine_code_s']:.3f} s")
     sys.stdout.flush()
 

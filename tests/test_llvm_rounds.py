@@ -23,6 +23,8 @@ SOURCE = """
 open Prelude.Networks
 fn filtered(x, k) ↦ convolve(x, k)
 fn doubled(x) ↦ 2 · x
+fn normed(x) ↦ layerNorm(x)
+fn squashed(x) ↦ tanh(x) · 2
 """
 #: A CPU LLVM's x86 target knows, whose vectors are 512 bits (8 float64: LLVM keeps an Intel
 #: AVX-512 CPU's to 256) and whose loads can be masked: the IR is optimised for it here, not
@@ -71,6 +73,15 @@ def test_a_function_without_a_parallel_nest_is_optimised_once(module):
     assert (made.level, made.passes) == (3, 1)
     assert [compile.rounds(level, parallel) for level in (1, 2, 3) for parallel in (0, 1)] == [
         1, 1, 1, 1, 1, 2]
+
+
+@pytest.mark.parametrize("name", ["normed", "squashed"])
+def test_a_parallel_nest_of_rows_with_one_loop_inside_is_optimised_once(module, name):
+    """Rows whose work is one loop deep (a layer norm's, an entrywise nest's) gain nothing
+    from a second round, which would only lengthen their cold compile."""
+    made = _lowering(module.function(name), (4096, 512))
+    assert made.level == 3 and made.passes == 1
+    assert "hb_rows" in made.text  # (its nest does run on threads)
 
 
 def test_two_rounds_give_the_correlation(module):

@@ -83,7 +83,8 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     loops = any(isinstance(s, (For, While)) for s in found)
     level = compile.level(len(found), loops)
-    passes = compile.rounds(level, parallel)
+    passes = compile.rounds(level, any(isinstance(s, For) and s.parallel and _deep(s)
+                                       for s in found))
     threaded = parallel and threads.on()
     key = (made.text, tuple(params), tuple(made.results), tuple(made.raises), level,
            contiguous, threaded, passes)  # (the results' grouping is not in the text)
@@ -93,6 +94,15 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
                                    made.raises, passes)
             _MADE[key] = threads.Threaded(lowered) if threaded else lowered
         return _MADE[key]
+
+
+def _deep(loop) -> bool:
+    """Whether a nest's rows hold a loop inside a loop (the convolve's taps under its outputs:
+    what a second round of LLVM's pipeline straightens, compile.rounds)."""
+    from ..codegen.loops import For, statements
+
+    return any(isinstance(s, For) and any(isinstance(t, For) for t in statements(s.body))
+               for s in statements(loop.body))
 
 
 #: Every function lowered in this process, by its IR text and what its call depends on: the
