@@ -51,12 +51,10 @@ def remade(body: list, types: dict[str, Type]) -> set[str]:
     if not sites:
         return set()
     live = Liveness(arrays).run(body)
-    found = set()
-    for name, made in sites.items():
-        holding = Holders(arrays, made).run(body)
-        if not any(holding.get(id(stmt), set()) & live.get(id(stmt), set()) for stmt in made):
-            found.add(name)
-    return found
+    holding = Holders(arrays, sites).run(body)
+    return {name for name, made in sites.items()
+            if not any({local for local, held in holding.get(id(stmt), {}).items()
+                        if name in held} & live.get(id(stmt), set()) for stmt in made)}
 
 
 def _makes(stmt: Assign) -> bool:
@@ -65,56 +63,73 @@ def _makes(stmt: Assign) -> bool:
 
 
 class Holders:
-    """The array locals that may hold memory one of the statements `made` made, before each
-    statement (by id: the union over every place it is)."""
+    """For each statement (by id: the union over every place it is), the array locals that
+    may hold memory made by each site (`sites`: a local's statements that make it) before it,
+    as local → the sites' names: one pass for every site at once."""
 
-    def __init__(self, arrays: set[str], made: list):
+    def __init__(self, arrays: set[str], sites: dict[str, list]):
         self._arrays = arrays
-        self._made = {id(stmt) for stmt in made}
-        self.before: dict[int, set[str]] = {}
-        self._leaving: list[set[str]] = []  # (what reaches each open loop's exit by a break)
+        self._site = {id(stmt): name for name, made in sites.items() for stmt in made}
+        self.before: dict[int, dict[str, frozenset]] = {}
+        self._leaving: list[dict[str, frozenset]] = []  # (what reaches each open loop's exit)
 
-    def run(self, body: list) -> dict[int, set[str]]:
-        self._block(body, set())
+    def run(self, body: list) -> dict[int, dict[str, frozenset]]:
+        self._block(body, {})
         return self.before
 
-    def _block(self, body: list, holding: set[str]) -> set[str]:
+    def _block(self, body: list, holding: dict) -> dict:
         for stmt in body:
-            self.before.setdefault(id(stmt), set()).update(holding)
+            _merge_into(self.before.setdefault(id(stmt), {}), holding)
             holding = self._statement(stmt, holding)
         return holding
 
-    def _statement(self, stmt, holding: set[str]) -> set[str]:
+    def _statement(self, stmt, holding: dict) -> dict:
         match stmt:
             case Assign(targets=targets, values=values):
-                taking = {t for t, v in zip(targets, values, strict=True)
-                          if t in self._arrays and names(v) & holding}
-                if id(stmt) in self._made:
-                    taking |= set(targets)
-                return (holding - set(targets)) | taking
+                taking = {t: frozenset().union(*(holding.get(n, ()) for n in names(v)))
+                          for t, v in zip(targets, values, strict=True) if t in self._arrays}
+                site = self._site.get(id(stmt))
+                after = {k: v for k, v in holding.items() if k not in targets}
+                after.update({t: held for t, held in taking.items() if held})
+                if site is not None:
+                    for t in targets:
+                        after[t] = after.get(t, frozenset()) | {site}
+                return after
             case Raise() | Return():
-                return set()
+                return {}
             case Break():
                 for leaving in self._leaving:  # (a break in a For leaves the While around it)
-                    leaving |= holding
-                return set()
+                    _merge_into(leaving, holding)
+                return {}
             case If(body=inner, orelse=orelse):
-                return self._block(inner, holding) | self._block(orelse, holding)
+                return _merged(self._block(inner, holding), self._block(orelse, holding))
             case For(body=inner) | While(body=inner):
                 return self._loop(stmt, inner, holding)
         return holding
 
-    def _loop(self, loop, body: list, holding: set[str]) -> set[str]:
+    def _loop(self, loop, body: list, holding: dict) -> dict:
         """What leaves `loop` (a For: at its end or by a break; a While: by a break only)."""
-        self._leaving.append(set())
-        head = set(holding)
+        self._leaving.append({})
+        head = dict(holding)
         while True:
-            grown = head | self._block(body, head)
+            grown = _merged(head, self._block(body, head))
             if grown == head:
                 break
             head = grown
         leaving = self._leaving.pop()
-        return head | leaving if isinstance(loop, For) else leaving
+        return _merged(head, leaving) if isinstance(loop, For) else leaving
+
+
+def _merged(a: dict, b: dict) -> dict:
+    """Each local's sites in `a` or `b`."""
+    made = dict(a)
+    _merge_into(made, b)
+    return made
+
+
+def _merge_into(into: dict, more: dict) -> None:
+    for local, held in more.items():
+        into[local] = into.get(local, frozenset()) | held
 
 
 class Liveness:
