@@ -167,7 +167,8 @@ def report(program: str, runs: int) -> None:
         print(f"{'    ' * depth}- {stage}: {value:.3f} s")
     print(f"- Numba imported: {ours[0]['numba_loaded']}; LLVM modules (first run):")
     for m in ours[0]["modules"]:
-        print(f"    - {m['first']} O{m['level']}{'' if m.get('passes', 1) == 1 else ' ×' + str(m['passes'])} {m['kib']} KiB: optimiser "
+        rounds = "" if m.get("passes", 1) == 1 else f" ×{m['passes']}"
+        print(f"    - {m['first']} O{m['level']}{rounds} {m['kib']} KiB: optimiser "
               f"{m['optimise_s']:.3f} s, machine code {m['machine_code_s']:.3f} s")
     sys.stdout.flush()
 

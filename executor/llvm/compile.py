@@ -29,22 +29,22 @@ from . import kept
 SLP_LARGE = 400
 LARGE = 4000
 
-#: How many rounds a function at level 3 with a parallel nest whose rows hold a loop inside a
-#: loop (a short sum under each output) is optimised in (other functions: one). A second round runs the function simplification passes and the whole
-#: pipeline again over the vectorised code: its loop unswitching takes the tests the
-#: vectoriser wrote around a short inner loop (is the trip count under 8? under 32? a whole
-#: number of vectors?) out of the loops around it, and the unroller then unrolls the
-#: remainder loop whose trip count they bound, so a sum of a few vectors runs as straight-line
-#: code at each entry, as in the code Numba's disk cache holds (Numba optimises a parfor's
-#: kernel again when it links it into its caller). Measured (2-core Zen 5 under load, the
+#: How many rounds a function at level 3 with a parallel nest whose rows hold a loop inside a loop
+#: (a short sum under each output) is optimised in (other functions: one). A second round runs the
+#: function simplification passes and the whole pipeline again over the vectorised code: its loop
+#: unswitching takes the tests the vectoriser wrote around a short inner loop (is the trip count
+#: under 8? under 32? a whole number of vectors?) out of the loops around it, and the unroller then
+#: unrolls the remainder loop whose trip count they bound, so a sum of a few vectors runs as
+#: straight-line code at each entry, as in the code Numba's disk cache holds (Numba optimises a
+#: parfor's kernel again when it links it into its caller). Measured (2-core Zen 5 under load, the
 #: convolve at L = 100 000, K = 16, beside Numba's cached code in one process, medians of 20
 #: alternating rounds, four runs): one round ×1.24–1.53 of Numba's time, two ×0.98–1.05; the
-#: kernel's LLVM time 88 → 278 ms, paid once (its object code is kept). Only functions with
-#: such a parallel nest pay it: the planner writes one for nests of about half a millisecond of
-#: work a call and more (compiler/plan/threads.py), where a fifth of that is worth the compile;
-#: a nest of rows with one loop level inside (an MLP's entrywise nests, a layer norm's rows)
-#: gains nothing from it and keeps one round (its cold compile: start-mlp's step 0.36 s of
-#: optimiser in two rounds against 0.17 s in one).
+#: kernel's LLVM time 88 → 278 ms, paid once (its object code is kept). Only functions with such a
+#: parallel nest pay it: the planner writes one for nests of about half a millisecond of work a
+#: call and more (compiler/plan/threads.py), where a fifth of that is worth the compile; a nest of
+#: rows with one loop level inside (an MLP's entrywise nests, a layer norm's rows) gains nothing
+#: from it and keeps one round (its cold compile: start-mlp's step 0.36 s of optimiser in two
+#: rounds against 0.17 s in one).
 PARALLEL_ROUNDS = 2
 
 #: One compile at a time of ours (a build in the background beside one the main thread waits
@@ -85,10 +85,10 @@ def level(statements: int, loops: bool) -> int:
     return 3 if statements <= SLP_LARGE else 2
 
 
-def rounds(level: int, parallel: bool) -> int:
+def rounds(level: int, deep_parallel: bool) -> int:
     """The rounds of LLVM's pipeline for a function at `level` (`PARALLEL_ROUNDS` for one with
-    a `parallel` nest holding a loop inside a loop, at level 3, else 1)."""
-    return PARALLEL_ROUNDS if parallel and level == 3 else 1
+    a parallel nest holding a loop inside a loop, `deep_parallel`, at level 3, else 1)."""
+    return PARALLEL_ROUNDS if deep_parallel and level == 3 else 1
 
 
 class Machine:

@@ -14,8 +14,10 @@ from llvmlite import ir
 
 from ...compiler.ops.draws import _M0, _M1, _W0, _W1, ROUNDS
 from .entries import counted, while_
-from .runtime import DOUBLE, I64, LLVM, allocate, release
+from .runtime import DOUBLE, I64, LLVM, _declared, allocate, release
+from .scalars import least
 from .unsupported import Unsupported
+from .views import entries
 
 if TYPE_CHECKING:
     from .expressions import ArrayValue, Expressions
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 _LOW = 0xFFFFFFFF
 UNIFORM, GAUSSIAN, PERMUTATION = 0, 1, 2  # (control.py's DRAWS)
 _PHILOX, _ORDER = "hilbert.philox", "hilbert.stable_order"
+_OF_DOUBLE = ir.FunctionType(DOUBLE, [DOUBLE])  # (floor, C's log1p, cos, sqrt)
 
 
 def keyed_draws(lowering: Expressions, kind: ir.Value, key: tuple, step: tuple,
@@ -40,9 +43,7 @@ def keyed_draws(lowering: Expressions, kind: ir.Value, key: tuple, step: tuple,
                       ir.Constant(I64, 1))
     with b.if_then(b.icmp_signed("==", status, ir.Constant(I64, 0))):
         k, s = b.fptoui(k, I64), b.fptoui(s, I64)
-        size = ir.Constant(I64, 1)
-        for n in out.shape:
-            size = b.mul(size, n)
+        size = entries(b, out.shape)
         if kind.constant == PERMUTATION:
             _permutation(lowering, k, s, size, out)
         else:
@@ -55,8 +56,7 @@ def keyed_draws(lowering: Expressions, kind: ir.Value, key: tuple, step: tuple,
 
 def _whole64(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     """kernels._whole64: 0 ≤ x < 2⁶⁴ and x whole (False for NaN)."""
-    floor = b.module.globals.get("llvm.floor.f64") or ir.Function(
-        b.module, ir.FunctionType(DOUBLE, [DOUBLE]), "llvm.floor.f64")
+    floor = _declared(b.module, "llvm.floor.f64", _OF_DOUBLE)
     return b.and_(b.and_(b.fcmp_ordered(">=", x, ir.Constant(DOUBLE, 0.0)),
                          b.fcmp_ordered("<", x, ir.Constant(DOUBLE, 2.0 ** 64))),
                   b.fcmp_ordered("==", b.call(floor, [x]), x))
@@ -79,23 +79,13 @@ def _entry(b: ir.IRBuilder, kind: int, dtype: str, words: ir.Value) -> ir.Value:
     elif kind == UNIFORM:
         value = _unit53(b, w[0], w[1])
     else:
-        module = b.module
-        log1p = _c(module, "log1p")
-        cos = module.globals.get("llvm.cos.f64") or ir.Function(
-            module, ir.FunctionType(DOUBLE, [DOUBLE]), "llvm.cos.f64")
-        sqrt = module.globals.get("llvm.sqrt.f64") or ir.Function(
-            module, ir.FunctionType(DOUBLE, [DOUBLE]), "llvm.sqrt.f64")
+        log1p, cos, sqrt = (_declared(b.module, name, _OF_DOUBLE)
+                            for name in ("log1p", "llvm.cos.f64", "llvm.sqrt.f64"))
         logged = b.call(log1p, [b.fneg(_unit53(b, w[0], w[1]))])
         radius = b.call(sqrt, [b.fmul(ir.Constant(DOUBLE, -2.0), logged)])
         angle = b.fmul(ir.Constant(DOUBLE, 2.0 * math.pi), _unit53(b, w[2], w[3]))
         value = b.fmul(radius, b.call(cos, [angle]))
     return value if dtype == "float64" else b.fptrunc(value, LLVM["float32"])
-
-
-def _c(module: ir.Module, name: str) -> ir.Function:
-    found = module.globals.get(name)
-    return found if found is not None else ir.Function(
-        module, ir.FunctionType(DOUBLE, [DOUBLE]), name)
 
 
 def _philox(module: ir.Module) -> ir.Function:
@@ -187,7 +177,7 @@ def _merge_pass(b: ir.IRBuilder, slots: dict, keys: ir.Value, n: ir.Value) -> No
     source, target = b.load(slots["from"]), b.load(slots["to"])
 
     def merged(lo: ir.Value) -> None:
-        middle, high = _least(b, b.add(lo, width), n), _least(b, b.add(lo, b.add(width, width)), n)
+        middle, high = least(b, b.add(lo, width), n), least(b, b.add(lo, b.add(width, width)), n)
         b.store(lo, slots["left"])
         b.store(middle, slots["right"])
 
@@ -213,8 +203,4 @@ def _merge_pass(b: ir.IRBuilder, slots: dict, keys: ir.Value, n: ir.Value) -> No
     b.store(target, slots["from"])
     b.store(source, slots["to"])
     b.store(b.add(width, width), slots["width"])
-
-
-def _least(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.icmp_signed("<", x, y), x, y)
 

@@ -312,7 +312,6 @@ class Expressions(Entries):
         raise Unsupported(f"the template form {ast.dump(node)[:60]}")
 
 
-
 def picked_array(b: ir.IRBuilder, test: ir.Value, a: tuple, other: tuple) -> tuple:
     """One of two arrays of one type (the double buffers of a loop's state), by `test`."""
     if a[1] != other[1]:
@@ -325,6 +324,7 @@ def picked_array(b: ir.IRBuilder, test: ir.Value, a: tuple, other: tuple) -> tup
                         owned=all(v.fresh or v.param >= 0 or v.owned for v in (x, y)),
                         sources=x.sources | y.sources, picked=x.made() | y.made())
     return picked, a[1]
+
 
 def reads(node: ast.expr, fields: tuple[Expr, ...]) -> bool:
     """Whether a template's tree reads an array's entry (a field holding a Sub)."""

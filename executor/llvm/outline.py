@@ -15,18 +15,18 @@ statements) took no less in pieces (0.99 s against 0.96 s) and its warm step 1�
 the block's warm step took the same time in either form (medians ×0.99 and ×1.01), the
 QAOA network's ×1.02.
 
-Which runs: in a function of more than `LARGE` statements (the gain grows with the size),
-the longest runs of consecutive statements, at any depth, that (a) assign no array (what the function makes, it frees), (b) hold no `break` out of them, no
-`return`, no parallel nest and no vector width's statement, (c) read only numbers and arrays
-from around them, and (d) assign no local that the function reads outside them (but the
-index of another loop, which that loop sets before reading it: threads.check's rule; a
-statement that does is left where it is, and the run split there), each run holding a loop
-(a nest, a fill, a copy). A run is a nest of its own, or a loop of one step around its
-statements. What it reads from around it is handed over as threads.py's rows are (arrays as
-their data's address, shape and strides, numbers as bits); a `raise` inside it writes its
-arguments to the function's own `results` and answers its number, which the function then
-answers after freeing what it made. The choice is made from the loop IR alone: the same
-program gives the same module in every process."""
+Which runs: in a function of more than `LARGE` statements (the gain grows with the size), the
+longest runs of consecutive statements, at any depth, that (a) assign no array (what the
+function makes, it frees), (b) hold no `break` out of them, no `return`, no parallel nest and no
+vector width's statement, (c) read only numbers and arrays from around them, and (d) assign no
+local that the function reads outside them (but the index of another loop, which that loop sets
+before reading it: threads.check's rule; a statement that does is left where it is, and the run
+split there), each run holding a loop (a nest, a fill, a copy). A run is a nest of its own, or a
+loop of one step around its statements. What it reads from around it is handed over as
+threads.py's rows are (arrays as their data's address, shape and strides, numbers as bits); a
+`raise` inside it writes its arguments to the function's own `results` and answers its number,
+which the function then answers after freeing what it made. The choice is made from the loop IR
+alone: the same program gives the same module in every process."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from llvmlite import ir
 from .entries import while_
 from .runtime import I64
 from .unsupported import Unsupported
+from .views import entries
 
 if TYPE_CHECKING:
     from .expressions import ArrayValue, Expressions
@@ -59,10 +60,7 @@ def _size(lowering: Expressions, stack: ArrayValue, part: ArrayValue) -> ir.Valu
     """The part's size (its entries), once both arrays are known to be C-ordered float64."""
     if not (stack.ordered and part.ordered and stack.dtype == part.dtype == "float64"):
         raise Unsupported("a pairwise push of arrays other than K.partials'")
-    b, n = lowering.builder, ir.Constant(I64, 1)
-    for size in part.shape:
-        n = b.mul(n, size)
-    return n
+    return entries(lowering.builder, part.shape)
 
 
 def _counter(lowering: Expressions, name: str, start) -> ir.Value:

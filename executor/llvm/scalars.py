@@ -10,7 +10,7 @@ from llvmlite import ir
 from ...compiler.dtypes import FLOAT32_MAX
 from ..codegen.loops import Num
 from . import complex as cplx
-from .runtime import DOUBLE, I1, I64, LLVM
+from .runtime import DOUBLE, I1, I64, LLVM, _declared
 from .types import BITWISE, COMPARISONS, Type, binary, literal, number, unify
 from .unsupported import Unsupported
 
@@ -114,8 +114,8 @@ def _floored(b: ir.IRBuilder, op: str, x, y) -> ir.Value:
                           b.select(below, negative_zero, zero))
         return b.select(by_zero, b.frem(x, y), signed)
     div = b.select(flip, b.fsub(div, one), div)
-    name = f"llvm.floor.{'f32' if t == ir.FloatType() else 'f64'}"
-    floor = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(t, [t]), name)
+    floor = _declared(b.module, f"llvm.floor.{'f32' if t == ir.FloatType() else 'f64'}",
+                      ir.FunctionType(t, [t]))
     whole = b.call(floor, [div])
     snapped = b.select(b.fcmp_ordered(">", b.fsub(div, whole), ir.Constant(t, 0.5)),
                        b.fadd(whole, one), whole)
@@ -159,3 +159,8 @@ def cast(b: ir.IRBuilder, value: ir.Value, have: Type, want: Type) -> ir.Value:
     if want == "int64":
         return b.fptosi(value, I64)
     return b.fpext(value, DOUBLE) if want == "float64" else b.fptrunc(value, LLVM[want])
+
+
+def least(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """The smaller of two int64 values."""
+    return b.select(b.icmp_signed("<", x, y), x, y)

@@ -51,7 +51,7 @@ from .. import threads as pool
 from ..codegen.loops import Assign, For, Update, Var, exprs, names, statements
 from ..numba.loading import load
 from .runtime import I8P, I64, LLVM, _declared
-from .scalars import from_words, to_words
+from .scalars import from_words, least, to_words
 from .scalars import words as number_words
 from .types import Array
 from .unsupported import Unsupported
@@ -258,7 +258,7 @@ def _launch(lowering, rows: ir.Value, chunks: ir.Function, data: ir.Value, width
     args, dims, steps = (_stack(lowering, kind, 1) for kind in (I8P, I64, I64))
     with b.if_then(b.icmp_signed(">", rows, ir.Constant(I64, 0))):
         threads = b.sext(b.call(_declared(module, "get_num_threads", NUM_THREADS), []), I64)
-        count = _least(b, _least(b, threads, ir.Constant(I64, cap)), rows)
+        count = least(b, least(b, threads, ir.Constant(I64, cap)), rows)
         count = b.select(b.icmp_signed("<", count, ir.Constant(I64, 1)), ir.Constant(I64, 1),
                          count)
 
@@ -325,10 +325,6 @@ def _each(b: ir.IRBuilder, count: ir.Value, do) -> None:
     b.position_at_end(after)
 
 
-def _least(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.icmp_signed("<", x, y), x, y)
-
-
 _started = False
 _START = threading.Lock()
 #: The thread that starts the layer beside a compile (`start_beside`), while it runs.
@@ -358,9 +354,9 @@ def start_beside() -> None:
     before its machine code is loaded (a non-daemon thread: an exit waits for the import)."""
     global _starting
     with _START:
+        # (another layer is started in the compiling thread: OpenMP's settings are a thread's)
         if _started or _starting is not None or pool.expected_layer() != "workqueue":
-            return  # (another layer is started in the compiling thread: OpenMP's settings
-            # are a thread's own)
+            return
         _starting = threading.Thread(target=_quietly_started, name="hilbert-threads-start")
         _starting.start()
 

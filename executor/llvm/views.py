@@ -21,6 +21,14 @@ def c_strides(b: ir.IRBuilder, sizes: list) -> list:
     return strides
 
 
+def entries(b: ir.IRBuilder, shape: list) -> ir.Value:
+    """How many entries an array of `shape` holds (1 for a scalar's)."""
+    count = ir.Constant(I64, 1)
+    for size in shape:
+        count = b.mul(count, size)
+    return count
+
+
 def view(lowering, base, form: str, args: list[tuple]):
     """The ArrayValue of the view `form` of `base` (an ArrayValue), `args` its fields' values
     ({1}, {2}, …: each a (value, type))."""
