@@ -49,7 +49,7 @@ STAGES = (
     ("back: LLVM IR (lowering)", 1, "hilbert.executor.llvm.lower", "Lowering.__init__"),
     ("back: LLVM compile (all modules)", 0, "hilbert.executor.llvm.compile", "_object_code"),
     ("back: LLVM optimiser", 1, "hilbert.executor.llvm.compile", "_optimise"),
-    ("back: LLVM machine code", 1, "llvmlite.binding.targets", "TargetMachine.emit_object"),
+    ("back: LLVM machine code", 1, "hilbert.executor.llvm.unlocked", "object_code"),
     ("back: machine code loaded", 0, "hilbert.executor.llvm.compile", "_loaded"),
     ("back: entry from Python (its module)", 0, "hilbert.executor.llvm.cpython", "_module"),
     ("first call", 0, "hilbert.executor.llvm.call", "Lowered.__call__"),

@@ -71,7 +71,7 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     their shapes: LLVM then vectorises without checking them at run time), as the numba
     executor's regions convert them; otherwise their strides are read."""
     from ..codegen.loops import For, While, statements
-    from . import call, compile, lower, threads
+    from . import call, compile, lower, parts, threads
     from .types import Array
 
     if len(names) == len(params) + 1 and names[-1] == "stop":  # (loops' Ctrl-C flag)
@@ -86,12 +86,15 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     passes = compile.rounds(level, any(isinstance(s, For) and s.parallel and _deep(s)
                                        for s in found))
     threaded = parallel and threads.on()
-    key = (made.text, tuple(params), tuple(made.results), tuple(made.raises), level,
+    text, functions = parts.written(made.module)
+    key = (text, tuple(params), tuple(made.results), tuple(made.raises), level,
            contiguous, threaded, passes)  # (the results' grouping is not in the text)
     with _LOCK:  # (one function per text, as Numba keeps one dispatcher per source)
         if key not in _MADE:
-            lowered = call.Lowered(made.text, params, made.results, level, contiguous,
-                                   made.raises, passes)
+            split = parts.split(lower.NAME, made.pieces, text, functions,
+                                {f.name: f.ftype for f in made.module.functions})
+            lowered = call.Lowered(text, params, made.results, level, contiguous,
+                                   made.raises, passes, split)
             _MADE[key] = threads.Threaded(lowered) if threaded else lowered
         return _MADE[key]
 

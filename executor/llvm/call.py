@@ -21,7 +21,7 @@ import numpy as np
 
 from ..numba import faults
 from . import compile as machine
-from . import cpython, heap
+from . import cpython, heap, shared
 from .lower import NAME, Result
 from .types import COMPLEX, Array, Type
 
@@ -44,8 +44,9 @@ class Lowered:
 
     def __init__(self, text: str, params: list[Type], results: list[Result], level: int,
                  contiguous: bool = False, raises: list[tuple[str, tuple[str, ...]]] = (),
-                 passes: int = 1):
+                 passes: int = 1, parts: list[tuple[str, tuple[str, ...]]] | None = None):
         self.text = text
+        self._parts = parts or [(text, ())]  # (its module in parts: parts.py)
         self._contiguous = contiguous  # (its arrays must be C-ordered: lower.py)
         self.level = level
         self.passes = passes  # (the rounds of LLVM's pipeline: compile.rounds)
@@ -75,11 +76,23 @@ class Lowered:
         with self._lock:
             if self._call is None:
                 heap.settle()  # (before any compiled code makes arrays)
-                self._machine = machine.compile_module(self.text, (NAME,), self.level,
-                                                       self.passes, before_load)
+                entry = threading.Thread(target=cpython.prepare, args=(self._layout,),
+                                         name="hilbert-entry")
+                entry.start()  # (its module compiles beside the function's)
+                self._machine = machine.compile_parts(self._parts, (NAME,), self.level,
+                                                      self.passes, lambda: self._linkable(
+                                                          before_load))
+                entry.join()
                 address = self._machine.addresses[NAME]
                 self._entry = cpython.entry(self._layout, address) or self._called
                 self._call = _ABI(address)  # (last: a call that finds it finds the entry)
+
+    def _linkable(self, before_load) -> None:
+        """What the machine code links to made: the shared kernels it calls (shared.py: their
+        builds waited for), then `before_load()`'s."""
+        shared.awaited(self.text)
+        if before_load is not None:
+            before_load()
 
     def __call__(self, *args):
         """The function's values for `args`, through the entry of cpython.py (its machine

@@ -17,7 +17,7 @@ import weakref
 
 import llvmlite.binding as llvm
 
-from . import kept
+from . import kept, unlocked
 
 #: Statements above which a function with loops is optimised at level 2 instead of 3 (loops
 #: vectorised, straight-line code not: the SLP vectoriser's time grows with the body, and
@@ -47,10 +47,14 @@ LARGE = 4000
 #: rounds against 0.17 s in one).
 PARALLEL_ROUNDS = 2
 
-#: One compile at a time of ours (a build in the background beside one the main thread waits
-#: for). Each module is parsed into an LLVM context of its own, never LLVM's global one that
-#: Numba compiles in, so a Numba build in another thread touches nothing of it.
+#: Modules compile side by side in threads (LLVM releases the GIL: shared.py's kernels beside
+#: their callers'): each is parsed into an LLVM context of its own, never LLVM's global one that
+#: Numba compiles in, with a target machine of its own, so no compile touches another's state.
+#: The lock guards only `COUNTS`.
 _LOCK = threading.Lock()
+
+#: Held while a module's parts are loaded and their symbols registered, and it is linked to them.
+_LINK = threading.Lock()
 
 #: How many modules this process compiled with LLVM's optimiser and code generator, and how
 #: many it loaded as object code from the disk cache instead (read by the tests: a process
@@ -58,9 +62,15 @@ _LOCK = threading.Lock()
 COUNTS = {"compiled": 0, "loaded": 0}
 
 
-@functools.cache
 def _host() -> tuple:
-    """This CPU's target, name and features (as Numba's own target machine has them)."""
+    """This CPU's target, name and features (as Numba's own target machine has them), found
+    once (under the lock: the first compiles may begin in two threads at once)."""
+    with _LOCK:
+        return _found_host()
+
+
+@functools.cache
+def _found_host() -> tuple:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     return (llvm.Target.from_default_triple(), llvm.get_host_cpu_name(),
@@ -103,6 +113,7 @@ class Machine:
         self._closed = weakref.finalize(self, engine.close)
         self.addresses = addresses
         self.level = level
+        self.parts: tuple[Machine, ...] = ()  # (the parts it calls, kept while it lives)
 
 
 def compile_module(module_text: str, names: tuple[str, ...], level: int,
@@ -111,19 +122,65 @@ def compile_module(module_text: str, names: tuple[str, ...], level: int,
     rounds (`rounds`) and compiled for this CPU, or its object code read from the disk cache
     when a process compiled it before (kept.py); loaded (after `before_load()`, which makes
     what it links to), and the addresses of `names`."""
+    code = _code(module_text, level, passes)
+    if before_load is not None:
+        before_load()
+    return _loaded(code, names, level)
+
+
+def compile_parts(parts: list[tuple[str, tuple[str, ...]]], names: tuple[str, ...], level: int,
+                  passes: int = 1, before_load=None) -> Machine:
+    """A module in parts (parts.py: each its text and the symbols it defines for part 0 to
+    call) compiled as `compile_module` compiles one, each further part on a thread of its own
+    beside part 0; those parts loaded first and their symbols registered with LLVM (under a
+    lock, so that part 0 links to its own parts' code), then part 0, which keeps them."""
+    if len(parts) == 1:
+        return compile_module(parts[0][0], names, level, passes, before_load)
+    made: dict[int, bytes | BaseException] = {}
+
+    def make(k: int) -> None:
+        try:
+            made[k] = _code(parts[k][0], level, passes)
+        except BaseException as err:  # noqa: BLE001 (raised again below, in the caller)
+            made[k] = err
+
+    beside = [threading.Thread(target=make, args=(k,), name=f"hilbert-part-{k}")
+              for k in range(1, len(parts))]
+    for thread in beside:
+        thread.start()
+    make(0)
+    for thread in beside:
+        thread.join()
+    for k in sorted(made):
+        if isinstance(made[k], BaseException):
+            raise made[k]  # type: ignore[misc]
+    if before_load is not None:
+        before_load()
+    with _LINK:
+        kept_parts = []
+        for _, symbols in parts[1:]:
+            part = _loaded(made[len(kept_parts) + 1], symbols, level)  # type: ignore[arg-type]
+            for symbol in symbols:
+                llvm.add_symbol(symbol, part.addresses[symbol])
+            kept_parts.append(part)
+        whole = _loaded(made[0], names, level)  # type: ignore[arg-type]
+    whole.parts = tuple(kept_parts)
+    return whole
+
+
+def _code(module_text: str, level: int, passes: int) -> bytes:
+    """The object code of `module_text` at `level` in `passes` rounds: read from the disk
+    cache, or compiled (`_object_code`) and kept there."""
+    target, cpu, features = _host()
+    name = kept.key(module_text, level, (target.triple, cpu, features), passes)
+    code = kept.read(name)
+    made = code is None
+    if code is None:
+        code = _object_code(module_text, level, passes)
+        kept.write(name, code)
     with _LOCK:
-        target, cpu, features = _host()
-        name = kept.key(module_text, level, (target.triple, cpu, features), passes)
-        code = kept.read(name)
-        if code is None:
-            code = _object_code(module_text, level, passes)
-            COUNTS["compiled"] += 1
-            kept.write(name, code)
-        else:
-            COUNTS["loaded"] += 1
-        if before_load is not None:
-            before_load()
-        return _loaded(code, names, level)
+        COUNTS["compiled" if made else "loaded"] += 1
+    return code
 
 
 def _object_code(module_text: str, level: int, passes: int = 1) -> bytes:
@@ -135,7 +192,7 @@ def _object_code(module_text: str, level: int, passes: int = 1) -> bytes:
     parsed.data_layout = str(machine.target_data)
     parsed.verify()
     _optimise(parsed, machine, level, passes)
-    return machine.emit_object(parsed)
+    return unlocked.object_code(machine, parsed)
 
 
 def _loaded(code: bytes, names: tuple[str, ...], level: int) -> Machine:
@@ -156,14 +213,15 @@ def _optimise(module, machine: llvm.TargetMachine, level: int, passes: int = 1) 
     on, straight-line code at 3: `level`'s rule), and in each further round of `passes`
     through the function simplification passes and the whole pipeline again (`rounds`)."""
     builder = _pipeline(machine, level)
-    builder.getModulePassManager().run(module, builder)
+    unlocked.run_passes(builder.getModulePassManager(), module, builder)
     for _ in range(passes - 1):
         for function in module.functions:
             if not function.is_declaration:
                 builder = _pipeline(machine, level)
-                builder.getFunctionPassManager().run(function, builder)
+                unlocked.run_function_passes(builder.getFunctionPassManager(), function,
+                                             builder)
         builder = _pipeline(machine, level)
-        builder.getModulePassManager().run(module, builder)
+        unlocked.run_passes(builder.getModulePassManager(), module, builder)
 
 
 def _pipeline(machine: llvm.TargetMachine, level: int):

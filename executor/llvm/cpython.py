@@ -155,6 +155,17 @@ def _compiled(layout: tuple) -> tuple:
     return made, record
 
 
+def prepare(layout: tuple) -> None:
+    """The entry of `layout` made now, where `available` (run on a thread of its own beside
+    the function's compile: the entry needs only its layout; an error is left for `entry`)."""
+    try:
+        if available():
+            with _LOCK:
+                _compiled(layout)
+    except Exception:  # noqa: BLE001 (`entry`, in the caller's thread, raises it again)
+        pass
+
+
 def entry(layout: tuple, run: int):
     """A Python callable (a builtin) entering the function at address `run` through the entry
     of `layout`; None where `available` says no."""

@@ -112,6 +112,11 @@ class Lowering(Held, Expressions):
     def text(self) -> str:
         return str(self.module)
 
+    @property
+    def pieces(self) -> list[str]:
+        """The names of the functions its runs were outlined into (outline.py)."""
+        return [f.name for f in self._outlined]
+
     def _parameters(self, params: list[tuple[str, Type]]) -> None:
         b, at = self.builder, 0
         args = self.function.args[0]

@@ -51,9 +51,12 @@ from . import threads
 from .runtime import I64
 from .types import Array
 
-#: Statements above which a function is outlined in pieces (the module's doc: the circle
-#: classifier's 747 gained nothing, the block's 1972 a third of its LLVM time).
-LARGE = 1000
+#: Statements above which a function is outlined in pieces (the module's doc: the block's 1972
+#: gain a third of their LLVM time). The circle classifier's 747 gain nothing in one module, but
+#: in pieces its module compiles in two parts on two cores (parts.py): its cold start 1.66–1.85 s
+#: whole against 1.49–1.57 s in parts (2-core machine under load, two runs each), its warm step
+#: 1–2% longer (the module's doc).
+LARGE = 600
 
 
 def chosen(body: list, types: dict) -> dict[int, For]:

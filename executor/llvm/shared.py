@@ -1,6 +1,13 @@
 """Kernels shared by every module that calls them (the product kernels, real and complex): each
 written into a module of its own, its machine code made at level 3 (or loaded from the disk
-cache) once per process and kept for the process's life, and called by its symbol."""
+cache) once per process and kept for the process's life, and called by its symbol.
+
+A kernel's machine code is made on a thread of its own (`_Build`), begun when a module first
+declares it: LLVM releases the GIL, so the kernel compiles beside the rest of its caller's
+lowering and beside its caller's own compile, on another core (start-mlp's 80 KiB product
+kernel and its 37 KiB step compiled side by side, not one after the other). A module that
+declares a kernel waits for it only before it is loaded (`awaited`), where its calls are
+linked to the kernel's symbol."""
 
 from __future__ import annotations
 
@@ -14,20 +21,60 @@ from . import compile
 #: The kernels' machine code, by key (the product kernel's dtype; a complex kernel's dtype),
 #: kept for the process's whole life (every module that multiplies calls it by its symbol).
 KERNELS: dict[str, compile.Machine] = {}
+#: The kernels whose machine code is being made, by symbol (until a module waits for it).
+_BUILDS: dict[str, _Build] = {}
 _LOCK = threading.Lock()
+
+
+class _Build(threading.Thread):
+    """A kernel's machine code made (`KERNELS[key]`) and its symbol registered with LLVM, on a
+    thread of its own; an error is kept for the module that waits for it. (Not a daemon: an
+    exit waits for it, a fraction of a second, rather than end a process inside LLVM.)"""
+
+    def __init__(self, key: str, symbol: str, text: str):
+        super().__init__(name=f"hilbert-kernel-{symbol}")
+        self.key, self.symbol, self.text = key, symbol, text
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            made = compile.compile_module(self.text, (self.symbol,), 3)
+            llvm.add_symbol(self.symbol, made.addresses[self.symbol])
+            KERNELS[self.key] = made
+        except BaseException as err:  # noqa: BLE001 (raised again where it is waited for)
+            self.error = err
 
 
 def declared(key: str, name: str, kind: ir.FunctionType, module: ir.Module,
              write) -> ir.Function:
     """The function `name` of type `kind`, which `write(own)` writes into a module of its own,
     declared in `module`: its machine code made at level 3 (or loaded from the disk cache)
-    once per process and kept (`KERNELS[key]`), its symbol registered with LLVM."""
+    once per process, on a thread of its own (`awaited` waits for it), and kept
+    (`KERNELS[key]`), its symbol registered with LLVM."""
     with _LOCK:
-        if key not in KERNELS:
+        if key not in KERNELS and name not in _BUILDS:
             own = ir.Module(name=f"hilbert_{name}")
             write(own)
-            made = compile.compile_module(str(own), (name,), 3)
-            llvm.add_symbol(name, made.addresses[name])
-            KERNELS[key] = made
+            build = _BUILDS[name] = _Build(key, name, str(own))
+            build.start()
     found = module.globals.get(name)
     return found if found is not None else ir.Function(module, kind, name)
+
+
+def awaited(module_text: str) -> None:
+    """Every kernel that `module_text` declares has its machine code and its symbol registered:
+    builds under way waited for (their errors raised here). A build whose thread is gone
+    without a result (a process forked while it ran) is made again in this thread."""
+    for name, build in list(_BUILDS.items()):
+        if f'@"{name}"' not in module_text and f"@{name}(" not in module_text:
+            continue
+        if build.is_alive():
+            build.join()
+        with _LOCK:
+            if _BUILDS.get(name) is not build:
+                continue  # (another caller waited for it first)
+            if build.error is None and build.key not in KERNELS:
+                build.run()
+            del _BUILDS[name]
+        if build.error is not None:
+            raise build.error
