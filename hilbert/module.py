@@ -153,6 +153,7 @@ def load(path: str | Path, search_path: str | Path | list[str | Path] | None = N
     >>> mod.layerThrough([[1, 2]], [[1], [1]])     # doctest: +SKIP
     array([[3.]])
     """
+    _begin_kernels(executor, dtype)
     loader = Loader(search_path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -168,6 +169,7 @@ def open(name: str, executor: str = "numba", optimize: str = "auto",  # noqa: A0
 
     >>> nets = open("Prelude.Networks")             # doctest: +SKIP
     """
+    _begin_kernels(executor, dtype)
     loader = Loader()
     parts = tuple(name.split("."))
     if not all(p.isidentifier() for p in parts):
@@ -192,6 +194,15 @@ def compile_source(text: str, name: str = "<string>",
     loader = Loader(search_path)
     root = loader.from_text(text, name, None)
     return Module(_compiled(loader, root, export_all), executor, optimize, math, dtype)
+
+
+def _begin_kernels(executor: str, dtype) -> None:
+    """The compiled executor's shared product kernel begun while the module's front half runs
+    (executor/llvm.begin_kernels); nothing for other executors or dtypes."""
+    if executor == "numba" and (dtype is None or isinstance(dtype, str)):
+        from hilbert.executor import llvm
+
+        llvm.begin_kernels(dtype)
 
 
 def _compiled(loader: Loader, root, export_all: bool) -> CompiledModule:

@@ -181,3 +181,48 @@ def test_a_shared_kernel_built_beside_its_caller(monkeypatch):
 
     assert ctypes.CFUNCTYPE(ctypes.c_int64)(made.addresses["calls_seven"])() == 42
     assert "test-seven" in shared.KERNELS
+
+
+_BEGUN = """
+import json, sys
+import hilbert
+from hilbert.compiler import driver
+from hilbert.executor.llvm import shared
+seen = []
+front = driver.compile_module
+def watched(*args, **kwargs):
+    seen.append(sorted({*shared._BUILDS, *(f"made:{k}" for k in shared.KERNELS)}))
+    return front(*args, **kwargs)
+driver.compile_module = watched
+import hilbert.module
+hilbert.module.compile_module = watched
+(path, executor, dtype) = sys.argv[1:]
+hilbert.load(path, executor=executor, dtype=None if dtype == "-" else dtype)
+print(json.dumps(seen[0]))
+"""
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("executor, dtype, begun", [
+    ("numba", "-", ["hb_product.float64"]), ("numba", "float32", ["hb_product.float32"]),
+    ("reference", "-", []), ("numba", "complex128", [])])
+def test_a_load_begins_the_product_kernel_before_its_front_half(tmp_path, executor, dtype,
+                                                                begun):
+    """hilbert.load begins the compiled executor's product kernel for its dtype (float64 when
+    the arguments decide) before the module's front half runs, in a fresh process with an
+    empty cache; nothing for another executor or a complex dtype."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    source = tmp_path / "Dense.hb"
+    source.write_text('def dense(a, w) ≔ einsum("np,pq->nq", a, w)\n', encoding="utf-8")
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm")
+    env.pop("NUMBA_DISABLE_JIT", None)
+    done = subprocess.run([sys.executable, "-c", _BEGUN, str(source), executor, dtype],
+                          capture_output=True, text=True, env=env, timeout=200,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == begun

@@ -64,6 +64,27 @@ def wanted() -> bool:
     return chosen == "llvm"
 
 
+def begin_kernels(dtype: str | None) -> None:
+    """The product kernel that calls of `dtype` (None: float64, NumPy's default) multiply with,
+    begun on a thread of its own where this back end builds (shared.py): a module's load calls
+    this before its front half runs, which the kernel's LLVM compile then runs beside (the
+    product kernel is the same in every program, and most programs multiply). A process that
+    never multiplies pays a core's 0.2–0.3 s for it, once a cache (its machine code is kept);
+    one with the cache warm, 20 ms of one thread. Nothing here fails a load: an error is the
+    build's, raised where a module that calls the kernel is linked."""
+    from ..numba.loading import python_mode
+
+    chosen = dtype or "float64"
+    try:
+        if chosen not in ("float64", "float32") or not wanted() or python_mode():
+            return
+    except Exception:  # noqa: BLE001 (a setting not understood: the call reports it)
+        return
+    from . import products
+
+    products.begin(chosen)
+
+
 def lowered(body: list, names: list[str], params: list, code: str, contiguous: bool = False):
     """The function whose loop IR is `body`, of parameters `names` of types `params`, in code
     of dtype `code`, lowered to LLVM IR (a call.Lowered, compiled at its first use), or

@@ -66,8 +66,19 @@ def kernel(dtype: str, module: ir.Module) -> ir.Function:
     from the disk cache) first, once per process, from a module of its own, and its symbol
     registered with LLVM for the modules that call it."""
     return shared.declared(dtype, product_kernel.symbol(dtype), product_kernel.kind(dtype),
-                           module, lambda own: product_kernel.function(
-                               own, dtype, lambda t: _small_function(own, t, t, t, t)))
+                           module, _writer(dtype))
+
+
+def begin(dtype: str) -> None:
+    """The product kernel for `dtype` (float64 or float32) begun on a thread of its own before
+    any module declares it (`hilbert.load`: it then compiles while the front half runs)."""
+    shared.begin(dtype, product_kernel.symbol(dtype), _writer(dtype))
+
+
+def _writer(dtype: str):
+    """What writes the product kernel for `dtype` into a module of its own."""
+    return lambda own: product_kernel.function(own, dtype,
+                                               lambda t: _small_function(own, t, t, t, t))
 
 
 def _words(builder: ir.IRBuilder, array, rows: bool | None) -> list:

@@ -51,14 +51,20 @@ def declared(key: str, name: str, kind: ir.FunctionType, module: ir.Module,
     declared in `module`: its machine code made at level 3 (or loaded from the disk cache)
     once per process, on a thread of its own (`awaited` waits for it), and kept
     (`KERNELS[key]`), its symbol registered with LLVM."""
+    begin(key, name, write)
+    found = module.globals.get(name)
+    return found if found is not None else ir.Function(module, kind, name)
+
+
+def begin(key: str, name: str, write) -> None:
+    """The build of the kernel `name` (`write(own)` writes it into a module of its own) begun
+    on a thread of its own, unless its machine code is made or being made."""
     with _LOCK:
         if key not in KERNELS and name not in _BUILDS:
             own = ir.Module(name=f"hilbert_{name}")
             write(own)
             build = _BUILDS[name] = _Build(key, name, str(own))
             build.start()
-    found = module.globals.get(name)
-    return found if found is not None else ir.Function(module, kind, name)
 
 
 def awaited(module_text: str) -> None:
