@@ -24,9 +24,9 @@ launches it) read this module, so it sits below both.
 The count is worked out without loading Numba (a third of a second) where its settings are
 plain (no .numba_config.yaml, NUMBA_NUM_THREADS unset or a plain number, workqueue the layer
 and installed): read from the environment and the cores as Numba reads them, so code the LLVM
-back end generates without parallel nests never loads Numba, and one with them loads its
-layer when it is compiled (executor/llvm/threads.py: `start`). Once Numba is imported, or
-where a setting only Numba reads, its own answers are used, as before.
+back end generates never loads Numba: one with parallel nests starts workqueue's library
+itself when it is compiled (executor/llvm/threads.py's `start`, executor/workqueue.py). Once
+Numba is imported, or where a setting only Numba reads, its own answers are used, as before.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import threading
 from pathlib import Path
 
 from ..compiler.settings import text, whole_number
+from . import workqueue
 from .numba.loading import load, python_mode
 
 #: Numba's parallel options for generated code: only explicit prange loops run in parallel
@@ -187,6 +188,16 @@ def _workqueue_expected() -> bool:
     spec = importlib.util.find_spec("numba")  # (finds the package without importing it)
     folders = [] if spec is None else list(spec.submodule_search_locations or [])
     return any(any((Path(f) / "np" / "ufunc").glob("workqueue*")) for f in folders)
+
+
+def launch_unloaded() -> bool:
+    """workqueue's threads launched without importing Numba (executor/workqueue.py), where it
+    is the layer expected without asking Numba (`expected_layer`); whether they were (False:
+    ask Numba, `layer`)."""
+    global _LAYER  # (its caller, executor/llvm/threads.py's `start`, holds its lock)
+    if _LAYER is None and _workqueue_expected() and workqueue.launch(_numba_threads()):
+        _LAYER = "workqueue"
+    return _LAYER == "workqueue" and "numba.np.ufunc.parallel" not in sys.modules
 
 
 def layer() -> str:

@@ -3,8 +3,9 @@ their own and run in chunks on Numba's threading layer, the pool Numba-built cod
 
 What runs them. Numba's `parallel_for` (of the layer executor/threads.py chooses: workqueue
 unless the user chose another), the function Numba's own parallel loops call, reached by name:
-Numba's `_launch_threads` puts it in LLVM's symbol table, and the machine code names it (no
-address in the IR: the text, and so the cache's keys, are the same in every process). Why:
+the layer's start puts it in LLVM's symbol table (executor/workqueue.py for workqueue, without
+importing Numba; Numba's `_launch_threads` for another layer), and the machine code names it
+(no address in the IR: the text, and so the cache's keys, are the same in every process). Why:
 hilbert's LLVM code, its Numba-built code and a user's Numba code then share one pool, so
 threads never outnumber the cores from two pools; workqueue's idle threads sleep on a
 condition variable (they never spin, and load no OpenMP: executor/threads.py's notes on
@@ -342,16 +343,18 @@ def start() -> None:
         starting.join()
     with _START:
         if not _started:
-            pool.layer()
-            load("numba.np.ufunc.parallel")._launch_threads()
+            if not pool.launch_unloaded():  # (else Numba is imported, and asked)
+                pool.layer()
+                load("numba.np.ufunc.parallel")._launch_threads()
             pool.own()
             _started = True
 
 
 def start_beside() -> None:
-    """`start` begun on a thread of its own, once: Numba's import (a fifth of a second) then
-    runs beside LLVM's compile of the first function that needs it, which waits for it only
-    before its machine code is loaded (a non-daemon thread: an exit waits for the import)."""
+    """`start` begun on a thread of its own, once: the layer's start (workqueue's library
+    loaded and its threads launched, a few milliseconds) then runs beside LLVM's compile of the
+    first function that needs it, which waits for it only before its machine code is loaded
+    (a non-daemon thread: an exit waits for it)."""
     global _starting
     with _START:
         # (another layer is started in the compiling thread: OpenMP's settings are a thread's)
