@@ -133,3 +133,15 @@ def write_hb(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture
+def lowered_afresh(monkeypatch):
+    """Functions lowered afresh in this test, not taken from those lowered before in this
+    process or from their records on disk (executor/llvm/records.py): for a test that changes
+    how the LLVM back end lowers (a constant, a refusal), which no record's key can see."""
+    from hilbert.executor import llvm
+    from hilbert.executor.llvm import records
+
+    monkeypatch.setattr(llvm, "_MADE", {})
+    monkeypatch.setattr(records, "read", lambda description, level: None)

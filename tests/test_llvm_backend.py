@@ -137,7 +137,7 @@ def test_special_values_follow_numpy(module):
     np.testing.assert_array_equal(soft, [[np.nan, np.nan], [np.nan, np.nan], [1.0, 0.0]])
 
 
-def test_unsupported_function_falls_back_to_numba(module, monkeypatch):
+def test_unsupported_function_falls_back_to_numba(module, monkeypatch, lowered_afresh):
     """While the Numba front-end path stays (issue 48, item 3), a function the back end
     refuses is built by it and still right: np.sin refused here for the test's sake."""
     from hilbert.executor.llvm import runtime

@@ -41,7 +41,13 @@ from numba.core import event
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import hilbert
-    from hilbert.executor.llvm import compile
+    from hilbert.executor.llvm import compile, lower
+    lowered = []
+    made = lower.Lowering.__init__
+    def counted(self, *args, **kwargs):
+        lowered.append(1)
+        made(self, *args, **kwargs)
+    lower.Lowering.__init__ = counted
     with event.install_recorder("numba:compile") as recorder:
         module = hilbert.compile_source(SOURCE, name="llvm_disk.hb")
         x = np.linspace(-2.0, 2.0, 35).reshape(5, 7)
@@ -49,6 +55,7 @@ with warnings.catch_warnings(record=True) as caught:
         notes = [note for n in NAMES for note in module.function(n).plan(x.shape).all_notes
                  if "built by" in note]
 print(json.dumps({"values": values, "notes": notes, "counts": compile.COUNTS,
+                  "lowered": len(lowered),
                   "numba": sum(1 for _, e in recorder.buffer if e.is_start),
                   "warnings": [getattr(w.message, "code", str(w.message)) for w in caught]}))
 """
@@ -99,25 +106,43 @@ def primed(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("primed") / "cache"
     report = run(directory, seed=1)
     assert report["counts"] == {"compiled": MODULES, "loaded": 0}
-    assert report["warnings"] == []
+    assert report["warnings"] == [] and report["lowered"] == len(NAMES)
     return directory
 
 
-def objects(directory: Path) -> list[Path]:
-    return sorted((directory / "llvm").iterdir())
+def objects(directory: Path, suffix: str = ".o") -> list[Path]:
+    return sorted(p for p in (directory / "llvm").iterdir() if p.suffix == suffix)
 
 
 def test_a_new_process_loads_the_machine_code_and_compiles_nothing(primed, tmp_path):
+    """A second process loads every module's machine code, and lowers none of its functions:
+    each one's record (executor/llvm/records.py) says where its code is kept."""
     report = run(copy_of(primed, tmp_path), seed=2)  # (another hash seed: the same keys)
     assert report["counts"] == {"compiled": 0, "loaded": MODULES}
-    assert report["numba"] == 0 and report["warnings"] == []
+    assert report["numba"] == 0 and report["warnings"] == [] and report["lowered"] == 0
+
+
+def test_a_function_whose_code_is_gone_is_lowered_and_compiled_again(primed, tmp_path):
+    """A record whose object code is gone from the cache (removed by hand): its function is
+    lowered and compiled again, with the same answers (`run` checks them against NumPy)."""
+    directory = copy_of(primed, tmp_path)
+    for path in objects(directory):
+        path.unlink()
+    report = run(directory, seed=3)
+    assert report["counts"] == {"compiled": MODULES, "loaded": 0}
+    assert report["lowered"] == len(NAMES) and report["warnings"] == []
 
 
 def test_machine_code_is_kept_sealed_and_private_under_its_key(primed, tmp_path, monkeypatch):
     from hilbert.compiler import directory as private
 
-    kept = objects(copy_of(primed, tmp_path))
+    directory = copy_of(primed, tmp_path)
+    kept = objects(directory)
     assert len(kept) == MODULES
+    assert len(objects(directory, ".record")) == len(NAMES)
+    for path in objects(directory, ".record"):
+        assert re.fullmatch(r"[0-9a-f]{32}\.record", path.name)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
     for path in kept:
         assert re.fullmatch(r"[0-9a-f]{32}\.o", path.name)
         assert stat.S_IMODE(path.stat().st_mode) == 0o600

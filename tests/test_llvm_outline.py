@@ -67,7 +67,7 @@ def test_a_small_function_stays_whole():
     assert NEST not in _made().text
 
 
-def test_nests_whose_values_stay_inside_are_outlined(monkeypatch):
+def test_nests_whose_values_stay_inside_are_outlined(monkeypatch, lowered_afresh):
     """The nest that sums into `s`, read after it, stays in the function (its addition);
     the run after it is one piece, never inlined (every multiplication); the answers are
     NumPy's."""
@@ -84,7 +84,7 @@ def test_nests_whose_values_stay_inside_are_outlined(monkeypatch):
     np.testing.assert_allclose(out2, (a * 0.75 + a.sum()) * 1.5 + 1.5, rtol=1e-13)
 
 
-def test_a_raise_in_a_piece_is_the_functions(monkeypatch):
+def test_a_raise_in_a_piece_is_the_functions(monkeypatch, lowered_afresh):
     """A raise inside an outlined nest: the function raises it with its arguments (the first
     failing row's), and the next call runs."""
     monkeypatch.setattr(outline, "LARGE", 0)

@@ -28,11 +28,10 @@ def _lowered(factor: float = 2.0):
 
 
 @pytest.fixture
-def in_parts(monkeypatch):
-    """Every piece outlined and moved; functions lowered afresh (not those of other tests)."""
+def in_parts(monkeypatch, lowered_afresh):
+    """Every piece outlined and moved (functions lowered afresh: conftest.py)."""
     monkeypatch.setattr(outline, "LARGE", 0)
     monkeypatch.setattr(parts, "SMALL", 0)
-    monkeypatch.setattr(llvm, "_MADE", {})
 
 
 def _expected(a: np.ndarray, factor: float) -> tuple:
@@ -95,10 +94,9 @@ def test_the_same_function_makes_the_same_parts(in_parts):
     assert made() == made()
 
 
-def test_a_small_modules_pieces_stay_with_it(monkeypatch):
+def test_a_small_modules_pieces_stay_with_it(monkeypatch, lowered_afresh):
     """Below parts.SMALL bytes of pieces the module is compiled whole, as one text."""
     monkeypatch.setattr(outline, "LARGE", 0)
-    monkeypatch.setattr(llvm, "_MADE", {})
     made = _lowered(5.0)
     assert made._parts == [(made.text, ())]
 
@@ -172,11 +170,11 @@ def test_a_shared_kernel_built_beside_its_caller(monkeypatch):
     monkeypatch.setattr(compile, "compile_module", failing)
     text, _ = caller()
     with pytest.raises(RuntimeError, match="the kernel's build failed"):
-        shared.awaited(text)
+        shared.awaited(shared.called(text))
     monkeypatch.setattr(compile, "compile_module", real)
     text, _ = caller()
     made = compile.compile_module(text, ("calls_seven",), 1,
-                                  before_load=lambda: shared.awaited(text))
+                                  before_load=lambda: shared.awaited(shared.called(text)))
     import ctypes
 
     assert ctypes.CFUNCTYPE(ctypes.c_int64)(made.addresses["calls_seven"])() == 42
@@ -226,3 +224,53 @@ def test_a_load_begins_the_product_kernel_before_its_front_half(tmp_path, execut
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == begun
+
+
+_RECORDED = """
+import json
+import numpy as np
+import hilbert
+from hilbert.executor.llvm import lower, shared
+lowered = []
+made = lower.Lowering.__init__
+def counted(self, *args, **kwargs):
+    lowered.append(1)
+    made(self, *args, **kwargs)
+lower.Lowering.__init__ = counted
+source = ('def step(t, w, a) ≔ if t = 0 then w else step(t − 1, tanh(einsum("np,pq->nq", a, w)), a)'
+          '\\nfn run(a, w) ↦ step(3, w, a)')
+module = hilbert.compile_source(source, name="walk.hb")
+a = np.arange(1600.0).reshape(40, 40) / 40 ** 3
+w = np.eye(40)
+want = w
+for _ in range(3):
+    want = np.tanh(a @ want)
+right = bool(np.allclose(module.function("run")(a, w), want, rtol=1e-14))
+print(json.dumps({"lowered": len(lowered), "kernels": sorted(shared._KEYS), "right": right}))
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_recorded_function_calls_its_shared_kernel_in_a_new_process(tmp_path):
+    """A process that finds a function's record (a loop whose 40 × 40 products call the product
+    kernel) lowers nothing, and the product kernel its record names is made in it (begun by its symbol, not by a lowering) before the function
+    is linked: its answers are NumPy's."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm",
+               HILBERT_COMPILE="eager")
+    env.pop("NUMBA_DISABLE_JIT", None)
+
+    def run() -> dict:
+        done = subprocess.run([sys.executable, "-c", _RECORDED], capture_output=True, text=True,
+                              env=env, timeout=200, cwd=Path(__file__).resolve().parents[1])
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first, second = run(), run()
+    assert first == {"lowered": 1, "kernels": ["hb_product.float64"], "right": True}
+    assert second == {"lowered": 0, "kernels": ["hb_product.float64"], "right": True}

@@ -90,9 +90,11 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     of dtype `code`, lowered to LLVM IR (a call.Lowered, compiled at its first use), or
     Unsupported. `contiguous`: its array parameters are C-ordered (their strides follow from
     their shapes: LLVM then vectorises without checking them at run time), as the numba
-    executor's regions convert them; otherwise their strides are read."""
+    executor's regions convert them; otherwise their strides are read. Where the disk cache
+    holds its record (records.py: a process compiled it before), it is not lowered: the
+    record says where its machine code is kept."""
     from ..codegen.loops import For, While, statements
-    from . import call, compile, lower, parts, threads
+    from . import compile, threads
     from .types import Array
 
     if len(names) == len(params) + 1 and names[-1] == "stop":  # (loops' Ctrl-C flag)
@@ -101,23 +103,51 @@ def lowered(body: list, names: list[str], params: list, code: str, contiguous: b
     parallel = any(isinstance(s, For) and s.parallel for s in found)
     if parallel:
         threads.check(body)
-    made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     loops = any(isinstance(s, (For, While)) for s in found)
     level = compile.level(len(found), loops)
     passes = compile.rounds(level, any(isinstance(s, For) and s.parallel and _deep(s)
                                        for s in found))
     threaded = parallel and threads.on()
+    # (everything its LLVM IR follows from: one function for it in a process, as Numba keeps
+    # one dispatcher per source, and its record's name on disk)
+    description = repr((body, names, params, code, contiguous, threaded, level, passes))
+    with _LOCK:
+        if description not in _MADE:
+            def fresh():
+                return _fresh(body, names, params, code, contiguous, level, passes,
+                              description)
+
+            made = _recorded(description, params, level, contiguous, passes, fresh) or fresh()
+            _MADE[description] = threads.Threaded(made) if threaded else made
+        return _MADE[description]
+
+
+def _fresh(body: list, names: list[str], params: list, code: str, contiguous: bool, level: int,
+           passes: int, description: str):
+    """`lowered`'s function, lowered (lower.py) and put in parts (parts.py)."""
+    from . import call, lower, parts, shared
+
+    made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     text, functions = parts.written(made.module)
-    key = (text, tuple(params), tuple(made.results), tuple(made.raises), level,
-           contiguous, threaded, passes)  # (the results' grouping is not in the text)
-    with _LOCK:  # (one function per text, as Numba keeps one dispatcher per source)
-        if key not in _MADE:
-            split = parts.split(lower.NAME, made.pieces, text, functions,
-                                {f.name: f.ftype for f in made.module.functions})
-            lowered = call.Lowered(text, params, made.results, level, contiguous,
-                                   made.raises, passes, split)
-            _MADE[key] = threads.Threaded(lowered) if threaded else lowered
-        return _MADE[key]
+    split = parts.split(lower.NAME, made.pieces, text, functions,
+                        {f.name: f.ftype for f in made.module.functions})
+    return call.Lowered(text, params, made.results, level, contiguous, made.raises, passes,
+                        split, shared.called(text), description)
+
+
+def _recorded(description: str, params: list, level: int, contiguous: bool, passes: int,
+              fresh):
+    """`lowered`'s function as its record on disk says (records.py), or None where there is
+    none; `fresh()` lowers it where its machine code is gone after all."""
+    from . import call, records
+
+    record = records.read(description, level)
+    if record is None:
+        return None
+    return call.Lowered(None, params, record["results"], level, contiguous, record["raises"],
+                        passes, [(None, symbols) for _, symbols in record["parts"]],
+                        record["kernels"], description,
+                        kept_as=[name for name, _ in record["parts"]], fresh=fresh)
 
 
 def _deep(loop) -> bool:
@@ -129,7 +159,8 @@ def _deep(loop) -> bool:
                for s in statements(loop.body))
 
 
-#: Every function lowered in this process, by its IR text and what its call depends on: the
-#: same code at other sizes (its sizes are arguments) is the same function, compiled once.
-_MADE: dict[tuple, object] = {}
+#: Every function lowered in this process, by what its IR follows from (`lowered`'s
+#: description): the same code at other sizes (its sizes are arguments) is the same function,
+#: compiled once.
+_MADE: dict[str, object] = {}
 _LOCK = threading.Lock()

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..numba import faults
 from . import compile as machine
-from . import cpython, heap, shared
+from . import cpython, heap, records, shared
 from .lower import NAME, Result
 from .types import COMPLEX, Array, Type
 
@@ -42,11 +42,18 @@ class Lowered:
     one thread compiles), and called as Numba's dispatcher is: with its parameters,
     answering what the function returns."""
 
-    def __init__(self, text: str, params: list[Type], results: list[Result], level: int,
+    def __init__(self, text: str | None, params: list[Type], results: list[Result], level: int,
                  contiguous: bool = False, raises: list[tuple[str, tuple[str, ...]]] = (),
-                 passes: int = 1, parts: list[tuple[str, tuple[str, ...]]] | None = None):
-        self.text = text
+                 passes: int = 1, parts: list[tuple[str | None, tuple[str, ...]]] | None = None,
+                 kernels: tuple[str, ...] = (), description: str | None = None,
+                 kept_as: list[str] | None = None, fresh=None):
+        self._text = text
         self._parts = parts or [(text, ())]  # (its module in parts: parts.py)
+        self._kernels = kernels  # (the shared kernels it calls: shared.py)
+        self._description = description  # (what its record is kept by: records.py)
+        self._kept_as = kept_as  # (where its parts' object code is kept: its record's)
+        self._fresh = fresh  # (a record's function lowered, where its code is gone)
+        self._given = (list(results), list(raises))
         self._contiguous = contiguous  # (its arrays must be C-ordered: lower.py)
         self.level = level
         self.passes = passes  # (the rounds of LLVM's pipeline: compile.rounds)
@@ -79,20 +86,47 @@ class Lowered:
                 entry = threading.Thread(target=cpython.prepare, args=(self._layout,),
                                          name="hilbert-entry")
                 entry.start()  # (its module compiles beside the function's)
-                self._machine = machine.compile_parts(self._parts, (NAME,), self.level,
-                                                      self.passes, lambda: self._linkable(
-                                                          before_load))
+                self._machine = self._compiled(before_load)
                 entry.join()
                 address = self._machine.addresses[NAME]
                 self._entry = cpython.entry(self._layout, address) or self._called
                 self._call = _ABI(address)  # (last: a call that finds it finds the entry)
 
-    def _linkable(self, before_load) -> None:
-        """What the machine code links to made: the shared kernels it calls (shared.py: their
-        builds waited for), then `before_load()`'s."""
-        shared.awaited(self.text)
-        if before_load is not None:
-            before_load()
+    @property
+    def text(self) -> str:
+        """Its module's LLVM IR (a function made from its record, records.py, is lowered now)."""
+        if self._text is None:
+            self._lowered_again()
+        return self._text  # type: ignore[return-value]
+
+    def _lowered_again(self) -> None:
+        fresh = self._fresh()
+        self._text, self._parts, self._kernels = fresh._text, fresh._parts, fresh._kernels
+        self._kept_as = None
+
+    def _compiled(self, before_load):
+        """Its machine code (compile.compile_parts), from its record's object code where it was
+        made from one (lowered, after all, where that code is gone); its record written when it
+        was lowered here."""
+        def linkable() -> None:  # (the shared kernels it calls made first: shared.py)
+            shared.awaited(self._kernels)
+            if before_load is not None:
+                before_load()
+
+        try:
+            made = machine.compile_parts(self._parts, (NAME,), self.level, self.passes,
+                                         linkable, self._kept_as)
+        except LookupError:
+            if self._kept_as is None:
+                raise
+            self._lowered_again()
+            made = machine.compile_parts(self._parts, (NAME,), self.level, self.passes,
+                                         linkable)
+        if self._kept_as is None and self._description is not None:
+            records.write(self._description, self.level, *self._given,
+                          list(zip(made.kept, (s for _, s in self._parts), strict=True)),
+                          self._kernels)
+        return made
 
     def __call__(self, *args):
         """The function's values for `args`, through the entry of cpython.py (its machine

@@ -46,11 +46,25 @@ def _function(module: ir.Module, t: str) -> ir.Function:
     """The product function of `t` declared in `module`: a module of its own, compiled at
     level 3 once per process (shared.py), as the real product kernel is."""
 
-    name = f"hb_complex_product.{t}"
-    part, items = LLVM[cplx.PARTS[t]], LLVM[t].as_pointer()
-    kind = ir.FunctionType(ir.VoidType(), [items, *[I64] * 4, items, *[I64] * 3, items, I64, I64,
-                                           part, part])
+    name, kind = _name(t), _kind(t)
     return shared.declared(t, name, kind, module, lambda own: _written(own, name, kind, t))
+
+
+def begin(t: str) -> None:
+    """The product function of `t` begun on a thread of its own before a module declares it
+    (shared.py: a function whose record says it calls it)."""
+    name, kind = _name(t), _kind(t)
+    shared.begin(t, name, lambda own: _written(own, name, kind, t))
+
+
+def _name(t: str) -> str:
+    return f"hb_complex_product.{t}"
+
+
+def _kind(t: str) -> ir.FunctionType:
+    part, items = LLVM[cplx.PARTS[t]], LLVM[t].as_pointer()
+    return ir.FunctionType(ir.VoidType(), [items, *[I64] * 4, items, *[I64] * 3, items, I64, I64,
+                                           part, part])
 
 
 def _written(module: ir.Module, name: str, kind: ir.FunctionType, t: str) -> None:

@@ -143,7 +143,8 @@ _NEW_FUNCTION = _c_api("PyCFunction_NewEx", ctypes.py_object, ctypes.c_void_p, c
 def _compiled(layout: tuple) -> tuple:
     """The entry of `layout` (params, results, out words, contiguous) compiled (or loaded from
     the disk cache), and its method record: once per layout in a process."""
-    made = machine.compile_module(str(_module(*layout)), (NAME,), ENTRY_LEVEL)
+    made = machine.compile_described(f"entry {layout!r}", lambda: str(_module(*layout)), (NAME,),
+                                     ENTRY_LEVEL)
     record = _MethodDef(b"hb_entry", made.addresses[NAME], _FASTCALL, None)
     # Kept for the whole process, past the interpreter's exit: the arrays it made free their
     # memory through its capsules' destructor, and the last of them go after atexit has run

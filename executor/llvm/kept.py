@@ -25,7 +25,7 @@ from ...compiler.directory import private_folder, read_kept, unusable, write_kep
 FOLDER = "llvm"
 #: The modules whose code decides what machine code a module's IR becomes: the pipeline's
 #: options and how it is emitted and loaded.
-_MAKERS = ("compile.py", "kept.py")
+_MAKERS = ("compile.py", "kept.py", "unlocked.py")
 
 
 @functools.cache
@@ -48,19 +48,36 @@ def key(text: str, level: int, host: tuple[str, str, str], passes: int = 1) -> s
     return hashlib.sha256(described.encode()).hexdigest()[:32]
 
 
-def read(name: str) -> bytes | None:
-    """The object code kept as `name`, when it is there and trusted (read_kept), else None."""
+@functools.cache
+def _back_end() -> str:
+    """A hash of every source of the executor (the LLVM back end that writes a module's IR, and
+    what it reads: the loop IR's forms, the kernels' sizes, the threads' settings)."""
+    executor = Path(__file__).resolve().parents[1]
+    sources = sorted(executor.rglob("*.py"))
+    return hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()
+
+
+def described(description: str, level: int, host: tuple[str, str, str]) -> str:
+    """The name kept for the machine code of the module that `description` determines whole
+    with the back end's sources (`_back_end`): a process that finds it need not write the
+    module's IR to look for its code (cpython.py's entries, by their layout)."""
+    return key("\0".join(["described", _back_end(), description]), level, host)
+
+
+def read(name: str, suffix: str = ".o") -> bytes | None:
+    """The object code kept as `name` (or another file of the folder's, by its `suffix`: a
+    record's, records.py), when it is there and trusted (read_kept), else None."""
     folder = private_folder(FOLDER)
-    return None if folder is None else read_kept(folder / f"{name}.o")
+    return None if folder is None else read_kept(folder / f"{name}{suffix}")
 
 
-def write(name: str, code: bytes) -> None:
-    """Keep `code` as `name`, sealed and whole or not at all; when the folder cannot be
-    written, after a warning (W901, once), it is not kept."""
+def write(name: str, code: bytes, suffix: str = ".o") -> None:
+    """Keep `code` as `name` (`suffix`: as `read`), sealed and whole or not at all; when the
+    folder cannot be written, after a warning (W901, once), it is not kept."""
     folder = private_folder(FOLDER)
     if folder is None:
         return
     try:
-        write_kept(folder / f"{name}.o", code)
+        write_kept(folder / f"{name}{suffix}", code)
     except OSError as err:
         unusable(folder, err)

@@ -23,6 +23,8 @@ from . import compile
 KERNELS: dict[str, compile.Machine] = {}
 #: The kernels whose machine code is being made, by symbol (until a module waits for it).
 _BUILDS: dict[str, _Build] = {}
+#: Every kernel begun in this process: its key in KERNELS, by symbol.
+_KEYS: dict[str, str] = {}
 _LOCK = threading.Lock()
 
 
@@ -60,6 +62,7 @@ def begin(key: str, name: str, write) -> None:
     """The build of the kernel `name` (`write(own)` writes it into a module of its own) begun
     on a thread of its own, unless its machine code is made or being made."""
     with _LOCK:
+        _KEYS[name] = key
         if key not in KERNELS and name not in _BUILDS:
             own = ir.Module(name=f"hilbert_{name}")
             write(own)
@@ -67,12 +70,23 @@ def begin(key: str, name: str, write) -> None:
             build.start()
 
 
-def awaited(module_text: str) -> None:
-    """Every kernel that `module_text` declares has its machine code and its symbol registered:
-    builds under way waited for (their errors raised here). A build whose thread is gone
-    without a result (a process forked while it ran) is made again in this thread."""
-    for name, build in list(_BUILDS.items()):
-        if f'@"{name}"' not in module_text and f"@{name}(" not in module_text:
+def called(module_text: str) -> tuple[str, ...]:
+    """The kernels that `module_text` declares (of those begun in this process: a module's
+    lowering begins every kernel it declares)."""
+    return tuple(sorted(n for n in _KEYS if f'@"{n}"' in module_text))
+
+
+def awaited(symbols: tuple[str, ...]) -> None:
+    """Every kernel of `symbols` has its machine code and its symbol registered: begun where
+    nothing in this process has (a function whose record was read, records.py, was never
+    lowered here), builds under way waited for (their errors raised here). A build whose
+    thread is gone without a result (a process forked while it ran) is made again in this
+    thread."""
+    for name in symbols:
+        if name not in _KEYS:
+            _begin_by_name(name)
+        build = _BUILDS.get(name)
+        if build is None:
             continue
         if build.is_alive():
             build.join()
@@ -84,3 +98,18 @@ def awaited(module_text: str) -> None:
             del _BUILDS[name]
         if build.error is not None:
             raise build.error
+
+
+def _begin_by_name(name: str) -> None:
+    """The kernel `name` begun by the module that writes it (its symbol says which)."""
+    family, _, dtype = name.rpartition(".")
+    if family == "hb_product":
+        from . import products
+
+        products.begin(dtype)
+    elif family == "hb_complex_product":
+        from . import complex_products
+
+        complex_products.begin(dtype)
+    else:
+        raise LookupError(f"no shared kernel is called {name}")
