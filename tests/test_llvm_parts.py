@@ -274,3 +274,19 @@ def test_a_recorded_function_calls_its_shared_kernel_in_a_new_process(tmp_path):
     first, second = run(), run()
     assert first == {"lowered": 1, "kernels": ["hb_product.float64"], "right": True}
     assert second == {"lowered": 0, "kernels": ["hb_product.float64"], "right": True}
+
+
+def test_a_record_naming_anything_but_an_object_file_is_not_read(monkeypatch):
+    """A record (sealed, so written by this user's hilbert) whose part names a path is ignored:
+    the function is lowered instead of reading a file outside the cache's folder."""
+    import json
+
+    from hilbert.executor.llvm import kept, records
+
+    stored = {"results": [], "raises": [], "kernels": [],
+              "parts": [["../../elsewhere", ["hb_run"]]]}
+    monkeypatch.setattr(kept, "read", lambda name, suffix=".o": json.dumps(stored).encode())
+    assert records.read("any description", 3) is None
+    stored["parts"] = [["0123456789abcdef0123456789abcdef", ["hb_nest3.0011223344556677"]]]
+    assert records.read("any description", 3)["parts"] == [
+        ("0123456789abcdef0123456789abcdef", ("hb_nest3.0011223344556677",))]

@@ -15,12 +15,16 @@ this module writes it is ignored, and the function is lowered."""
 from __future__ import annotations
 
 import json
+import re
 
 from . import compile, kept
 from .lower import Result
 
 #: A record's file in the cache's folder of machine code (kept.py), beside the object files.
 SUFFIX = ".record"
+#: The names a record may give: an object file's (kept.key's hash), a part's symbols.
+_NAME = re.compile(r"[0-9a-f]{32}")
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 def _name(description: str, level: int) -> str:
@@ -37,6 +41,9 @@ def read(description: str, level: int) -> dict | None:
         return None
     try:
         found = json.loads(data.decode())
+        if not all(_NAME.fullmatch(name) and all(_SYMBOL.fullmatch(s) for s in symbols)
+                   for name, symbols in found["parts"]):
+            return None  # (names only ours make: never a path elsewhere, whatever the file)
         return {"results": [Result(str(k), str(d), int(r), int(i))
                             for k, d, r, i in found["results"]],
                 "raises": [(str(n), tuple(str(t) for t in ts)) for n, ts in found["raises"]],
