@@ -191,6 +191,7 @@ def compile_source(text: str, name: str = "<string>",
     >>> compile_source("fn twice(x) ↦ 2 · x").twice(3)
     6.0
     """
+    _begin_kernels(executor, dtype)
     loader = Loader(search_path)
     root = loader.from_text(text, name, None)
     return Module(_compiled(loader, root, export_all), executor, optimize, math, dtype)

@@ -194,21 +194,27 @@ def watched(*args, **kwargs):
 driver.compile_module = watched
 import hilbert.module
 hilbert.module.compile_module = watched
-(path, executor, dtype) = sys.argv[1:]
-hilbert.load(path, executor=executor, dtype=None if dtype == "-" else dtype)
+(entry, path, executor, dtype) = sys.argv[1:]
+dtype = None if dtype == "-" else dtype
+if entry == "load":
+    hilbert.load(path, executor=executor, dtype=dtype)
+else:
+    hilbert.compile_source(open(path, encoding="utf-8").read(), executor=executor, dtype=dtype)
 print(json.dumps(seen[0]))
 """
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("executor, dtype, begun", [
-    ("numba", "-", ["hb_product.float64"]), ("numba", "float32", ["hb_product.float32"]),
-    ("reference", "-", []), ("numba", "complex128", [])])
-def test_a_load_begins_the_product_kernel_before_its_front_half(tmp_path, executor, dtype,
-                                                                begun):
-    """hilbert.load begins the compiled executor's product kernel for its dtype (float64 when
-    the arguments decide) before the module's front half runs, in a fresh process with an
-    empty cache; nothing for another executor or a complex dtype."""
+@pytest.mark.parametrize("entry, executor, dtype, begun", [
+    ("load", "numba", "-", ["hb_product.float64"]),
+    ("source", "numba", "-", ["hb_product.float64"]),
+    ("load", "numba", "float32", ["hb_product.float32"]),
+    ("load", "reference", "-", []), ("source", "numba", "complex128", [])])
+def test_a_load_begins_the_product_kernel_before_its_front_half(tmp_path, entry, executor,
+                                                                dtype, begun):
+    """hilbert.load (and compile_source) begins the compiled executor's product kernel for
+    its dtype (float64 when the arguments decide) before the module's front half runs, in a
+    fresh process with an empty cache; nothing for another executor or a complex dtype."""
     import json
     import os
     import subprocess
@@ -219,7 +225,7 @@ def test_a_load_begins_the_product_kernel_before_its_front_half(tmp_path, execut
     source.write_text('def dense(a, w) ≔ einsum("np,pq->nq", a, w)\n', encoding="utf-8")
     env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm")
     env.pop("NUMBA_DISABLE_JIT", None)
-    done = subprocess.run([sys.executable, "-c", _BEGUN, str(source), executor, dtype],
+    done = subprocess.run([sys.executable, "-c", _BEGUN, entry, str(source), executor, dtype],
                           capture_output=True, text=True, env=env, timeout=200,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr
