@@ -31,9 +31,7 @@ LLVM = "numba: generated function 1 built by llvm (optimisation level 3)"
 
 @pytest.fixture(scope="module")
 def module():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HILBERT_CODEGEN", "llvm")
-        yield hilbert.compile_source(SOURCE, name="llvm_everything.hb")
+    return hilbert.compile_source(SOURCE, name="llvm_everything.hb")
 
 
 def _built_by(function, *shapes) -> list[str]:

@@ -82,7 +82,6 @@ def threads_at(monkeypatch):
 
     def at(count: int) -> None:
         monkeypatch.setenv("HILBERT_THREADS", str(count))
-        monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
         monkeypatch.setattr(nest_threads, "count", lambda: count)
 
     return at
@@ -402,7 +401,7 @@ def test_ctrl_c_stops_parallel_nests(script, call):
     from test_interrupt import HANDLER, interrupted
 
     out, _ = interrupted(call, script=HANDLER + script, environment={
-        "HILBERT_CODEGEN": "llvm", "HILBERT_COMPILE": "eager", "HILBERT_THREADS": "2",
+        "HILBERT_COMPILE": "eager", "HILBERT_THREADS": "2",
         "NUMBA_NUM_THREADS": "2"})
     assert "finished" not in out
     assert "interrupted 3 1.75" in out or "interrupted True" in out, out

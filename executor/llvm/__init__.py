@@ -29,40 +29,27 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     kept.py         object code in the disk cache, under a hash of the IR and what else it depends on
     call.py         the Python side of the ABI: packing, calling, memory handed back
     cpython.py      the entry from Python as machine code: objects read, values made
-    unsupported.py  the signal that a function is left to Numba
+    unsupported.py  the signal that a function is not lowered (its calls stay on the host tier)
 
 Loops (`while True`, `break`, the Ctrl-C check of the `stop` flag, the step count) and the
 coded runtime errors they raise (answered by number through the ABI, raised by call.py as
 Numba-built code raises them) are lowered, and parallel nests, on the threads of Numba's
 threading layer (threads.py says why those).
 
-HILBERT_CODEGEN=llvm asks for it (`wanted`); a function outside what it lowers raises
-`Unsupported` while it is lowered, before anything compiles, and is built by Numba."""
+It is the numba executor's one code generator (issue 48 item 3 removed the path through
+Numba's front end). A function outside what it lowers raises `Unsupported` while it is lowered,
+before anything compiles: the call's plan then keeps its calls on the host tier, saying why
+(executor/numba/schedules.py)."""
 
 from __future__ import annotations
 
 import threading
 
-from ...compiler import settings
 from .unsupported import Unsupported
 
 # (nothing else at import: the numba executor imports this package on its first call, which
 # the code generator and llvmlite must not slow down; `lowered` imports them)
-__all__ = ["Unsupported", "lowered", "wanted"]
-
-#: The setting that chooses the code generator's back end, and its values.
-ENVIRONMENT = "HILBERT_CODEGEN"
-CHOICES = ("numba", "llvm")
-
-
-def wanted() -> bool:
-    """Whether HILBERT_CODEGEN asks for this back end, the default (an ArgumentError, E600, if
-    it is neither numba nor llvm)."""
-    chosen = settings.text(ENVIRONMENT).lower() or "llvm"
-    if chosen not in CHOICES:
-        raise settings.not_understood(ENVIRONMENT, chosen, " or ".join(CHOICES))
-    return chosen == "llvm"
-
+__all__ = ["Unsupported", "lowered"]
 
 def lowered(body: list, names: list[str], params: list, code: str, contiguous: bool = False):
     """The function whose loop IR is `body`, of parameters `names` of types `params`, in code
