@@ -13,9 +13,9 @@ COMPILE_ENVIRONMENT = "HILBERT_COMPILE"
 COMPILE_AFTER = 2
 #: What a plan says: every call is compiled first by default.
 COMPILED_FIRST = ("calls run on the generated code, built before the first call runs "
-                  f"({COMPILE_ENVIRONMENT}: eager by default, so every process gives the same "
-                  "bits; background, or N, runs the first calls on the host while it is "
-                  "built{looped})")
+                  f"({COMPILE_ENVIRONMENT}: eager by default under the LLVM back end, so every "
+                  "process gives the same bits; background, or N, runs the first calls on the "
+                  "host while it is built{looped})")
 #: What COMPILED_FIRST adds for a call with loops, (1) when a running loop moves to the
 #: compiled code at a step boundary, (2) when only the next call does.
 RESUMED = (", loops step by step in Python: a running loop moves to it at the next step "
