@@ -134,7 +134,7 @@ def test_a_floats_remainder_and_quotient_are_numpys(module, dtype):
 @pytest.mark.timeout(600)
 def test_every_compiled_function_of_the_golden_programs_is_lowered():
     """Each compiled function of the golden guard's programs (the Prelude's and the
-    benchmarks') lowered to LLVM IR (nothing compiled): none is left to Numba."""
+    benchmarks') lowered to LLVM IR (nothing compiled): none is refused."""
     from benchmarks import llvm_coverage
 
     with llvm_coverage.record.in_root():
