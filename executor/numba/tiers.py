@@ -1,6 +1,9 @@
-"""Calls in tiers (docs/architecture.md, "Tiers"): a program's first calls run on the host
-tier at once, while its generated code is built in the background and swapped in; a running
-loop moves to the compiled code at a step boundary where it can (`resume_points`)."""
+"""Calls in tiers (docs/architecture.md, "Tiers"): the host tier (NumPy along the plan), and the
+generated code, built before the first call by default (HILBERT_COMPILE=eager) or in the
+background while the first calls run on the host, then swapped in; a running loop moves to the
+compiled code at a step boundary where it can (`resume_points`). Calls stay on the host where
+nothing is compiled (the plan says why: a dtype, a function the LLVM back end does not lower,
+memory, NUMBA_DISABLE_JIT)."""
 
 from __future__ import annotations
 
@@ -43,7 +46,8 @@ from .tier_notes import (
 
 #: A call whose loop the host would finish sooner than this (seconds, at the pace of its first
 #: steps), or whose loop cannot move to compiled code, starts its build when it ends, not at
-#: its first step boundary: a build beside it would only slow its steps down. Its next calls run compiled.
+#: its first step boundary: a build beside it would only slow its steps down. Its next calls
+#: run compiled.
 SHORT_LOOP_S = 0.5
 
 
