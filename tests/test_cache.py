@@ -1,9 +1,8 @@
-"""The disk cache of Numba-compiled code (executor/numba/cache.py, disk.py: the shared kernels
-and the dask executor's blockwise kernels, the generated source each is compiled from): every
-file under HILBERT_CACHE_DIR, a second process warm, a bad entry replaced (W902), an unusable
-directory a warning (W901); and compiled code given only arrays of the one layout it was
-compiled for. (Its security checks: test_security.py; the LLVM back end's machine code:
-test_llvm_disk_cache.py.)
+"""The disk cache of Numba-compiled code (executor/numba/disk.py: the shared kernels), beside the
+LLVM back end's machine code (here a dask executor's blockwise kernel's): every file under
+HILBERT_CACHE_DIR, a second process warm, a bad entry replaced (W902), an unusable directory a
+warning (W901); and compiled code given only arrays of the one layout it was compiled for.
+(Its security checks: test_security.py; the LLVM back end's own: test_llvm_disk_cache.py.)
 
 A cache is about what the *next* process loads, so most tests run fresh Python processes,
 each with its own cache directory, and count Numba's compilations through its event API
@@ -30,8 +29,8 @@ from hilbert.grammar.errors import WARNING_CODES, HilbertWarning
 
 import hilbert
 
-#: An entrywise region around a product: the dask executor's blockwise kernel, compiled by Numba
-#: from its generated source.
+#: An entrywise region around a product: the dask executor's blockwise kernel, compiled by the
+#: LLVM back end.
 SOURCE = 'fn f(a, b) ↦ tanh(einsum("ij,jk->ik", a, b)) · 0.5 + 1'
 
 #: One process: compile SOURCE for the dask executor and call it, call a shared kernel
@@ -112,12 +111,12 @@ def test_every_cache_file_goes_under_the_cache_dir(tmp_path):
     assert not elsewhere.exists()
     made = files(directory)
     assert any(re.fullmatch(r"numba/kernels\.product-\d+\.py\d+\.nbi", n) for n in made)
-    assert any(re.fullmatch(r"numba/hb_[0-9a-f]{32}\.run-\d+\.py\d+\.1\.nbc", n) for n in made)
-    assert all(re.fullmatch(r"hb_[0-9a-f]{32}\.py|numba/[\w.-]+\.(nbi|nbc)"
+    assert any(re.fullmatch(r"llvm/[0-9a-f]+\.o", n) for n in made)
+    assert all(re.fullmatch(r"llvm/[0-9a-f]+\.o|numba/[\w.-]+\.(nbi|nbc)"
                             r"|(parsed|parser|entries|plans)/[0-9a-f]{32}\.pickle|key", n)
                for n in made)
     assert all(stat.S_IMODE(mode) == 0o600 for mode, _ in made.values())
-    for level in (directory.parent, directory, directory / "numba"):  # all made by hilbert
+    for level in (directory.parent, directory, directory / "numba", directory / "llvm"):
         assert stat.S_IMODE(level.stat().st_mode) == 0o700
 
 
@@ -127,8 +126,7 @@ def test_every_cache_file_goes_under_the_cache_dir(tmp_path):
 def test_a_corrupt_cache_entry_is_replaced_and_the_next_process_starts_warm(primed, tmp_path):
     directory = copy_of(primed, tmp_path)
     damaged = sorted((directory / "numba").glob("*.nbc"))
-    assert any(p.name.startswith("hb_") for p in damaged) and any(
-        p.name.startswith("kernels.") for p in damaged)
+    assert any(p.name.startswith("kernels.") for p in damaged)
     for path in damaged:
         path.write_bytes(b"garbage")
     repairing = run_cached(directory)
@@ -137,15 +135,11 @@ def test_a_corrupt_cache_entry_is_replaced_and_the_next_process_starts_warm(prim
     assert healed["compiles"] == 0 and healed["warnings"] == []
 
 
-def test_corrupt_sources_and_indexes_are_replaced_and_the_next_process_starts_warm(primed,
-                                                                                 tmp_path):
-    """A generated source that is not the code its name stands for is not run, and is
-    rewritten; an index Numba cannot read is reset: each a W902, the values still right."""
+def test_a_corrupt_index_is_replaced_and_the_next_process_starts_warm(primed, tmp_path):
+    """An index Numba cannot read is reset: a W902, the values still right."""
     directory = copy_of(primed, tmp_path)
-    sources, indexes = list(directory.glob("hb_*.py")), list((directory / "numba").glob("*.nbi"))
-    assert sources and indexes
-    for path in sources:
-        path.write_text("this is not Python")
+    indexes = list((directory / "numba").glob("*.nbi"))
+    assert indexes
     for path in indexes:
         path.write_bytes(b"\x80\x04 garbage")
     repairing = run_cached(directory)

@@ -87,7 +87,7 @@ class CompiledRegion:
             generated = self.generated
             if not generated.compiled:
                 self._function = load("hilbert.executor.numba.cache").function(
-                    generated.source, False, False)
+                    generated.source)
                 return self._function
             self._parallel = generated.parallel and threads.usable()
             twin = self._parallel != generated.parallel
