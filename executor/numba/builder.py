@@ -56,10 +56,11 @@ class Builder:
         """`build()`'s result, computed in a thread of its own while the calling thread waits
         for it. A Ctrl-C raises KeyboardInterrupt in the caller at once: Python runs a signal's
         handler between two bytecodes of the main thread only, and a build spends seconds
-        inside LLVM, so built in the caller it would be raised only when LLVM returns. The build itself cannot be stopped: it goes on, what it
-        makes is kept for the calls that follow (files of the disk cache are written whole or
-        not at all, executor/llvm/kept.py), and the process's exit does not wait for it. Once
-        the exit has begun, `build()` runs in the caller."""
+        inside LLVM, so built in the caller it would be raised only when LLVM returns. The
+        build itself cannot be stopped: it goes on, what it makes is kept for the calls that
+        follow (files of the disk cache are written whole or not at all, executor/llvm/kept.py),
+        and the process's exit does not wait for it. Once the exit has begun, `build()` runs in
+        the caller."""
         outcome: list = []  # [(True, result)] or [(False, the exception it raised)]
         context = contextvars.copy_context()  # (the caller's np.errstate and other contexts)
 

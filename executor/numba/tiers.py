@@ -195,10 +195,10 @@ class TieredProgram:
     on the host that steps each loop in Python. The second: the generated code (one compiled
     function, or plain NumPy calls when nothing needs compiling), built when HILBERT_COMPILE
     says (`compile_when`) and swapped in once built, so a call never waits for a build unless
-    asked to (HILBERT_COMPILE=eager, the default); a call in the middle of a loop whose start the second tier can take
-    (`resume_points`) moves to it at the next step boundary. `tier` is the tier the latest
-    call ran on ("host" or "compiled"); both give the same results but for the last bits'
-    rounding (docs/semantics.md, "Tiers")."""
+    asked to (HILBERT_COMPILE=eager, the default); a call in the middle of a loop whose start
+    the second tier can take (`resume_points`) moves to it at the next step boundary. `tier`
+    is the tier the latest call ran on ("host" or "compiled"); both give the same results but
+    for the last bits' rounding (docs/semantics.md, "Tiers")."""
 
     # (both tiers detach what they return, and a call moved at a step boundary returns the
     # second tier's result detached from the values it resumed with, which hold every argument
