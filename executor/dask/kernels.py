@@ -12,7 +12,7 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ops.primitives import having
 from ...compiler.passes.shapes import ShapeTable
-from .. import codegen, llvm
+from .. import codegen, llvm, threads
 from ..numba import cache
 
 _ENTRYWISE = having("entrywise")
@@ -51,16 +51,19 @@ class BlockKernel:
 
 
 def _function(kernel: BlockKernel):
-    """`kernel`'s function in this process, made once per source."""
-    found = _FUNCTIONS.get(kernel.source)
+    """`kernel`'s function in this process, made once per source; in a process forked from one
+    that ran parallel code on GNU OpenMP (threads.usable), lowered again, as its serial twin."""
+    key = (kernel.source, threads.usable())
+    found = _FUNCTIONS.get(key)
     if found is None:
         found = kernel.lowered() if kernel.compiled else cache.function(kernel.source)
-        _FUNCTIONS[kernel.source] = found
+        _FUNCTIONS[key] = found
     return found
 
 
-#: Each kernel's function in this process, by its source (the same text, the same function).
-_FUNCTIONS: dict[str, object] = {}
+#: Each kernel's function in this process, by its source (the same text, the same function)
+#: and whether parallel code may run here.
+_FUNCTIONS: dict[tuple[str, bool], object] = {}
 
 
 def _compiled_layout(block) -> np.ndarray:
