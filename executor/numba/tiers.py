@@ -284,6 +284,10 @@ class TieredProgram:
         self._start_when_due()
         return value
 
+    def sources(self) -> list[str]:
+        """The generated sources of its compiled regions (generated now if they were not)."""
+        return [r.source for r in regions_of(self.runner) if r.generated.compiled]
+
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until a build started (by a call, or `build`) has ended; whether it has (waking
         every WAKE_S, so that a Ctrl-C reaches the waiting thread)."""
