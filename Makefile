@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: demo test test-nojit lint golden tables bench bench-quick clean
+.PHONY: demo test lint golden tables bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,6 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q -n auto --dist loadfile
-	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q -m nojit
 
 golden: $(STAMP)
 	$(PY) tests/golden/record.py --update

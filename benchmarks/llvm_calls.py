@@ -1,6 +1,6 @@
 """Warm calls on small inputs, where the call's own cost is most of the time: each program
-built by Numba and by the LLVM back end in one process (HILBERT_COMPILE=eager), the latter
-twice, called through its entry made as machine code (executor/llvm/cpython.py) and through
+built by the LLVM back end twice in one process (HILBERT_COMPILE=eager), called through its
+entry made as machine code (executor/llvm/cpython.py) and through
 the ctypes path that came before it (call.py's `_called`), timed in alternating rounds; the
 median of ROUNDS rounds of CALLS calls, in µs a call (docs/architecture.md, "Calls from
 Python", holds the figures).
@@ -27,7 +27,7 @@ fn loss(z, labels) ↦ crossEntropy(z, labels)
 #: (function, shape) measured.
 CASES = [("normed", (4, 4)), ("logistic", (8,)), ("softmax", (4, 4)), ("softmax", (64, 64)),
          ("normed", (256, 64)), ("loss", (256, 64))]
-WAYS = ("numba", "llvm", "llvm, ctypes path")
+WAYS = ("llvm", "llvm, ctypes path")
 ROUNDS, CALLS = 15, 2000
 
 
@@ -39,7 +39,6 @@ def built(way: str, name: str, shape: tuple[int, ...]):
 
     import hilbert
 
-    os.environ["HILBERT_CODEGEN"] = way.split(",")[0]
     before = {id(o) for o in gc.get_objects() if isinstance(o, call.Lowered)}
     module = hilbert.compile_source(SOURCE, name=f"llvm_calls_{len(before)}_{way[:4]}.hb")
     function = module.function(name)
@@ -48,7 +47,7 @@ def built(way: str, name: str, shape: tuple[int, ...]):
     if name == "loss":
         args.append(rng.integers(0, shape[1], shape[0]).astype(float))
     notes = [n for n in function.build(*args).all_notes if "built by" in n]
-    assert way == "numba" or all("built by llvm" in n for n in notes), notes
+    assert all("built by llvm" in n for n in notes), notes
     if way.endswith("ctypes path"):
         for made in gc.get_objects():
             if isinstance(made, call.Lowered) and id(made) not in before:

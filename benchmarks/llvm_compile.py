@@ -1,7 +1,7 @@
-"""Cold compile time of generated functions, Numba's front end against the LLVM back end
-(executor/llvm, HILBERT_CODEGEN=llvm), program by program: each measured in a fresh process
-with an empty cache directory, three times, medians kept (docs/architecture.md, "The LLVM
-back end (stage 1)", holds the figures).
+"""Cold compile time of generated functions under the LLVM back end (executor/llvm), program by
+program: each measured in a fresh process with an empty cache directory, three times, medians
+kept (docs/architecture.md, "The LLVM back end (stage 1)", holds the figures, with Numba's
+front end's beside them, measured before it was removed).
 
     .venv/bin/python -m benchmarks.llvm_compile            # a table of medians
     .venv/bin/python -m benchmarks.llvm_compile --only fitted   # one program's row
@@ -52,13 +52,13 @@ CASES = [("softmax", (64, 100), "float64"), ("softmax", (64, 100), "float32"),
          # products (products.py): two dense layers' four (the product kernel's), and the
          # same small (the module's loops)
          ("mlp", (64, 100), "float64"), ("mlp", (8, 6), "float64")]
-BACKENDS = ("numba", "llvm")
+BACKENDS = ("llvm",)
 RUNS = 3
 
 
 def child(name: str, shape: tuple[int, ...], dtype: str) -> dict:
-    """One measurement in this (fresh) process (Numba imported first: both back ends' runtime
-    needs it, and the build is what is timed)."""
+    """One measurement in this (fresh) process (Numba imported first, as the figures before
+    Numba's front end was removed imported it: the build is what is timed)."""
     import numba  # noqa: F401
     import numpy as np
 
@@ -74,11 +74,11 @@ def child(name: str, shape: tuple[int, ...], dtype: str) -> dict:
     called = time.perf_counter()
     notes = [n.split("built by ")[1] for n in plan.all_notes if "built by" in n]
     return {"build_s": built - began, "first_call_s": called - built,
-            "backend": notes[0] if notes else "numba"}
+            "backend": notes[0] if notes else "nothing"}
 
 
 def measure(name: str, shape: tuple[int, ...], dtype: str, backend: str) -> dict:
-    """`child` in a fresh process with an empty cache directory, under `backend`."""
+    """`child` in a fresh process with an empty cache directory (`backend`: llvm)."""
     with tempfile.TemporaryDirectory(prefix="hilbert-llvm-compile-") as cache:
         return in_fresh_process("benchmarks.llvm_compile", name, shape, dtype, backend, cache)
 
@@ -86,9 +86,9 @@ def measure(name: str, shape: tuple[int, ...], dtype: str, backend: str) -> dict
 def in_fresh_process(module: str, name: str, shape: tuple[int, ...], dtype: str,
                      backend: str, cache: str) -> dict:
     """What `module --child name shape dtype` prints last (JSON), run in a fresh process with
-    HILBERT_CACHE_DIR=cache under `backend`, compiling first, on one thread."""
-    env = dict(os.environ, HILBERT_CACHE_DIR=cache, HILBERT_CODEGEN=backend,
-               HILBERT_COMPILE="eager", HILBERT_THREADS="1")
+    HILBERT_CACHE_DIR=cache (`backend`: llvm, the one), compiling first, on one thread."""
+    env = dict(os.environ, HILBERT_CACHE_DIR=cache, HILBERT_COMPILE="eager",
+               HILBERT_THREADS="1")
     done = subprocess.run([sys.executable, "-m", module, "--child", name, json.dumps(shape),
                            dtype], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -103,8 +103,8 @@ def main() -> None:
         name, shape, dtype = args.child
         print(json.dumps(child(name, tuple(json.loads(shape)), dtype)))
         return
-    print("| program | dtype | numba build (s) | llvm build (s) | ratio | llvm built by |")
-    print("|---|---|---|---|---|---|")
+    print("| program | dtype | llvm build (s) | built by |")
+    print("|---|---|---|---|")
     for name, shape, dtype in CASES:
         if args.only and name != args.only:
             continue
@@ -112,10 +112,9 @@ def main() -> None:
         for chosen in BACKENDS:
             runs = [measure(name, shape, dtype, chosen) for _ in range(RUNS)]
             medians[chosen] = statistics.median(r["build_s"] for r in runs)
-            backend = runs[0]["backend"] if chosen == "llvm" else backend
-        print(f"| {name} {'×'.join(map(str, shape))} | {dtype} | {medians['numba']:.2f} | "
-              f"{medians['llvm']:.3f} | ×{medians['numba'] / medians['llvm']:.0f} | {backend} |",
-              flush=True)
+            backend = runs[0]["backend"]
+        print(f"| {name} {'×'.join(map(str, shape))} | {dtype} | {medians['llvm']:.3f} | "
+              f"{backend} |", flush=True)
 
 
 if __name__ == "__main__":

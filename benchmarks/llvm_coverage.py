@@ -21,7 +21,6 @@ import record  # noqa: E402
 
 def lowerings() -> list[tuple[str, str | None]]:
     """(program and function, why it is not lowered or None) for every compiled function."""
-    from hilbert.executor import llvm
     from hilbert.executor.numba.executor import regions_of
 
     found = []
@@ -37,28 +36,9 @@ def lowerings() -> list[tuple[str, str | None]]:
                 if not region.generated.compiled:
                     continue
                 name = f"{program['name']} #{number}"
-                try:
-                    with _llvm_wanted():
-                        made = region._lowered()
-                except llvm.Unsupported as why:  # (raised before anything compiles)
-                    found.append((name, str(why)))
-                    continue
+                made = region._lowered()  # (None, and `backend` says why, where not lowered)
                 found.append((name, None if made is not None else region.backend))
     return found
-
-
-class _llvm_wanted:
-    def __enter__(self):
-        import os
-        self.saved = os.environ.get("HILBERT_CODEGEN")
-        os.environ["HILBERT_CODEGEN"] = "llvm"
-
-    def __exit__(self, *exc):
-        import os
-        if self.saved is None:
-            os.environ.pop("HILBERT_CODEGEN", None)
-        else:
-            os.environ["HILBERT_CODEGEN"] = self.saved
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """A fresh process's first call with the disk cache empty (cold) and filled by an earlier process
-(warm), under each code generator (HILBERT_CODEGEN numba and llvm), program by program:
+(warm), under the LLVM back end, program by program:
 three fresh processes each, medians kept (docs/architecture.md, "The LLVM back end", holds the
 figures). The programs are benchmarks/llvm_compile.py's.
 
@@ -68,7 +68,7 @@ def medians(name: str, shape: tuple[int, ...], dtype: str, backend: str) -> dict
         for _ in range(RUNS):  # (cold0 was filled by the first cold run)
             warm.append(measure(name, shape, dtype, backend, f"{root}/cold0"))
     assert all(r["counts"]["loaded"] == 0 for r in cold)
-    assert backend == "numba" or all(r["counts"]["compiled"] == 0 for r in warm)
+    assert all(r["counts"]["compiled"] == 0 for r in warm)
     return {f"{when}_{what}": statistics.median(r[what] for r in runs)
             for when, runs in (("cold", cold), ("warm", warm))
             for what in ("first_call_s", "machine_code_s", "process_s")}

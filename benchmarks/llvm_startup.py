@@ -1,6 +1,6 @@
 """Cold compile and first call of the startup programs (benchmarks/cases/startup.py's start-*)
 under the LLVM back end, with where the time goes: each program run in fresh processes with
-an empty cache directory, HILBERT_CODEGEN=llvm and HILBERT_COMPILE=eager, beside jax.jit's
+an empty cache directory and HILBERT_COMPILE=eager, beside jax.jit's
 trace, compile and first call (benchmarks/first_results.py runs both), medians kept.
 
     .venv/bin/python -m benchmarks.llvm_startup                 # every program, 3 runs each
@@ -130,7 +130,7 @@ def child(program: str) -> dict:
 def _fresh(program: str, contestant: str) -> dict:
     """One run in a fresh process with an empty cache directory."""
     with tempfile.TemporaryDirectory(prefix="hilbert-llvm-startup-") as cache:
-        env = dict(os.environ, HILBERT_CACHE_DIR=cache, HILBERT_CODEGEN="llvm",
+        env = dict(os.environ, HILBERT_CACHE_DIR=cache,
                    HILBERT_COMPILE="eager")
         env.pop("NUMBA_DISABLE_JIT", None)
         if contestant == "hilbert":

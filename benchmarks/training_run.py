@@ -4,16 +4,15 @@ empty cache, timed from before the library's import to the first step's result, 
 ("done"), and to the process's end ("exit": from the child's last line to when the parent saw
 it end, which is what a wait for builds at exit would lengthen).
 
-    .venv/bin/python -m benchmarks.training_run [--runs 3] [--steps 300] [--numba] [--one-thread]
+    .venv/bin/python -m benchmarks.training_run [--runs 3] [--steps 300] [--one-thread]
 
 The contestants are benchmarks/first_results.py's block functions (the same model, inputs and
-Adam; float64): hilbert two ways, HILBERT_CODEGEN=llvm with every call compiled first
+Adam; float64): hilbert two ways, with every call compiled first
 (HILBERT_COMPILE=eager, the new default) and with the host tier first (background builds),
 each in a process with an empty HILBERT_CACHE_DIR and then in a second process with the cache
 the first left (warm); jax.jit (one jitted Adam step, its step number a traced value so it
 compiles once; JAX's persistent compilation cache is off: JAX_COMPILATION_CACHE_DIR unset and
-JAX_ENABLE_COMPILATION_CACHE=false, so each process compiles); torch eager. `--numba` adds
-hilbert's old default (Numba's front end, host tier first), whose cold build takes minutes.
+JAX_ENABLE_COMPILATION_CACHE=false, so each process compiles); torch eager.
 `--one-thread` runs every library on one thread: on a 2-core machine loaded by other work,
 threads that wait for each other (OpenMP's, OpenBLAS's, hilbert's nests') made torch's steps
 and hilbert's ×10–25 slower than on one thread (docs/architecture.md, "A training run").
@@ -35,13 +34,10 @@ from pathlib import Path
 from benchmarks.first_results import CONTESTANTS, JAX, OURS, PROGRAMS, ROOT, TORCH
 
 #: hilbert's ways of running: a row's name and its settings.
-LLVM_WAYS = {"llvm, compiled first (the new default)": {"HILBERT_CODEGEN": "llvm",
-                                                        "HILBERT_COMPILE": "eager"},
-             "llvm, host tier first": {"HILBERT_CODEGEN": "llvm",
-                                       "HILBERT_COMPILE": "background"}}
-NUMBA_WAY = {"numba, host tier first (the old default)": {"HILBERT_CODEGEN": "numba"}}
+LLVM_WAYS = {"llvm, compiled first (the default)": {"HILBERT_COMPILE": "eager"},
+             "llvm, host tier first": {"HILBERT_COMPILE": "background"}}
 #: Settings that would change what is measured, taken out of each child's environment.
-CLEARED = ("HILBERT_COMPILE", "HILBERT_CODEGEN", "NUMBA_DISABLE_JIT", "JAX_COMPILATION_CACHE_DIR")
+CLEARED = ("HILBERT_COMPILE", "NUMBA_DISABLE_JIT", "JAX_COMPILATION_CACHE_DIR")
 #: `--one-thread`: every library's threads (BLAS, OpenMP, XLA's Eigen pool, hilbert's nests).
 ONE_THREAD = {"HILBERT_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
               "MKL_NUM_THREADS": "1",
@@ -123,7 +119,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--numba", action="store_true", help="add hilbert's old default")
     parser.add_argument("--one-thread", action="store_true",
                         help="every library on one thread (BLAS, OpenMP, XLA, hilbert's nests)")
     parser.add_argument("--child", choices=sorted(CONTESTANTS), help=argparse.SUPPRESS)
@@ -134,7 +129,7 @@ def main() -> None:
     from benchmarks.cases.startup import bytecode
 
     bytecode()  # (as an installed package's modules are: benchmarks/cases/startup.py)
-    ways = LLVM_WAYS | (NUMBA_WAY if args.numba else {})
+    ways = LLVM_WAYS
     runs = []
     for number in range(args.runs):
         runs.append(one_run(args.steps, ways, ONE_THREAD if args.one_thread else {}))

@@ -10,33 +10,26 @@ from dataclasses import dataclass
 
 #: Every setting, by variable, and what it says (docs/settings.md lists them for users).
 SETTINGS: dict[str, str] = {
-    "HILBERT_COMPILE": "when a call's generated code is built: eager (the default under "
-                       "HILBERT_CODEGEN=llvm), never, background, or the call of a signature "
-                       "from which it is built in the background",
-    "HILBERT_BUILDS": "where background builds run: process (one of their own, which the exit "
-                      "leaves to finish) or thread (the process's own, whose exit waits for "
-                      "loops' builds)",
+    "HILBERT_COMPILE": "when a call's generated code is built: eager (the default), never, "
+                       "background, or the call of a signature from which it is built in the "
+                       "background",
     "HILBERT_THREADS": "how many threads a large loop nest may use (a whole number, or auto)",
     "HILBERT_NUMBA_HOST": "ops (or einsum) the numba executor runs on the host, comma-separated",
     "HILBERT_MEMORY_LIMIT": "the bytes a plan may use (8G, 500M, 1e9); half of RAM by default",
     "HILBERT_MAX_PROGRAMS": "how many argument signatures a function keeps a program for",
-    "HILBERT_CACHE_DIR": "where generated code, Numba's cache and parsed modules are kept",
+    "HILBERT_CACHE_DIR": "where machine code, Numba's cache and parsed modules are kept",
     "HILBERT_PROGRESS": "1 draws progress bars, 0 hides them; by default, on a terminal or in a "
                         "notebook only",
     "HILBERT_DUMP": "passes after which the IR is printed, comma-separated (inline, share, "
                     "masks, hoist, fuse, windows, and parse and plan)",
-    "HILBERT_CODEGEN": "what compiles generated code: llvm (the default: llvmlite directly, "
-                       "for the functions it lowers; Numba for the rest) or numba (Numba's "
-                       "front end for every function)",
     "HILBERT_MATH": "the maths of modules loaded without math=: exact (the default) or fast",
     "HILBERT_VERIFY": "1 verifies the IR after every pass (the test suite sets it)",
     "HILBERT_BENCH_LIFTED": "set by the benchmark suite in the process it starts with an "
                             "OpenBLAS pin lifted: the variables taken out, as JSON",
 }
 
-#: The settings that change the code generated for a plan, or what compiles it (so are part of
-#: its cache key).
-CODE_SETTINGS = ("HILBERT_THREADS", "HILBERT_NUMBA_HOST", "HILBERT_CODEGEN")
+#: The settings that change the code generated for a plan (so are part of its cache key).
+CODE_SETTINGS = ("HILBERT_THREADS", "HILBERT_NUMBA_HOST")
 
 
 def text(variable: str) -> str:

@@ -18,8 +18,9 @@ holds one lock (`launched`): a second thread's nest waits for the first's, which
 the threads running nests at most the cores. The other layers are thread-safe; GNU OpenMP is not
 safe across `fork()`, so in a process forked from one that made parallel code on it `usable`
 is False, new code is serial, and code already generated with threads runs as a serial twin
-(numba/cache.py). Both the code generator (which writes `prange`) and the numba runtime (which
-launches it) read this module, so it sits below both.
+(executor/llvm/threads.py; executor/numba/regions.py lowers it afresh). Both the code generator
+(which writes `prange`) and the numba runtime (which launches it) read this module, so it sits
+below both.
 
 The count is worked out without loading Numba (a third of a second) where its settings are
 plain (no .numba_config.yaml, NUMBA_NUM_THREADS unset or a plain number, workqueue the layer

@@ -7,8 +7,8 @@ implicit one (the letters that occur once, in order), `...` for broadcast axes, 
 interleaved form `einsum(a, [0, 1], b, [1, 2], [0, 2])`. Each is written as the .hb function
 `fn contract(x0, x1, …) ↦ einsum("…", x0, x1, …)` with its axes renamed a, b, … in order
 of first appearance, compiled once per process (`compiled`), and called: planned once per
-set of shapes, run on the host at once and compiled in the background as any hilbert
-function (docs/architecture.md, "Tiers").
+set of shapes and compiled as any hilbert function is (HILBERT_COMPILE: before its first
+call by default; docs/architecture.md, "Tiers").
 
 `optimize` takes a path optimiser's name (hilbert's: auto, greedy, dp, …), an explicit path
 (opt_einsum's form, a list of operand-position tuples, used exactly as given) or an

@@ -103,14 +103,6 @@ def on_the_host():
         yield
 
 
-@pytest.fixture
-def numba_front_end(monkeypatch):
-    """HILBERT_CODEGEN=numba for a test of what only Numba's front end has (its cache files,
-    its background builds and what the exit does about them, its compile events): the path
-    kept behind that setting until the LLVM back end, the default, replaces it (issue 48)."""
-    monkeypatch.setenv("HILBERT_CODEGEN", "numba")
-
-
 @pytest.fixture(params=EXECUTORS)
 def executor(request) -> str:
     """Each executor in turn."""

@@ -239,6 +239,35 @@ def test_dask_arrays_stay_lazy_unless_compute(rng):
     np.testing.assert_allclose(numpy_in, want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("refused", [False, True])
+def test_an_entrywise_region_is_one_kernel_unless_the_llvm_back_end_refuses_it(refused, rng,
+                                                                              monkeypatch):
+    """sin(x)·2 + 1 on blocks is one blockwise kernel the LLVM back end compiles; with np.sin
+    refused (for the test's sake) the region is not fused, its operations run as dask's own
+    ufuncs, and the answer is NumPy's either way."""
+    from hilbert.executor import llvm
+    from hilbert.executor.dask import kernels
+    from hilbert.executor.llvm import runtime
+
+    lowered = runtime.call
+
+    def refusing(lowering, fn, args, result):
+        if fn == "np.sin":
+            raise llvm.Unsupported("a call of np.sin (refused by the test)")
+        return lowered(lowering, fn, args, result)
+
+    if refused:
+        monkeypatch.setattr(runtime, "call", refusing)
+    monkeypatch.setattr(kernels, "_FUNCTIONS", {})
+    name = f"dask_refused_{refused}.hb"
+    f = hilbert.compile_source("fn f(x) ↦ sin(x) · 2 + 1", name=name, executor="dask").f
+    x = rng.normal(size=(40, 3))
+    got = f(da.from_array(x, chunks=10)).compute()
+    np.testing.assert_allclose(got, np.sin(x) * 2 + 1, rtol=1e-12, atol=1e-14)
+    assert [type(k).__name__ for k in kernels._FUNCTIONS.values()] == ([] if refused else
+                                                                        ["Lowered"])
+
+
 def test_a_scalar_answer_is_a_float_and_integer_arrays_are_read_as_float64():
     stats = hilbert.open("Prelude.Statistics")
     got = stats.mean.using("dask", chunks=3)(x=np.arange(10))

@@ -84,7 +84,6 @@ def test_the_checks_refuse_what_the_correction_cannot_promise():
         assert vmath.quotient_unsafe(a, vmath.quotient(a, 3.0, 1 / 3.0)) == 0, a
 
 
-@pytest.mark.nojit
 def test_rows_divided_by_one_number_each_multiply_and_agree_with_numpy_to_the_bit():
     """Every edge numerator against every edge divisor (one divisor per row), beside ordinary
     rows: the rows the correction cannot promise are divided again."""
@@ -99,7 +98,6 @@ def test_rows_divided_by_one_number_each_multiply_and_agree_with_numpy_to_the_bi
         _same_bits(f(a, d), a / d[:, None])
 
 
-@pytest.mark.nojit
 def test_a_division_written_over_its_numerators_keeps_them_for_a_second_run():
     """The quotients go over the numerators' own array, so the first run writes a scratch row;
     a row with a number out of range is divided again from the numerators it left intact.

@@ -193,22 +193,6 @@ def test_each_dtype_of_a_signature_gets_its_own_program(source_module, rng):
     assert dense.plans_made - before == 2
 
 
-def test_a_complex_call_on_the_numba_executor_stays_on_the_host_and_says_so(source_module,
-                                                                            monkeypatch, rng):
-    """Under Numba, which builds no complex code (HILBERT_CODEGEN=llvm compiles it:
-    tests/test_llvm_complex.py)."""
-    monkeypatch.setenv("HILBERT_COMPILE", "eager")
-    monkeypatch.setenv("HILBERT_CODEGEN", "numba")
-    dense = source_module.dense.using("numba")
-    a, w = array(rng, (3, 4), "complex64"), array(rng, (4, 2), "complex64")
-    for _ in range(3):
-        result = dense(a, w)
-    assert dense.tier == "host" and result.dtype == np.complex64
-    plan = dense.build(a, w)
-    assert "complex64 calls run on the host tier only" in str(plan)
-    assert dense.tier == "host"
-
-
 def test_a_float32_call_on_the_numba_executor_runs_float32_compiled_code(source_module,
                                                                          monkeypatch, rng):
     monkeypatch.setenv("HILBERT_COMPILE", "eager")

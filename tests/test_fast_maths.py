@@ -12,7 +12,6 @@ import pickle
 
 import numpy as np
 import pytest
-from hilbert.executor.numba import vmath
 from hilbert.grammar.errors import HilbertError
 from test_vector_math import SPECIALS, applied, requires_jit, same_values, within
 
@@ -48,13 +47,6 @@ def test_fast_kernels_give_numpys_special_values(name):
     x = np.array(SPECIALS[name])
     with np.errstate(all="ignore"):
         assert same_values(applied(f"{name}_fast", x), NUMPY[name](x))
-
-
-@pytest.mark.nojit
-def test_python_mode_fast_kernels_are_numpys():
-    if not vmath.PYTHON_MODE:
-        pytest.skip("only under NUMBA_DISABLE_JIT=1")
-    assert vmath.exp_fast is np.exp and vmath.tanh_fast is np.tanh
 
 
 def _relative(got, want):

@@ -125,7 +125,6 @@ def _matrix(x, term, at, first, second, sizes):
     return view
 
 
-@pytest.mark.nojit
 @pytest.mark.parametrize("host", [False, True])
 def test_every_planned_layout_computes_the_einsum(host):
     for spec, sizes in random_products(300, seed=7 + host):

@@ -199,7 +199,6 @@ def test_a_loop_inside_a_loops_step_is_built_by_llvm(monkeypatch):
     """The inner loop's buffers are made at each outer turn: built by llvm, NumPy's values
     (each step a few roundings: 64 ε), and 300 outer turns on 2 MiB arrays hold one turn's
     buffers at a time (1.2 GB if each turn's were kept)."""
-    monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
     function = hilbert.compile_source(NESTED, name="llvm_nested.hb").function("nested")
     a = np.arange(12.0).reshape(3, 4) / 7
     want = a
@@ -219,28 +218,29 @@ def test_a_loop_inside_a_loops_step_is_built_by_llvm(monkeypatch):
 TRANSFORMER = Path(__file__).resolve().parents[1] / "examples" / "Transformer.hb"
 
 
-@pytest.mark.slow  # (its Numba build, compared with, takes over a minute cold)
 @pytest.mark.timeout(1200)
 def test_the_transformer_blocks_train_step_is_built_by_llvm(monkeypatch):
     """examples/Transformer.hb's Block.train (its step copies the attention weights
     transposed for its products) is one function built by LLVM, and three steps give the
-    loss and weights (Adam's moments too) of the same steps built by Numba."""
+    loss and weights (Adam's moments too) of the same steps on the host tier
+    (HILBERT_COMPILE=never: NumPy calls along the plan)."""
     rng = np.random.default_rng(5)
     tok = rng.integers(0, 32, size=(4, 9)).astype(float)  # (at these sizes the step copies)
     got: dict = {}
-    for backend in ("llvm", "numba"):
-        monkeypatch.setenv("HILBERT_CODEGEN", backend)
-        module = hilbert.compile_source(TRANSFORMER.read_text(), name=f"block_{backend}.hb")
+    for when in ("eager", "never"):
+        monkeypatch.setenv("HILBERT_COMPILE", when)
+        module = hilbert.compile_source(TRANSFORMER.read_text(), name=f"block_{when}.hb")
         block = module.Block(32, 16, 2, 8, 32, 0)
-        if backend == "llvm":
+        if when == "eager":
             built = [n for n in block.train.plan(tok[:, :-1], tok[:, 1:]).all_notes
                      if "built by" in n]
             assert built and all("built by llvm" in n for n in built), built
         for _ in range(3):
             block.train(tok[:, :-1], tok[:, 1:])
-        got[backend] = {"loss": np.asarray(block.loss(tok[:, :-1], tok[:, 1:])),
-                        **{k: np.asarray(v) for k, v in block.weights.items()}}
-    assert got["llvm"].keys() == got["numba"].keys()
-    for name, value in got["llvm"].items():
-        np.testing.assert_allclose(value, got["numba"][name], rtol=1e-12, atol=1e-12,
+        assert block.tier == ("compiled" if when == "eager" else "host")
+        got[when] = {"loss": np.asarray(block.loss(tok[:, :-1], tok[:, 1:])),
+                     **{k: np.asarray(v) for k, v in block.weights.items()}}
+    assert got["eager"].keys() == got["never"].keys()
+    for name, value in got["eager"].items():
+        np.testing.assert_allclose(value, got["never"][name], rtol=1e-12, atol=1e-12,
                                    err_msg=name)

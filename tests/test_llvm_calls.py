@@ -73,7 +73,6 @@ def test_a_warm_call_of_a_built_function_makes_no_ctypes_objects(monkeypatch):
     """A layer norm built by llvm, called 50 times warm through hilbert's own path: NumPy's
     values, and not one buffer, packing or wrapping of the ctypes path (before the entry:
     two buffers, one packing and one wrapping a call)."""
-    monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
     module = hilbert.compile_source("open Prelude.Networks\nfn normed(x) ↦ layerNorm(x)\n",
                                     name="llvm_calls.hb")
     function = module.function("normed")
@@ -239,14 +238,14 @@ print(json.dumps({"values": values[-1], "notes": notes, "numba": "numba" in sys.
 
 
 def test_a_process_whose_code_llvm_builds_never_imports_numba(tmp_path):
-    """A fresh process, cold (an empty cache) and then warm (the machine code on disk), under
-    HILBERT_CODEGEN=llvm with one thread: the layer norm is right, built by llvm, and Numba
+    """A fresh process, cold (an empty cache) and then warm (the machine code on disk), with
+    one thread: the layer norm is right, built by llvm, and Numba
     (a third of a second to import) is never imported. (With threads, Numba's threading layer
     runs the parallel nests: executor/llvm/threads.py.)"""
     import json
     import os
 
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm",
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), 
                HILBERT_COMPILE="eager", HILBERT_THREADS="1")
     env.pop("NUMBA_DISABLE_JIT", None)
     x = np.linspace(-2.0, 3.0, 16).reshape(4, 4)
@@ -279,7 +278,7 @@ print(json.dumps({"values": values[-1], "numba": "numba" in sys.modules}))
 
 
 def test_a_product_on_two_threads_built_by_llvm_imports_no_numba(tmp_path):
-    """A fresh process, cold and then warm, under HILBERT_CODEGEN=llvm with two threads allowed
+    """A fresh process, cold and then warm, with two threads allowed
     (NUMBA_NUM_THREADS=2, HILBERT_THREADS unset): a product's layer norm (the product kernel
     written into its module) is right, and Numba is never imported: neither the thread count
     (executor/threads.py reads Numba's settings as Numba does) nor the product kernel
@@ -287,7 +286,7 @@ def test_a_product_on_two_threads_built_by_llvm_imports_no_numba(tmp_path):
     import json
     import os
 
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm",
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), 
                HILBERT_COMPILE="eager", NUMBA_NUM_THREADS="2")
     for name in ("HILBERT_THREADS", "NUMBA_DISABLE_JIT", "NUMBA_THREADING_LAYER"):
         env.pop(name, None)
@@ -314,7 +313,7 @@ def test_arrays_alive_at_the_interpreters_exit(tmp_path):
               "m = hilbert.compile_source('open Prelude.Networks\\nfn f(x) ↦ layerNorm(x)\\n')\n"
               "kept = [m.f(np.full((4, 4), float(k)) + np.eye(4)) for k in range(3)]\n"
               "print(kept[-1].shape)\n")
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm",
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), 
                HILBERT_COMPILE="eager", HILBERT_THREADS="1")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, timeout=300, cwd=tmp_path)

@@ -33,7 +33,7 @@ def fit(t, w, x, y, r) ≔ if t = 0 then w else fit(t − 1, w − r · einsum("
 fn fitted(x) ↦ fit(50, 0 · einsum("ni->i", x), x, einsum("ni->n", x), 0.001)
 """
 
-#: One process: call each function of SOURCE under HILBERT_CODEGEN=llvm, report as JSON.
+#: One process: call each function of SOURCE, report as JSON.
 SCRIPT = """
 import json, warnings
 import numpy as np
@@ -83,7 +83,7 @@ def run(directory: Path, seed: int = 0) -> dict:
     """SCRIPT in a fresh process (hash seed `seed`) with HILBERT_CACHE_DIR=directory; its
     report, its values checked against NumPy's (each operation rounds once; 64 ε covers the
     chains of them, as tests/test_llvm_backend.py's)."""
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory), HILBERT_CODEGEN="llvm",
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory), 
                HILBERT_COMPILE="eager", PYTHONHASHSEED=str(seed))
     env.pop("NUMBA_DISABLE_JIT", None)
     script = SCRIPT.replace("SOURCE", repr(SOURCE)).replace("NAMES", repr(NAMES))
@@ -295,7 +295,7 @@ print(json.dumps(texts))
 def lowered_texts(prefixes: tuple[str, ...], seed: int, cache: Path) -> list[str]:
     script = (LOWERINGS.replace("GOLDEN", repr(str(ROOT / "tests" / "golden")))
               .replace("PREFIXES", repr(prefixes)))
-    env = dict(os.environ, HILBERT_CODEGEN="llvm", PYTHONHASHSEED=str(seed),
+    env = dict(os.environ, PYTHONHASHSEED=str(seed),
                HILBERT_CACHE_DIR=str(cache))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, timeout=600, cwd=ROOT)

@@ -58,9 +58,7 @@ LLVM_BUILT = ["numba: generated function 1 built by llvm (optimisation level 3)"
 
 @pytest.fixture(scope="module")
 def forms():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HILBERT_CODEGEN", "llvm")
-        yield hilbert.compile_source(FORMS, name="llvm_forms.hb")
+    return hilbert.compile_source(FORMS, name="llvm_forms.hb")
 
 
 def _close(got, want, ulps: int = 64) -> None:
@@ -91,7 +89,6 @@ def test_functions_of_one_machine_code_keep_their_own_results(monkeypatch):
     """Two functions whose LLVM IR is the same text but whose results differ (a parameter
     handed back is not in the IR): each keeps its own (one function per text and results in a
     process; keyed by the text alone, the pair answered the single array)."""
-    monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
     module = hilbert.compile_source("fn one(q) ↦ positions(q, 0)\n"
                                     "fn pair(q) ↦ (positions(q, 0), q)\n", export_all=True)
     q = np.arange(1.0, 10.0)
@@ -379,7 +376,6 @@ def test_an_array_only_a_view_of_which_is_returned_is_freed():
 def test_a_tuple_of_an_array_and_its_slice_is_built_by_llvm(monkeypatch):
     """`(a, a[1:3])` (tests/test_random_programs.py's tuple programs): built by llvm, NumPy's
     values."""
-    monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
     function = hilbert.compile_source("fn f(x, y) ↦ let a ≔ tanh(x) · y in (a, a[1:3])").f
     x, y = np.random.default_rng(3).normal(size=(2, 4, 3))
     whole_a, part_a = function(x, y)

@@ -223,7 +223,7 @@ def test_a_load_begins_the_product_kernel_before_its_front_half(tmp_path, entry,
 
     source = tmp_path / "Dense.hb"
     source.write_text('def dense(a, w) ≔ einsum("np,pq->nq", a, w)\n', encoding="utf-8")
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm")
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("NUMBA_DISABLE_JIT", None)
     done = subprocess.run([sys.executable, "-c", _BEGUN, entry, str(source), executor, dtype],
                           capture_output=True, text=True, env=env, timeout=200,
@@ -267,7 +267,7 @@ def test_a_recorded_function_calls_its_shared_kernel_in_a_new_process(tmp_path):
     import sys
     from pathlib import Path
 
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), HILBERT_CODEGEN="llvm",
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"),
                HILBERT_COMPILE="eager")
     env.pop("NUMBA_DISABLE_JIT", None)
 

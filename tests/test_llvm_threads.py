@@ -82,7 +82,6 @@ def threads_at(monkeypatch):
 
     def at(count: int) -> None:
         monkeypatch.setenv("HILBERT_THREADS", str(count))
-        monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
         monkeypatch.setattr(nest_threads, "count", lambda: count)
 
     return at
@@ -273,7 +272,7 @@ def test_captured_arrays_are_read_through_their_strides(threads_at):
 
 def test_values_a_nest_keeps_to_itself(threads_at):
     """A value assigned in the rows and read after the nest (assigned before it or not), or
-    carried from row to row, is no parallel nest's: left to Numba (said before anything
+    carried from row to row, is no parallel nest's: not lowered (said before anything
     compiles)."""
     threads_at(2)
     row = [Assign(("t",), (Sub(Var("a0"), (Var("i"),)),))]
@@ -316,7 +315,7 @@ def test_a_raise_in_rows_leaves_the_function_arounds_arrays_to_it(threads_at):
     """The rows' function frees none of the arrays the function around it made in its loops
     (those are in that function's slots: their raise is answered there, which frees them):
     lowered, NumPy's values, and the first failing row's error. An array made in the rows
-    themselves is left to Numba (no slot of the rows' own holds it)."""
+    themselves is not lowered (no slot of the rows' own holds it)."""
     threads_at(2)
     made = llvm.lowered(_rows_into_a_turns_row(), ["a0"], [Array("float64", 1)], "float64")
     assert isinstance(made, llvm_threads.Threaded)
@@ -416,7 +415,7 @@ def test_ctrl_c_stops_parallel_nests(script, call):
     from test_interrupt import HANDLER, interrupted
 
     out, _ = interrupted(call, script=HANDLER + script, environment={
-        "HILBERT_CODEGEN": "llvm", "HILBERT_COMPILE": "eager", "HILBERT_THREADS": "2",
+        "HILBERT_COMPILE": "eager", "HILBERT_THREADS": "2",
         "NUMBA_NUM_THREADS": "2"})
     assert "finished" not in out
     assert "interrupted 3 1.75" in out or "interrupted True" in out, out

@@ -233,22 +233,6 @@ def test_a_forked_child_runs_parallel_code_and_gets_the_parent_s_result(two_thre
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-def test_a_child_forked_from_a_process_with_parallel_code_on_gnu_openmp_runs_a_serial_twin(
-        monkeypatch):
-    from hilbert.executor.numba import cache
-
-    monkeypatch.setattr(threads, "_OWNER", os.getpid() + 1)  # as in a forked child
-    monkeypatch.setattr(cache, "_compiled", lambda digest, text, parallel, twin=False:
-                        ("compiled", parallel, twin))
-    assert cache.function("def run(a):\n    return a, 0\n", True, True) == (
-        "compiled", False, True)
-    threads.forget()
-    try:
-        assert threads.count() == 1 and not threads.usable()
-    finally:
-        threads.forget()
-
-
 _INHERITED: dict = {}
 
 

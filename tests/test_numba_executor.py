@@ -4,9 +4,7 @@ host fallback, step-count errors, the disk cache, and generated code free of use
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 import textwrap
 
@@ -177,7 +175,6 @@ def test_tiny_programs_are_written_for_their_exact_sizes(prelude, name):
 
 # ---------------------------------------------------------------- the seed's examples
 
-@pytest.mark.nojit
 def test_seed_fit_on_both_executors(executor):
     fits = hilbert.open("Prelude.Networks", executor=executor)
     x = [[0, 1], [1, 1], [2, 1], [3, 1]]
@@ -186,7 +183,6 @@ def test_seed_fit_on_both_executors(executor):
     np.testing.assert_array_equal(np.round(after, 6) + 0.0, [[1], [3], [5], [7]])
 
 
-@pytest.mark.nojit
 def test_layer_examples_agree(prelude):
     identity = np.eye(3)
     values = np.array([[1.0], [2.0], [3.0]])
@@ -421,7 +417,6 @@ def test_softmax_is_three_passes_and_no_more(prelude):
 
 # ---------------------------------------------------------------- edges
 
-@pytest.mark.nojit
 def test_ieee_edges_agree():
     source = ("fn f(a, b) ↦ max(a, b) + min(a, 0) + a / b + (a − a) / (b − b) + b ^ 0.5 "
               "+ einsum(\"ij,i->ij\", a, maximum(a, 1)) + exp(a · 1000)")
@@ -442,14 +437,12 @@ def test_empty_axes_agree():
         assert_agree(fast.g(a), slow.g(a))
 
 
-@pytest.mark.nojit
 def test_scalar_programs_answer_floats():
     mod = hilbert.compile_source("fn f(x, y) ↦ if x > y then x · 2 else (y − 1) / 0")
     assert mod.f(3, 1) == 6.0 and isinstance(mod.f(3, 1), float)
     assert mod.f(1, 3) == np.inf
 
 
-@pytest.mark.nojit
 @pytest.mark.parametrize("t, why", [(-1.0, "negative"), (2.5, "not whole"),
                                     (float("nan"), "not finite"), (float("inf"), "not finite"),
                                     (2.0 ** 60, "too large")])
@@ -475,7 +468,6 @@ def test_a_bad_step_count_inside_a_loop_is_refused_by_compiled_code():
 
 # ---------------------------------------------------------------- host fallback
 
-@pytest.mark.nojit
 def test_forced_host_ops_fall_back_per_node(monkeypatch):
     monkeypatch.setenv("HILBERT_NUMBA_HOST", "tanh")
     nets = hilbert.open("Prelude.Networks")
@@ -539,64 +531,6 @@ def test_generated_code_holds_no_text_from_the_source():
 
 
 # ---------------------------------------------------------------- the disk cache
-
-SCRIPT = """
-import warnings, numpy as np, hilbert
-warnings.simplefilter("always")
-mod = hilbert.compile_source("open Prelude.Arithmetic\\nfn f(t, a) ↦ g(t, a)\\n"
-                             "def g(t, a) ≔ if t = 0 then a else g(t − 1, softmaxRows(a) · CONSTANT)")
-a = np.arange(6.0).reshape(2, 3)
-print(repr(mod.f(3, a).round(12).tolist()))
-print("HITS", sum(mod.f.program(((), (2, 3))).region.function.stats.cache_hits.values()))
-"""
-
-
-def _run(directory, constant: float) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory))
-    env.pop("NUMBA_DISABLE_JIT", None)
-    script = SCRIPT.replace("CONSTANT", repr(constant))
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=300)
-
-
-def _expected(constant: float) -> str:
-    mod = hilbert.compile_source("open Prelude.Arithmetic\nfn f(t, a) ↦ g(t, a)\n"
-                                 f"def g(t, a) ≔ if t = 0 then a else g(t − 1, softmaxRows(a) · {constant!r})",
-                                 executor="reference")
-    return repr(mod.f(3, np.arange(6.0).reshape(2, 3)).round(12).tolist())
-
-
-def test_a_second_process_starts_warm(numba_front_end, tmp_path):
-    constant = 1.0 + np.random.default_rng().uniform()  # a source no earlier run has cached
-    first, second = _run(tmp_path, constant), _run(tmp_path, constant)
-    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
-    assert first.stdout.splitlines()[0] == second.stdout.splitlines()[0] == _expected(constant)
-    assert "HITS 0" in first.stdout and "HITS 1" in second.stdout
-    assert list(tmp_path.glob("hb_*.py")) and "RuntimeWarning" not in second.stderr
-
-
-def test_an_unusable_cache_directory_warns_and_compiles_in_memory(numba_front_end, tmp_path):
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a directory")
-    result = _run(blocker / "cache", 2.5)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0] == _expected(2.5)
-    assert "cannot use the cache directory" in result.stderr
-
-
-def test_corrupt_cache_files_are_replaced(numba_front_end, tmp_path):
-    constant = 3.0 + np.random.default_rng().uniform()
-    assert _run(tmp_path, constant).returncode == 0
-    for path in tmp_path.glob("hb_*.py"):
-        path.write_text("this is not Python")
-    for path in (tmp_path / "numba").glob("*.nbi"):
-        path.write_bytes(b"\x80\x04 garbage")
-    result = _run(tmp_path, constant)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0] == _expected(constant)
-    assert "unreadable" in result.stderr  # the index is reset, with a warning
-    assert _run(tmp_path, constant).stdout.splitlines()[1] == "HITS 1"  # and warm again after
-
 
 def test_the_cache_directory_defaults_under_the_user_cache(monkeypatch, tmp_path):
     monkeypatch.delenv(cache.ENVIRONMENT, raising=False)

@@ -201,7 +201,6 @@ def warning_calls():
             ("spun", (3.0, big, big[0])), ("scalar", (0.0,)), ("scalar", (-1.0,))]
 
 
-@pytest.mark.nojit
 def test_no_numpy_warning_escapes_on_inf_and_nan_data(executor):
     mod = hilbert.compile_source(WARNING_PROGRAMS, executor=executor)
     for name, args in warning_calls():

@@ -104,9 +104,8 @@ def test_a_call_run_as_blocks_of_rows_says_so_before_it_is_built(monkeypatch):
 
 @pytest.mark.skipif(PYTHON_MODE, reason="NUMBA_DISABLE_JIT=1: nothing is built")
 def test_the_plan_says_which_back_end_builds_its_code_before_the_build(monkeypatch):
-    """Under HILBERT_CODEGEN=llvm the plan says what builds each generated function (the llvm
-    back end, or Numba where it does not lower it) before the build, and the same after."""
-    monkeypatch.setenv("HILBERT_CODEGEN", "llvm")
+    """The plan says what builds each generated function (the llvm back end; where it does
+    not lower one, why the calls stay on the host) before the build, and the same after."""
     f = hilbert.compile_source(NORMED).function("normed")
     before, program, after = _planned_then_built(f, [(256, 64)])
     assert "generated function 1 built by llvm" in before and before == after

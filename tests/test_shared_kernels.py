@@ -1,14 +1,7 @@
-"""The shared kernels generated code calls for products and copies (executor/numba/kernels.py): each
-agrees with NumPy in every layout, and a program built with them compiles none of Numba's
-error-message machinery (issue 27: cold compile time)."""
+"""The shared kernels for products and copies (executor/numba/kernels.py): each agrees with NumPy
+in every layout."""
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -70,42 +63,3 @@ def test_transposed_views_agree_with_numpy():
     np.testing.assert_array_equal(seen, x.transpose(1, 2, 0))
     seen[1, 2, 3] = 42.0  # a view: it writes into x
     assert x[3, 1, 2] == 42.0
-
-
-_COUNT = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    from numba.core import event
-
-    compiled = []
-
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            pass
-
-        def on_end(self, ev):
-            compiled.append(ev.data["dispatcher"].py_func.__module__)
-
-    event.register("numba:compile", Listener())
-    import hilbert
-    lstm = hilbert.compile_source("open Prelude.Sequences\\nfn run(x, h, c, wx, wh, b) ↦ "
-                                  "lstm(x, h, c, wx, wh, b)").run
-    rng = np.random.default_rng(0)
-    args = [rng.normal(size=s) * 0.1 for s in
-            [(6, 3, 4), (3, 5), (3, 5), (4, 5, 4), (5, 5, 4), (5, 4)]]
-    lstm(*args)
-    print(json.dumps({"modules": sorted(set(compiled))}))
-""")
-
-
-def test_a_program_with_a_relayout_compiles_no_string_formatting(numba_front_end, tmp_path):
-    """Numba's own transpose-and-copy compiles the formatting of its shape errors (unicode,
-    hashing: seconds) into every program that uses it; hilbert's kernels format nothing."""
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path), HILBERT_COMPILE="eager")
-    done = subprocess.run([sys.executable, "-c", _COUNT], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    modules = json.loads(done.stdout.splitlines()[-1])["modules"]
-    assert any(m.startswith("hilbert_generated") for m in modules), modules  # it compiled
-    assert not [m for m in modules if m.startswith(("numba.cpython.unicode",
-                                                    "numba.cpython.hashing"))], modules

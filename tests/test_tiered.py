@@ -6,18 +6,16 @@ code at a step boundary when its loop starts from the call's parameters. Both ti
 the reference executor and NumPy, inf and NaN included; plans are kept per entry and
 signature.
 
-The rest of the suite builds every call's code at its first call (conftest.py sets
-HILBERT_COMPILE=eager); these tests set the tier setting themselves. Structure is checked by
-the programs' state and Numba's compile events, never by timing. They are tests of the tiers
-under Numba's front end (HILBERT_CODEGEN=numba, pinned here), whose builds take seconds to
-minutes: the LLVM back end, the default, compiles every call first (tests/test_one_answer.py).
+Every call's code is built at its first call by default (HILBERT_COMPILE=eager, which
+conftest.py sets too); these tests set the tier setting themselves (`background`, or N, for
+the tiers). Structure is checked by the programs' state and the LLVM back end's count of
+machine code compiled or loaded (executor/llvm/compile.py's COUNTS), never by timing.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -30,17 +28,15 @@ from conftest import assert_agree
 from hilbert.compiler import driver
 from hilbert.compiler.plan import contraction
 from hilbert.executor import codegen, planned
+from hilbert.executor.llvm import compile as machine
 from hilbert.executor.numba import executor as numba_exec
 from hilbert.executor.numba import tiers
-from numba.core import event
 from opt_einsum.testing import rand_equation
 
 import hilbert
 
-pytestmark = pytest.mark.usefixtures("numba_front_end")
-
 #: One einsum that is no plain product (a scalar out of four operands), one with a diagonal,
-#: and entrywise work around a product: each needs Numba to compile.
+#: and entrywise work around a product: each needs compiling.
 SOURCE = """
 fn ring(a, b, c, d) ↦ einsum("ij,jk,kl,li->", a, b, c, d)
 fn diagonal(a, b) ↦ einsum("ii,ij->j", a, b)
@@ -63,17 +59,16 @@ def ring_arguments(rng, n: int = 5) -> list[np.ndarray]:
 
 
 def compiles_during(call) -> tuple[object, int]:
-    """`call()`'s result and how many functions Numba compiled (or loaded) meanwhile, in any
-    thread of this process."""
-    with event.install_recorder("numba:compile") as recorder:
-        result = call()
-    return result, sum(1 for _, e in recorder.buffer if e.is_start)
+    """`call()`'s result and how many functions' machine code the LLVM back end compiled (or
+    loaded from the disk cache) meanwhile, in any thread of this process."""
+    before = sum(machine.COUNTS.values())
+    result = call()
+    return result, sum(machine.COUNTS.values()) - before
 
 
 # ---------------------------------------------------------------- the first call never waits
 
 
-@pytest.mark.nojit
 def test_the_first_call_runs_on_the_host_and_generates_nothing(setting, rng):
     setting("2")
     mod = hilbert.compile_source(SOURCE)
@@ -85,11 +80,10 @@ def test_the_first_call_runs_on_the_host_and_generates_nothing(setting, rng):
     assert program._second is None and not program.queued  # no code, no build queued
     assert not program.built
     notes = "\n".join(program.plan.notes)
-    assert "the first calls run on the host" in notes and "built" not in notes.split("(")[0]
+    assert "runs the first calls on the host while it is built)" in notes
     np.testing.assert_allclose(value, np.einsum("ij,jk,kl,li->", *args), rtol=1e-12)
 
 
-@pytest.mark.nojit
 def test_the_second_call_compiles_in_the_background_then_calls_run_compiled(setting, rng):
     setting("2")
     mod = hilbert.compile_source(SOURCE)
@@ -102,7 +96,7 @@ def test_the_second_call_compiles_in_the_background_then_calls_run_compiled(sett
     assert program.wait(600) and program.built
     third = mod.ring(*args)
     assert mod.ring.tier == "compiled" and program.host_calls == 2
-    assert program.region.generated.compiled  # what runs now is Numba's
+    assert program.region.generated.compiled  # what runs now is compiled code
     for value in (first, second, third):
         np.testing.assert_allclose(value, ref.ring(*args), rtol=1e-12)
     # (the plan reads the same before and after the build: `built` and `tier` say which ran)
@@ -156,16 +150,6 @@ def test_a_bad_setting_is_a_coded_error(setting, text):
     assert raised.value.code == "E600" and "HILBERT_COMPILE" in raised.value.message
 
 
-def test_a_bad_builds_setting_is_a_coded_error_at_the_call_that_queues_a_build(setting,
-                                                                               monkeypatch):
-    setting("1")
-    monkeypatch.setenv("HILBERT_BUILDS", "sometimes")
-    mod = hilbert.compile_source(SOURCE)
-    with pytest.raises(hilbert.HilbertError) as raised:
-        mod.ring(*ring_arguments(np.random.default_rng(0)))
-    assert raised.value.code == "E600" and "HILBERT_BUILDS" in raised.value.message
-
-
 def _looped(a, b, steps):
     """LOOP's f in NumPy."""
     for _ in range(steps):
@@ -175,7 +159,7 @@ def _looped(a, b, steps):
 
 @pytest.fixture
 def slow_compiler(monkeypatch):
-    """Numba's compilation made to wait until the test says go (`release`): what a build that
+    """The build's compiling made to wait until the test says go (`release`): what a build that
     takes minutes looks like to the calls, without the minutes."""
     go = threading.Event()
     original = numba_exec.CompiledRegion.compile
@@ -189,9 +173,8 @@ def slow_compiler(monkeypatch):
     go.set()  # (a build still waiting ends)
 
 
-@pytest.mark.nojit
 def test_a_call_with_loops_starts_on_the_host_without_waiting(monkeypatch, slow_compiler, rng):
-    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)  # the default
+    monkeypatch.setenv(numba_exec.COMPILE_ENVIRONMENT, "background")
     mod = hilbert.compile_source(LOOP)
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) / 4
     plan = mod.f.plan((), a.shape, b.shape)
@@ -210,11 +193,10 @@ def test_a_call_with_loops_starts_on_the_host_without_waiting(monkeypatch, slow_
     assert_agree(second, first)
 
 
-@pytest.mark.nojit
 def test_a_running_loop_moves_to_compiled_code_at_a_step_boundary(monkeypatch, slow_compiler, rng):
     """The build is released at the third step boundary and waited for there: the call's
     remaining steps run compiled, from the state the host reached, with the same answer."""
-    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
+    monkeypatch.setenv(numba_exec.COMPILE_ENVIRONMENT, "background")
     monkeypatch.setattr(tiers, "SHORT_LOOP_S", 0.0)  # (however fast the host's steps)
     original = numba_exec.TieredProgram._boundary
     seen = []
@@ -238,12 +220,11 @@ def test_a_running_loop_moves_to_compiled_code_at_a_step_boundary(monkeypatch, s
     assert np.shares_memory(value, a) is False
 
 
-@pytest.mark.nojit
 def test_a_loop_that_starts_from_computed_values_moves_at_the_next_call(monkeypatch, rng):
     """g starts from tanh(a), which the compiled code would compute again from a: such a
-    call cannot move, so it runs to its end on the host and queues the build only then (Numba
-    loading beside its steps would only slow them down); the next call runs compiled."""
-    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
+    call cannot move, so it runs to its end on the host and queues the build only then (a
+    build beside its steps would only slow them down); the next call runs compiled."""
+    monkeypatch.setenv(numba_exec.COMPILE_ENVIRONMENT, "background")
     source = LOOP.replace("↦ g(t, a, b)", "↦ g(t, tanh(a), b)")
     original = numba_exec.TieredProgram._boundary
     queued = []
@@ -268,14 +249,13 @@ def test_a_loop_that_starts_from_computed_values_moves_at_the_next_call(monkeypa
         np.testing.assert_allclose(value, _looped(np.tanh(a), b, 4), rtol=1e-12)
 
 
-@pytest.mark.nojit
 @pytest.mark.parametrize(("short", "during"), [(1e9, False), (0.0, True)])
 def test_a_short_loop_builds_after_its_call(short, during, monkeypatch, rng):
     """A loop the host would finish within SHORT_LOOP_S at the pace of its first step queues
-    its build when the call ends (so Numba does not slow its steps down); a longer one at its
+    its build when the call ends (so the build does not slow its steps down); a longer one at its
     first step boundary, so that the call can move to it. The pace is the machine's, so the
     limit is set to the two extremes here."""
-    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
+    monkeypatch.setenv(numba_exec.COMPILE_ENVIRONMENT, "background")
     monkeypatch.setattr(tiers, "SHORT_LOOP_S", short)
     original = numba_exec.TieredProgram._boundary
     queued = []
@@ -388,7 +368,6 @@ def test_the_host_tier_runs_each_planned_step(monkeypatch):
                      for s in steps]
 
 
-@pytest.mark.nojit
 def test_only_the_branch_taken_runs_on_the_host(setting):
     setting("never")
     mod = hilbert.compile_source("fn f(t, x) ↦ if t < 3 then x[t] · 2 else 0")
@@ -494,27 +473,22 @@ def test_threads_making_first_calls_while_the_code_compiles(setting):
 SECOND_PROCESS = """
 import json
 import numpy as np
-from numba.core import event
 import hilbert
+from hilbert.executor.llvm import compile as machine
 mod = hilbert.compile_source(SOURCE)
 args = [np.full((5, 5), 0.1 * (i + 1)) for i in range(4)]
-with event.install_recorder("numba:compile") as recorder:
-    mod.ring(*args)
-    tiers = [mod.ring.tier]
-    mod.ring(*args)
-    built = mod.ring.program(((5, 5),) * 4).wait(600)
-    mod.ring(*args)
-    tiers.append(mod.ring.tier)
-print(json.dumps({"tiers": tiers, "built": built,
-                  "compiles": sum(1 for _, e in recorder.buffer if e.is_start),
-                  "hits": sum(mod.ring.program(((5, 5),) * 4).region.function.stats
-                              .cache_hits.values())}))
+mod.ring(*args)
+tiers = [mod.ring.tier]
+mod.ring(*args)
+built = mod.ring.program(((5, 5),) * 4).wait(600)
+mod.ring(*args)
+tiers.append(mod.ring.tier)
+print(json.dumps({"tiers": tiers, "built": built, **machine.COUNTS}))
 """
 
 
-def _second_process(directory, builds: str) -> dict:
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory), HILBERT_COMPILE="2",
-               HILBERT_BUILDS=builds)
+def _second_process(directory) -> dict:
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(directory), HILBERT_COMPILE="2")
     env.pop("NUMBA_DISABLE_JIT", None)
     done = subprocess.run([sys.executable, "-c", SECOND_PROCESS.replace("SOURCE", repr(SOURCE))],
                           capture_output=True, text=True, env=env, timeout=600)
@@ -522,134 +496,16 @@ def _second_process(directory, builds: str) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-@pytest.mark.parametrize("builds", [
-    "process", pytest.param("thread", marks=pytest.mark.slow)])  # (HILBERT_BUILDS=thread: 16 s)
-def test_the_background_build_uses_the_disk_cache(tmp_path, builds):
-    """Built in a thread, the cold process compiles the code itself; built in a process of its
-    own, the child compiles it and the cold process loads it from the disk cache. The warm
-    process loads it either way."""
-    cold = _second_process(tmp_path / "cache", builds)
+def test_the_background_build_uses_the_disk_cache(tmp_path):
+    """HILBERT_COMPILE=2: the second call queues the build, in a thread of the process, and a
+    later call runs compiled. The cold process compiles the machine code; the warm one loads
+    it from the disk cache, compiling nothing."""
+    cold = _second_process(tmp_path / "cache")
     assert cold["tiers"] == ["host", "compiled"] and cold["built"]
-    if builds == "thread":
-        assert cold["compiles"] > 0
-    else:
-        assert cold["compiles"] == 0 and cold["hits"] == 1
-    warm = _second_process(tmp_path / "cache", builds)
+    assert cold["compiled"] > 0
+    warm = _second_process(tmp_path / "cache")
     assert warm["tiers"] == ["host", "compiled"] and warm["built"]
-    assert warm["compiles"] == 0 and warm["hits"] == 1
-
-
-#: A process that calls LOOP's f once, with the default tiers, and ends at once; it reports
-#: its answer and, when asked, how many functions Numba compiled while its build ran.
-_ONE_LOOP_CALL = """
-import json, sys
-import numpy as np
-from numba.core import event
-import hilbert
-from hilbert.executor.numba import executor as numba_exec
-f = hilbert.compile_source(sys.argv[1]).f
-a, b = np.eye(3) * 0.5, np.full((3, 3), 0.25)
-value = f(5, a, b)
-report = {"value": value.tolist(), "tier": f.tier}
-if sys.argv[2] == "wait":
-    with event.install_recorder("numba:compile") as recorder:
-        assert f.program(((), (3, 3), (3, 3))).wait(600)
-    report["compiles"] = sum(1 for _, e in recorder.buffer if e.is_start)
-print(json.dumps(report))
-"""
-
-
-def _one_loop_call(cache, builds: str, mode: str) -> dict:
-    """_ONE_LOOP_CALL's report, run in a fresh process with the default tiers."""
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(cache), HILBERT_BUILDS=builds)
-    env.pop(numba_exec.COMPILE_ENVIRONMENT, None)
-    env.pop("NUMBA_DISABLE_JIT", None)
-    done = subprocess.run([sys.executable, "-c", _ONE_LOOP_CALL, LOOP, mode], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
-
-
-def _looped_answer() -> np.ndarray:
-    want = np.eye(3) * 0.5
-    for _ in range(5):
-        want = np.tanh(want @ np.full((3, 3), 0.25))
-    return want
-
-
-@pytest.mark.slow  # (HILBERT_BUILDS=thread, two cold processes: 14 s)
-def test_built_in_a_thread_a_process_ends_after_its_loops_are_built_for_the_next(tmp_path):
-    """Under HILBERT_BUILDS=thread the first process's call runs on the host and the process
-    ends right after it: its exit waits for the loop's build, so the next process loads the
-    machine code from the disk cache, compiling nothing."""
-    first = _one_loop_call(tmp_path / "cache", "thread", "exit")
-    assert first["tier"] == "host"
-    assert len(list((tmp_path / "cache" / "built").iterdir())) == 1  # built before the exit
-    second = _one_loop_call(tmp_path / "cache", "thread", "wait")
-    assert second["compiles"] == 0  # loaded from the disk cache
-    for report in (first, second):
-        np.testing.assert_allclose(report["value"], _looped_answer(), rtol=1e-12)
-
-
-@pytest.mark.timeout(900)
-def test_a_build_left_at_exit_is_finished_for_the_next_process(tmp_path):
-    """By default the first process's call runs on the host and the process ends right after
-    it, leaving its loop's build to a process of its own; once that has kept the code, the
-    next process loads it from the disk cache, compiling nothing itself."""
-    first = _one_loop_call(tmp_path / "cache", "process", "exit")
-    assert first["tier"] == "host"
-    built = tmp_path / "cache" / "built"
-    for _ in range(6000):  # (the child left to finish: at most ten minutes)
-        if built.is_dir() and any(built.iterdir()):
-            break
-        threading.Event().wait(0.1)
-    assert len(list(built.iterdir())) == 1
-    second = _one_loop_call(tmp_path / "cache", "process", "wait")
-    assert second["compiles"] == 0  # loaded from the disk cache
-    for report in (first, second):
-        np.testing.assert_allclose(report["value"], _looped_answer(), rtol=1e-12)
-
-
-#: A process that starts its loop's build and ends right after its first (host) result, where
-#: no build can end: compiling in this process never returns, and the process of its own is a
-#: stand-in (argv[2], for sys.executable) that notes its id and sleeps.
-_EXIT_AT_ONCE = """
-import json, sys, threading
-import numpy as np
-import hilbert
-from hilbert.executor.numba import regions
-regions.CompiledRegion.compile = lambda self: threading.Event().wait()
-sys.executable = sys.argv[2]
-f = hilbert.compile_source(sys.argv[1]).f
-value = f(5, np.eye(3) * 0.5, np.full((3, 3), 0.25))
-print(json.dumps({"value": value.tolist(), "tier": f.tier}), flush=True)
-"""
-
-
-@pytest.mark.skipif(os.name != "posix", reason="the stand-in child is a shell script")
-@pytest.mark.timeout(300)
-def test_the_exit_waits_for_no_build(tmp_path):
-    """The process ends with its build under way (a build that never ends), its output read to
-    its end by this test: the exit joined no build, and the build's process holds none of the
-    parent's pipes. That process is left running (then stopped here)."""
-    ids = tmp_path / "children"
-    stand_in = tmp_path / "python"
-    stand_in.write_text(f"#!/bin/sh\necho $$ >> {ids}\nexec sleep 600\n")
-    stand_in.chmod(0o700)
-    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"))
-    for setting in (numba_exec.COMPILE_ENVIRONMENT, "HILBERT_BUILDS", "NUMBA_DISABLE_JIT"):
-        env.pop(setting, None)
-    done = subprocess.run([sys.executable, "-c", _EXIT_AT_ONCE, LOOP, str(stand_in)], env=env,
-                          capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout.splitlines()[-1])
-    assert report["tier"] == "host"
-    np.testing.assert_allclose(report["value"], _looped_answer(), rtol=1e-12)
-    children = [int(line) for line in ids.read_text().split()]
-    assert children  # (its build was handed to one)
-    for child in children:
-        os.kill(child, 0)  # still running: left, not waited for (ProcessLookupError else)
-        os.kill(child, signal.SIGTERM)
+    assert warm["compiled"] == 0 and warm["loaded"] > 0
 
 
 # ---------------------------------------------------------------- planning is kept
@@ -748,11 +604,10 @@ def test_a_model_says_which_tier_its_latest_call_ran_on(setting):
     assert plain.tier == "compiled"  # eager: built before the first call, as before
 
 
-@pytest.mark.nojit
 def test_a_train_call_never_waits_for_a_slow_compiler(monkeypatch, slow_compiler, rng):
     """A model's train call whose code is still compiling runs its steps on the host, with the
     reference executor's answer; once the build ends the next call runs compiled."""
-    monkeypatch.delenv(numba_exec.COMPILE_ENVIRONMENT, raising=False)
+    monkeypatch.setenv(numba_exec.COMPILE_ENVIRONMENT, "background")
     source = ("model Fit(n) : Learner {\n  weight w : Tensor[n] from 0\n"
               "  def train(x, y, rate) {\n"
               "    w ≔ w − rate · einsum(\"ni,n->i\", x, einsum(\"ni,i->n\", x, w) − y)\n  }\n}")
@@ -796,3 +651,33 @@ def test_a_build_the_first_call_waits_for_says_so(shown, capsys, monkeypatch):
     second = capsys.readouterr().err
     assert ("compiling f for scalar, 3×3, 3×3" in first) == (shown == "1")
     assert second == ""
+
+
+#: A process under NUMBA_DISABLE_JIT=1 (Numba's debugging mode): SOURCE's ring, called.
+_NOT_JITTED = """
+import json
+import numpy as np
+import hilbert
+mod = hilbert.compile_source(SOURCE)
+args = [np.full((5, 5), 0.1 * (i + 1)) for i in range(4)]
+value = mod.ring(*args)
+print(json.dumps({"value": float(value), "tier": mod.ring.tier,
+                  "notes": mod.ring.plan(*(a.shape for a in args)).all_notes}))
+"""
+
+
+def test_numba_disable_jit_keeps_every_call_on_the_host(tmp_path):
+    """NUMBA_DISABLE_JIT=1 runs the shared kernels compiled code calls as Python: nothing is
+    compiled, every call runs on the host tier (even under HILBERT_COMPILE=eager), with NumPy's
+    answer, and the plan says why."""
+    env = dict(os.environ, HILBERT_CACHE_DIR=str(tmp_path / "cache"), NUMBA_DISABLE_JIT="1",
+               HILBERT_COMPILE="eager")
+    done = subprocess.run([sys.executable, "-c", _NOT_JITTED.replace("SOURCE", repr(SOURCE))],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["tier"] == "host"
+    assert any("NUMBA_DISABLE_JIT=1" in n and "nothing is compiled" in n
+               for n in report["notes"]), report["notes"]
+    args = [np.full((5, 5), 0.1 * (i + 1)) for i in range(4)]
+    np.testing.assert_allclose(report["value"], np.einsum("ij,jk,kl,li->", *args), rtol=1e-12)

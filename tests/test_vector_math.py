@@ -210,13 +210,6 @@ def test_a_sum_in_any_order_vectorises_with_its_exps():
     assert re.search(r"vaddpd\s+%[yz]mm", assembly)
 
 
-@pytest.mark.nojit
-def test_python_mode_uses_numpys_functions():
-    if not vmath.PYTHON_MODE:
-        pytest.skip("only under NUMBA_DISABLE_JIT=1")
-    assert (kernels.exp, kernels.log, kernels.tanh) == (np.exp, np.log, np.tanh)
-
-
 def test_the_disk_cache_key_covers_vmath():
     """Generated code inlines these kernels: a change to them must recompile it."""
     assert vmath.STAMP in kernels.STAMP
@@ -228,7 +221,6 @@ PROGRAM = "fn e(x) ↦ exp(x)\nfn l(x) ↦ ln(x)\nfn t(x) ↦ tanh(x)\n"
 ENTRY = {"exp": "e", "log": "l", "tanh": "t"}
 
 
-@pytest.mark.nojit
 @pytest.mark.parametrize("name", list(NUMPY))
 def test_programs_agree_with_numpy_on_both_executors(name, executor, rng):
     module = hilbert.compile_source(PROGRAM, executor=executor)
@@ -254,7 +246,6 @@ fn total(x) ↦ einsum("ij->", exp(x))
 """
 
 
-@pytest.mark.nojit
 def test_fused_kernels_agree_with_the_reference(rng):
     """exp, ln and tanh inside fused loop nests, row sums and scalar reductions."""
     fast = hilbert.compile_source(SOFTMAX)

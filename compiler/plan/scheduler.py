@@ -248,12 +248,12 @@ class _Scheduler:
         self.steps += len(runs)
         return Contraction(tuple(path), tuple(steps), numbers, tuple(runs))
 
-    def compiled(self, backend: str, arrays: int, dtype: str = "float64") -> bool:
+    def compiled(self, arrays: int, dtype: str = "float64") -> bool:
         """Whether the function is compiled. A tensor network's steps alone (more of them than
         NETWORK_STEPS, each nameable by numpy.einsum, so NumPy calls can run them) are
-        weighed: compiled where the cost model says compiling pays under `backend`, the
-        function taking `arrays` arrays (building.py; `weighed` says why), lone products
-        included, whose NumPy calls cost more than compiled code's. Otherwise where something
+        weighed: compiled where the cost model says compiling pays, the function taking
+        `arrays` arrays (building.py; `weighed` says why), lone products included, whose NumPy
+        calls cost more than compiled code's. Otherwise where something
         needs compiling, or the nests chosen over products save enough (COMPILING_PAYS_NS)."""
         wanted = self.compiles or self.saved >= COMPILING_PAYS_NS
         if self.other_code:
@@ -264,8 +264,7 @@ class _Scheduler:
         self.cost = 0.0
         hosted = [(made, node, self._contraction(node, shapes, host=True))
                   for made, node, shapes in self.contractions]
-        self.weighed = building.weigh(steps, self.levels, compiled, self.cost, arrays, backend,
-                                      dtype)
+        self.weighed = building.weigh(steps, self.levels, compiled, self.cost, arrays, dtype)
         if not self.weighed.compiles:
             for made, node, decided in hosted:
                 made.contractions[node] = decided
@@ -404,13 +403,10 @@ class Machine:
     """What the executor tells the scheduler of the machine it runs on: how many `threads` a
     compiled function's nests may use (executor/threads.py), and whether a loop-free
     function's products may be shared out among them (`splits`: there are threads, on a layer
-    whose idle threads sleep, and a BLAS whose threads can be set for the call), and which
-    back end builds its compiled code (`builds`: "numba" or "llvm", HILBERT_CODEGEN), whose
-    build time the cost model weighs for a tensor network (building.py)."""
+    whose idle threads sleep, and a BLAS whose threads can be set for the call)."""
 
     threads: int = 1
     splits: bool = False
-    builds: str = "numba"
 
 
 def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: ShapeTable,
@@ -421,7 +417,7 @@ def decide(root: ir.Node, inputs: tuple[ir.Node, ...], scope: Scope, table: Shap
     which of its nests run on threads and which run as one loop over rows (row_loops.py)."""
     scheduler = _Scheduler(table, optimize, paths)
     top = scheduler.block(_Frame(table.scopes[scope], set(inputs)), scope, [root])
-    if scheduler.compiled(machine.builds, len(inputs), dtype):
+    if scheduler.compiled(len(inputs), dtype):
         scheduler.compiles = True
     else:
         scheduler.as_host()

@@ -350,14 +350,12 @@ def generate(region: Region, table: ShapeTable, optimize: str, exact: bool = Fal
 
 def machine() -> scheduler.Machine:
     """This machine as the scheduler needs it: hilbert's threads (executor/threads.py) and
-    whether products may be shared out among them (executor/blas_threads.py), and the back end
-    that builds compiled code (executor/llvm: HILBERT_CODEGEN)."""
-    from .. import blas_threads, llvm, threads
+    whether products may be shared out among them (executor/blas_threads.py)."""
+    from .. import blas_threads, threads
 
     count = threads.count()
     return scheduler.Machine(count, count >= 2 and threads.expected_layer() == "workqueue"
-                             and blas_threads.controllable(),
-                             "llvm" if llvm.wanted() else "numba")
+                             and blas_threads.controllable())
 
 
 def is_tiny(table: ShapeTable) -> bool:

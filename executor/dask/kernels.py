@@ -1,6 +1,6 @@
 """Entrywise regions on dask arrays: each maximal region of entrywise work is one blockwise
 map of the numba executor's generated code for the same region (one task per block, however
-long the region), only its source travelling with a task."""
+long the region), compiled by the LLVM back end; only its loop IR travels with a task."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 from ...compiler import ir
 from ...compiler.ops.primitives import having
 from ...compiler.passes.shapes import ShapeTable
-from .. import codegen
+from .. import codegen, llvm, threads
 from ..numba import cache
 
 _ENTRYWISE = having("entrywise")
@@ -21,20 +21,49 @@ _ENTRYWISE = having("entrywise")
 @dataclass(frozen=True)
 class BlockKernel:
     """A fused entrywise region's generated function applied to one block of each input. Only
-    its source travels with a task: each worker process compiles it once (or loads it from
-    hilbert's disk cache), as the numba executor does."""
+    its loop IR (`body`, of parameters `args`, each of `ranks`: 0 for a number) and source
+    travel with a task: each worker process lowers and compiles it once (or loads its machine
+    code from hilbert's disk cache), as the numba executor does; code that needs no compiling
+    (`compiled` False) runs its source as Python."""
 
     source: str
     compiled: bool
-    parallel: bool
     scalars: frozenset[int]
+    body: tuple = ()
+    args: tuple[str, ...] = ()
+    ranks: tuple[int, ...] = ()
 
     def __call__(self, *blocks):
-        run = cache.function(self.source, self.compiled, self.parallel)
+        run = _function(self)
         args = [np.float64(b) if i in self.scalars else _compiled_layout(b)
                 for i, b in enumerate(blocks)]
         with np.errstate(all="ignore"):
             return run(*args)[0]
+
+    def lowered(self):
+        """The function the LLVM back end lowered (compiled at its first call), or
+        llvm.Unsupported."""
+        from ..llvm.types import Array
+
+        params = [Array("float64", r) if r else "float64" for r in self.ranks]
+        return llvm.lowered(list(self.body), list(self.args), params, "float64",
+                            contiguous=True)  # (`_compiled_layout` makes every block C-ordered)
+
+
+def _function(kernel: BlockKernel):
+    """`kernel`'s function in this process, made once per source; in a process forked from one
+    that ran parallel code on GNU OpenMP (threads.usable), lowered again, as its serial twin."""
+    key = (kernel.source, threads.usable())
+    found = _FUNCTIONS.get(key)
+    if found is None:
+        found = kernel.lowered() if kernel.compiled else cache.function(kernel.source)
+        _FUNCTIONS[key] = found
+    return found
+
+
+#: Each kernel's function in this process, by its source (the same text, the same function)
+#: and whether parallel code may run here.
+_FUNCTIONS: dict[tuple[str, bool], object] = {}
 
 
 def _compiled_layout(block) -> np.ndarray:
@@ -95,7 +124,14 @@ class Kernels:
         generated = codegen.generate(codegen.Region(root, tuple(inputs), scope), self.table,
                                      self.optimize, fast=self.fast)
         scalars = frozenset(i for i, n in enumerate(inputs) if shapes[n] == ())
-        kernel = BlockKernel(generated.source, generated.compiled, generated.parallel, scalars)
+        kernel = BlockKernel(generated.source, generated.compiled, scalars,
+                             tuple(generated.body), tuple(generated.args),
+                             tuple(len(shapes[n]) for n in inputs))
+        if generated.compiled:
+            try:
+                kernel.lowered()  # (LLVM IR only: compiled in the worker that first runs it)
+            except llvm.Unsupported:
+                return None  # (its operations run one by one, as dask's own)
         return Kernel(kernel, tuple(inputs))
 
     def blockwise(self, kernel: Kernel, values: list, shape: tuple[int, ...]):

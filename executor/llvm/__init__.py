@@ -29,44 +29,33 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     kept.py         object code in the disk cache, under a hash of the IR and what else it depends on
     call.py         the Python side of the ABI: packing, calling, memory handed back
     cpython.py      the entry from Python as machine code: objects read, values made
-    unsupported.py  the signal that a function is left to Numba
+    unsupported.py  the signal that a function is not lowered (its calls stay on the host tier)
 
 Loops (`while True`, `break`, the Ctrl-C check of the `stop` flag, the step count) and the
 coded runtime errors they raise (answered by number through the ABI, raised by call.py as
 Numba-built code raises them) are lowered, and parallel nests, on the threads of Numba's
 threading layer (threads.py says why those).
 
-HILBERT_CODEGEN=llvm asks for it (`wanted`); a function outside what it lowers raises
-`Unsupported` while it is lowered, before anything compiles, and is built by Numba."""
+It is the numba executor's one code generator (issue 48 item 3 removed the path through
+Numba's front end). A function outside what it lowers raises `Unsupported` while it is lowered,
+before anything compiles: the call's plan then keeps its calls on the host tier, saying why
+(executor/numba/schedules.py)."""
 
 from __future__ import annotations
 
 import threading
 
-from ...compiler import settings
 from .unsupported import Unsupported
 
 # (nothing else at import: the numba executor imports this package on its first call, which
 # the code generator and llvmlite must not slow down; `lowered` imports them)
-__all__ = ["Unsupported", "lowered", "wanted"]
-
-#: The setting that chooses the code generator's back end, and its values.
-ENVIRONMENT = "HILBERT_CODEGEN"
-CHOICES = ("numba", "llvm")
-
-
-def wanted() -> bool:
-    """Whether HILBERT_CODEGEN asks for this back end, the default (an ArgumentError, E600, if
-    it is neither numba nor llvm)."""
-    chosen = settings.text(ENVIRONMENT).lower() or "llvm"
-    if chosen not in CHOICES:
-        raise settings.not_understood(ENVIRONMENT, chosen, " or ".join(CHOICES))
-    return chosen == "llvm"
+__all__ = ["Unsupported", "begin_kernels", "lowered"]
 
 
 def begin_kernels(dtype: str | None) -> None:
     """The product kernel that calls of `dtype` (None: float64, NumPy's default) multiply with,
-    begun on a thread of its own where this back end builds (shared.py): a module's load calls
+    begun on a thread of its own where code is compiled (shared.py; not under NUMBA_DISABLE_JIT,
+    which keeps every call on the host tier): a module's load calls
     this before its front half runs, which the kernel's LLVM compile then runs beside (the
     product kernel is the same in every program, and most programs multiply). A process that
     never multiplies pays a core's 0.2–0.3 s for it, once a cache (its machine code is kept);
@@ -76,7 +65,7 @@ def begin_kernels(dtype: str | None) -> None:
 
     chosen = dtype or "float64"
     try:
-        if chosen not in ("float64", "float32") or not wanted() or python_mode():
+        if chosen not in ("float64", "float32") or python_mode():
             return
     except Exception:  # noqa: BLE001 (a setting not understood: the call reports it)
         return

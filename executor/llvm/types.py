@@ -3,7 +3,7 @@ parameters' as Numba infers them: a scalar (complex128, complex64, float64, floa
 bool) or an array of a dtype and rank. A local assigned values of several number types takes
 their union (int64 and float32: float64; complex64 and float64: complex128), as Numba unifies
 them; anything else (an array assigned twice with
-different ranks, a string, a slice) is `Unsupported`, and the function is built by Numba."""
+different ranks, a string, a slice) is `Unsupported`, and the call stays on the host tier."""
 
 from __future__ import annotations
 

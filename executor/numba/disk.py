@@ -1,4 +1,4 @@
-"""Numba's cache of hilbert's functions (shared kernels and generated code), kept in the private
+"""Numba's cache of hilbert's shared kernels, kept in the private
 cache directory (compiler/directory.py, which checks it before anything in it is trusted).
 
 Numba's cache files are pickles: they are read and written only through that directory's one

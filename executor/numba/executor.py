@@ -5,11 +5,13 @@ What cannot be compiled (a primitive with no compiled form, or one forced to the
 HILBERT_NUMBA_HOST=op,op) runs as the planned NumPy executor would; every maximal compilable
 part around it still runs compiled, and the plan's notes say which nodes ran where and why.
 
-Calls run in tiers (docs/architecture.md, "Tiers"): no call waits for Numba. A call without
-loops runs at once as the planned executor (executor/planned.py) runs it, on the host, while
-its code is generated and compiled in a background thread (from the HILBERT_COMPILE-th call of
-its signature), then swapped in. A call with loops runs its steps on the host (each step's work
-in NumPy) while its code is compiled from its first call; a loop that starts from the call's
+Compiled code is the LLVM back end's (executor/llvm), built before a call's first run by
+default (HILBERT_COMPILE=eager), so every process gives the same bits. A generated function the
+back end does not lower keeps its call on the host tier, as the plan says. Calls can also run
+in tiers (docs/architecture.md, "Tiers"; HILBERT_COMPILE=background or N): a call without loops
+runs at once as the planned executor (executor/planned.py) runs it, on the host, while its code
+is built in a background thread, then swapped in; a call with loops runs its steps on the host
+(each step's work in NumPy) while its code is built; a loop that starts from the call's
 parameters (a model's train block, a self-recursive definition) moves to the compiled code at
 the next step boundary once it is built, its state carried over.
 """
@@ -42,9 +44,9 @@ __all__ = ["COMPILE_AFTER", "COMPILE_ENVIRONMENT", "HOST_ENVIRONMENT", "Compiled
 
 def prepare(entry: Entry, shapes, optimize: str = "auto", values=None, math: str = "exact",
             dtype: str = "float64"):
-    """Specialise and plan `entry` for `shapes` and `dtype`; return the program that runs it:
-    tiered when it has no loops (nothing is generated or compiled here), else compiled at its
-    first call; a call in another dtype than float64 stays on the host tier (the plan says so).
+    """Specialise and plan `entry` for `shapes` and `dtype`; return the program that runs it,
+    built when HILBERT_COMPILE says (nothing is generated or compiled here); a call in a dtype
+    the code generator does not write stays on the host tier (the plan says so).
     `math`: "exact" or "fast" (compiled code within a few ulp of NumPy: the plan says so)."""
     ready = plan_entry(entry, shapes, optimize, "numba", values, dtype=dtype)
     forced = names(HOST_ENVIRONMENT)

@@ -28,7 +28,6 @@ class WholeProgram:
         self.plan = plan
         self.region = region
         self.blocks = blocks  # the call as blocks of rows on several threads (row_blocks.py)
-        self.function = region.function
         self.positions = tuple(n.index for n in region.region.inputs)
         # plain NumPy calls on the parameters as they are: nothing to convert, no checked
         # read whose error the region translates (x[t], oneHot)
@@ -36,7 +35,7 @@ class WholeProgram:
                        and not region.generated.compiled and not region.generated.reads)
         # what a call runs: straight to fresh_first when direct (a Python frame less: a
         # small product's call is about 2 µs, each frame 0.07)
-        self.run = functools.partial(fresh_first, self.function) if self.direct else self
+        self.run = functools.partial(fresh_first, region.function) if self.direct else self
         self._steps = 0
         # (a complex call's real results, computed in complex arrays: realness.real_results)
         self.real = real_results(region.region.root) if is_complex(plan.dtype) and \
@@ -44,7 +43,7 @@ class WholeProgram:
 
     def __call__(self, values):
         if self.direct:  # plain NumPy calls on the parameters as they are
-            return fresh_first(self.function, values)
+            return fresh_first(self.region.function, values)
         args = self.region.convert([values[i] for i in self.positions])
         if self.region.generated.compiled:
             value, steps = (self.blocks or self.region).run(args)

@@ -16,7 +16,7 @@ from ...compiler.passes.shapes import ShapeTable
 from .. import blas_threads, llvm, threads
 from . import interrupt
 from .faults import DrawError, LabelError, PositionError, StepCountError
-from .loading import load, python_mode
+from .loading import load
 
 if TYPE_CHECKING:
     from .. import codegen
@@ -36,7 +36,6 @@ class CompiledRegion:
     def __init__(self, region: codegen.Region, table: ShapeTable, optimize: str,
                  paths: dict | None = None, fast: bool = False, dtype: str = "float64",
                  counted: Counting = NOTHING):
-        self.python_mode = python_mode()  # NUMBA_DISABLE_JIT: NumPy scalars that warn on x/0
         self.region = region
         self._table = table
         self._optimize = optimize
@@ -53,7 +52,7 @@ class CompiledRegion:
         self._generated: codegen.Generated | None = None
         self._function = None
         self._parallel = False  # (its code has prange loops)
-        self.backend = "numba"  # what builds it (HILBERT_CODEGEN: `_lowered`)
+        self.backend = "llvm"  # what builds it, or why nothing does (`_lowered`)
         self._made: tuple | None = None  # (its LLVM lowering, once made: `lowering`)
         self.scalars = tuple(i for i, n in enumerate(region.inputs)
                              if not table.scopes[region.scope][n])
@@ -76,17 +75,25 @@ class CompiledRegion:
 
     @property
     def function(self):
-        """The generated function (a Numba dispatcher when its code needs compiling), made
-        once; Numba compiles it at its first call, or when `compile` says. In a process forked
-        from one that ran parallel code, parallel code is its serial twin (threads.usable)."""
+        """The generated function, made once: compiled code the LLVM back end lowered (compiled
+        at its first call, or when `compile` says), or, for code that needs no compiling (plain
+        NumPy calls), the generated source run as Python. In a process forked from one that
+        ran parallel code, parallel code is its serial twin (threads.usable). A function the
+        back end does not lower has no compiled form: its calls stay on the host tier, as the
+        plan says (schedules.decide), and never reach here."""
         if self._function is None or self._parallel and not threads.usable():
             # (the twin, once made, is kept: not remade, nor relowered, at every call; the
             # lowering made with the schedule has threads, so the twin is lowered afresh)
-            self._parallel = self.generated.parallel and threads.usable()
-            twin = self._parallel != self.generated.parallel
-            self._function = (self._lowered() if twin else self.lowering) or load(
-                "hilbert.executor.numba.cache").function(
-                self.generated.source, self.generated.compiled, self._parallel)
+            generated = self.generated
+            if not generated.compiled:
+                self._function = load("hilbert.executor.numba.cache").function(
+                    generated.source)
+                return self._function
+            self._parallel = generated.parallel and threads.usable()
+            twin = self._parallel != generated.parallel
+            made = self._lowered() if twin else self.lowering
+            assert made is not None, f"a function left to the host was called ({self.backend})"
+            self._function = made
         return self._function
 
     @property
@@ -99,14 +106,11 @@ class CompiledRegion:
         return self._made[0]
 
     def _lowered(self):
-        """The function lowered to LLVM IR by executor/llvm (compiled at its first use) when
-        HILBERT_CODEGEN=llvm asks for it and it lowers it, else None: Numba builds it, and
-        `backend` says why."""
+        """The function lowered to LLVM IR by executor/llvm (compiled at its first use), or
+        None where it needs no compiling or the back end does not lower it (`backend` says
+        why: the call's plan then keeps it on the host tier)."""
         generated = self.generated
-        if not generated.compiled or not llvm.wanted():
-            return None
-        if self.python_mode:
-            self.backend = "numba (NUMBA_DISABLE_JIT=1: run as Python)"
+        if not generated.compiled:
             return None
         from ..llvm.types import Array
 
@@ -117,7 +121,7 @@ class CompiledRegion:
             made = llvm.lowered(generated.body, list(generated.args), params, self.dtype.name,
                                 contiguous=True)  # (`convert` makes every array C-ordered)
         except llvm.Unsupported as why:
-            self.backend = f"numba (the llvm back end does not lower {why})"
+            self.backend = f"the llvm back end does not lower {why}"
             return None
         self.backend = f"llvm (optimisation level {made.level})"
         return made
@@ -127,34 +131,19 @@ class CompiledRegion:
         self._function = value
 
     def compile(self) -> None:
-        """Compile the function now, for the argument types `convert` gives (loaded from the
-        disk cache when it holds them), so that its first call runs compiled code at once."""
+        """Compile the function now (loaded from the disk cache when it holds it), so that its
+        first call runs compiled code at once."""
         function = self.function
         if self.generated.split:  # (its products' blocks run as own products: made now)
             load("hilbert.executor.numba.own_products").prepare(self.dtype)
-        if not self.generated.compiled or not hasattr(function, "compile"):
-            return  # plain NumPy calls, or NUMBA_DISABLE_JIT: nothing to compile
-        if self.backend.startswith("llvm"):  # (its ABI fixes the types: no Numba to import)
+        if self.generated.compiled:  # (plain NumPy calls: nothing to compile)
             function.compile()
-            return
-        from numba import types
-
-        shapes = self._table.scopes[self.region.scope]
-        numbers = [getattr(types, d.name) for d in self.dtypes]
-        signature = [types.Array(number, len(shapes[n]), "C") if shapes[n]
-                     else number for n, number in zip(self.region.inputs, numbers, strict=True)]
-        if self.generated.loops:
-            signature.append(types.Array(types.int64, 1, "C"))  # interrupt's stop flag
-        function.compile(tuple(signature))
 
     def __call__(self, args):
         """(value, loop steps run) for these input values (as `convert` makes them). Anything
         compiled code raises but a bad step count is a bug and propagates: a bad disk cache
         entry never reaches here (disk.HilbertCache replaces it while loading)."""
         try:
-            if self.python_mode:
-                with np.errstate(all="ignore"):
-                    return self.function(*args)
             if self.generated.split:  # (its threads share out its products: BLAS on one)
                 own = load("hilbert.executor.numba.own_products")
                 with blas_threads.single(), own.used(self.dtype):

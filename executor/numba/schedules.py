@@ -10,42 +10,41 @@ from ...compiler.plan import Plan
 from ...compiler.plan.schedule import Decided
 from ...compiler.plan.text import human_bytes
 from ...grammar.errors import RuntimeHilbertError, first_line
-from .. import llvm, threads
+from .. import threads
 from . import row_blocks
-from .loading import python_mode
 from .row_blocks import RowBlocks
 from .scope import ScopeRunner, regions_of
-from .tier_notes import COMPLEX_HELD
+from .tier_notes import COMPLEX_HELD, HELD
 
 
 def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],
            replan: Callable[[], Plan] | None, peak: int,
-           llvm_only: bool = False) -> tuple[Decided, str | None]:
+           complex_call: bool = False) -> tuple[Decided, str | None]:
     """(the schedule of the code `generate` gives: its runner and the blocks of rows the call
-    runs as, if any; why its calls stay on the host though it is generated, or None). Code
-    that holds every value of a call until it ends is planned again as such (`replan`): over
-    the memory limit, its calls stay on the host; within it, its peak is noted where it is not
-    the plan's `peak`. Code that cannot be generated is noted so: the build raises the error,
-    or its calls stay on the host (W903). `llvm_only`: code only the LLVM back end builds (a
-    complex call's): where it is not generated or a function is left to Numba, its calls stay
-    on the host, saying why."""
+    runs as, if any; why its calls stay on the host though it is generated, or None). A
+    compiled function the LLVM back end does not lower keeps the calls on the host tier, which
+    computes the same answer (the plan says which function and why). Code that holds every
+    value of a call until it ends is planned again as such (`replan`): over the memory limit,
+    its calls stay on the host; within it, its peak is noted where it is not the plan's
+    `peak`. Code that cannot be generated is noted so: the build raises the error, or its
+    calls stay on the host (W903); a `complex_call`'s stay on the host, saying why."""
     try:
         runner, blocks = generate()
         regions = tuple(runner.schedule())
     except Exception as err:  # noqa: BLE001 (raised again by the build: see above)
         why = f"the code could not be generated ({type(err).__name__}: {first_line(err)})"
-        if llvm_only:
+        if complex_call:
             held = COMPLEX_HELD.format(why=why)
             return ((), (f"numba: {held}",)), held
         return ((), (f"numba: {why}",)), None
-    notes = [*notes_of(runner), *([row_blocks.note(blocks)] if blocks else []),
-             *backends(runner)]
+    built = backends(runner)
+    notes = [*notes_of(runner), *([row_blocks.note(blocks)] if blocks else []), *built]
     held = None
-    left = [n for n in notes if " built by numba" in n]
-    if llvm_only and runner.whole is None:  # (the host's walk would read a real value's
+    left = [n for n in built if " is not compiled: " in n]
+    if complex_call and runner.whole is None:  # (the host's walk would read a real value's
         left.append("the call is not one compiled function")  # complex array: one answers)
-    if llvm_only and left:
-        held = COMPLEX_HELD.format(why=left[0])
+    if left:
+        held = (COMPLEX_HELD if complex_call else HELD).format(why=left[0])
         notes.append(held)
     if holds_every_value(runner) and replan is not None:
         try:
@@ -64,23 +63,23 @@ def decide(generate: Callable[[], tuple[ScopeRunner, RowBlocks | None]],
 
 
 def backends(runner: ScopeRunner) -> tuple[str, ...]:
-    """Which back end builds each compiled function, under HILBERT_CODEGEN=llvm (which may
-    leave one to Numba: executor/llvm), decided with the schedule: each is lowered now
-    (LLVM IR, nothing compiled), so the plan says it before the build as after."""
-    if not llvm.wanted():
-        return ()
+    """What builds each compiled function (the LLVM back end), or why nothing does (a
+    function it does not lower: llvm.Unsupported), decided with the schedule: each is lowered
+    now (LLVM IR, nothing compiled), so the plan says it before the build as after."""
     found = []
     for number, region in enumerate(regions_of(runner), 1):
         if region.generated.compiled:
-            region.lowering  # noqa: B018 (lowered now: `backend` says by what)
-            found.append(f"generated function {number} built by {region.backend}")
+            if region.lowering is None:
+                found.append(f"generated function {number} is not compiled: {region.backend}")
+            else:
+                found.append(f"generated function {number} built by {region.backend}")
     return tuple(found)
 
 
 def holds_every_value(runner: ScopeRunner) -> bool:
     """Whether `runner`'s program keeps every value until the call ends: a host walk, or
     generated code that runs as Python (it holds its locals)."""
-    return runner.whole is None or not runner.whole.generated.compiled or python_mode()
+    return runner.whole is None or not runner.whole.generated.compiled
 
 
 def notes_of(runner: ScopeRunner) -> tuple[str, ...]:

@@ -1,6 +1,9 @@
-"""Calls in tiers (docs/architecture.md, "Tiers"): a program's first calls run on the host
-tier at once, while its generated code is built in the background and swapped in; a running
-loop moves to the compiled code at a step boundary where it can (`resume_points`)."""
+"""Calls in tiers (docs/architecture.md, "Tiers"): the host tier (NumPy along the plan), and the
+generated code, built before the first call by default (HILBERT_COMPILE=eager) or in the
+background while the first calls run on the host, then swapped in; a running loop moves to the
+compiled code at a step boundary where it can (`resume_points`). Calls stay on the host where
+nothing is compiled (the plan says why: a dtype, a function the LLVM back end does not lower,
+memory, NUMBA_DISABLE_JIT)."""
 
 from __future__ import annotations
 
@@ -15,17 +18,16 @@ import numpy as np
 
 from ...compiler import ir, passes, settings
 from ...compiler.driver import Specialised
+from ...compiler.dtypes import is_complex
 from ...compiler.passes.shapes import ShapeTable, infer_shapes
 from ...compiler.plan import Plan
 from ...compiler.plan.rows import row_split
 from ...compiler.plan.schedule import Decided, Schedule
 from ...compiler.settings import whole_number
 from ...grammar.errors import HilbertError, first_line, warn
-from .. import llvm
 from ..planned import PlannedProgram
-from . import build_process, built, row_blocks, schedules
-from .apart import BuildsApart
-from .builder import BUILDER
+from . import row_blocks, schedules
+from .builder import BUILDER, WAKE_S
 from .placement import Placement
 from .programs import HostProgram, WholeProgram
 from .regions import CompiledRegion, OnHost
@@ -36,19 +38,16 @@ from .tier_notes import (
     COMPILE_ENVIRONMENT,
     COMPILED_FIRST,
     FAST_MATHS,
-    HOST_ONLY,
-    LLVM_DTYPES,
     RESTARTED,
     RESUMED,
-    STEPPED,
-    TIERED,
     compiled,
+    host_only,
 )
 
 #: A call whose loop the host would finish sooner than this (seconds, at the pace of its first
 #: steps), or whose loop cannot move to compiled code, starts its build when it ends, not at
-#: its first step boundary: loading Numba beside it (about a second) would only slow its
-#: steps down. Its next calls run compiled.
+#: its first step boundary: a build beside it would only slow its steps down. Its next calls
+#: run compiled.
 SHORT_LOOP_S = 0.5
 
 
@@ -69,14 +68,9 @@ class Tiers:
         self.resumes = resume_points(ready.body) if self.looped else None
         if self.resumes is not None:
             self.counter = only_loop(ready.body).counter  # type: ignore[union-attr]
-        if not self.compiles:
-            note = HOST_ONLY.format(dtype=ready.plan.dtype)
-        elif llvm.wanted():
-            note = COMPILED_FIRST
-        elif self.looped:
-            note = STEPPED + (RESTARTED if self.resumes is None else RESUMED)
-        else:
-            note = TIERED
+        looped = "" if not self.looped else RESTARTED if self.resumes is None else RESUMED
+        note = (COMPILED_FIRST.format(looped=looped) if self.compiles
+                else host_only(ready.plan.dtype))
         plan = _noted(ready.plan, (note, *_maths(fast)),
                       Schedule(self._decide) if self.compiles else Schedule())
         if self.looped:
@@ -109,7 +103,7 @@ class Tiers:
         the build."""
         decided, self._held = schedules.decide(lambda: (self.runner, self.blocks()),
                                                self._replan, self._ready.plan.peak_bytes,
-                                               self._ready.plan.dtype in LLVM_DTYPES)
+                                               is_complex(self._ready.plan.dtype))
         return decided
 
     def stays_on_host(self) -> str | None:
@@ -165,36 +159,26 @@ def _maths(fast: bool) -> tuple[str, ...]:
 def compile_when(looped: bool = False) -> int | None:
     """HILBERT_COMPILE as the call of a signature from which its code is built (0: eager, at
     the first call before it runs; None: never), or an ArgumentError (E600). By default every
-    call is built before it runs when the LLVM back end builds (HILBERT_CODEGEN=llvm, the
-    default): its builds take seconds, and only the compiled code then computes results, so
-    every process gives the same bits whenever its builds finish (docs/semantics.md, "Tiers").
-    Under Numba's front end, and under `background`, a call with loops is built from its first
-    call (its steps are worth compiling), one without from the COMPILE_AFTER-th."""
+    call is built before it runs: the LLVM back end's builds take seconds, and only the
+    compiled code then computes results, so every process gives the same bits whenever its
+    builds finish (docs/semantics.md, "Tiers"). Under `background` a call with loops is built
+    from its first call (its steps are worth compiling), one without from the
+    COMPILE_AFTER-th."""
     text = settings.text(COMPILE_ENVIRONMENT).lower()
-    if text == "" and llvm.wanted():
+    if text in ("", "eager"):
         return 0
-    if text in ("", "background"):
+    if text == "background":
         return 1 if looped else COMPILE_AFTER
-    if text == "eager":
-        return 0
     if text == "never":
         return None
-    return whole_number(COMPILE_ENVIRONMENT, "eager, never, or the call from which to compile "
-                        f"in the background (a whole number ≥ 1; {COMPILE_AFTER} by default)",
-                        smallest=1)
+    return whole_number(COMPILE_ENVIRONMENT, "eager, never, background, or the call from which "
+                        "to compile in the background (a whole number ≥ 1)", smallest=1)
 
 
 def _noted(plan: Plan, lines, schedule: Schedule | None = None) -> Plan:
     """`plan` with `lines` added to its notes (and given a `schedule`, that schedule)."""
     return dataclasses.replace(plan, notes=plan.notes + tuple(f"numba: {line}" for line in lines),
                                schedule=plan.schedule if schedule is None else schedule)
-
-
-def _apart() -> bool:
-    """Whether a background build runs in a process of its own (HILBERT_BUILDS): never under
-    HILBERT_CODEGEN=llvm, whose builds take less than a child's start (its machine code goes
-    to the disk cache all the same: executor/llvm/kept.py)."""
-    return build_process.wanted() and not llvm.wanted()
 
 
 def _second_tier(runner: ScopeRunner, plan: Plan, arity: int, blocks: RowBlocks | None):
@@ -205,16 +189,16 @@ def _second_tier(runner: ScopeRunner, plan: Plan, arity: int, blocks: RowBlocks 
     return HostProgram(runner, plan)
 
 
-class TieredProgram(BuildsApart):
+class TieredProgram:
     """A call in two tiers. The first, from the first call, needs nothing compiled: the
     planned program on the host (executor/planned.py), or for a call with loops a walk of it
     on the host that steps each loop in Python. The second: the generated code (one compiled
     function, or plain NumPy calls when nothing needs compiling), built when HILBERT_COMPILE
-    says (`compile_when`) and swapped in once built, so a call never waits for Numba unless
-    asked to; a call in the middle of a loop whose start the second tier can take
-    (`resume_points`) moves to it at the next step boundary. `tier` is the tier the latest
-    call ran on ("host" or "compiled"); both give the same results but for the last bits'
-    rounding (docs/semantics.md, "Tiers")."""
+    says (`compile_when`) and swapped in once built, so a call never waits for a build unless
+    asked to (HILBERT_COMPILE=eager, the default); a call in the middle of a loop whose start
+    the second tier can take (`resume_points`) moves to it at the next step boundary. `tier`
+    is the tier the latest call ran on ("host" or "compiled"); both give the same results but
+    for the last bits' rounding (docs/semantics.md, "Tiers")."""
 
     # (both tiers detach what they return, and a call moved at a step boundary returns the
     # second tier's result detached from the values it resumed with, which hold every argument
@@ -237,7 +221,6 @@ class TieredProgram(BuildsApart):
         self._fast: WholeProgram | HostProgram | None = None  # built and swapped in
         self._lock = threading.RLock()  # (build holds it while it generates the code)
         self._done = threading.Event()  # set when the build has ended, built or not
-        self._apart = threading.Event()  # set when a child process has built it: to be loaded
         self.queued = False  # handed to the background builder
         self._error: BaseException | None = None
 
@@ -281,10 +264,6 @@ class TieredProgram(BuildsApart):
         return self._fast is not None
 
     def _first_tier(self, values):
-        if self._apart.is_set() and not self._done.is_set():
-            self.build_quietly()
-            if self._fast is not None:
-                return self(values)
         if self._error is not None:  # the build failed: as a call that compiles would
             if self._when == 0 or isinstance(self._error, HilbertError):
                 raise _fresh(self._error) from self._error  # (never one object raised again)
@@ -309,17 +288,21 @@ class TieredProgram(BuildsApart):
         """The generated sources of its compiled regions (generated now if they were not)."""
         return [r.source for r in regions_of(self.runner) if r.generated.compiled]
 
-    def kept(self) -> bool:
-        """Whether a build of this program's code is in the disk cache (executor/numba/built.py)."""
-        try:
-            return built.kept(self.sources())
-        except Exception:  # noqa: BLE001 (code that cannot be generated is not kept)
-            return False
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until a build started (by a call, or `build`) has ended; whether it has (waking
+        every WAKE_S, so that a Ctrl-C reaches the waiting thread)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._done.is_set():
+            left = WAKE_S if deadline is None else min(WAKE_S, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            self._done.wait(left)
+        return True
 
     def _start_when_due(self) -> None:
         """Queue the build once this signature has had the calls HILBERT_COMPILE asks for. A
         call with loops queues it at a step boundary when it could move to it (`_boundary`),
-        else at its end: its first step, and a one-step train call, run before Numba competes
+        else at its end: its first step, and a one-step train call, run before the build competes
         with them for the interpreter."""
         when = self._when
         if when is not None and self.host_calls >= when and not self.queued \
@@ -329,13 +312,11 @@ class TieredProgram(BuildsApart):
     def _boundary(self, values, began: float, state: tuple, steps: int) -> None:
         """At a step boundary of a host call's loop (begun at `began`): the build is queued
         when due if this call can use it (`_worth_moving`; else it is queued when the call
-        ends, so Numba loading beside the steps does not slow them down); once it is built,
+        ends, so a build beside the steps does not slow them down); once it is built,
         the rest of the call runs on the compiled code from `state` when its loop can move
         (raised as _Moved, with its result)."""
         if not self.queued and _worth_moving(self._resumes, self._counter, began, state, steps):
             self._start_when_due()
-        if self._apart.is_set() and not self._done.is_set():
-            self.build_quietly()
         fast = self._fast
         if fast is None or self._resumes is None:
             return
@@ -362,12 +343,11 @@ class TieredProgram(BuildsApart):
              "This is a bug in hilbert: please report it with the .hb source", stacklevel=6)
 
     def _start(self) -> None:
-        apart = _apart()  # (HILBERT_BUILDS: an E600 raised to the call)
         with self._lock:
             if self.queued or self._done.is_set():
                 return
             self.queued = True
-        BUILDER.submit(self, apart)
+        BUILDER.submit(self)
 
     def build_quietly(self) -> None:
         """`build`, its error kept for the next call to raise (the background thread's way)."""
@@ -417,8 +397,6 @@ class TieredProgram(BuildsApart):
             region.compile()
             if advance is not None:
                 advance()
-        if self.looped:
-            built.keep(self.sources())
         self._fast = second
         return second
 
