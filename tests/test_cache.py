@@ -112,7 +112,7 @@ def test_every_cache_file_goes_under_the_cache_dir(tmp_path):
     made = files(directory)
     assert any(re.fullmatch(r"numba/kernels\.product-\d+\.py\d+\.nbi", n) for n in made)
     assert any(re.fullmatch(r"llvm/[0-9a-f]+\.o", n) for n in made)
-    assert all(re.fullmatch(r"llvm/[0-9a-f]+\.o|numba/[\w.-]+\.(nbi|nbc)"
+    assert all(re.fullmatch(r"llvm/[0-9a-f]+\.(o|record)|numba/[\w.-]+\.(nbi|nbc)"
                             r"|(parsed|parser|entries|plans)/[0-9a-f]{32}\.pickle|key", n)
                for n in made)
     assert all(stat.S_IMODE(mode) == 0o600 for mode, _ in made.values())

@@ -60,10 +60,11 @@ print(json.dumps({"values": values, "notes": notes, "counts": compile.COUNTS,
                   "warnings": [getattr(w.message, "code", str(w.message)) for w in caught]}))
 """
 NAMES = ("softmax", "shaped", "fitted")
-#: The modules a process compiles or loads: each function's, and the entry from Python of each
+#: The modules a process compiles or loads: each function's, the entry from Python of each
 #: call layout (executor/llvm/cpython.py): a matrix to a matrix (softmax, shaped) and a matrix
-#: with the loop's stop flag to a vector (fitted).
-MODULES = len(NAMES) + 2
+#: with the loop's stop flag to a vector (fitted), and the float64 product kernel, which
+#: compile_source begins before the front half runs (executor/llvm.begin_kernels).
+MODULES = len(NAMES) + 3
 
 
 def expected() -> dict[str, np.ndarray]:

@@ -84,7 +84,7 @@ class Lowered:
             if self._call is None:
                 heap.settle()  # (before any compiled code makes arrays)
                 entry = threading.Thread(target=cpython.prepare, args=(self._layout,),
-                                         name="hilbert-entry")
+                                         name="hilbert-entry", daemon=True)
                 entry.start()  # (its module compiles beside the function's)
                 self._machine = self._compiled(before_load)
                 entry.join()

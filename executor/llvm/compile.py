@@ -164,8 +164,8 @@ def compile_parts(parts: list[tuple[str | None, tuple[str, ...]]], names: tuple[
         except BaseException as err:  # noqa: BLE001 (raised again below, in the caller)
             made[k] = err
 
-    beside = [threading.Thread(target=make, args=(k,), name=f"hilbert-part-{k}")
-              for k in range(1, len(parts))]
+    beside = [threading.Thread(target=make, args=(k,), name=f"hilbert-part-{k}", daemon=True)
+              for k in range(1, len(parts))]  # (daemons: the exit waits for no build)
     for thread in beside:
         thread.start()
     make(0)

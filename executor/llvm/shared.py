@@ -30,11 +30,12 @@ _LOCK = threading.Lock()
 
 class _Build(threading.Thread):
     """A kernel's machine code made (`KERNELS[key]`) and its symbol registered with LLVM, on a
-    thread of its own; an error is kept for the module that waits for it. (Not a daemon: an
-    exit waits for it, a fraction of a second, rather than end a process inside LLVM.)"""
+    thread of its own; an error is kept for the module that waits for it. A daemon, as every
+    build's thread (executor/numba/builder.py): the exit waits for none; a build under way
+    writes its object code to the disk cache whole or not at all (kept.py)."""
 
     def __init__(self, key: str, symbol: str, text: str):
-        super().__init__(name=f"hilbert-kernel-{symbol}")
+        super().__init__(name=f"hilbert-kernel-{symbol}", daemon=True)
         self.key, self.symbol, self.text = key, symbol, text
         self.error: BaseException | None = None
 
