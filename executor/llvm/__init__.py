@@ -25,8 +25,11 @@ compiled by llvmlite in milliseconds, where Numba's front end takes seconds.
     complex_products.py  complex matrices' products: tiles in vectors of parts, or zgemm
     maths.py        vmath.py's exp, log and tanh (and math="fast"'s), operation for operation
     maths32.py      vmath32.py's float32 exp, log, tanh and erf, typed as Numba types them
+    parts.py        a large module in two parts, compiled side by side and linked by symbol
     compile.py      llvmlite's binding: target machine, optimisation level, object code, addresses
+    unlocked.py     LLVM's optimiser and code generator called past llvmlite's lock
     kept.py         object code in the disk cache, under a hash of the IR and what else it depends on
+    records.py      what a warm process needs to load a function without lowering it again
     call.py         the Python side of the ABI: packing, calling, memory handed back
     cpython.py      the entry from Python as machine code: objects read, values made
     unsupported.py  the signal that a function is not lowered (its calls stay on the host tier)
