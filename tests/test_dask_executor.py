@@ -240,8 +240,8 @@ def test_dask_arrays_stay_lazy_unless_compute(rng):
 
 
 @pytest.mark.parametrize("refused", [False, True])
-def test_an_entrywise_region_is_one_kernel_unless_the_llvm_back_end_refuses_it(refused, rng,
-                                                                              monkeypatch):
+def test_an_entrywise_region_is_one_kernel_unless_the_llvm_back_end_refuses_it(
+        refused, rng, monkeypatch, lowered_afresh):
     """sin(x)·2 + 1 on blocks is one blockwise kernel the LLVM back end compiles; with np.sin
     refused (for the test's sake) the region is not fused, its operations run as dask's own
     ufuncs, and the answer is NumPy's either way."""

@@ -88,7 +88,7 @@ def test_the_same_function_makes_the_same_parts(in_parts):
         lowering = lower.Lowering(_body(), [("a0", Array("float64", 1)), ("a1", "float64")],
                                   "float64")
         text, functions = parts.written(lowering.module)
-        return parts.split(lower.NAME, lowering.pieces, text, functions,
+        return parts.split(lower.NAME, [f.name for f in lowering.outlined], text, functions,
                            {f.name: f.ftype for f in lowering.module.functions})
 
     assert made() == made()

@@ -121,7 +121,7 @@ def _fresh(body: list, names: list[str], params: list, code: str, contiguous: bo
 
     made = lower.Lowering(body, list(zip(names, params, strict=True)), code, contiguous)
     text, functions = parts.written(made.module)
-    split = parts.split(lower.NAME, made.pieces, text, functions,
+    split = parts.split(lower.NAME, [f.name for f in made.outlined], text, functions,
                         {f.name: f.ftype for f in made.module.functions})
     return call.Lowered(text, params, made.results, level, contiguous, made.raises, passes,
                         split, shared.called(text), description)

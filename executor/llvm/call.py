@@ -36,6 +36,27 @@ _FREE.argtypes = [ctypes.c_void_p]
 _FREE.restype = None
 
 
+def _kernels_made(symbols: tuple[str, ...]) -> None:
+    """The shared kernels `symbols` made (shared.awaited), each begun first by the module
+    that writes it where nothing in this process has (a function made from its record,
+    records.py, was never lowered here): its symbol says which."""
+    for name in symbols:
+        if shared.begun(name):
+            continue
+        family, _, dtype = name.rpartition(".")
+        if family == "hb_product":
+            from . import products
+
+            products.begin(dtype)
+        elif family == "hb_complex_product":
+            from . import complex_products
+
+            complex_products.begin(dtype)
+        else:
+            raise LookupError(f"no shared kernel is called {name}")
+    shared.awaited(symbols)
+
+
 class Lowered:
     """A function lowered to LLVM IR (`text`), compiled at `level` (or its machine code loaded
     from the disk cache: compile.py) when first called or when `compile` is (under a lock:
@@ -109,7 +130,7 @@ class Lowered:
         made from one (lowered, after all, where that code is gone); its record written when it
         was lowered here."""
         def linkable() -> None:  # (the shared kernels it calls made first: shared.py)
-            shared.awaited(self._kernels)
+            _kernels_made(self._kernels)
             if before_load is not None:
                 before_load()
 

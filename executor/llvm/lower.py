@@ -100,9 +100,9 @@ class Lowering(Held, Expressions):
         self._parameters(params)
         self._pieces = outline.chosen(body, self.types)  # (runs outlined: outline.py)
         self._nests = {id(nest) for nest in self._pieces.values()}
-        self._outlined: list[ir.Function] = []
+        self.outlined: list[ir.Function] = []
         self._block(body)
-        for made in self._outlined:  # (the vector width, set where its statement ran)
+        for made in self.outlined:  # (the vector width, set where its statement ran)
             for attribute in sorted(self.function.attributes):
                 set.add(made.attributes, attribute)
         if not self._returned:
@@ -111,11 +111,6 @@ class Lowering(Held, Expressions):
     @property
     def text(self) -> str:
         return str(self.module)
-
-    @property
-    def pieces(self) -> list[str]:
-        """The names of the functions its runs were outlined into (outline.py)."""
-        return [f.name for f in self._outlined]
 
     def _parameters(self, params: list[tuple[str, Type]]) -> None:
         b, at = self.builder, 0
@@ -181,7 +176,7 @@ class Lowering(Held, Expressions):
                 set.add(self.function.attributes,  # (as vmath.wide_vectors asks Numba's LLVM)
                         f'"prefer-vector-width"="{WIDE}"')
             case For() if id(stmt) in self._nests:
-                self._outlined.append(outline.piece(self, stmt))
+                self.outlined.append(outline.piece(self, stmt))
             case For(index=index, size=size, body=body, parallel=False):
                 self._for(index, size, body)
             case For(parallel=True):

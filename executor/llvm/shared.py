@@ -78,14 +78,10 @@ def called(module_text: str) -> tuple[str, ...]:
 
 
 def awaited(symbols: tuple[str, ...]) -> None:
-    """Every kernel of `symbols` has its machine code and its symbol registered: begun where
-    nothing in this process has (a function whose record was read, records.py, was never
-    lowered here), builds under way waited for (their errors raised here). A build whose
-    thread is gone without a result (a process forked while it ran) is made again in this
-    thread."""
+    """Every kernel of `symbols` (each begun: `begin`) has its machine code and its symbol
+    registered: builds under way waited for (their errors raised here). A build whose thread is
+    gone without a result (a process forked while it ran) is made again in this thread."""
     for name in symbols:
-        if name not in _KEYS:
-            _begin_by_name(name)
         build = _BUILDS.get(name)
         if build is None:
             continue
@@ -101,16 +97,6 @@ def awaited(symbols: tuple[str, ...]) -> None:
             raise build.error
 
 
-def _begin_by_name(name: str) -> None:
-    """The kernel `name` begun by the module that writes it (its symbol says which)."""
-    family, _, dtype = name.rpartition(".")
-    if family == "hb_product":
-        from . import products
-
-        products.begin(dtype)
-    elif family == "hb_complex_product":
-        from . import complex_products
-
-        complex_products.begin(dtype)
-    else:
-        raise LookupError(f"no shared kernel is called {name}")
+def begun(name: str) -> bool:
+    """Whether the kernel `name` was begun in this process."""
+    return name in _KEYS
