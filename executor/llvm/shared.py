@@ -11,7 +11,9 @@ linked to the kernel's symbol."""
 
 from __future__ import annotations
 
+import atexit
 import threading
+import time
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -64,6 +66,8 @@ def begin(key: str, name: str, write) -> None:
     on a thread of its own, unless its machine code is made or being made."""
     with _LOCK:
         _KEYS[name] = key
+        if not _BUILDS and not KERNELS:
+            atexit.register(_settled)
         if key not in KERNELS and name not in _BUILDS:
             own = ir.Module(name=f"hilbert_{name}")
             write(own)
@@ -95,6 +99,20 @@ def awaited(symbols: tuple[str, ...]) -> None:
             del _BUILDS[name]
         if build.error is not None:
             raise build.error
+
+
+#: How long the exit waits, at most, for kernels' builds under way (0.2–0.3 s each).
+EXIT_WAIT_S = 0.8
+
+
+def _settled() -> None:
+    """At exit, the kernels' builds under way waited for, `EXIT_WAIT_S` at most together: a
+    process that ends while LLVM's code generator runs in another thread can abort inside it
+    (its global state torn down under it), and a kernel begun at load (`begin`) by a process
+    that never multiplies is often still being built when its last line has run."""
+    deadline = time.monotonic() + EXIT_WAIT_S
+    for build in list(_BUILDS.values()):
+        build.join(max(0.0, deadline - time.monotonic()))
 
 
 def begun(name: str) -> bool:
