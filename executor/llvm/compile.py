@@ -135,14 +135,7 @@ def compile_described(description: str, write, names: tuple[str, ...], level: in
     kept never writes the IR (the block's entry from Python: 0.5 s of Python for 811 KiB)."""
     target, cpu, features = _host()
     name = kept.described(description, level, (target.triple, cpu, features))
-    code = kept.read(name)
-    made = code is None
-    if code is None:
-        code = _object_code(write(), level)
-        kept.write(name, code)
-    with _LOCK:
-        COUNTS["compiled" if made else "loaded"] += 1
-    return _loaded(code, names, level)
+    return _loaded(_kept_or_made(name, lambda: _object_code(write(), level)), names, level)
 
 
 def compile_parts(parts: list[tuple[str | None, tuple[str, ...]]], names: tuple[str, ...],
@@ -206,14 +199,19 @@ def _code(module_text: str, level: int, passes: int) -> tuple[bytes, str]:
     cache or compiled (`_object_code`) and kept there, and the name it is kept under."""
     target, cpu, features = _host()
     name = kept.key(module_text, level, (target.triple, cpu, features), passes)
+    return _kept_or_made(name, lambda: _object_code(module_text, level, passes)), name
+
+
+def _kept_or_made(name: str, make) -> bytes:
+    """The object code kept as `name`, or `make()`'s, then kept as `name`; counted."""
     code = kept.read(name)
     made = code is None
     if code is None:
-        code = _object_code(module_text, level, passes)
+        code = make()
         kept.write(name, code)
     with _LOCK:
         COUNTS["compiled" if made else "loaded"] += 1
-    return code, name
+    return code
 
 
 def _object_code(module_text: str, level: int, passes: int = 1) -> bytes:
